@@ -1,0 +1,69 @@
+"""What an enumeration is asked for: one arch, one rule set, ordered lists of cells."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import product
+from typing import NamedTuple
+
+from ckspace.space.arch import parse_arch
+from ckspace.space.vocab import NDIMS, Dtype, Variant, parse_ndim
+
+
+class Cell(NamedTuple):
+    """One (variant, ndim, dtype) cell of an arch's space."""
+
+    variant: Variant
+    ndim: int
+    dtype: Dtype
+
+    def label(self) -> str:
+        return f"{self.variant.value}/{self.ndim}d/{self.dtype.value}"
+
+
+def _unique(values: Iterable) -> tuple:
+    return tuple(dict.fromkeys(values))
+
+
+@dataclass(frozen=True)
+class Request:
+    """An upstream-style generator call.
+
+    Order matters and is kept as given: upstream emits cells variant-major, then ndim, then dtype,
+    and the sampling rule sets (full-tests, tiny) select from that emission order, so the same cell
+    can get a different subset in a different request.
+    """
+
+    arch: str
+    rule_set: str
+    variants: tuple[Variant, ...]
+    ndims: tuple[int, ...]
+    dtypes: tuple[Dtype, ...]
+
+    @classmethod
+    def build(cls, arch: str, rule_set: str, variants: Iterable[object] | None = None,
+              ndims: Iterable[object] | None = None, dtypes: Iterable[object] | None = None) -> "Request":
+        from ckspace.constraints.rulesets import get_rule_set
+
+        return cls(
+            arch=parse_arch(arch),
+            rule_set=get_rule_set(rule_set).name,
+            variants=_unique(Variant.parse(v) for v in (variants or list(Variant))),
+            ndims=_unique(parse_ndim(n) for n in (ndims or NDIMS)),
+            dtypes=_unique(Dtype.parse(d) for d in (dtypes or list(Dtype))),
+        )
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        return tuple(Cell(v, n, d) for v, n, d in product(self.variants, self.ndims, self.dtypes))
+
+    def single(self, cell: Cell) -> "Request":
+        return Request(self.arch, self.rule_set, (cell.variant,), (cell.ndim,), (cell.dtype,))
+
+    def key(self) -> str:
+        """Text that identifies the request in cache keys."""
+        return "|".join([
+            self.arch, self.rule_set, ",".join(v.value for v in self.variants),
+            ",".join(map(str, self.ndims)), ",".join(d.value for d in self.dtypes),
+        ])

@@ -1,0 +1,19 @@
+"""Rule set ``tiny``: about ten configs chosen from ``full-tests`` (RULES.md 10)."""
+
+from __future__ import annotations
+
+from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.rulesets import get_rule_set, register
+from ckspace.constraints.rulesets.base import CellProposals, RuleSet
+from ckspace.constraints.rulesets.sampling import emission_list, full_tests_select, split, tiny_select
+
+
+@register
+class TinyRuleSet(RuleSet):
+    name = "tiny"
+    summary = "the first full-tests config of each (category, ndim) group, round-robin to ten"
+    request_wide = True
+
+    def propose(self, request: Request) -> dict[Cell, CellProposals]:
+        entries = emission_list(request, get_rule_set("full").propose(request))
+        return split(request, tiny_select(full_tests_select(entries)))

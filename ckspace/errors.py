@@ -1,0 +1,28 @@
+"""Exceptions of ckspace.
+
+Every error a user can cause derives from :class:`CkspaceError`, so callers (and the CLI, which turns
+them into one line on stderr and exit status 2) can tell bad input from bugs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class CkspaceError(Exception):
+    """Base class of the errors ckspace raises on bad input or bad state."""
+
+
+class InvalidChoiceError(CkspaceError, ValueError):
+    """A value is not one of the allowed choices; the message names both."""
+
+    def __init__(self, what: str, value: object, choices: Iterable[object]) -> None:
+        self.what = what
+        self.value = value
+        self.choices = tuple(choices)
+        listed = ", ".join(str(c) for c in self.choices)
+        super().__init__(f"unknown {what} {value!r}; valid: {listed}")
+
+
+class KernelNameError(CkspaceError, ValueError):
+    """A kernel name does not follow the upstream naming scheme (RULES.md section 3)."""

@@ -1,0 +1,82 @@
+"""Architecture facts, read from the shipped arch table (RULES.md section 4)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pydantic import BaseModel, ConfigDict
+
+from ckspace.data import table
+from ckspace.errors import InvalidChoiceError
+from ckspace.space.vocab import Dtype, Pipeline
+
+Triple = tuple[int, int, int]
+
+
+class ArchFacts(BaseModel):
+    """What the rules know about one GPU target.
+
+    ``warp_size`` is the value the validity rules use (64 for gfx9*, else 32). ``warp_tiles`` maps a
+    dtype to its supported MFMA/WMMA shapes in upstream list order, which the ``full`` rule set's
+    pairing depends on; a dtype missing from it means "no table", which upstream treats as a pass.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    family: str
+    warp_size: int
+    lds_capacity_kb: int
+    wave_combos: tuple[Triple, ...]
+    warp_tiles: dict[Dtype, tuple[Triple, ...]]
+
+    def warp_tiles_for(self, dtype: Dtype) -> tuple[Triple, ...] | None:
+        """The warp tiles for ``dtype``, or None when the arch has no table for it."""
+        return self.warp_tiles.get(dtype)
+
+
+def arch_names() -> tuple[str, ...]:
+    """Every arch of the table, in table order."""
+    return tuple(table("arch")["arch_order"])
+
+
+def parse_arch(value: object) -> str:
+    """Validate an arch name (case-insensitive), returning its canonical spelling."""
+    name = str(value).strip().lower()
+    if name not in arch_names():
+        raise InvalidChoiceError("arch", value, arch_names())
+    return name
+
+
+@cache
+def arch_facts(name: str) -> ArchFacts:
+    """The facts of ``name``; raises :class:`InvalidChoiceError` for an unknown arch."""
+    name = parse_arch(name)
+    data = table("arch")
+    entry = data["archs"][name]
+    rule = data["warp_size_rule"]
+    warp_size = rule["warp_size_if_prefix"] if name.startswith(rule["prefix"]) else rule["warp_size_otherwise"]
+    tiles = {
+        dtype: tuple(tuple(t) for t in entry["warp_tiles"][dtype.key])
+        for dtype in Dtype
+        if dtype.key in entry["warp_tiles"]
+    }
+    return ArchFacts(
+        name=name,
+        family=entry["family"],
+        warp_size=warp_size,
+        lds_capacity_kb=entry["lds_capacity_kb_arch_specs_json"],
+        wave_combos=tuple(tuple(w) for w in entry["wave_combos"]),
+        warp_tiles=tiles,
+    )
+
+
+def lds_limit_bytes(pipeline: Pipeline) -> int:
+    """Per-pipeline LDS budget of the config check (arch-blind upstream, RULES.md 14.5)."""
+    limits = table("arch")["lds_limit_bytes_by_pipeline"]
+    return limits.get(pipeline.value, limits["default"])
+
+
+def element_size(dtype: Dtype) -> int:
+    """Bytes per element of ``dtype``."""
+    return table("arch")["element_size_bytes"][dtype.value]

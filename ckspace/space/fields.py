@@ -1,0 +1,124 @@
+"""The fields of a GEMM-style kernel config, in one fixed order.
+
+A config's *row* is the tuple of its field values in this order, enums as their integer codes and
+booleans as 0/1. Rows are what the rule sets generate, what the solver's variables and the
+vectorised evaluator work on, and what the cache stores; the pydantic models of
+:mod:`ckspace.space.config` are built from rows at the boundary.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ckspace.space.vocab import (
+    Choice,
+    Epilogue,
+    Pipeline,
+    Scheduler,
+    Specialization,
+    StreamKStrategy,
+)
+
+
+class Layout(Choice):
+    """The layout string kernel names carry (upstream default/full use nhwgc for every ndim)."""
+
+    NHWGC = "nhwgc"
+    NDHWGC = "ndhwgc"
+    NGCHW = "ngchw"
+
+
+class FieldSpec(NamedTuple):
+    name: str
+    kind: type  # int, bool or a Choice subclass
+    doc: str
+
+
+GEMM_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("tile_m", int, "block tile along the implicit GEMM's M"),
+    FieldSpec("tile_n", int, "block tile along N"),
+    FieldSpec("tile_k", int, "block tile along K"),
+    FieldSpec("wave_m", int, "waves per block along M"),
+    FieldSpec("wave_n", int, "waves per block along N"),
+    FieldSpec("wave_k", int, "waves per block along K"),
+    FieldSpec("warp_tile_m", int, "MFMA/WMMA fragment M"),
+    FieldSpec("warp_tile_n", int, "MFMA/WMMA fragment N"),
+    FieldSpec("warp_tile_k", int, "MFMA/WMMA fragment K"),
+    FieldSpec("vec_a", int, "global-load vector width of A"),
+    FieldSpec("vec_b", int, "global-load vector width of B"),
+    FieldSpec("vec_c", int, "store vector width of C"),
+    FieldSpec("pipeline", Pipeline, "block GEMM pipeline"),
+    FieldSpec("scheduler", Scheduler, "intrawave or interwave scheduling"),
+    FieldSpec("epilogue", Epilogue, "epilogue kind"),
+    FieldSpec("pad_m", bool, "pad M"),
+    FieldSpec("pad_n", bool, "pad N"),
+    FieldSpec("pad_k", bool, "pad K"),
+    FieldSpec("double_smem_buffer", bool, "ping-pong LDS buffer"),
+    FieldSpec("num_groups_to_merge", int, "convolution groups merged into one GEMM"),
+    FieldSpec("split_image", bool, "large-tensor split of the image"),
+    FieldSpec("explicit_gemm", bool, "explicit GEMM path (bwd_weight)"),
+    FieldSpec("two_stage", bool, "fp32 workspace then convert (bwd_weight)"),
+    FieldSpec("specialization", Specialization, "convolution specialization"),
+    FieldSpec("streamk_enabled", bool, "stream-K tile partitioning (bwd_weight)"),
+    FieldSpec("streamk_strategy", StreamKStrategy, "stream-K reduction strategy"),
+    FieldSpec("streamk_persistent", bool, "persistent stream-K"),
+    FieldSpec("num_wave_groups", int, "wave groups"),
+    FieldSpec("layout", Layout, "layout string of the name"),
+    FieldSpec("tagged", bool, "the rule set tagged the config with its dtype (upstream's WMMA rule reads it)"),
+)
+
+GEMM_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in GEMM_FIELDS)
+FIELD_INDEX: dict[str, int] = {name: i for i, name in enumerate(GEMM_FIELD_NAMES)}
+FIELD_KIND: dict[str, type] = {f.name: f.kind for f in GEMM_FIELDS}
+
+Row = tuple[int, ...]
+
+DEPTHWISE_FIELDS: tuple[str, ...] = (
+    "tile_h", "tile_w", "filter", "stride_h", "stride_w", "pad_h", "pad_w",
+    "nbatch", "sub_h", "sub_w", "in_vec", "out_vec", "block_size", "dilation",
+)
+
+
+def encode(name: str, value: object) -> int:
+    """The integer stored for ``value`` of field ``name`` (enum code, 0/1 or the int itself)."""
+    kind = FIELD_KIND[name]
+    if kind is bool:
+        return int(bool(value))
+    if kind is int:
+        return int(value)  # type: ignore[call-overload]
+    return kind.parse(value).code  # type: ignore[attr-defined]
+
+
+def decode(name: str, code: int) -> object:
+    """Inverse of :func:`encode`."""
+    kind = FIELD_KIND[name]
+    if kind is bool:
+        return bool(code)
+    if kind is int:
+        return int(code)
+    return list(kind)[code]  # type: ignore[call-overload]
+
+
+def _enum_bounds(kind: type) -> tuple[int, int]:
+    return (0, len(list(kind)) - 1)  # type: ignore[arg-type]
+
+
+_INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "tile_m": (1, 1024), "tile_n": (1, 1024), "tile_k": (1, 1024),
+    "wave_m": (1, 16), "wave_n": (1, 16), "wave_k": (1, 16),
+    "warp_tile_m": (1, 128), "warp_tile_n": (1, 128), "warp_tile_k": (1, 128),
+    "vec_a": (1, 64), "vec_b": (1, 64), "vec_c": (1, 64),
+    "num_groups_to_merge": (1, 64), "num_wave_groups": (1, 8),
+}
+
+GEMM_BOUNDS: dict[str, tuple[int, int]] = {
+    f.name: (0, 1) if f.kind is bool else _INT_BOUNDS[f.name] if f.kind is int else _enum_bounds(f.kind)
+    for f in GEMM_FIELDS
+}
+"""Solver domains of the GEMM fields: wide enough for any config a user may ask about."""
+
+DEPTHWISE_BOUNDS: dict[str, tuple[int, int]] = {
+    "tile_h": (1, 256), "tile_w": (1, 256), "filter": (1, 15), "stride_h": (1, 8), "stride_w": (1, 8),
+    "pad_h": (0, 8), "pad_w": (0, 8), "nbatch": (1, 64), "sub_h": (1, 64), "sub_w": (1, 64),
+    "in_vec": (1, 64), "out_vec": (1, 64), "block_size": (1, 1024), "dilation": (1, 8),
+}

@@ -1,0 +1,133 @@
+"""The vocabulary: every enumerated value a kernel config or a query can name.
+
+One place for names, in the manner of ``cutlass_library``: rules, the CLI, naming and emission all
+refer to these enums, never to loose strings. Integer codes (the position in the enum) are what the
+CP-SAT model and the vectorised evaluator store; they are stable for a given ckspace version and
+are part of no public format.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from ckspace.errors import InvalidChoiceError
+
+
+class Choice(StrEnum):
+    """A StrEnum that parses user text with a one-line error listing the valid values."""
+
+    @classmethod
+    def parse(cls, value: object) -> "Choice":
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            raise InvalidChoiceError(cls.label(), value, [m.value for m in cls]) from None
+
+    @classmethod
+    def label(cls) -> str:
+        return cls.__name__.lower()
+
+    @property
+    def code(self) -> int:
+        """Position in the enum: the integer the solver and the evaluator use."""
+        return _codes(type(self))[self]
+
+
+_CODE_CACHE: dict[type, dict] = {}
+
+
+def _codes(cls: type) -> dict:
+    table = _CODE_CACHE.get(cls)
+    if table is None:
+        table = {member: i for i, member in enumerate(cls)}
+        _CODE_CACHE[cls] = table
+    return table
+
+
+class Variant(Choice):
+    FORWARD = "forward"
+    BWD_DATA = "bwd_data"
+    BWD_WEIGHT = "bwd_weight"
+
+    @property
+    def token(self) -> str:
+        """The ``{V}`` part of kernel names."""
+        return {"forward": "fwd", "bwd_data": "bwd_data", "bwd_weight": "bwd_weight"}[self.value]
+
+    @property
+    def is_backward(self) -> bool:
+        return self is not Variant.FORWARD
+
+
+class Dtype(Choice):
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP32 = "fp32"
+
+    @property
+    def dtype_class(self) -> str:
+        """``half`` for fp16/bf16, ``float`` for fp32: the key of the per-class rule tables."""
+        return "float" if self is Dtype.FP32 else "half"
+
+    @property
+    def key(self) -> str:
+        """The arch tables' warp-tile key, e.g. ``bf16_bf16_fp32`` (accumulator is always fp32)."""
+        return f"{self.value}_{self.value}_fp32"
+
+
+class Pipeline(Choice):
+    COMPV1 = "compv1"
+    COMPV2 = "compv2"
+    COMPV3 = "compv3"
+    COMPV4 = "compv4"
+    COMPV5 = "compv5"
+    COMPV6 = "compv6"
+    MEM = "mem"
+    BASIC_V1 = "basic_v1"
+    BASIC_V2 = "basic_v2"
+    BASIC_ASYNC_V1 = "basic_async_v1"
+    COMP_ASYNC = "comp_async"
+    WAVELET = "wavelet"
+
+
+class Scheduler(Choice):
+    INTRAWAVE = "intrawave"
+    INTERWAVE = "interwave"
+
+
+class Epilogue(Choice):
+    CSHUFFLE = "cshuffle"
+    DEFAULT = "default"
+
+
+class Specialization(Choice):
+    DEFAULT = "default"
+    FILTER1X1_PAD0 = "filter1x1_pad0"
+    FILTER1X1_STRIDE1_PAD0 = "filter1x1_stride1_pad0"
+    FILTER3X3 = "filter3x3"
+
+
+class StreamKStrategy(Choice):
+    NONE = "none"
+    TREE = "tree"
+    LINEAR = "linear"
+
+    @classmethod
+    def label(cls) -> str:
+        return "stream-K strategy"
+
+
+NDIMS: tuple[int, ...] = (1, 2, 3)
+
+
+def parse_ndim(value: object) -> int:
+    """Parse a spatial dimension count (1, 2 or 3)."""
+    try:
+        ndim = int(str(value).strip())
+    except ValueError:
+        ndim = -1
+    if ndim not in NDIMS:
+        raise InvalidChoiceError("ndim", value, NDIMS)
+    return ndim
