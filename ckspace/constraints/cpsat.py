@@ -100,8 +100,10 @@ class Compiler:
                 target = self._var(min(corners), max(corners), "mul")
                 self.model.AddMultiplicationEquality(target, [left.expr, right.expr])
                 return Lin(target, min(corners), max(corners))
-            if right.lo <= 0:
-                raise ValueError(f"divisor may be zero or negative: {node.right!r}")
+            if right.lo < 1:  # same convention as expr.evaluate: a divisor below 1 counts as 1
+                clamped = self._var(1, max(1, right.hi), "clamp")
+                self.model.AddMaxEquality(clamped, [right.expr, 1])
+                right = Lin(clamped, 1, max(1, right.hi))
             if left.lo < 0:
                 raise ValueError(f"dividend may be negative: {node.left!r}")
             if node.op == "//":
@@ -114,6 +116,8 @@ class Compiler:
                 target = self._var(0, hi, "mod")
                 self.model.AddModuloEquality(target, left.expr, right.expr)
                 return Lin(target, 0, hi)
+        if isinstance(node, (Cmp, In, And, Or, Not)):
+            return Lin(self.reify(node), 0, 1)  # a truth value used as the integer 0 or 1
         raise TypeError(f"not an integer expression: {node!r}")
 
     # -- booleans -------------------------------------------------------------------------------

@@ -7,10 +7,9 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from ckspace.constraints.classify import passing
-from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.request import Cell, CellResult, Request
 from ckspace.constraints.rules import depthwise_rules, gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row
@@ -18,24 +17,6 @@ from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row
 log = logging.getLogger(__name__)
 
 VALID_PREDICATES = ("structure", "is_valid_for_arch", "is_config_valid")
-
-
-@dataclass
-class CellResult:
-    """A cell's raw proposals (rule-set order) and which of them are valid."""
-
-    gemm: list[Row]
-    gemm_valid: list[bool]
-    depthwise: list[Row]
-    depthwise_valid: list[bool]
-
-    @property
-    def count_raw(self) -> int:
-        return len(self.gemm) + len(self.depthwise)
-
-    @property
-    def count_valid(self) -> int:
-        return sum(self.gemm_valid) + sum(self.depthwise_valid)
 
 
 def classify_cell(arch: str, cell: Cell, gemm: list[Row], depthwise: list[Row]) -> CellResult:

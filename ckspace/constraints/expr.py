@@ -207,8 +207,8 @@ _CMP = {
 def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     """Evaluate ``expr`` on equally long int64 columns; booleans come back as bool arrays.
 
-    Division and modulo by zero yield 0 and "not divisible" respectively, so a zero field makes an
-    alignment rule fail instead of raising (fields are positive in every real config).
+    Division and modulo treat a divisor below 1 as 1 (the CP-SAT compiler does the same), so an
+    expression is total; rules that can meet such a divisor guard against it explicitly.
     """
     if isinstance(expr, Field):
         return cols[expr.name]
@@ -217,9 +217,7 @@ def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     if isinstance(expr, Arith):
         left, right = evaluate(expr.left, cols), evaluate(expr.right, cols)
         if expr.op in ("//", "%"):
-            safe = np.where(right == 0, 1, right)
-            out = _ARITH[expr.op](left, safe)
-            return np.where(right == 0, 0 if expr.op == "//" else -1, out)
+            right = np.maximum(right, 1)
         return _ARITH[expr.op](left, right)
     if isinstance(expr, Cmp):
         return _CMP[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from itertools import product
 from typing import NamedTuple
 
-from ckspace.space.arch import parse_arch
-from ckspace.space.vocab import NDIMS, Dtype, Variant, parse_ndim
+from ckspace.space.fields import Row
+
+from ckspace.space.vocab import NDIMS, Dtype, Variant, parse_arch, parse_ndim
 
 
 class Cell(NamedTuple):
@@ -67,3 +68,21 @@ class Request:
             self.arch, self.rule_set, ",".join(v.value for v in self.variants),
             ",".join(map(str, self.ndims)), ",".join(d.value for d in self.dtypes),
         ])
+
+
+@dataclass
+class CellResult:
+    """A cell's raw proposals (rule-set order) and which of them are valid."""
+
+    gemm: list[Row]
+    gemm_valid: list[bool]
+    depthwise: list[Row]
+    depthwise_valid: list[bool]
+
+    @property
+    def count_raw(self) -> int:
+        return len(self.gemm) + len(self.depthwise)
+
+    @property
+    def count_valid(self) -> int:
+        return sum(self.gemm_valid) + sum(self.depthwise_valid)

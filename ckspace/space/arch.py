@@ -7,8 +7,7 @@ from functools import cache
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.data import table
-from ckspace.errors import InvalidChoiceError
-from ckspace.space.vocab import Dtype, Pipeline
+from ckspace.space.vocab import Dtype, Pipeline, parse_arch
 
 Triple = tuple[int, int, int]
 
@@ -33,19 +32,6 @@ class ArchFacts(BaseModel):
     def warp_tiles_for(self, dtype: Dtype) -> tuple[Triple, ...] | None:
         """The warp tiles for ``dtype``, or None when the arch has no table for it."""
         return self.warp_tiles.get(dtype)
-
-
-def arch_names() -> tuple[str, ...]:
-    """Every arch of the table, in table order."""
-    return tuple(table("arch")["arch_order"])
-
-
-def parse_arch(value: object) -> str:
-    """Validate an arch name (case-insensitive), returning its canonical spelling."""
-    name = str(value).strip().lower()
-    if name not in arch_names():
-        raise InvalidChoiceError("arch", value, arch_names())
-    return name
 
 
 @cache

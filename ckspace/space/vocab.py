@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ckspace.data import table
 from ckspace.errors import InvalidChoiceError
 
 
@@ -131,3 +132,16 @@ def parse_ndim(value: object) -> int:
     if ndim not in NDIMS:
         raise InvalidChoiceError("ndim", value, NDIMS)
     return ndim
+
+
+def arch_names() -> tuple[str, ...]:
+    """Every arch of the shipped arch table, in table order."""
+    return tuple(table("arch")["arch_order"])
+
+
+def parse_arch(value: object) -> str:
+    """Validate an arch name (case-insensitive), returning its canonical spelling."""
+    name = str(value).strip().lower()
+    if name not in arch_names():
+        raise InvalidChoiceError("arch", value, arch_names())
+    return name

@@ -7,10 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ckspace.constraints.classify import passing
 from ckspace.constraints.request import Cell, Request
-from ckspace.constraints.rules import gemm_rules
-from ckspace.space.fields import GEMM_FIELD_NAMES, Row
+from ckspace.space.fields import Row
 
 
 @dataclass
@@ -47,6 +45,10 @@ class RuleSet(ABC):
     @staticmethod
     def keep(arch: str, cell: Cell, rows: Sequence[Row], predicates: Iterable[str]) -> list[Row]:
         """The rows passing the named predicates (the checks a rule set runs on its own output)."""
+        from ckspace.constraints.classify import passing  # deferred: numpy is not needed to name rule sets
+        from ckspace.constraints.rules import gemm_rules
+        from ckspace.space.fields import GEMM_FIELD_NAMES
+
         if not rows:
             return []
         ok = passing(gemm_rules(arch, cell.variant, cell.dtype), rows, GEMM_FIELD_NAMES, predicates)

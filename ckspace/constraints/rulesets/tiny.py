@@ -5,7 +5,6 @@ from __future__ import annotations
 from ckspace.constraints.request import Cell, Request
 from ckspace.constraints.rulesets import get_rule_set, register
 from ckspace.constraints.rulesets.base import CellProposals, RuleSet
-from ckspace.constraints.rulesets.sampling import emission_list, full_tests_select, split, tiny_select
 
 
 @register
@@ -15,5 +14,7 @@ class TinyRuleSet(RuleSet):
     request_wide = True
 
     def propose(self, request: Request) -> dict[Cell, CellProposals]:
+        from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split, tiny_select  # deferred
+
         entries = emission_list(request, get_rule_set("full").propose(request))
         return split(request, tiny_select(full_tests_select(entries)))

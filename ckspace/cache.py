@@ -1,0 +1,135 @@
+"""On-disk cache of enumerated cells.
+
+One JSON file per cell and rule set. The key lists everything that can change the answer: the
+ckspace version, the hash of the rule tables, the arch, the rule set, the cell, and for rule sets
+whose cells depend on the whole request (the sampling ones) the request itself. Files are written
+atomically; an entry that does not parse, belongs to another key or fails its checksum is rebuilt,
+never trusted. Reading the cache imports neither the solver nor numpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ckspace.constraints.request import Cell, CellResult, Request
+from ckspace.constraints.rulesets import get_rule_set
+from ckspace.data import tables_hash
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """``$CKSPACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ckspace``, else ``~/.cache/ckspace``."""
+    explicit = os.environ.get("CKSPACE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ckspace"
+
+
+def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
+    from ckspace import __version__
+
+    rule_set = get_rule_set(request.rule_set)
+    return {
+        "format": FORMAT,
+        "ckspace": __version__,
+        "tables": tables_hash(),
+        "arch": request.arch,
+        "rule_set": request.rule_set,
+        "cell": cell.label(),
+        "request": request.key() if rule_set.request_wide else None,
+    }
+
+
+def _path(key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+    return cache_dir() / "cells" / f"{digest}.json"
+
+
+def _checksum(payload: str) -> str:
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def load(request: Request, cell: Cell) -> CellResult | None:
+    """The cached result, or None when absent, stale or corrupt."""
+    key = cell_key(request, cell)
+    path = _path(key)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cache entry %s unreadable (%s): rebuilding", path, exc)
+        return None
+    try:
+        entry = json.loads(text)
+        if entry["key"] != key or entry["checksum"] != _checksum(entry["payload"]):
+            raise ValueError("key or checksum mismatch")
+        data = json.loads(entry["payload"])
+        return CellResult(
+            gemm=[tuple(r) for r in data["gemm"]],
+            gemm_valid=[bool(v) for v in data["gemm_valid"]],
+            depthwise=[tuple(r) for r in data["depthwise"]],
+            depthwise_valid=[bool(v) for v in data["depthwise_valid"]],
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("cache entry %s is stale or corrupt (%s): rebuilding", path, exc)
+        return None
+
+
+def store(request: Request, cell: Cell, result: CellResult) -> None:
+    """Write one cell atomically (temporary file in the same folder, then rename)."""
+    key = cell_key(request, cell)
+    path = _path(key)
+    payload = json.dumps({
+        "gemm": result.gemm, "gemm_valid": [int(v) for v in result.gemm_valid],
+        "depthwise": result.depthwise, "depthwise_valid": [int(v) for v in result.depthwise_valid],
+    }, separators=(",", ":"))
+    text = json.dumps({"key": key, "checksum": _checksum(payload), "payload": payload})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        log.warning("could not write cache entry %s (%s); continuing without it", path, exc)
+
+
+def enumerate_cells(request: Request, use_cache: bool = True) -> dict[Cell, CellResult]:
+    """Every cell of ``request``: from the cache where possible, else computed (and stored)."""
+    results: dict[Cell, CellResult] = {}
+    if use_cache:
+        for cell in request.cells:
+            hit = load(request, cell)
+            if hit is not None:
+                results[cell] = hit
+    missing = [cell for cell in request.cells if cell not in results]
+    if not missing:
+        return results
+    from ckspace.constraints.enumerate import compute  # deferred: the cold path needs numpy
+
+    if get_rule_set(request.rule_set).request_wide:
+        fresh = compute(request)
+    else:
+        fresh = {}
+        for cell in missing:
+            fresh.update(compute(request.single(cell)))
+    for cell in missing:
+        results[cell] = fresh[cell]
+        if use_cache:
+            store(request, cell, fresh[cell])
+    return {cell: results[cell] for cell in request.cells}

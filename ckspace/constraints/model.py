@@ -1,0 +1,95 @@
+"""One CP-SAT model per cell: field variables, every rule behind its own enforcement literal, and
+the rule set's proposals as an allowed-assignment table behind one more.
+
+Switching literals on and off asks different questions of the same model: all on is "is this a
+kernel the generator emits?", the proposal literal off is "does it satisfy the rules at all?", and
+rule literals as assumptions let the solver name the rules that exclude a config.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from ortools.sat.python import cp_model
+
+from ckspace.constraints.cpsat import Compiler
+from ckspace.constraints.rules import Rule
+
+log = logging.getLogger(__name__)
+
+PROPOSALS = "proposals"
+
+
+class CellModel:
+    """The constraint model of one cell over one config schema (GEMM or depthwise fields)."""
+
+    def __init__(self, field_names: Sequence[str], bounds: Mapping[str, tuple[int, int]],
+                 rules: Sequence[Rule], proposals: Sequence[Sequence[int]] | None,
+                 rule_set: str) -> None:
+        self.field_names = tuple(field_names)
+        self.bounds = dict(bounds)
+        self.rules = {rule.name: rule for rule in rules}
+        self.rule_set = rule_set
+        self.model = cp_model.CpModel()
+        self.vars = {name: self.model.NewIntVar(*self.bounds[name], name) for name in self.field_names}
+        compiler = Compiler(self.model, self.vars, self.bounds)
+        self.literals: dict[str, cp_model.IntVar] = {}
+        for rule in rules:
+            lit = self.model.NewBoolVar(rule.name)
+            compiler.enforce(rule.expr, [lit])
+            self.literals[rule.name] = lit
+        if proposals is not None:
+            lit = self.model.NewBoolVar(PROPOSALS)
+            ordered = [self.vars[name] for name in self.field_names]
+            self.model.AddAllowedAssignments(ordered, [tuple(r) for r in proposals]).OnlyEnforceIf(lit)
+            self.literals[PROPOSALS] = lit
+
+    def in_bounds(self, values: Mapping[str, int]) -> bool:
+        return all(self.bounds[k][0] <= v <= self.bounds[k][1] for k, v in values.items())
+
+    def _solver(self) -> cp_model.CpSolver:
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        return solver
+
+    def _fixed(self, values: Mapping[str, int], enabled: Iterable[str]) -> cp_model.CpModel:
+        model = self.model.Clone()
+        for name, value in values.items():
+            model.Add(model.GetIntVarFromProtoIndex(self.vars[name].Index()) == value)
+        for name in enabled:
+            model.Add(model.GetBoolVarFromProtoIndex(self.literals[name].Index()) == 1)
+        return model
+
+    def feasible(self, values: Mapping[str, int], enabled: Iterable[str] | None = None) -> bool:
+        """Whether some config agreeing with ``values`` satisfies the ``enabled`` constraints
+        (default: every rule and the proposals)."""
+        if not self.in_bounds(values):
+            return False
+        enabled = list(self.literals) if enabled is None else list(enabled)
+        status = self._solver().Solve(self._fixed(values, enabled))
+        return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+
+    def solutions(self, values: Mapping[str, int] | None = None,
+                  enabled: Iterable[str] | None = None, limit: int | None = None) -> list[tuple[int, ...]]:
+        """Enumerate, with the solver, the configs agreeing with ``values`` that satisfy the
+        ``enabled`` constraints. Slow per solution: for partial configs and cross-checks, not for
+        listing whole rule sets (see :mod:`ckspace.constraints.classify`)."""
+        values = dict(values or {})
+        if not self.in_bounds(values):
+            return []
+        enabled = list(self.literals) if enabled is None else list(enabled)
+        model = self._fixed(values, enabled)
+        field_vars = [model.GetIntVarFromProtoIndex(self.vars[n].Index()) for n in self.field_names]
+        found: list[tuple[int, ...]] = []
+
+        class Collector(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                found.append(tuple(self.Value(v) for v in field_vars))
+                if limit is not None and len(found) >= limit:
+                    self.StopSearch()
+
+        solver = self._solver()
+        solver.parameters.enumerate_all_solutions = True
+        solver.Solve(model, Collector())
+        return found

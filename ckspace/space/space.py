@@ -1,0 +1,162 @@
+"""The ``Space`` query API: the kernels a rule set really emits, for one or more cells."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
+from itertools import product
+from typing import TYPE_CHECKING
+
+from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.rulesets import get_rule_set
+from ckspace.errors import CkspaceError
+from ckspace.space.config import DepthwiseConfig, GemmConfig, KernelConfig
+from ckspace.space.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.space.listing import Kernel, iter_kernels
+from ckspace.space.naming import is_depthwise_name
+
+if TYPE_CHECKING:
+    from ckspace.constraints.model import CellModel
+
+
+def _listify(value: object) -> list | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) or not isinstance(value, Iterable):
+        return [value]
+    return list(value)
+
+
+class Space:
+    """The valid kernels of a rule set for the given archs, variants, ndims and dtypes.
+
+    Every argument takes one value or a list. ``variant``, ``ndim`` and ``dtype`` default to all
+    values; ``rule_set`` to ``full``. A list of variants/ndims/dtypes is one upstream request, so
+    the sampling rule sets (full-tests, tiny) sample over all of it; several archs or rule sets
+    are separate requests whose kernels are united.
+    """
+
+    def __init__(self, arch: str | Sequence[str], variant: object = None, ndim: object = None,
+                 dtype: object = None, rule_set: str | Sequence[str] = "full", *,
+                 use_cache: bool = True) -> None:
+        archs = _listify(arch) or []
+        rule_sets = _listify(rule_set) or []
+        if not archs or not rule_sets:
+            raise CkspaceError("a Space needs at least one arch and one rule set")
+        variants, ndims, dtypes = _listify(variant), _listify(ndim), _listify(dtype)
+        self.requests: tuple[Request, ...] = tuple(
+            Request.build(a, rs, variants, ndims, dtypes) for a, rs in product(archs, rule_sets)
+        )
+        self.use_cache = use_cache
+        self._models: dict[tuple, CellModel] = {}
+
+    def __repr__(self) -> str:
+        return f"Space({', '.join(r.key() for r in self.requests)})"
+
+    # -- listing --------------------------------------------------------------------------------
+    @cached_property
+    def _valid(self) -> list[Kernel]:
+        return list(iter_kernels(self.requests, use_cache=self.use_cache))
+
+    @cached_property
+    def _raw(self) -> list[Kernel]:
+        return list(iter_kernels(self.requests, raw=True, use_cache=self.use_cache))
+
+    def count(self) -> int:
+        """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch)."""
+        return len(self._valid)
+
+    __len__ = count
+
+    def __iter__(self) -> Iterator[KernelConfig]:
+        return (self._config(k) for k in self._valid)
+
+    def names(self) -> list[str]:
+        """Sorted names of the valid kernels (names carry no arch: equal names of two archs
+        appear once)."""
+        return sorted({k.name for k in self._valid})
+
+    def raw(self) -> list[KernelConfig]:
+        """The rule set's proposals before the generator's validity filter, in rule-set order."""
+        return [self._config(k) for k in self._raw]
+
+    def _tagged(self, request: Request) -> bool:
+        return get_rule_set(request.rule_set).tags_dtype
+
+    def _config(self, k: Kernel) -> KernelConfig:
+        if k.depthwise:
+            return DepthwiseConfig.from_row(k.arch, k.cell.dtype, k.row)
+        return GemmConfig.from_row(k.arch, k.cell.variant, k.cell.ndim, k.cell.dtype, k.row)
+
+    # -- membership -----------------------------------------------------------------------------
+    def contains(self, item: KernelConfig | str) -> bool:
+        """Whether a config (or a kernel name, for any arch of the space) is a valid kernel here.
+
+        Decided by the cell's CP-SAT model with every rule and the rule set's proposal table
+        enforced. A config's dtype tag is a property of the rule set that proposes it, so it is
+        taken from the rule set, not from the argument.
+        """
+        if isinstance(item, str):
+            return any(self.contains(c) for c in self._configs_from_name(item))
+        for request in self.requests:
+            cell = Cell(item.variant, item.ndim, item.dtype)
+            if item.arch != request.arch or cell not in request.cells:
+                continue
+            if isinstance(item, GemmConfig):
+                item_row = item.model_copy(update={"tagged": self._tagged(request)}).row()
+                values = dict(zip(GEMM_FIELD_NAMES, item_row))
+            else:
+                values = dict(zip(DEPTHWISE_FIELDS, item.row()))
+            if self._model(request, cell, isinstance(item, DepthwiseConfig)).feasible(values):
+                return True
+        return False
+
+    __contains__ = contains
+
+    def _configs_from_name(self, name: str) -> list[KernelConfig]:
+        archs = dict.fromkeys(r.arch for r in self.requests)
+        if is_depthwise_name(name):
+            return [DepthwiseConfig.from_name(name, arch) for arch in archs]
+        return [GemmConfig.from_name(name, arch) for arch in archs]
+
+    def violated_rules(self, config: KernelConfig) -> list[str]:
+        """Names of the validity rules ``config`` breaks in its cell, in check order (proposal
+        membership aside): empty for a config the generator would accept if proposed."""
+        from ckspace.constraints.classify import columns, rule_masks
+        from ckspace.constraints.rules import depthwise_rules, gemm_rules
+
+        if isinstance(config, DepthwiseConfig):
+            rules, fields, row = depthwise_rules(), DEPTHWISE_FIELDS, config.row()
+        else:
+            rules = gemm_rules(config.arch, config.variant, config.dtype)
+            fields, row = GEMM_FIELD_NAMES, config.row()
+        masks = rule_masks(rules, columns([row], fields), 1)
+        return [name for name, ok in masks.items() if not ok[0]]
+
+    def model(self, variant: object, ndim: int, dtype: object, arch: str | None = None,
+              depthwise: bool = False) -> "CellModel":
+        """The CP-SAT model of one cell of this space (first request of ``arch``)."""
+        from ckspace.space.vocab import Dtype, Variant
+
+        cell = Cell(Variant.parse(variant), int(ndim), Dtype.parse(dtype))
+        for request in self.requests:
+            if (arch is None or request.arch == arch) and cell in request.cells:
+                return self._model(request, cell, depthwise)
+        raise CkspaceError(f"cell {cell.label()} is not part of {self!r}")
+
+    def _model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
+        key = (request, cell, depthwise)
+        if key not in self._models:
+            from ckspace.cache import enumerate_cells
+            from ckspace.constraints.model import CellModel
+            from ckspace.constraints.rules import depthwise_rules, gemm_rules
+
+            result = enumerate_cells(request, self.use_cache)[cell]
+            if depthwise:
+                self._models[key] = CellModel(DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, depthwise_rules(),
+                                              result.depthwise, request.rule_set)
+            else:
+                self._models[key] = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS,
+                                              gemm_rules(request.arch, cell.variant, cell.dtype),
+                                              result.gemm, request.rule_set)
+        return self._models[key]
