@@ -1,0 +1,87 @@
+"""The on-disk cache: hits are exact and light, bad entries are rebuilt, writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckspace import cache
+from ckspace.constraints.request import Request
+
+REQUEST = ("gfx942", "full", ["bwd_weight"], [2], ["fp16"])
+
+
+@pytest.fixture()
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CKSPACE_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _entries(root: Path) -> list[Path]:
+    return sorted((root / "cells").glob("*.json"))
+
+
+def test_hit_equals_fresh_computation(cache_dir: Path) -> None:
+    request = Request.build(*REQUEST)
+    fresh = cache.enumerate_cells(request, use_cache=False)
+    assert not _entries(cache_dir)
+    first = cache.enumerate_cells(request)
+    assert len(_entries(cache_dir)) == 1
+    assert cache.enumerate_cells(request) == first == fresh
+
+
+def test_cache_hit_imports_neither_solver_nor_numpy(cache_dir: Path) -> None:
+    args = ["enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count"]
+    env = {**os.environ, "CKSPACE_CACHE_DIR": str(cache_dir)}
+    subprocess.run([sys.executable, "-m", "ckspace", *args], check=True, env=env, capture_output=True)
+    probe = ("import sys; from ckspace.cli import main; main(%r); "
+             "assert 'ortools' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)" % args)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "4464"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "stale_key", "bad_checksum", "truncated"])
+def test_bad_entries_are_rebuilt(cache_dir: Path, damage: str, caplog: pytest.LogCaptureFixture) -> None:
+    request = Request.build(*REQUEST)
+    good = cache.enumerate_cells(request)
+    (path,) = _entries(cache_dir)
+    text = path.read_text()
+    entry = json.loads(text)
+    if damage == "garbage":
+        path.write_text("not json at all")
+    elif damage == "stale_key":
+        entry["key"]["tables"] = "0" * 64
+        path.write_text(json.dumps(entry))
+    elif damage == "bad_checksum":
+        entry["payload"] = entry["payload"].replace("[", "[1,", 1)
+        path.write_text(json.dumps(entry))
+    else:
+        path.write_text(text[: len(text) // 2])
+    with caplog.at_level("WARNING"):
+        assert cache.enumerate_cells(request) == good
+    assert "rebuilding" in caplog.text
+    assert json.loads(path.read_text())["key"] == cache.cell_key(request, request.cells[0])
+
+
+def test_writes_leave_no_temporary_files(cache_dir: Path) -> None:
+    cache.enumerate_cells(Request.build("gfx950", "default"))
+    files = list((cache_dir / "cells").iterdir())
+    assert files and all(not f.name.startswith(".tmp-") for f in files)
+
+
+def test_sampling_rule_sets_key_on_the_whole_request(cache_dir: Path) -> None:
+    whole = Request.build("gfx942", "tiny")
+    single = whole.single(whole.cells[0])
+    assert cache.cell_key(whole, whole.cells[0]) != cache.cell_key(single, single.cells[0])
+    full_whole = Request.build("gfx942", "full")
+    full_single = full_whole.single(full_whole.cells[0])
+    assert cache.cell_key(full_whole, full_whole.cells[0]) == cache.cell_key(full_single, full_single.cells[0])
+    a = cache.enumerate_cells(whole)[whole.cells[0]]
+    b = cache.enumerate_cells(single)[single.cells[0]]
+    assert a != b  # RULES.md 9-10: sampling over a request differs from sampling one cell
