@@ -122,12 +122,7 @@ def enumerate_cells(request: Request, use_cache: bool = True) -> dict[Cell, Cell
         return results
     from ckspace.constraints.enumerate import compute  # deferred: the cold path needs numpy
 
-    if get_rule_set(request.rule_set).request_wide:
-        fresh = compute(request)
-    else:
-        fresh = {}
-        for cell in missing:
-            fresh.update(compute(request.single(cell)))
+    fresh = compute(request)  # one pass: cells sharing rules are classified together
     for cell in missing:
         results[cell] = fresh[cell]
         if use_cache:

@@ -31,15 +31,13 @@ def rule_masks(rules: Iterable[Rule], cols: dict[str, np.ndarray], size: int) ->
     return out
 
 
-def passing(rules: Iterable[Rule], rows: Sequence[Sequence[int]], field_names: Sequence[str],
-            predicates: Iterable[str]) -> np.ndarray:
-    """Bool array: True where a row satisfies every rule of the given predicates."""
-    wanted = set(predicates)
-    ok = np.ones(len(rows), dtype=bool)
-    if not rows:
-        return ok
+def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
+                    field_names: Sequence[str]) -> dict[str, np.ndarray]:
+    """For each predicate, a bool array: True where a row satisfies every rule of it."""
+    out: dict[str, np.ndarray] = {}
     cols = columns(rows, field_names)
     for rule in rules:
-        if rule.predicate in wanted and not rule.vacuous:
-            ok &= np.asarray(evaluate(rule.expr, cols), dtype=bool)
-    return ok
+        mask = out.setdefault(rule.predicate, np.ones(len(rows), dtype=bool))
+        if not rule.vacuous:
+            mask &= np.asarray(evaluate(rule.expr, cols), dtype=bool)
+    return out

@@ -8,31 +8,54 @@ from __future__ import annotations
 
 import logging
 
-from ckspace.constraints.classify import passing
+import numpy as np
+
+from ckspace.constraints.classify import predicate_masks
 from ckspace.constraints.request import Cell, CellResult, Request
 from ckspace.constraints.rules import depthwise_rules, gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row
+from ckspace.constraints.rulesets.base import CellProposals
+from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+from ckspace.space.vocab import Dtype, Variant
 
 log = logging.getLogger(__name__)
 
 VALID_PREDICATES = ("structure", "is_valid_for_arch", "is_config_valid")
 
 
-def classify_cell(arch: str, cell: Cell, gemm: list[Row], depthwise: list[Row]) -> CellResult:
-    rules = gemm_rules(arch, cell.variant, cell.dtype)
-    ok = passing(rules, gemm, GEMM_FIELD_NAMES, VALID_PREDICATES)
-    dw_ok = passing(depthwise_rules(), depthwise, DEPTHWISE_FIELDS, ("depthwise",))
-    return CellResult(gemm, ok.tolist(), depthwise, dw_ok.tolist())
+def classify(arch: str, variant: Variant, dtype: Dtype,
+             proposals: list[CellProposals]) -> list[CellResult]:
+    """Classify the proposals of several cells that share (variant, dtype), hence their rules,
+    in one vectorised pass: the rule set's output (candidates passing the predicates it applies
+    itself) and, for each config of it, whether the generator emits it."""
+    rows = [row for p in proposals for row in p.candidates]
+    masks = predicate_masks(gemm_rules(arch, variant, dtype), rows, GEMM_FIELD_NAMES)
+    valid_all = np.logical_and.reduce([masks[p] for p in VALID_PREDICATES])
+    dw_rows = [row for p in proposals for row in p.depthwise]
+    dw_valid = predicate_masks(depthwise_rules(), dw_rows, DEPTHWISE_FIELDS)["depthwise"].tolist()
+    out, start, dw_start = [], 0, 0
+    for p in proposals:
+        stop, dw_stop = start + len(p.candidates), dw_start + len(p.depthwise)
+        raw = np.logical_and.reduce([masks[a][start:stop] for a in p.applies] + [np.ones(stop - start, bool)])
+        out.append(CellResult(
+            gemm=[row for row, keep in zip(p.candidates, raw.tolist()) if keep],
+            gemm_valid=valid_all[start:stop][raw].tolist(),
+            depthwise=list(p.depthwise),
+            depthwise_valid=dw_valid[dw_start:dw_stop],
+        ))
+        start, dw_start = stop, dw_stop
+    return out
 
 
 def compute(request: Request) -> dict[Cell, CellResult]:
     """Enumerate ``request`` from scratch (no cache)."""
     proposals = get_rule_set(request.rule_set).propose(request)
-    out = {}
-    for cell in request.cells:
-        p = proposals[cell]
-        out[cell] = classify_cell(request.arch, cell, p.gemm, p.depthwise)
-        log.debug("%s %s: %d raw, %d valid", request.arch, cell.label(), out[cell].count_raw,
-                  out[cell].count_valid)
-    return out
+    out: dict[Cell, CellResult] = {}
+    for variant in request.variants:
+        for dtype in request.dtypes:
+            cells = [c for c in request.cells if c.variant is variant and c.dtype is dtype]
+            for cell, result in zip(cells, classify(request.arch, variant, dtype, [proposals[c] for c in cells])):
+                out[cell] = result
+                log.debug("%s %s %s: %d raw, %d valid", request.arch, request.rule_set, cell.label(),
+                          result.count_raw, result.count_valid)
+    return {cell: out[cell] for cell in request.cells}

@@ -8,6 +8,7 @@ vectorised evaluator work on, and what the cache stores; the pydantic models of
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 from ckspace.space.vocab import (
@@ -86,6 +87,11 @@ def encode(name: str, value: object) -> int:
         return int(bool(value))
     if kind is int:
         return int(value)  # type: ignore[call-overload]
+    return _enum_code(kind, value)
+
+
+@cache
+def _enum_code(kind: type, value: object) -> int:
     return kind.parse(value).code  # type: ignore[attr-defined]
 
 

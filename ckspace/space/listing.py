@@ -52,7 +52,8 @@ def _plain(value: object) -> object:
 def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True) -> Iterator[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
     ``raw``. A kernel that several requests produce (rule-set lists) is yielded once."""
-    seen: set[tuple] = set()
+    requests = list(requests)
+    seen: set[tuple] | None = set() if len(requests) > 1 else None
     for request in requests:
         for cell, result in enumerate_cells(request, use_cache).items():
             rows = [(False, r, ok) for r, ok in zip(result.gemm, result.gemm_valid)]
@@ -61,7 +62,8 @@ def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
                 if not (ok or raw):
                     continue
                 kernel = Kernel(request.arch, cell, depthwise, row, ok)
-                if kernel.identity in seen:
-                    continue
-                seen.add(kernel.identity)
+                if seen is not None:
+                    if kernel.identity in seen:
+                        continue
+                    seen.add(kernel.identity)
                 yield kernel

@@ -6,6 +6,7 @@ Pure Python on purpose: listing names from the cache must not pay for pydantic o
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from ckspace.errors import KernelNameError
@@ -23,7 +24,6 @@ from ckspace.space.vocab import (
 DEFAULT_VEC = (4, 8, 8)
 
 
-_I = {name: i for i, name in enumerate(GEMM_FIELD_NAMES)}
 _PIPELINES = [p.value for p in Pipeline]
 _SCHEDULERS = [s.value for s in Scheduler]
 _EPILOGUES = [e.value for e in Epilogue]
@@ -32,42 +32,39 @@ _STRATEGIES = [s.value for s in StreamKStrategy]
 _LAYOUTS = [lay.value for lay in Layout]
 
 
+@cache
+def _prefix(variant: Variant, dtype: Dtype, ndim: int, layout: int) -> str:
+    return f"grouped_conv_{variant.token}_{dtype.value}_{_LAYOUTS[layout]}_{ndim}d_"
+
+
 def gemm_name(variant: Variant, dtype: Dtype, ndim: int, row: Row) -> str:
     """The upstream kernel name of a row (RULES.md section 3); suffixes in upstream order."""
-    r = row
-    tile = f"{r[_I['tile_m']]}x{r[_I['tile_n']]}x{r[_I['tile_k']]}"
-    wave = f"{r[_I['wave_m']]}x{r[_I['wave_n']]}x{r[_I['wave_k']]}"
-    warp = f"{r[_I['warp_tile_m']]}x{r[_I['warp_tile_n']]}x{r[_I['warp_tile_k']]}"
-    parts = [
-        f"grouped_conv_{variant.token}_{dtype.value}_{_LAYOUTS[r[_I['layout']]]}_{ndim}d",
-        _PIPELINES[r[_I["pipeline"]]], _EPILOGUES[r[_I["epilogue"]]], _SCHEDULERS[r[_I["scheduler"]]],
-        tile, wave, warp,
-    ]
-    vec = (r[_I["vec_a"]], r[_I["vec_b"]], r[_I["vec_c"]])
-    if vec != DEFAULT_VEC:
-        parts.append(f"vec{vec[0]}_{vec[1]}_{vec[2]}")
-    if r[_I["num_wave_groups"]] != 1:
-        parts.append(f"wg{r[_I['num_wave_groups']]}")
-    if r[_I["num_groups_to_merge"]] != 1:
-        parts.append(f"gm{r[_I['num_groups_to_merge']]}")
-    if r[_I["double_smem_buffer"]]:
-        parts.append("dsb")
-    if r[_I["two_stage"]]:
-        parts.append("2stage")
-    if _SPECS[r[_I["specialization"]]] != "default":
-        parts.append(_SPECS[r[_I["specialization"]]])
-    if r[_I["explicit_gemm"]]:
-        parts.append("explicit_gemm")
-    if r[_I["streamk_enabled"]]:
-        parts.append(f"streamk_{_STRATEGIES[r[_I['streamk_strategy']]]}")
-        if r[_I["streamk_persistent"]]:
-            parts.append("persistent")
-    if r[_I["split_image"]]:
-        parts.append("large_tensor")
-    pads = (r[_I["pad_m"]], r[_I["pad_n"]], r[_I["pad_k"]])
-    if pads != (1, 1, 1):
-        parts.append("pad" + "".join(str(p) for p in pads))
-    return "_".join(parts)
+    (tm, tn, tk, wm, wn, wk, xm, xn, xk, va, vb, vc, pipeline, scheduler, epilogue, pad_m, pad_n, pad_k,
+     dsb, gm, split_image, explicit_gemm, two_stage, spec, streamk, strategy, persistent, wg, layout,
+     _tagged) = row
+    name = (f"{_prefix(variant, dtype, ndim, layout)}{_PIPELINES[pipeline]}_{_EPILOGUES[epilogue]}_"
+            f"{_SCHEDULERS[scheduler]}_{tm}x{tn}x{tk}_{wm}x{wn}x{wk}_{xm}x{xn}x{xk}")
+    if (va, vb, vc) != DEFAULT_VEC:
+        name += f"_vec{va}_{vb}_{vc}"
+    if wg != 1:
+        name += f"_wg{wg}"
+    if gm != 1:
+        name += f"_gm{gm}"
+    if dsb:
+        name += "_dsb"
+    if two_stage:
+        name += "_2stage"
+    if _SPECS[spec] != "default":
+        name += "_" + _SPECS[spec]
+    if explicit_gemm:
+        name += "_explicit_gemm"
+    if streamk:
+        name += "_streamk_" + _STRATEGIES[strategy] + ("_persistent" if persistent else "")
+    if split_image:
+        name += "_large_tensor"
+    if (pad_m, pad_n, pad_k) != (1, 1, 1):
+        name += f"_pad{pad_m}{pad_n}{pad_k}"
+    return name
 
 
 def _alt(values: list[str]) -> str:

@@ -55,11 +55,16 @@ class Variant(Choice):
     @property
     def token(self) -> str:
         """The ``{V}`` part of kernel names."""
-        return {"forward": "fwd", "bwd_data": "bwd_data", "bwd_weight": "bwd_weight"}[self.value]
+        return _VARIANT_TOKENS[self.value]
 
     @property
     def is_backward(self) -> bool:
         return self is not Variant.FORWARD
+
+
+_VARIANT_TOKENS = {
+    name: token for name, token in table("common")["variant_token"].items()
+}
 
 
 class Dtype(Choice):

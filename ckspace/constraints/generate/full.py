@@ -17,10 +17,16 @@ from ckspace.constraints.generate.rows import default_row, make_row
 from ckspace.constraints.generate.tile_math import Triple, structural_pairs, vec_gate, warp_tile_k
 from ckspace.data import table
 from ckspace.space.arch import arch_facts
-from ckspace.space.fields import DEPTHWISE_FIELDS, Row, encode
+from ckspace.space.fields import DEPTHWISE_FIELDS, FIELD_INDEX, Row, encode
 from ckspace.space.vocab import Dtype, Variant
 
 PipelineList = tuple[tuple[str, str], ...]
+
+_WAVE_M, _WAVE_N, _WAVE_K = FIELD_INDEX["wave_m"], FIELD_INDEX["wave_n"], FIELD_INDEX["wave_k"]
+_WARP_M, _WARP_N, _WARP_K = FIELD_INDEX["warp_tile_m"], FIELD_INDEX["warp_tile_n"], FIELD_INDEX["warp_tile_k"]
+_VEC_A, _VEC_B, _VEC_C = FIELD_INDEX["vec_a"], FIELD_INDEX["vec_b"], FIELD_INDEX["vec_c"]
+_PIPELINE, _SCHEDULER = FIELD_INDEX["pipeline"], FIELD_INDEX["scheduler"]
+_DSB, _SPEC = FIELD_INDEX["double_smem_buffer"], FIELD_INDEX["specialization"]
 
 
 def _key(tile: Triple | list[int]) -> str:
@@ -181,22 +187,22 @@ def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
                     epilogue=encode("epilogue", f["epilogue"]), **_feature_flags(feature))
     specs = [encode("specialization", s) for s in specializations_for(variant, tile)]
     vecs = vec_candidates(variant, tile, dclass)
+    codes = [(p, encode("pipeline", p), encode("scheduler", s)) for p, s in pipelines if p not in skip_explicit]
+    row = list(base)  # filled in place: this loop builds most of the space, so it avoids dicts
     for wave, (wm, wn) in pairs(arch, variant, cell.dtype, tile):
         gate = vec_gate(tile, wave, dclass)
+        row[_WAVE_M], row[_WAVE_N], row[_WAVE_K] = wave
+        row[_WARP_M], row[_WARP_N] = wm, wn
         for vec in (v for v in vecs if v in gate):
-            for pipeline, scheduler in pipelines:
-                if pipeline in skip_explicit:
-                    continue
-                k = warp_tile_k(dclass, wm, tile[2], streamk=streamk,
-                                legacy=legacy and pipeline == legacy_spec["pipeline"])
-                dsb = pipeline in f["dsb_pipelines"] or feature_dsb
-                row = make_row(base, wave_m=wave[0], wave_n=wave[1], wave_k=wave[2],
-                               warp_tile_m=wm, warp_tile_n=wn, warp_tile_k=k,
-                               vec_a=vec[0], vec_b=vec[1], vec_c=vec[2],
-                               pipeline=encode("pipeline", pipeline),
-                               scheduler=encode("scheduler", scheduler), double_smem_buffer=int(dsb))
+            row[_VEC_A], row[_VEC_B], row[_VEC_C] = vec
+            for pipeline, pipeline_code, scheduler_code in codes:
+                row[_WARP_K] = warp_tile_k(dclass, wm, tile[2], streamk=streamk,
+                                           legacy=legacy and pipeline == legacy_spec["pipeline"])
+                row[_PIPELINE], row[_SCHEDULER] = pipeline_code, scheduler_code
+                row[_DSB] = int(pipeline in f["dsb_pipelines"] or feature_dsb)
                 for spec in specs:
-                    out.setdefault(make_row(row, specialization=spec), None)
+                    row[_SPEC] = spec
+                    out.setdefault(tuple(row), None)
 
 
 def cell_candidates(arch: str, cell: Cell) -> list[Row]:

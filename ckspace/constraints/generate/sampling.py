@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.request import Cell, CellResult, Request
 from ckspace.constraints.rulesets.base import CellProposals
 from ckspace.data import table
 from ckspace.space.fields import FIELD_INDEX, Row
@@ -19,33 +19,37 @@ _I = FIELD_INDEX
 
 @dataclass(frozen=True)
 class Entry:
-    """One config of the emission list: its cell, whether it is depthwise, its row."""
+    """One config of the emission list: its cell, whether it is depthwise, its row, and its
+    section 9 category as (tag, dtype tag)."""
 
     cell: Cell
     depthwise: bool
     row: Row
+    category: tuple[str, str]
 
 
-def emission_list(request: Request, per_cell: dict[Cell, CellProposals]) -> list[Entry]:
+def _entry(cell: Cell, depthwise: bool, row: Row) -> Entry:
+    return Entry(cell, depthwise, row, category(cell, depthwise, row))
+
+
+def emission_list(request: Request, per_cell: dict[Cell, CellResult]) -> list[Entry]:
     """Upstream's output order for a multi-cell call: variant, ndim, dtype; forward's depthwise
     block after all forward cells, parameter set by parameter set, dtype by dtype."""
     out: list[Entry] = []
     for variant in request.variants:
         cells = [c for c in request.cells if c.variant is variant]
         for cell in cells:
-            out += [Entry(cell, False, row) for row in per_cell[cell].gemm]
+            out += [_entry(cell, False, row) for row in per_cell[cell].gemm]
         blocks = [(c, per_cell[c].depthwise) for c in cells if per_cell[c].depthwise]
         count = max((len(rows) for _, rows in blocks), default=0)
         for i in range(count):
-            out += [Entry(c, True, rows[i]) for c, rows in blocks if i < len(rows)]
+            out += [_entry(c, True, rows[i]) for c, rows in blocks if i < len(rows)]
     return out
 
 
-def category(entry: Entry) -> str:
-    """First matching tag of section 9 plus ':' and the dtype tag."""
-    params = table("sampling")["full_tests"]
-    row = entry.row
-    if entry.depthwise:
+def category(cell: Cell, depthwise: bool, row: Row) -> tuple[str, str]:
+    """First matching tag of section 9, and the dtype tag (``untagged_dtype`` when untagged)."""
+    if depthwise:
         tag = "depthwise"
     elif row[_I["streamk_enabled"]]:
         tag = "streamk"
@@ -59,9 +63,8 @@ def category(entry: Entry) -> str:
         tag = "explicit_gemm"
     else:
         tag = "regular"
-    assert tag in params["category_order"]
-    dtype = entry.cell.dtype.value if entry.depthwise or row[_I["tagged"]] else params["untagged_dtype"]
-    return f"{tag}:{dtype}"
+    untagged = table("sampling")["full_tests"]["untagged_dtype"]
+    return tag, cell.dtype.value if depthwise or row[_I["tagged"]] else untagged
 
 
 def _groups(entries: Iterable[tuple[int, Entry]], key) -> dict[object, list[int]]:
@@ -74,23 +77,22 @@ def _groups(entries: Iterable[tuple[int, Entry]], key) -> dict[object, list[int]
 def full_tests_select(entries: list[Entry]) -> list[Entry]:
     """Stride pick per category, then (pipeline, scheduler) coverage per (variant, dtype tag)."""
     params = table("sampling")["full_tests"]
+    assert params["coverage_key"] == ["variant", "dtype"] and params["coverage_combo"] == ["pipeline", "scheduler"]
     stride, minimum = params["stride"], params["min_per_category"]
     chosen: set[int] = set()
-    for members in _groups(enumerate(entries), category).values():
+    for members in _groups(enumerate(entries), lambda e: e.category).values():
         picks = members[stride - 1::stride]
         chosen.update(picks if len(members) >= stride else members[:minimum])
 
-    def cover_key(e: Entry) -> tuple:
-        return (e.cell.variant, category(e).split(":")[1])
-
-    def combo(e: Entry) -> tuple[int, int]:
-        return (e.row[_I["pipeline"]], e.row[_I["scheduler"]])
+    def cover(e: Entry) -> tuple:
+        """(variant, dtype tag) and (pipeline, scheduler): the coverage key and combo."""
+        return (e.cell.variant, e.category[1], e.row[_I["pipeline"]], e.row[_I["scheduler"]])
 
     gemm = [(i, e) for i, e in enumerate(entries) if not e.depthwise]
-    covered = {(cover_key(e), combo(e)) for i, e in gemm if i in chosen}
+    covered = {cover(e) for i, e in gemm if i in chosen}
     first: dict[tuple, int] = {}
     for i, e in gemm:
-        first.setdefault((cover_key(e), combo(e)), i)
+        first.setdefault(cover(e), i)
     chosen.update(i for key, i in first.items() if key not in covered)
     return [entries[i] for i in sorted(chosen)]
 
@@ -98,7 +100,7 @@ def full_tests_select(entries: list[Entry]) -> list[Entry]:
 def tiny_select(entries: list[Entry]) -> list[Entry]:
     """First of each (category, ndim) group, then round-robin until min_count (selection order)."""
     minimum = table("sampling")["tiny"]["min_count"]
-    groups = list(_groups(enumerate(entries), lambda e: (category(e), e.cell.ndim)).values())
+    groups = list(_groups(enumerate(entries), lambda e: (e.category, e.cell.ndim)).values())
     order = [members[0] for members in groups]
     depth = 1
     while len(order) < minimum:
@@ -116,13 +118,8 @@ def tiny_select(entries: list[Entry]) -> list[Entry]:
 
 
 def split(request: Request, entries: list[Entry]) -> dict[Cell, CellProposals]:
-    """Per-cell proposals from a selected entry list (order kept)."""
+    """Per-cell proposals from a selected entry list (order kept); they passed full's checks."""
     out = {cell: CellProposals() for cell in request.cells}
     for e in entries:
-        target = out[e.cell]
-        if e.depthwise:
-            target.depthwise.append(e.row)
-        else:
-            target.gemm.append(e.row)
-            target.candidates.append(e.row)
+        (out[e.cell].depthwise if e.depthwise else out[e.cell].candidates).append(e.row)
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -13,15 +12,15 @@ from ckspace.space.fields import Row
 
 @dataclass
 class CellProposals:
-    """What a rule set proposes for one cell.
+    """What a rule set proposes for one cell, in emission order.
 
-    ``candidates`` are the configs its tables generate, before the predicates the rule set calls
-    itself; ``gemm`` is what it returns (RULES.md's "raw"), in emission order. Depthwise rows are
-    in :data:`~ckspace.space.fields.DEPTHWISE_FIELDS` order and pass no arch predicate upstream.
+    ``candidates`` are the GEMM configs its tables generate; the rule set's own output (RULES.md's
+    "raw") is the candidates that pass the predicates the rule set runs itself (``applies``).
+    Depthwise rows are in :data:`~ckspace.space.fields.DEPTHWISE_FIELDS` order.
     """
 
     candidates: list[Row] = field(default_factory=list)
-    gemm: list[Row] = field(default_factory=list)
+    applies: tuple[str, ...] = ()
     depthwise: list[Row] = field(default_factory=list)
 
 
@@ -30,7 +29,8 @@ class RuleSet(ABC):
 
     Subclasses declare ``name`` (the CLI/API spelling), ``summary``, whether configs carry their
     dtype tag (``tags_dtype``, which upstream's WMMA rule reads) and whether a cell's output depends
-    on the rest of the request (``request_wide``, true for the sampling rule sets).
+    on the rest of the request (``request_wide``, true for the sampling rule sets). Generators are
+    imported inside ``propose`` so that naming a rule set stays cheap.
     """
 
     name: ClassVar[str]
@@ -41,15 +41,3 @@ class RuleSet(ABC):
     @abstractmethod
     def propose(self, request: Request) -> dict[Cell, CellProposals]:
         """Proposals for every cell of ``request`` (cells it does not cover map to empty ones)."""
-
-    @staticmethod
-    def keep(arch: str, cell: Cell, rows: Sequence[Row], predicates: Iterable[str]) -> list[Row]:
-        """The rows passing the named predicates (the checks a rule set runs on its own output)."""
-        from ckspace.constraints.classify import passing  # deferred: numpy is not needed to name rule sets
-        from ckspace.constraints.rules import gemm_rules
-        from ckspace.space.fields import GEMM_FIELD_NAMES
-
-        if not rows:
-            return []
-        ok = passing(gemm_rules(arch, cell.variant, cell.dtype), rows, GEMM_FIELD_NAMES, predicates)
-        return [row for row, good in zip(rows, ok) if good]

@@ -21,9 +21,5 @@ class DefaultRuleSet(RuleSet):
     def propose(self, request: Request) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.default import proposals  # deferred: see generate/
 
-        out: dict[Cell, CellProposals] = {}
-        for cell in request.cells:
-            rows = proposals(cell.variant)
-            kept = self.keep(request.arch, cell, rows, ("structure", "is_valid_for_arch"))
-            out[cell] = CellProposals(candidates=rows, gemm=kept)
-        return out
+        applies = ("structure", "is_valid_for_arch")  # upstream: trait check + is_valid_for_arch
+        return {cell: CellProposals(proposals(cell.variant), applies) for cell in request.cells}

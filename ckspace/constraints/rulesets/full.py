@@ -22,6 +22,5 @@ class FullRuleSet(RuleSet):
     def propose_cell(self, arch: str, cell: Cell) -> CellProposals:
         from ckspace.constraints.generate.full import cell_candidates, depthwise_rows  # deferred
 
-        candidates = cell_candidates(arch, cell)
-        kept = self.keep(arch, cell, candidates, ("structure", "tile_divisibility", "is_valid_for_arch"))
-        return CellProposals(candidates=candidates, gemm=kept, depthwise=depthwise_rows(cell))
+        return CellProposals(cell_candidates(arch, cell), ("structure", "tile_divisibility", "is_valid_for_arch"),
+                             depthwise_rows(cell))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ckspace.constraints.request import Cell, Request
-from ckspace.constraints.rulesets import get_rule_set, register
+from ckspace.constraints.rulesets import register
 from ckspace.constraints.rulesets.base import CellProposals, RuleSet
 
 
@@ -14,7 +16,8 @@ class TinyRuleSet(RuleSet):
     request_wide = True
 
     def propose(self, request: Request) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split, tiny_select  # deferred
+        from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split, tiny_select
+        from ckspace.constraints.enumerate import compute  # deferred: see RuleSet
 
-        entries = emission_list(request, get_rule_set("full").propose(request))
+        entries = emission_list(request, compute(replace(request, rule_set="full")))
         return split(request, tiny_select(full_tests_select(entries)))

@@ -1,0 +1,117 @@
+"""Benchmark: listing every cell of an arch, cold and warm, against a nested-loop baseline.
+
+For each arch and rule set, in one run:
+
+* ``nested``: bench/nested_loop.py, a plain loops-and-filters enumerator of the same rules (the way
+  upstream's generator works), producing raw and valid names for all cells of one request;
+* ``cold``: ckspace with no cache (rule-set generation, rule classification, names);
+* ``warm``: ckspace answering from its on-disk cache;
+
+each the median of ``--repeat`` runs, with the ratio cold / nested. Then the whole-process time of
+``ckspace enumerate --arch gfx950 --variant bwd_weight --count`` with a warm cache.
+
+Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load_nested_loop():
+    spec = importlib.util.spec_from_file_location("nested_loop", HERE / "nested_loop.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nested_loop"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _median_seconds(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _forget_memos() -> None:
+    """Clear ckspace's in-process memos derived from the tables (pairs, gates, rules, ...), so each
+    'cold' run recomputes them; the parsed JSON tables stay loaded, as the baseline's do."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ckspace") and name != "ckspace.data":
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
+def _cold(fn):
+    def run():
+        _forget_memos()
+        return fn()
+    return run
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", nargs="+", default=["gfx942", "gfx950", "gfx90a", "gfx1250"])
+    parser.add_argument("--rule-set", nargs="+", default=["default", "full", "full-tests", "tiny"])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="ckspace-bench-")
+    os.environ["CKSPACE_CACHE_DIR"] = tmp
+    nested = _load_nested_loop()
+    from ckspace.constraints.request import Request
+    from ckspace.space.listing import iter_kernels
+
+    nested.load_tables()  # both sides start with their tables parsed (ckspace re-reads only the
+    # memos derived from them: the JSON tables themselves stay loaded, as nested's do)
+
+    print(f"{'arch':8} {'rule set':11} {'kernels':>8} {'nested s':>9} {'cold s':>8} {'cold/nested':>11} "
+          f"{'warm s':>8} {'warm/nested':>11}")
+    for arch in args.arch:
+        for rule_set in args.rule_set:
+            request = Request.build(arch, rule_set)
+            variants = [v.value for v in request.variants]
+            dtypes = [d.value for d in request.dtypes]
+
+            def run_nested():
+                return nested.enumerate_request(arch, rule_set, variants, list(request.ndims), dtypes)
+
+            def run_ours(use_cache: bool):
+                return [(k.name, k.valid) for k in iter_kernels([request], raw=True, use_cache=use_cache)]
+
+            expected = run_nested()
+            ours = run_ours(False)
+            want = sum(len(raw) for raw, _ in expected.values())
+            if len(ours) != want:
+                raise SystemExit(f"{arch} {rule_set}: ckspace lists {len(ours)} proposals, nested {want}")
+            t_nested = _median_seconds(run_nested, args.repeat)
+            t_cold = _median_seconds(_cold(lambda: run_ours(False)), args.repeat)
+            run_ours(True)
+            t_warm = _median_seconds(lambda: run_ours(True), args.repeat)
+            print(f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
+                  f"{t_warm:8.4f} {t_warm / t_nested:11.2f}")
+
+    cmd = [sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    t_proc = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
+    t_python = _median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
+    print(f"\nwarm `ckspace enumerate --arch gfx950 --variant bwd_weight --count` (whole process): "
+          f"{t_proc:.3f} s median of {args.repeat} (target < 0.3 s; bare interpreter start: {t_python:.3f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
