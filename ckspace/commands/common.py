@@ -1,0 +1,36 @@
+"""Arguments shared by every command that works on a part of the space."""
+
+from __future__ import annotations
+
+import argparse
+
+from ckspace.constraints.request import Request
+from ckspace.constraints.rulesets import rule_set_names
+from ckspace.space.vocab import Variant
+
+
+def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
+    """--arch, --variant, --ndim, --dtype, --rule-set, --no-cache."""
+    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
+                        help="forward, bwd_data, bwd_weight or all (one or more)")
+    parser.add_argument("--ndim", nargs="+", action="extend", help="spatial dims (default: 1 2 3)")
+    parser.add_argument("--dtype", nargs="+", action="extend", help="fp16, bf16, fp32 (default: all)")
+    parser.add_argument("--rule-set", default="full",
+                        help=f"one of {', '.join(rule_set_names())} (default: full)")
+    parser.add_argument("--no-cache", action="store_true", help="recompute instead of reading the cache")
+
+
+def variants(values: list[str] | None) -> list[str] | None:
+    """Expand ``all``; None stays None (all variants)."""
+    if values is None:
+        return None
+    out: list[str] = []
+    for value in values:
+        out += [v.value for v in Variant] if value.strip().lower() == "all" else [value]
+    return out
+
+
+def request_from_args(args: argparse.Namespace) -> Request:
+    """The upstream-style request the space arguments describe (validated)."""
+    return Request.build(args.arch, args.rule_set, variants(args.variant), args.ndim, args.dtype)
