@@ -19,6 +19,9 @@ def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bo
     parser.add_argument("--rule-set", default="full",
                         help=f"one of {', '.join(rule_set_names())} (default: full)")
     parser.add_argument("--no-cache", action="store_true", help="recompute instead of reading the cache")
+    parser.add_argument("--where", action="append", default=[], metavar="EXPR",
+                        help="filter on config fields, e.g. 'tile_m * tile_n >= 8192 and pipeline in [compv3, "
+                             "compv4]' (repeatable: all must hold)")
 
 
 def variants(values: list[str] | None) -> list[str] | None:
@@ -34,3 +37,12 @@ def variants(values: list[str] | None) -> list[str] | None:
 def request_from_args(args: argparse.Namespace) -> Request:
     """The upstream-style request the space arguments describe (validated)."""
     return Request.build(args.arch, args.rule_set, variants(args.variant), args.ndim, args.dtype)
+
+
+def filters_from_args(args: argparse.Namespace) -> list:
+    """The ``--where`` filters as named rules."""
+    if not args.where:
+        return []
+    from ckspace.constraints.where import parse_where  # deferred: only filters need it
+
+    return [parse_where(text) for text in args.where]

@@ -5,13 +5,16 @@ Pure Python over cached rows, so listing names or fields from the cache stays fa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.cache import enumerate_cells
 from ckspace.constraints.request import Cell, Request
 from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode
 from ckspace.space.naming import depthwise_name, gemm_name
+
+if TYPE_CHECKING:
+    from ckspace.constraints.rules import Rule
 
 
 class Kernel(NamedTuple):
@@ -49,15 +52,38 @@ def _plain(value: object) -> object:
     return value.value if hasattr(value, "value") else value
 
 
-def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True) -> Iterator[Kernel]:
+def filter_masks(filters: Sequence["Rule"], gemm: list[Row], depthwise: list[Row]) -> tuple[list[bool], list[bool]]:
+    """Which rows satisfy every filter rule. A filter naming a field a config kind lacks (a GEMM
+    field for a depthwise config, say) excludes that kind."""
+    from ckspace.constraints.classify import columns, rule_masks  # deferred: numpy only with filters
+
+    out = []
+    for rows, fields in ((gemm, GEMM_FIELD_NAMES), (depthwise, DEPTHWISE_FIELDS)):
+        ok = [True] * len(rows)
+        applicable = [f for f in filters if set(f.fields) <= set(fields)]
+        if len(applicable) < len(filters):
+            ok = [False] * len(rows)
+        elif rows and applicable:
+            for mask in rule_masks(applicable, columns(rows, fields), len(rows)).values():
+                ok = [a and bool(b) for a, b in zip(ok, mask)]
+        out.append(ok)
+    return out[0], out[1]
+
+
+def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
+                 filters: Sequence["Rule"] = ()) -> Iterator[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
-    ``raw``. A kernel that several requests produce (rule-set lists) is yielded once."""
+    ``raw``; only those satisfying every filter rule (``--where``). A kernel that several
+    requests produce (rule-set lists) is yielded once."""
     requests = list(requests)
     seen: set[tuple] | None = set() if len(requests) > 1 else None
     for request in requests:
         for cell, result in enumerate_cells(request, use_cache).items():
-            rows = [(False, r, ok) for r, ok in zip(result.gemm, result.gemm_valid)]
-            rows += [(True, r, ok) for r, ok in zip(result.depthwise, result.depthwise_valid)]
+            keep_gemm, keep_dw = (filter_masks(filters, result.gemm, result.depthwise) if filters
+                                  else ([True] * len(result.gemm), [True] * len(result.depthwise)))
+            rows = [(False, r, ok) for r, ok, keep in zip(result.gemm, result.gemm_valid, keep_gemm) if keep]
+            rows += [(True, r, ok) for r, ok, keep in zip(result.depthwise, result.depthwise_valid, keep_dw)
+                     if keep]
             for depthwise, row, ok in rows:
                 if not (ok or raw):
                     continue

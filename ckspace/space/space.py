@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING
 
+from ckspace.constraints.expr import Const
 from ckspace.constraints.request import Cell, Request
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.errors import CkspaceError
@@ -17,6 +20,7 @@ from ckspace.space.naming import is_depthwise_name
 
 if TYPE_CHECKING:
     from ckspace.constraints.model import CellModel
+    from ckspace.constraints.rules import Rule
 
 
 def _listify(value: object) -> list | None:
@@ -38,7 +42,7 @@ class Space:
 
     def __init__(self, arch: str | Sequence[str], variant: object = None, ndim: object = None,
                  dtype: object = None, rule_set: str | Sequence[str] = "full", *,
-                 use_cache: bool = True) -> None:
+                 where: str | Sequence[str] = (), use_cache: bool = True) -> None:
         archs = _listify(arch) or []
         rule_sets = _listify(rule_set) or []
         if not archs or not rule_sets:
@@ -48,7 +52,28 @@ class Space:
             Request.build(a, rs, variants, ndims, dtypes) for a, rs in product(archs, rule_sets)
         )
         self.use_cache = use_cache
+        self.filters: tuple[Rule, ...] = ()
+        if where:
+            from ckspace.constraints.where import parse_where
+
+            self.filters = tuple(parse_where(text) for text in _listify(where) or [])
         self._models: dict[tuple, CellModel] = {}
+        self._proposals: dict[Request, dict] = {}
+
+    def where(self, *expressions: str) -> "Space":
+        """A narrower space: every expression (see :mod:`ckspace.constraints.where`) must hold.
+
+        Filters become named constraints of each cell's CP-SAT model and are evaluated with the
+        rules when listing.
+        """
+        from ckspace.constraints.where import parse_where
+
+        narrower = copy.copy(self)
+        narrower.filters = self.filters + tuple(parse_where(text) for text in expressions)
+        narrower._models = {}
+        narrower.__dict__.pop("_valid", None)
+        narrower.__dict__.pop("_raw", None)
+        return narrower
 
     def __repr__(self) -> str:
         return f"Space({', '.join(r.key() for r in self.requests)})"
@@ -56,11 +81,15 @@ class Space:
     # -- listing --------------------------------------------------------------------------------
     @cached_property
     def _valid(self) -> list[Kernel]:
-        return list(iter_kernels(self.requests, use_cache=self.use_cache))
+        return list(iter_kernels(self.requests, use_cache=self.use_cache, filters=self.filters))
 
     @cached_property
     def _raw(self) -> list[Kernel]:
-        return list(iter_kernels(self.requests, raw=True, use_cache=self.use_cache))
+        return list(iter_kernels(self.requests, raw=True, use_cache=self.use_cache, filters=self.filters))
+
+    def kernels(self, raw: bool = False) -> list[Kernel]:
+        """The listing as light records (arch, cell, row, validity), without building configs."""
+        return list(self._raw if raw else self._valid)
 
     def count(self) -> int:
         """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch)."""
@@ -144,19 +173,32 @@ class Space:
                 return self._model(request, cell, depthwise)
         raise CkspaceError(f"cell {cell.label()} is not part of {self!r}")
 
+    def proposals(self, request: Request) -> dict:
+        """The rule set's proposals per cell of ``request`` (memoised: explanations reuse them)."""
+        if request not in self._proposals:
+            self._proposals[request] = get_rule_set(request.rule_set).propose(request)
+        return self._proposals[request]
+
     def _model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
+        """The cell's model: the rules the rule set and the generator apply, the filters, and the
+        rule set's table (its candidates, before the predicates it runs itself)."""
         key = (request, cell, depthwise)
         if key not in self._models:
-            from ckspace.cache import enumerate_cells
+            from ckspace.constraints.enumerate import VALID_PREDICATES
             from ckspace.constraints.model import CellModel
             from ckspace.constraints.rules import depthwise_rules, gemm_rules
 
-            result = enumerate_cells(request, self.use_cache)[cell]
+            proposal = self.proposals(request)[cell]
+            kind = "depthwise" if depthwise else "GEMM"
             if depthwise:
-                self._models[key] = CellModel(DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, depthwise_rules(),
-                                              result.depthwise, request.rule_set)
+                fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise
+                rules = list(depthwise_rules())
             else:
-                self._models[key] = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS,
-                                              gemm_rules(request.arch, cell.variant, cell.dtype),
-                                              result.gemm, request.rule_set)
+                fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
+                wanted = set(VALID_PREDICATES) | set(proposal.applies)
+                rules = [r for r in gemm_rules(request.arch, cell.variant, cell.dtype) if r.predicate in wanted]
+            for f in self.filters:  # a filter on fields this kind lacks excludes the kind, by name
+                rules.append(f if set(f.fields) <= set(fields) else
+                             dataclasses.replace(f, expr=Const(0), text=f"{f.text} (fields {kind} configs lack)"))
+            self._models[key] = CellModel(fields, bounds, rules, rows, request.rule_set)
         return self._models[key]
