@@ -93,3 +93,28 @@ class CellModel:
         solver.parameters.enumerate_all_solutions = True
         solver.Solve(model, Collector())
         return found
+
+    def minimal_correction(self, values: Mapping[str, int],
+                           enabled: Iterable[str] | None = None) -> tuple[list[str], dict[str, int]] | None:
+        """The fewest constraints to switch off so that some config agreeing with ``values``
+        satisfies the rest, and that config.
+
+        One CP-SAT optimisation: every enabled literal is soft and the solver maximises how many
+        hold. A minimum-cardinality correction set is minimal: switching off any proper subset
+        leaves the config excluded. Returns None when ``values`` lie outside the fields' domains.
+        """
+        if not self.in_bounds(values):
+            return None
+        names = list(self.literals) if enabled is None else list(enabled)
+        model = self._fixed(values, [])
+        lits = [model.GetBoolVarFromProtoIndex(self.literals[n].Index()) for n in names]
+        for name in set(self.literals) - set(names):
+            model.Add(model.GetBoolVarFromProtoIndex(self.literals[name].Index()) == 0)
+        model.Maximize(sum(lits))
+        solver = self._solver()
+        status = solver.Solve(model)
+        if status != cp_model.OPTIMAL:
+            return None
+        off = [n for n, lit in zip(names, lits) if not solver.BooleanValue(lit)]
+        witness = {n: solver.Value(model.GetIntVarFromProtoIndex(v.Index())) for n, v in self.vars.items()}
+        return off, witness

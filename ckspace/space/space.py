@@ -19,7 +19,10 @@ from ckspace.space.listing import Kernel, iter_kernels
 from ckspace.space.naming import is_depthwise_name
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ckspace.constraints.model import CellModel
+    from ckspace.space.explain import Explanation
     from ckspace.constraints.rules import Rule
 
 
@@ -147,6 +150,15 @@ class Space:
         if is_depthwise_name(name):
             return [DepthwiseConfig.from_name(name, arch) for arch in archs]
         return [GemmConfig.from_name(name, arch) for arch in archs]
+
+    def explain(self, item: "KernelConfig | str | Mapping[str, object]") -> "Explanation":
+        """Why a config, a kernel name or a partial config (dict of field values; ``variant``,
+        ``ndim`` and ``dtype`` keys narrow the cells) is or is not in the space: per cell, valid
+        (with the number of valid completions) or a minimal set of named constraints that
+        exclude it, with the offending values. See :mod:`ckspace.space.explain`."""
+        from ckspace.space.explain import explain
+
+        return explain(self, item)
 
     def violated_rules(self, config: KernelConfig) -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal

@@ -1,0 +1,59 @@
+"""``ckspace explain``: why a kernel (a name, or a partial config) is or is not in the space."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from ckspace.commands.common import add_space_arguments, variants
+from ckspace.errors import CkspaceError, InvalidChoiceError
+
+NAME = "explain"
+HELP = "say why a kernel name or a partial config is or is not valid, naming a minimal set of rules"
+FORMATS = ("text", "json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", help="a kernel name (its variant, ndim and dtype are taken from it)")
+    add_space_arguments(parser, variant_required=False)
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="a field of a partial config, e.g. --set pipeline=compv4 --set tile_k=32 (repeatable)")
+    parser.add_argument("--format", default="text", help="text or json (default: text)")
+
+
+def _partial(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not field.strip() or not value.strip():
+            raise CkspaceError(f"--set {pair!r}: expected FIELD=VALUE, e.g. --set tile_k=32")
+        out[field.strip()] = value.strip()
+    return out
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.space.space import Space  # deferred: pydantic and the solver
+
+    if args.format not in FORMATS:
+        raise InvalidChoiceError("format", args.format, FORMATS)
+    if args.name and args.set:
+        raise CkspaceError("give a kernel name or --set fields, not both")
+    where = args.where
+    if args.name:
+        from ckspace.space.naming import is_depthwise_name, parse_depthwise_name, parse_gemm_name
+
+        fields = parse_depthwise_name(args.name) if is_depthwise_name(args.name) else parse_gemm_name(args.name)
+        variant = fields.get("variant", "forward")
+        space = Space(args.arch, variant, fields.get("ndim", 2), fields["dtype"], args.rule_set, where=where,
+                      use_cache=not args.no_cache)
+        explanation = space.explain(args.name)
+    else:
+        if not args.variant:
+            raise CkspaceError("explain needs a kernel name, or --variant with --set fields")
+        if not args.set:
+            raise CkspaceError("explain needs a kernel name or at least one --set FIELD=VALUE")
+        space = Space(args.arch, variants(args.variant), args.ndim, args.dtype, args.rule_set, where=where,
+                      use_cache=not args.no_cache)
+        explanation = space.explain(_partial(args.set))
+    out.write(explanation.model_dump_json(indent=1) + "\n" if args.format == "json" else explanation.text() + "\n")
+    return 0

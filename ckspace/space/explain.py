@@ -1,0 +1,241 @@
+"""Why a kernel is, or is not, in a space.
+
+For each cell the question concerns, the cell's CP-SAT model answers: the config (or, for a partial
+config, some completion) either satisfies every enabled constraint, or the solver finds the fewest
+named constraints to switch off so that it would -- a minimal set, each member reported with the
+offending values. Constraints are of four kinds, reported apart: validity rules (the upstream
+predicates), the rule set's proposals (valid, but not something the rule set proposes: the
+closest proposals and the fields they differ in are shown), user filters and problem checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel
+
+from ckspace.constraints.model import PROPOSALS
+from ckspace.constraints.render import why
+from ckspace.constraints.request import Cell, Request
+from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode
+from ckspace.space.naming import depthwise_name, gemm_name
+
+if TYPE_CHECKING:
+    from ckspace.space.space import Space
+
+Kind = Literal["validity", "rule_set", "filter", "problem"]
+
+
+class Blame(BaseModel):
+    """One constraint in a minimal set that excludes the config."""
+
+    constraint: str
+    kind: Kind
+    statement: str
+    source: str
+    values: dict[str, Any]
+    detail: str
+
+
+class CellExplanation(BaseModel):
+    arch: str
+    variant: str
+    ndim: int
+    dtype: str
+    rule_set: str
+    config_kind: Literal["gemm", "depthwise"]
+    valid: bool
+    completions: int
+    blame: list[Blame]
+    closest: list[str]
+
+    def text(self, partial: bool) -> str:
+        head = f"{self.arch} {self.variant}/{self.ndim}d/{self.dtype} ({self.rule_set}): "
+        if self.valid:
+            more = f"; {self.completions} valid completion(s)" if partial else ""
+            return head + "VALID" + more
+        subject = "no valid completion; the closest completion breaks" if partial else "NOT VALID; it breaks"
+        lines = [head + subject + f" {len(self.blame)} constraint(s):"]
+        for b in self.blame:
+            values = ", ".join(f"{k}={v}" for k, v in b.values.items())
+            lines.append(f"  - [{b.kind}] {b.constraint}: {b.statement}")
+            lines.append(f"      {b.detail}" + (f"  ({values})" if values and b.kind != "rule_set" else ""))
+        lines += [f"      {c}" for c in self.closest]
+        return "\n".join(lines)
+
+
+class Explanation(BaseModel):
+    """The answer of ``Space.explain``: per cell, valid or the minimal blame."""
+
+    query: dict[str, Any]
+    partial: bool
+    valid: bool
+    cells: list[CellExplanation]
+
+    def text(self) -> str:
+        return "\n".join(c.text(self.partial) for c in self.cells)
+
+
+def _kind(predicate: str | None) -> Kind:
+    return {None: "rule_set", "where": "filter", "problem": "problem"}.get(predicate, "validity")  # type: ignore[return-value]
+
+
+def _decoded(field: str, value: int, depthwise: bool) -> Any:
+    if depthwise:
+        return value
+    decoded = decode(field, value)
+    return decoded.value if hasattr(decoded, "value") else decoded
+
+
+def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Mapping[str, int],
+             render, rule_set: str, depthwise: bool) -> list[str]:
+    """Where the config misses the rule set's tables: the nearest proposals and how they differ."""
+    if not rows:
+        return [f"{rule_set} proposes nothing in this cell"]
+    index = {f: i for i, f in enumerate(fields)}
+    fixed = [(index[f], v) for f, v in values.items() if f in index]
+    distance = [sum(row[i] != v for i, v in fixed) for row in rows]
+    best = min(distance)
+    nearest = [row for row, d in zip(rows, distance) if d == best]
+    out = [f"no proposal of {rule_set} matches; {len(nearest)} proposal(s) differ in {best} field(s), e.g.:"]
+    for row in nearest[:3]:
+        diff = ", ".join(f"{fields[i]} {_decoded(fields[i], v, depthwise)} -> {_decoded(fields[i], row[i], depthwise)}"
+                         for i, v in fixed if row[i] != v)
+        out.append(f"  {render(row)}  ({diff})")
+    if not depthwise and any(f in values for f in ("tile_m", "tile_n", "tile_k")):
+        tiles = sorted({row[:3] for row in rows})
+        wanted = tuple(values.get(f) for f in ("tile_m", "tile_n", "tile_k"))
+        if not any(all(w is None or w == t for w, t in zip(wanted, tile)) for tile in tiles):
+            listed = ", ".join("x".join(map(str, t)) for t in tiles)
+            out.append(f"  no proposal uses that tile; this cell's tiles: {listed}")
+    return out
+
+
+def encode_partial(partial: Mapping[str, object], depthwise: bool) -> dict[str, int]:
+    """Field values from user text/objects to the integers the models use."""
+    from ckspace.errors import InvalidChoiceError
+
+    fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
+    out = {}
+    for field, value in partial.items():
+        if field not in fields:
+            raise InvalidChoiceError("field", field, fields)
+        if depthwise:
+            out[field] = int(str(value))
+        elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            out[field] = encode(field, value.strip().lower() == "true")
+        else:
+            try:
+                out[field] = encode(field, int(value) if isinstance(value, str) and value.strip().lstrip("-").isdigit()
+                                    else value)
+            except (TypeError, ValueError):
+                raise InvalidChoiceError(f"value for {field}", value, ["an integer"]) from None
+    return out
+
+
+def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str, int],
+                 depthwise: bool) -> CellExplanation:
+    model = space._model(request, cell, depthwise)
+    fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
+
+    def render(row: tuple[int, ...]) -> str:
+        if depthwise:
+            return depthwise_name(cell.dtype, cell.ndim, row)
+        return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
+
+    listed = [k for k in space.kernels() if k.arch == request.arch and k.cell == cell and k.depthwise == depthwise]
+    index = {f: i for i, f in enumerate(fields)}
+    completions = sum(all(k.row[index[f]] == v for f, v in values.items()) for k in listed)
+    base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
+                rule_set=request.rule_set, config_kind="depthwise" if depthwise else "gemm")
+    if model.feasible(values):
+        return CellExplanation(**base, valid=True, completions=completions, blame=[], closest=[])
+    correction = model.minimal_correction(values)
+    if correction is None:
+        bounds = ", ".join(f"{f} in [{lo}, {hi}]" for f, (lo, hi) in model.bounds.items() if f in values)
+        raise_out_of_range(values, bounds)
+    off, witness = correction
+    blame = []
+    closest: list[str] = []
+    for name in off:
+        if name == PROPOSALS:
+            blame.append(Blame(constraint=PROPOSALS, kind="rule_set", source=f"rule set {request.rule_set}",
+                               statement=f"the config is not one that rule set {request.rule_set} proposes",
+                               values={}, detail="valid configs outside the rule set's tables are not emitted"))
+            closest = _closest(model_rows(space, request, cell, depthwise), fields, values, render,
+                               request.rule_set, depthwise)
+            continue
+        rule = model.rules[name]
+        shown = {f: _decoded(f, witness[f], depthwise) for f in rule.fields if f in witness}
+        blame.append(Blame(constraint=name, kind=_kind(rule.predicate), statement=rule.text, source=rule.source,
+                           values=shown, detail=why(rule.expr, witness)))
+    return CellExplanation(**base, valid=False, completions=0, blame=blame, closest=closest)
+
+
+def model_rows(space: "Space", request: Request, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
+    proposal = space.proposals(request)[cell]
+    return list(proposal.depthwise if depthwise else proposal.candidates)
+
+
+def raise_out_of_range(values: Mapping[str, int], bounds: str) -> None:
+    from ckspace.errors import CkspaceError
+
+    raise CkspaceError(f"a value is outside the fields' domains ({bounds})")
+
+
+def explain(space: "Space", item: Any) -> Explanation:
+    """See :meth:`ckspace.Space.explain`."""
+    from ckspace.errors import CkspaceError
+    from ckspace.space.config import DepthwiseConfig, GemmConfig
+    from ckspace.space.naming import is_depthwise_name
+    from ckspace.space.vocab import Dtype, Variant, parse_ndim
+
+    if isinstance(item, str):
+        configs = space._configs_from_name(item)
+        query: dict[str, Any] = {"name": item.strip()}
+    elif isinstance(item, (GemmConfig, DepthwiseConfig)):
+        configs = [item]
+        query = {"name": item.name, "arch": item.arch}
+    elif isinstance(item, Mapping):
+        configs = []
+        query = {k: (v.value if hasattr(v, "value") else v) for k, v in item.items()}
+    else:
+        raise CkspaceError(f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}")
+    cells: list[CellExplanation] = []
+    if configs:
+        for config in configs:
+            depthwise = isinstance(config, DepthwiseConfig)
+            cell = Cell(config.variant, config.ndim, config.dtype)
+            for request in space.requests:
+                if request.arch != config.arch or cell not in request.cells:
+                    continue
+                if depthwise:
+                    values = dict(zip(DEPTHWISE_FIELDS, config.row()))
+                else:
+                    tagged = config.model_copy(update={"tagged": space._tagged(request)})
+                    values = dict(zip(GEMM_FIELD_NAMES, tagged.row()))
+                cells.append(explain_cell(space, request, cell, values, depthwise))
+        if not cells:
+            raise CkspaceError(f"{query['name']} belongs to no cell of {space!r}")
+        return Explanation(query=query, partial=False, valid=any(c.valid for c in cells), cells=cells)
+    partial = dict(item)
+    wanted_variant = Variant.parse(partial.pop("variant")) if "variant" in partial else None
+    wanted_ndim = parse_ndim(partial.pop("ndim")) if "ndim" in partial else None
+    wanted_dtype = Dtype.parse(partial.pop("dtype")) if "dtype" in partial else None
+    kind = str(partial.pop("kind", "gemm"))
+    if kind not in ("gemm", "depthwise"):
+        raise CkspaceError(f"unknown config kind {kind!r}; valid: gemm, depthwise")
+    depthwise = kind == "depthwise"
+    values = encode_partial(partial, depthwise)
+    for request in space.requests:
+        for cell in request.cells:
+            if ((wanted_variant and cell.variant is not wanted_variant) or (wanted_ndim and cell.ndim != wanted_ndim)
+                    or (wanted_dtype and cell.dtype is not wanted_dtype)):
+                continue
+            if depthwise and not space.proposals(request)[cell].depthwise:
+                continue
+            cells.append(explain_cell(space, request, cell, values, depthwise))
+    if not cells:
+        raise CkspaceError(f"the query {query} matches no cell of {space!r}")
+    return Explanation(query=query, partial=True, valid=any(c.valid for c in cells), cells=cells)
