@@ -40,16 +40,20 @@ class VariantSpec(NamedTuple):
     b: str
     c: str
     conv_type: str
+    selected: str  # the single-kernel-include alias of the launcher
 
 
 VARIANTS = {
     Variant.FORWARD: VariantSpec("ck_tile::GroupedConvFwdHostArgs<>", "GroupedConvolutionForwardKernel",
-                                 "Fwd", "In", "Wei", "Out", "forward"),
+                                 "Fwd", "In", "Wei", "Out", "forward",
+                                 "SelectedConvKernelLauncher"),
     Variant.BWD_DATA: VariantSpec("ck_tile::GroupedConvBwdDataHostArgs", "GroupedConvolutionBackwardDataKernel",
-                                  "BwdData", "Out", "Wei", "In", "bwd_data"),
+                                  "BwdData", "Out", "Wei", "In", "bwd_data",
+                                  "SelectedConvBwdDataLauncher"),
     Variant.BWD_WEIGHT: VariantSpec("ck_tile::GroupedConvBwdWeightHostArgs",
                                     "GroupedConvolutionBackwardWeightKernel",
-                                    "BwdWeight", "Out", "In", "Wei", "bwd_weight"),
+                                    "BwdWeight", "Out", "In", "Wei", "bwd_weight",
+                                    "SelectedConvBwdWeightLauncher"),
 }
 
 
@@ -59,7 +63,7 @@ def _bool(value: bool) -> str:
 
 def kernel_context(config: GemmConfig) -> dict[str, Any]:
     """Everything the kernel, wrapper and registration templates need for one config."""
-    variant = VariantSpec(*VARIANTS[config.variant])
+    variant = VARIANTS[config.variant]
     in_layout, wei_layout, out_layout = CONV_LAYOUTS[config.ndim]
     name = config.name
     return {

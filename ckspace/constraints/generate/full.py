@@ -175,7 +175,7 @@ def _feature_flags(feature: dict[str, Any] | None) -> dict[str, int]:
 
 
 def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
-          feature: dict[str, Any] | None, out: dict[Row, None]) -> None:
+          feature: dict[str, Any] | None, out: dict[Row, int]) -> None:
     f = table("full")
     variant, dclass = cell.variant, cell.dtype.dtype_class
     legacy_spec = f["legacy_warp_k"]
@@ -202,14 +202,16 @@ def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
                 row[_DSB] = int(pipeline in f["dsb_pipelines"] or feature_dsb)
                 for spec in specs:
                     row[_SPEC] = spec
-                    out.setdefault(tuple(row), None)
+                    key = tuple(row)
+                    out[key] = out.get(key, 0) + 1
 
 
-def cell_candidates(arch: str, cell: Cell) -> list[Row]:
-    """Every GEMM config the tables generate for a cell, deduplicated, in emission order."""
+def cell_candidates(arch: str, cell: Cell) -> tuple[list[Row], int]:
+    """Every GEMM config the tables generate for a cell, deduplicated, in emission order, and how
+    many repeats the deduplication dropped."""
     f = table("full")
     variant, dclass = cell.variant, cell.dtype.dtype_class
-    out: dict[Row, None] = {}
+    out: dict[Row, int] = {}
     tiles = [_t(t) for t in f["base_tiles"].get(variant.value, {}).get(str(cell.ndim), {}).get(cell.dtype.value, [])]
     for tile in tiles:
         _emit(arch, cell, tile, pipelines_for(variant, tile, dclass), None, out)
@@ -224,7 +226,7 @@ def cell_candidates(arch: str, cell: Cell) -> list[Row]:
             pipes = (tuple((p, s) for p, s in override) if override is not None
                      else pipelines_for(variant, tile, dclass))
             _emit(arch, cell, tile, pipes, feature, out)
-    return list(out)
+    return list(out), sum(out.values()) - len(out)
 
 
 def depthwise_rows(cell: Cell) -> list[Row]:

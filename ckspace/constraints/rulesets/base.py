@@ -16,12 +16,14 @@ class CellProposals:
 
     ``candidates`` are the GEMM configs its tables generate; the rule set's own output (RULES.md's
     "raw") is the candidates that pass the predicates the rule set runs itself (``applies``).
-    Depthwise rows are in :data:`~ckspace.space.fields.DEPTHWISE_FIELDS` order.
+    Depthwise rows are in :data:`~ckspace.space.fields.DEPTHWISE_FIELDS` order; ``duplicates``
+    counts the repeats the rule set generated and dropped (a lint finding, not an error).
     """
 
     candidates: list[Row] = field(default_factory=list)
     applies: tuple[str, ...] = ()
     depthwise: list[Row] = field(default_factory=list)
+    duplicates: int = 0
 
 
 class RuleSet(ABC):

@@ -22,5 +22,6 @@ class FullRuleSet(RuleSet):
     def propose_cell(self, arch: str, cell: Cell) -> CellProposals:
         from ckspace.constraints.generate.full import cell_candidates, depthwise_rows  # deferred
 
-        return CellProposals(cell_candidates(arch, cell), ("structure", "tile_divisibility", "is_valid_for_arch"),
-                             depthwise_rows(cell))
+        rows, duplicates = cell_candidates(arch, cell)
+        return CellProposals(rows, ("structure", "tile_divisibility", "is_valid_for_arch"), depthwise_rows(cell),
+                             duplicates)

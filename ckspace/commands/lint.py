@@ -1,0 +1,45 @@
+"""``ckspace lint``: what a rule set proposes that the generator throws away, and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+from ckspace.errors import InvalidChoiceError
+from ckspace.space.vocab import arch_names, parse_arch
+
+NAME = "lint"
+HELP = "report empty cells, removed proposals, dead table entries and duplicates of rule sets"
+FORMATS = ("text", "json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rule-set", nargs="+", action="extend", help="rule sets (default: all)")
+    parser.add_argument("--arch", nargs="+", action="extend", help="archs (default: all)")
+    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    parser.add_argument("--strict", action="store_true", help="exit with status 1 when there are findings")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.format not in FORMATS:
+        raise InvalidChoiceError("format", args.format, FORMATS)
+    rule_sets = [get_rule_set(r).name for r in args.rule_set or rule_set_names()]
+    archs = [parse_arch(a) for a in args.arch or arch_names()]
+    from ckspace.space.lint import lint  # deferred: numpy
+
+    findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch)]
+    if args.format == "json":
+        json.dump([f.model_dump() for f in findings], out, indent=1)
+        out.write("\n")
+    else:
+        current = None
+        for f in findings:
+            if (f.rule_set, f.arch) != current:
+                current = (f.rule_set, f.arch)
+                out.write(f"{f.rule_set} on {f.arch}:\n")
+            spec = f" [RULES.md {f.spec}]" if f.spec else ""
+            out.write(f"  {f.code}: {f.message}{spec}\n")
+        out.write(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)\n")
+    return 1 if args.strict and findings else 0

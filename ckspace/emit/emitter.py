@@ -1,0 +1,163 @@
+"""Rendering kernel configs into a CK Tile source tree (EMIT.md's artifacts).
+
+Input is what the space lists (:class:`~ckspace.space.listing.Kernel`); configs the CK revision
+cannot build are dropped by its ``ck_revision`` rules and listed in the manifest with the rule
+names, depthwise configs are counted and skipped with the reason. Output is deterministic: files
+are rendered from sorted inputs with no timestamps, and only changed files are rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ckspace import __version__
+from ckspace.constraints.classify import columns, rule_masks
+from ckspace.emit.ck_revision import CkRevision, ck_rules, depthwise_note
+from ckspace.emit.cxx import kernel_context
+from ckspace.emit.manifest import MANIFEST_NAME, EmittedKernel, ExcludedKernel, FileRecord, Manifest
+from ckspace.emit.writer import sha256, write_if_changed
+from ckspace.errors import CkspaceError
+from ckspace.space.config import GemmConfig
+from ckspace.space.fields import GEMM_FIELD_NAMES
+from ckspace.space.listing import Kernel
+from ckspace.space.vocab import Variant
+
+log = logging.getLogger(__name__)
+
+REGISTRY_HEADER = "ckspace_registry.hpp"
+REGISTER_ALL = "register_all_grouped_conv_kernels.hpp"
+WRAPPER_DIR = "dispatcher_wrappers"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ckspace.emit", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def include_all_name(variant: Variant) -> str:
+    return f"include_all_grouped_conv_{variant.value}_kernels.hpp"
+
+
+@dataclass
+class EmitResult:
+    manifest: Manifest
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+
+
+def select(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
+    """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
+    by_variant: dict[Variant, list[Kernel]] = defaultdict(list)
+    depthwise = 0
+    for kernel in kernels:
+        if kernel.depthwise:
+            depthwise += 1
+        elif kernel.valid:
+            by_variant[kernel.cell.variant].append(kernel)
+    configs: list[GemmConfig] = []
+    excluded: list[ExcludedKernel] = []
+    for variant, group in by_variant.items():
+        rules = [r for r in ck_rules(revision, variant) if not r.vacuous]
+        rows = [k.row for k in group]
+        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows)) if rules else {}
+        for i, kernel in enumerate(group):
+            broken = [name for name, mask in masks.items() if not mask[i]]
+            if broken:
+                excluded.append(ExcludedKernel(name=kernel.name, rules=broken))
+            else:
+                cell = kernel.cell
+                configs.append(GemmConfig.from_row(kernel.arch, cell.variant, cell.ndim, cell.dtype, kernel.row))
+    configs.sort(key=lambda c: c.name)
+    excluded.sort(key=lambda e: e.name)
+    return configs, excluded, depthwise
+
+
+def _previous_files(out: Path) -> set[str]:
+    path = out / MANIFEST_NAME
+    if not path.is_file():
+        return set()
+    try:
+        return set(Manifest.model_validate_json(path.read_bytes()).files())
+    except ValueError:
+        log.warning("ignoring unreadable %s", path)
+        return set()
+
+
+def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
+         arch: str, request: Mapping[str, Any]) -> EmitResult:
+    """Write the tree for ``kernels`` under ``out``; see the module docstring."""
+    if out.exists() and not out.is_dir():
+        raise CkspaceError(f"--out {str(out)!r} exists and is not a directory")
+    configs, excluded, depthwise = select(kernels, revision)
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise CkspaceError("duplicate kernel names in the request (several archs or rule sets?)")
+    env = _environment()
+    base = {"version": __version__, "revision": revision}
+    kernel_hpp = env.get_template("kernel.hpp.j2")
+    kernel_cpp = env.get_template("kernel.cpp.j2")
+    wrapper = env.get_template("dispatcher_wrapper.hpp.j2")
+
+    files: dict[str, bytes] = {}
+    emitted: list[EmittedKernel] = []
+    per_variant: dict[Variant, list[str]] = {v: [] for v in Variant}
+    for config in configs:
+        context = {**base, "k": kernel_context(config)}
+        name = config.name
+        records = {}
+        for role, path, template in (("header", f"{name}.hpp", kernel_hpp),
+                                     ("source", f"{name}.cpp", kernel_cpp),
+                                     ("wrapper", f"{WRAPPER_DIR}/dispatcher_wrapper_{name}.hpp", wrapper)):
+            data = template.render(context).encode()
+            files[path] = data
+            records[role] = FileRecord(path=path, sha256=sha256(data))
+        emitted.append(EmittedKernel(name=name, variant=config.variant.value, config=config.fields(), **records))
+        per_variant[config.variant].append(name)
+
+    shared: dict[str, bytes] = {REGISTRY_HEADER: env.get_template("ckspace_registry.hpp.j2").render(base).encode()}
+    for variant in Variant:
+        shared[include_all_name(variant)] = env.get_template("include_all.hpp.j2").render(
+            {**base, "variant": variant.value, "kernels": per_variant[variant]}).encode()
+    shared[REGISTER_ALL] = env.get_template("register_all.hpp.j2").render(
+        {**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)}).encode()
+    files.update(shared)
+
+    manifest = Manifest(
+        ckspace_version=__version__, arch=arch, request=dict(request), ck_revision=revision,
+        kernels=emitted, shared=[FileRecord(path=p, sha256=sha256(d)) for p, d in sorted(shared.items())],
+        excluded=excluded, depthwise_skipped=depthwise,
+        depthwise_note=depthwise_note(revision) if depthwise else None,
+    )
+    files[MANIFEST_NAME] = (json.dumps(manifest.model_dump(mode="json"), indent=1, sort_keys=True) + "\n").encode()
+
+    result = EmitResult(manifest=manifest)
+    stale = _previous_files(out) - set(files)
+    for path, data in sorted(files.items()):
+        if write_if_changed(out / path, data):
+            result.written.append(path)
+        else:
+            result.unchanged += 1
+    for path in sorted(stale):
+        (out / path).unlink(missing_ok=True)
+        result.removed.append(path)
+    log.info("emitted %d kernels (%d files written, %d unchanged, %d removed, %d excluded by CK, "
+             "%d depthwise skipped)", len(configs), len(result.written), result.unchanged,
+             len(result.removed), len(excluded), depthwise)
+    return result

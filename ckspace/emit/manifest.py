@@ -1,0 +1,60 @@
+"""``manifest.json`` of an emitted tree: what was emitted, from what, and what was left out and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ckspace.emit.ck_revision import CkRevision
+
+MANIFEST_NAME = "manifest.json"
+
+
+class FileRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    """Relative to the tree's root."""
+    sha256: str
+
+
+class EmittedKernel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    variant: str
+    config: dict[str, Any]
+    """Every config field (as ``GemmConfig.fields()``)."""
+    header: FileRecord
+    source: FileRecord
+    wrapper: FileRecord
+
+
+class ExcludedKernel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    rules: list[str]
+    """The ``ck_revision`` rules the config breaks."""
+
+
+class Manifest(BaseModel):
+    """The whole tree; kernels and exclusions sorted by name so equal requests give equal bytes."""
+
+    ckspace_version: str
+    arch: str
+    request: dict[str, Any]
+    ck_revision: CkRevision
+    kernels: list[EmittedKernel]
+    shared: list[FileRecord]
+    excluded: list[ExcludedKernel]
+    depthwise_skipped: int
+    depthwise_note: str | None
+
+    def files(self) -> list[str]:
+        """Every file of the tree (manifest excluded)."""
+        paths = [f.path for f in self.shared]
+        for kernel in self.kernels:
+            paths += [kernel.header.path, kernel.source.path, kernel.wrapper.path]
+        return paths

@@ -1,0 +1,41 @@
+"""Writing a generated tree: atomically, and only where content changed.
+
+Rewriting an unchanged file would bump its mtime and make every build system recompile it, so a
+re-emit compares bytes first; a write goes to a temporary file in the same folder and is moved into
+place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (temp file in the same folder + os.replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write ``data`` unless ``path`` already holds exactly it; True when the file was written."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data)
+    return True

@@ -1,0 +1,52 @@
+"""Content-addressed cache of compiled objects.
+
+A batch's object is stored under the sha256 of everything that changes it: the translation unit's
+text and the text of every emitted file it includes, the compiler's identity (path, version, and a
+wrapper script's text), the flags, the offload target and the CK revision's fingerprint. Paths of
+the emitted tree are not part of the key, so the same kernels emitted elsewhere hit the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ckspace.cache import cache_dir
+
+
+def object_cache_dir() -> Path:
+    """``$CKSPACE_BUILD_CACHE``, else ``objects/`` in ckspace's cache directory."""
+    explicit = os.environ.get("CKSPACE_BUILD_CACHE")
+    return Path(explicit) if explicit else cache_dir() / "objects"
+
+
+def object_key(sources: list[bytes], compiler_identity: str, flags: tuple[str, ...], arch: str,
+               ck_fingerprint: str) -> str:
+    digest = hashlib.sha256()
+    for data in sources:
+        digest.update(hashlib.sha256(data).digest())
+    digest.update(json.dumps([compiler_identity, list(flags), arch, ck_fingerprint]).encode())
+    return digest.hexdigest()
+
+
+def lookup(key: str) -> Path | None:
+    path = object_cache_dir() / key[:2] / f"{key}.o"
+    return path if path.is_file() else None
+
+
+def store(key: str, obj: Path) -> None:
+    """Copy ``obj`` into the cache atomically."""
+    target = object_cache_dir() / key[:2] / f"{key}.o"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(obj, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

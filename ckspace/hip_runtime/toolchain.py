@@ -1,0 +1,144 @@
+"""Finding a HIP compiler for an offload target (TOOLCHAIN.md).
+
+Order: ``$CKSPACE_CXX`` (an explicit compiler or wrapper), then ROCm's ``amdclang++`` / ``hipcc``
+under ``$ROCM_PATH`` or ``/opt/rocm``, then a system clang (newest first) that knows the target,
+with the HIP headers of the distribution and ROCm device libraries that hold the target's ISA
+bitcode. When nothing fits, the error lists every candidate and why it was refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from ckspace.errors import CkspaceError
+
+log = logging.getLogger(__name__)
+
+SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
+DEVICE_LIB_DIRS = ("/opt/ckspace-toolchain/devlibs", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+                   "/usr/share/amdgcn/bitcode")
+TOOLCHAIN_HINT = "scripts/install-toolchain-gfx942.sh installs one on Debian bookworm"
+
+
+class Toolchain(BaseModel):
+    """A compiler and the flags that make it compile CK Tile for one offload target."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    """``rocm`` (amdclang++/hipcc) or ``clang`` (a system or wrapped clang)."""
+    compiler: str
+    version: str
+    """First line of ``--version``."""
+    identity: str
+    """sha256 of the compiler's resolved path, full ``--version`` and, for scripts, the script."""
+    arch: str
+    compile_flags: tuple[str, ...]
+    link_flags: tuple[str, ...]
+
+    def compile_command(self, source: str, output: str, includes: tuple[str, ...]) -> list[str]:
+        return [self.compiler, *self.compile_flags, *(f"-I{i}" for i in includes), "-c", source, "-o", output]
+
+    def link_command(self, objects: list[str], output: str) -> list[str]:
+        return [self.compiler, "-shared", "-fPIC", *objects, "-o", output, *self.link_flags]
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _identity(compiler: str, version: str) -> str:
+    digest = hashlib.sha256()
+    path = Path(compiler).resolve()
+    digest.update(str(path).encode())
+    digest.update(version.encode())
+    if path.stat().st_size < 64 * 1024:  # a wrapper script: its text decides what runs
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _knows_target(compiler: str, arch: str) -> bool:
+    probe = _run([compiler, "--target=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-nogpulib",
+                  "-x", "c", "-c", os.devnull, "-o", os.devnull])
+    return probe.returncode == 0
+
+
+def _device_libs(arch: str) -> str | None:
+    isa = f"oclc_isa_version_{arch.removeprefix('gfx')}.bc"
+    for folder in filter(None, (os.environ.get("CKSPACE_DEVICE_LIBS"), *DEVICE_LIB_DIRS)):
+        if (Path(folder) / isa).is_file() and (Path(folder) / "ockl.bc").is_file():
+            return folder
+    return None
+
+
+def _base_flags(arch: str) -> list[str]:
+    extra = shlex.split(os.environ.get("CKSPACE_HIP_FLAGS", ""))
+    return ["-x", "hip", f"--offload-arch={arch}", "-std=c++20", "-O3", "-fPIC", *extra]
+
+
+def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]) -> Toolchain:
+    result = _run([compiler, "--version"])
+    version = result.stdout
+    return Toolchain(kind=kind, compiler=compiler, version=version.splitlines()[0] if version else "",
+                     identity=_identity(compiler, version), arch=arch,
+                     compile_flags=tuple(flags), link_flags=tuple(link))
+
+
+def discover(arch: str) -> Toolchain:
+    """The first usable compiler for ``arch``; :class:`CkspaceError` listing what was tried."""
+    refused: list[str] = []
+    explicit = os.environ.get("CKSPACE_CXX")
+    if explicit:
+        path = shutil.which(explicit)
+        if path is None:
+            raise CkspaceError(f"CKSPACE_CXX={explicit!r} is not an executable")
+        return _system_clang(path, arch, refused, explicit=True)  # type: ignore[return-value]
+    for root in filter(None, (os.environ.get("ROCM_PATH"), "/opt/rocm")):
+        for name in ("amdclang++", "hipcc"):
+            candidate = Path(root) / "bin" / name
+            if not candidate.is_file():
+                refused.append(f"{candidate} (absent)")
+                continue
+            if name == "amdclang++" and not _knows_target(str(candidate), arch):
+                refused.append(f"{candidate} (does not know {arch})")
+                continue
+            return _make("rocm", str(candidate), arch, _base_flags(arch), [f"-L{root}/lib", "-lamdhip64"])
+    for name in SYSTEM_CLANGS:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        found = _system_clang(path, arch, refused, explicit=False)
+        if found is not None:
+            return found
+    if not any(shutil.which(n) for n in SYSTEM_CLANGS):
+        refused.append(f"system clang ({', '.join(SYSTEM_CLANGS[:3])}, ..., clang++: none on PATH)")
+    raise CkspaceError(f"no HIP compiler for {arch}; tried: " + "; ".join(refused) + f" ({TOOLCHAIN_HINT})")
+
+
+def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -> Toolchain | None:
+    def refuse(reason: str) -> None:
+        if explicit:
+            raise CkspaceError(f"CKSPACE_CXX={path}: {reason} ({TOOLCHAIN_HINT})")
+        refused.append(f"{path} ({reason})")
+
+    if not _knows_target(path, arch):
+        refuse(f"does not know {arch}")
+        return None
+    if not explicit and not Path("/usr/include/hip/hip_runtime.h").is_file():
+        refuse("no HIP headers in /usr/include/hip (libamdhip64-dev)")
+        return None
+    libs = _device_libs(arch)
+    if libs is None:
+        refuse(f"no ROCm device libraries with oclc_isa_version_{arch.removeprefix('gfx')}.bc "
+               f"(CKSPACE_DEVICE_LIBS, {', '.join(DEVICE_LIB_DIRS)})")
+        return None
+    flags = [*_base_flags(arch), "--rocm-path=/usr", f"--rocm-device-lib-path={libs}"]
+    return _make("clang", path, arch, flags, ["-lamdhip64"])

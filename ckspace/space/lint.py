@@ -1,0 +1,173 @@
+"""Lint a rule set: what it proposes that the generator throws away, and why.
+
+For every arch and cell the rule set's proposals are classified rule by rule, and the report lists
+empty cells, proposals the validity predicates remove (grouped by the rules responsible), table
+entries (tiles, pipelines, features) that never yield a valid kernel, duplicates, and checks that
+pass only because arch data is missing. Each finding names the RULES.md section of the upstream
+inconsistency it shows where there is one. Lint is a report: findings are not errors.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+import numpy as np
+from pydantic import BaseModel
+
+from ckspace.constraints.classify import columns, rule_masks
+from ckspace.constraints.enumerate import VALID_PREDICATES, compute
+from ckspace.constraints.generate.sampling import category
+from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.rules import gemm_rules
+from ckspace.constraints.rulesets import get_rule_set
+from ckspace.space.arch import arch_facts, lds_limit_bytes
+from ckspace.space.fields import FIELD_INDEX, GEMM_FIELD_NAMES, Layout, decode
+from ckspace.space.vocab import Pipeline
+
+_I = FIELD_INDEX
+
+
+class Finding(BaseModel):
+    """One lint finding for a rule set on an arch."""
+
+    rule_set: str
+    arch: str
+    code: str
+    message: str
+    count: int
+    cells: list[str] = []
+    rules: list[str] = []
+    spec: str | None = None
+
+
+def _label(cells: Iterable[Cell]) -> list[str]:
+    return [c.label() for c in cells]
+
+
+def lint(rule_set: str, arch: str) -> list[Finding]:
+    """Findings for one rule set on one arch (all variants, ndims and dtypes in one request)."""
+    request = Request.build(arch, rule_set)
+    proposals = get_rule_set(rule_set).propose(request)
+    results = compute(request)
+    facts = arch_facts(arch)
+    findings: list[Finding] = []
+
+    def add(code: str, message: str, count: int, cells: Iterable[Cell] = (), rules: Iterable[str] = (),
+            spec: str | None = None) -> None:
+        findings.append(Finding(rule_set=rule_set, arch=arch, code=code, message=message, count=count,
+                                cells=_label(cells), rules=sorted(rules), spec=spec))
+
+    # empty cells, by variant
+    for variant in request.variants:
+        cells = [c for c in request.cells if c.variant is variant]
+        empty = [c for c in cells if results[c].count_valid == 0]
+        proposed = sum(results[c].count_raw for c in empty)
+        if empty:
+            why = f"{proposed} proposals there, all rejected" if proposed else "nothing proposed there"
+            add("empty_cells", f"{variant.value}: {len(empty)} of {len(cells)} cells emit nothing ({why})",
+                len(empty), empty, spec="14.1" if proposed and variant.is_backward else None)
+        if not any(results[c].count_raw for c in cells):
+            add("variant_without_proposals", f"{variant.value} gets no proposal at all in a request for every cell",
+                1, spec="14.11" if get_rule_set(rule_set).request_wide else None)
+
+    # proposals removed by the validity predicates, grouped by the rules responsible
+    removed: Counter[tuple[str, ...]] = Counter()
+    by_rule: Counter[str] = Counter()
+    forced_wave_k = lds_blind = 0
+    dead: dict[str, dict[tuple, list[int]]] = {"tile": defaultdict(lambda: [0, 0]),
+                                               "pipeline": defaultdict(lambda: [0, 0]),
+                                               "feature": defaultdict(lambda: [0, 0])}
+    for cell in request.cells:
+        rows = results[cell].gemm
+        if not rows:
+            continue
+        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in VALID_PREDICATES]
+        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
+        broken = np.stack([~masks[r.name] for r in rules], axis=1)
+        for i, row in enumerate(rows):
+            names = tuple(r.name for r, bad in zip(rules, broken[i]) if bad)
+            valid = not names
+            if names:
+                removed[names] += 1
+                by_rule.update(names)
+                if "wave_list" in names and row[_I["wave_k"]] != 1:
+                    forced_wave_k += 1
+                budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]))  # type: ignore[arg-type]
+                if "lds_budget" in names and facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
+                    lds_blind += 1
+            tile = (cell.variant.value, f"{row[0]}x{row[1]}x{row[2]}")
+            pipe = (cell.variant.value, Pipeline.__members__[decode("pipeline", row[_I["pipeline"]]).name].value)
+            feat = (cell.variant.value, category(cell, False, row)[0])
+            for table, key in (("tile", tile), ("pipeline", pipe), ("feature", feat)):
+                dead[table][key][0] += 1
+                dead[table][key][1] += valid
+    for names, count in removed.most_common():
+        add("removed_by_rules", f"{count} proposals removed by {' + '.join(names)}", count, rules=names,
+            spec=_spec_of(names, facts.warp_size))
+    gemm_raw = sum(len(r.gemm) for r in results.values())
+    if gemm_raw and not any(any(r.gemm_valid) for r in results.values()):
+        depthwise = sum(sum(r.depthwise_valid) for r in results.values())
+        add("no_gemm_kernels", f"none of {gemm_raw} GEMM proposals is valid on {arch}; only {depthwise} depthwise "
+            "kernels are emitted", gemm_raw, spec="14.7")
+    if forced_wave_k:
+        add("wave_k_forced", f"{forced_wave_k} proposals with wave_k > 1 pass is_valid_for_arch but fail the config "
+            "check, which forces wave_k to 1", forced_wave_k, rules=["wave_list"], spec="14.2")
+    if lds_blind:
+        add("lds_limit_arch_blind", f"{lds_blind} proposals exceed the per-pipeline LDS limit although {arch} has "
+            f"{facts.lds_capacity_kb} KiB of LDS", lds_blind, rules=["lds_budget"], spec="14.5")
+    for table, groups in dead.items():
+        for key, (proposed, valid) in sorted(groups.items()):
+            if proposed and not valid:
+                add(f"dead_{table}", f"{key[0]} {table} {key[1]}: {proposed} proposals, none valid", proposed,
+                    spec="14.13" if rule_set == "default" and table == "tile" else None)
+
+    # duplicates, missing data, naming and upstream quirks
+    duplicates = sum(p.duplicates for p in proposals.values())
+    if duplicates:
+        add("duplicates", f"{duplicates} generated configs repeat an earlier one and are dropped", duplicates,
+            spec="14.8")
+    names: Counter[str] = Counter()
+    for cell, result in results.items():
+        from ckspace.space.naming import gemm_name
+
+        names.update(gemm_name(cell.variant, cell.dtype, cell.ndim, row) for row in result.gemm)
+    collisions = sum(n - 1 for n in names.values() if n > 1)
+    if collisions:
+        add("name_collisions", f"{collisions} proposals share a name with a different config", collisions)
+    no_table = [c for c in request.cells if results[c].gemm_valid and facts.warp_tiles_for(c.dtype) is None]
+    if no_table:
+        count = sum(sum(results[c].gemm_valid) for c in no_table)
+        add("unchecked_warp_tiles", f"{count} valid configs whose warp tile was never checked: {arch} has no "
+            "warp-tile table for their dtype, which the config check treats as a pass", count, no_table,
+            rules=["warp_tile_list"], spec="14.4")
+    if facts.warp_size == 32:
+        dw = [c for c in request.cells if any(results[c].depthwise_valid)]
+        if dw:
+            count = sum(sum(results[c].depthwise_valid) for c in dw)
+            add("depthwise_on_wave32", f"{count} depthwise kernels with 64-thread blocks are emitted without an arch "
+                "check on a warp-size-32 arch", count, dw, spec="14.18")
+    feature_only = [c for c in request.cells if results[c].gemm and
+                    all(category(c, False, row)[0] != "regular" for row in results[c].gemm)]
+    if feature_only:
+        add("feature_only_cells", "cells proposed only feature configs (no base tiles)", len(feature_only),
+            feature_only, spec="14.9")
+    misnamed = [c for c in request.cells if c.ndim == 3 and any(row[_I["layout"]] == Layout.NHWGC.code
+                                                                 for row in results[c].gemm)]
+    if misnamed:
+        add("layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec="14.10")
+    return findings
+
+
+_SPEC_OF_RULE = {"backward_pipeline": "14.1", "wave_list": "14.2", "lds_budget": "14.5",
+                 "wmma_warp_tile_k": "14.3"}
+
+
+def _spec_of(names: tuple[str, ...], warp_size: int) -> str | None:
+    """The RULES.md section 14 item a group of removals illustrates, if any."""
+    for name in names:
+        if name in _SPEC_OF_RULE:
+            return _SPEC_OF_RULE[name]
+        if name == "warp_tile_list":  # derived warp_tile_k (wave32) or fallback pairs (wave64)
+            return "14.7" if warp_size == 32 else "14.8"
+    return None
