@@ -22,6 +22,9 @@ def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bo
     parser.add_argument("--where", action="append", default=[], metavar="EXPR",
                         help="filter on config fields, e.g. 'tile_m * tile_n >= 8192 and pipeline in [compv3, "
                              "compv4]' (repeatable: all must hold)")
+    parser.add_argument("--problem", metavar="TEXT",
+                        help="only kernels that can run this convolution, e.g. "
+                             "'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
 
 
 def variants(values: list[str] | None) -> list[str] | None:
@@ -39,10 +42,17 @@ def request_from_args(args: argparse.Namespace) -> Request:
     return Request.build(args.arch, args.rule_set, variants(args.variant), args.ndim, args.dtype)
 
 
-def filters_from_args(args: argparse.Namespace) -> list:
-    """The ``--where`` filters as named rules."""
-    if not args.where:
-        return []
-    from ckspace.constraints.where import parse_where  # deferred: only filters need it
+def narrowed(args: argparse.Namespace) -> bool:
+    """Whether --where or --problem restrict the space (then the full Space API is needed)."""
+    return bool(args.where or args.problem)
 
-    return [parse_where(text) for text in args.where]
+
+def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=None):
+    """The :class:`~ckspace.Space` the arguments describe, with its filters and problem.
+    ``variant``/``ndim``/``dtype`` override the arguments (explain takes them from a name)."""
+    from ckspace.space.space import Space  # deferred: pydantic and, for queries, the solver
+
+    space = Space(args.arch, variant if variant is not None else variants(args.variant),
+                  ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
+                  args.rule_set, where=args.where, use_cache=not args.no_cache)
+    return space.for_problem(args.problem) if args.problem else space

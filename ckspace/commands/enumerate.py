@@ -7,7 +7,7 @@ import csv
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, filters_from_args, request_from_args
+from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
 from ckspace.errors import InvalidChoiceError
 from ckspace.space.listing import iter_kernels
 
@@ -29,8 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    request = request_from_args(args)
-    kernels = iter_kernels([request], raw=args.raw, use_cache=not args.no_cache, filters=filters_from_args(args))
+    if narrowed(args):
+        kernels = space_from_args(args).kernels(raw=args.raw)
+    else:  # the fast path: cached rows to names without pydantic or numpy
+        kernels = iter_kernels([request_from_args(args)], raw=args.raw, use_cache=not args.no_cache)
     if args.count:
         out.write(f"{sum(1 for _ in kernels)}\n")
         return 0

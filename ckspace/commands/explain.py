@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, variants
+from ckspace.commands.common import add_space_arguments
 from ckspace.errors import CkspaceError, InvalidChoiceError
 
 NAME = "explain"
@@ -32,28 +32,23 @@ def _partial(pairs: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.space.space import Space  # deferred: pydantic and the solver
+    from ckspace.commands.common import space_from_args
 
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
     if args.name and args.set:
         raise CkspaceError("give a kernel name or --set fields, not both")
-    where = args.where
     if args.name:
         from ckspace.space.naming import is_depthwise_name, parse_depthwise_name, parse_gemm_name
 
         fields = parse_depthwise_name(args.name) if is_depthwise_name(args.name) else parse_gemm_name(args.name)
-        variant = fields.get("variant", "forward")
-        space = Space(args.arch, variant, fields.get("ndim", 2), fields["dtype"], args.rule_set, where=where,
-                      use_cache=not args.no_cache)
+        space = space_from_args(args, [fields.get("variant", "forward")], [fields.get("ndim", 2)], [fields["dtype"]])
         explanation = space.explain(args.name)
     else:
         if not args.variant:
             raise CkspaceError("explain needs a kernel name, or --variant with --set fields")
         if not args.set:
             raise CkspaceError("explain needs a kernel name or at least one --set FIELD=VALUE")
-        space = Space(args.arch, variants(args.variant), args.ndim, args.dtype, args.rule_set, where=where,
-                      use_cache=not args.no_cache)
-        explanation = space.explain(_partial(args.set))
+        explanation = space_from_args(args).explain(_partial(args.set))
     out.write(explanation.model_dump_json(indent=1) + "\n" if args.format == "json" else explanation.text() + "\n")
     return 0

@@ -79,7 +79,9 @@ class CkRevision(BaseModel):
     label: str
     verified: bool
     pipelines: tuple[str, ...]
-    """Pipeline names whose class and dispatch base class both exist."""
+    """Pipeline names whose class and hot-loop / tail dispatch base both exist. (In the 2025-11 CK
+    the v1 pipeline has no base and also reads ``Problem::VectorSizeC``, which the universal
+    problem the grouped-conv kernels use lacks: it cannot be built there.)"""
     streamk_conv: bool
     """The grouped-conv kernels accept a stream-K tile partitioner."""
     explicit_gemm: bool
@@ -167,10 +169,9 @@ def detect_revision(include_dir: str) -> CkRevision:
     include = Path(include_dir)
     pipeline_text = "\n".join(p.read_text(encoding="utf-8", errors="replace")
                               for p in sorted((include / PIPELINE_DIR).glob("*.hpp")))
-    pipelines = tuple(p.value for p in Pipeline
-                      if p in PIPELINE_BASES
-                      and re.search(rf"\bstruct {PIPELINE_BASES[p]}\b", pipeline_text)
-                      and re.search(rf"\bstruct {PIPELINE_CLASSES[p]}\b", pipeline_text))
+    classes = {p for p, cls in PIPELINE_CLASSES.items() if re.search(rf"\bstruct {cls}\b", pipeline_text)}
+    bases = {p for p, base in PIPELINE_BASES.items() if re.search(rf"\bstruct {base}\b", pipeline_text)}
+    pipelines = tuple(p.value for p in Pipeline if p in classes and p in bases)
     utils = _read(include, CONV_DIR / "utils/grouped_convolution_utils.hpp")
     traits = utils[utils.find("struct GroupedConvTraits"):] if "struct GroupedConvTraits" in utils else ""
     traits_head = utils[:utils.find("struct GroupedConvTraits")].rsplit("template", 1)[-1] if traits else ""

@@ -5,7 +5,7 @@ Pure Python over cached rows, so listing names or fields from the cache stays fa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.cache import enumerate_cells
@@ -52,35 +52,38 @@ def _plain(value: object) -> object:
     return value.value if hasattr(value, "value") else value
 
 
-def filter_masks(filters: Sequence["Rule"], gemm: list[Row], depthwise: list[Row]) -> tuple[list[bool], list[bool]]:
-    """Which rows satisfy every filter rule. A filter naming a field a config kind lacks (a GEMM
-    field for a depthwise config, say) excludes that kind."""
+def filter_mask(rules: Sequence["Rule"], rows: list[Row], fields: Sequence[str]) -> list[bool]:
+    """Which rows satisfy every rule. A rule naming a field the rows lack (a GEMM field for a
+    depthwise config, say) excludes them all."""
+    if not rules or not rows:
+        return [True] * len(rows)
+    if any(not set(rule.fields) <= set(fields) for rule in rules):
+        return [False] * len(rows)
     from ckspace.constraints.classify import columns, rule_masks  # deferred: numpy only with filters
 
-    out = []
-    for rows, fields in ((gemm, GEMM_FIELD_NAMES), (depthwise, DEPTHWISE_FIELDS)):
-        ok = [True] * len(rows)
-        applicable = [f for f in filters if set(f.fields) <= set(fields)]
-        if len(applicable) < len(filters):
-            ok = [False] * len(rows)
-        elif rows and applicable:
-            for mask in rule_masks(applicable, columns(rows, fields), len(rows)).values():
-                ok = [a and bool(b) for a, b in zip(ok, mask)]
-        out.append(ok)
-    return out[0], out[1]
+    ok = [True] * len(rows)
+    for mask in rule_masks(rules, columns(rows, fields), len(rows)).values():
+        ok = [a and bool(b) for a, b in zip(ok, mask)]
+    return ok
+
+
+CellFilters = Callable[[Cell], tuple[Sequence["Rule"], Sequence["Rule"]]]
 
 
 def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
-                 filters: Sequence["Rule"] = ()) -> Iterator[Kernel]:
+                 filters: Sequence["Rule"] | CellFilters = ()) -> Iterator[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
-    ``raw``; only those satisfying every filter rule (``--where``). A kernel that several
+    ``raw``; only those satisfying every filter rule (``--where``; a callable gives per cell the
+    rules for GEMM and for depthwise configs, e.g. a problem's checks). A kernel that several
     requests produce (rule-set lists) is yielded once."""
+    rules_for: CellFilters = filters if callable(filters) else (lambda cell: (filters, filters))
     requests = list(requests)
     seen: set[tuple] | None = set() if len(requests) > 1 else None
     for request in requests:
         for cell, result in enumerate_cells(request, use_cache).items():
-            keep_gemm, keep_dw = (filter_masks(filters, result.gemm, result.depthwise) if filters
-                                  else ([True] * len(result.gemm), [True] * len(result.depthwise)))
+            gemm_rules, depthwise_rules = rules_for(cell)
+            keep_gemm = filter_mask(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
+            keep_dw = filter_mask(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
             rows = [(False, r, ok) for r, ok, keep in zip(result.gemm, result.gemm_valid, keep_gemm) if keep]
             rows += [(True, r, ok) for r, ok, keep in zip(result.depthwise, result.depthwise_valid, keep_dw)
                      if keep]

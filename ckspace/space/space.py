@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ckspace.constraints.model import CellModel
     from ckspace.space.explain import Explanation
+    from ckspace.space.problem import ConvProblem
     from ckspace.constraints.rules import Rule
 
 
@@ -60,6 +61,7 @@ class Space:
             from ckspace.constraints.where import parse_where
 
             self.filters = tuple(parse_where(text) for text in _listify(where) or [])
+        self.problem: ConvProblem | None = None
         self._models: dict[tuple, CellModel] = {}
         self._proposals: dict[Request, dict] = {}
 
@@ -71,12 +73,45 @@ class Space:
         """
         from ckspace.constraints.where import parse_where
 
+        return self._narrowed(filters=self.filters + tuple(parse_where(text) for text in expressions))
+
+    def for_problem(self, problem: "ConvProblem | str") -> "Space":
+        """The kernels of this space that can run ``problem`` (a :class:`ConvProblem` or its text
+        form): each check of CK Tile's ``IsSupportedArgument`` becomes a named constraint of every
+        cell (see :mod:`ckspace.constraints.problem_rules`)."""
+        from ckspace.space.problem import ConvProblem
+
+        return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
+
+    def _narrowed(self, **changes: object) -> "Space":
         narrower = copy.copy(self)
-        narrower.filters = self.filters + tuple(parse_where(text) for text in expressions)
+        narrower.__dict__.update(changes)
         narrower._models = {}
         narrower.__dict__.pop("_valid", None)
         narrower.__dict__.pop("_raw", None)
         return narrower
+
+    def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
+        """Extra rules of a cell beyond the rule set and the validity predicates: the filters and
+        the problem's checks, for GEMM and for depthwise configs."""
+        gemm, depthwise = list(self.filters), list(self.filters)
+        if self.problem is not None:
+            from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
+
+            gemm += gemm_problem_rules(self.problem, cell.variant, cell.ndim, cell.dtype)
+            depthwise += depthwise_problem_rules(self.problem)
+        return gemm, depthwise
+
+    def _listing(self, raw: bool) -> list[Kernel]:
+        if not self.filters and self.problem is None:
+            return list(iter_kernels(self.requests, raw=raw, use_cache=self.use_cache))
+        out: list[Kernel] = []
+        for request in self.requests:
+            out += iter_kernels([request], raw=raw, use_cache=self.use_cache,
+                                filters=lambda cell, request=request: self.cell_rules(request, cell))
+        if len(self.requests) > 1:
+            out = list({k.identity: k for k in out}.values())
+        return out
 
     def __repr__(self) -> str:
         return f"Space({', '.join(r.key() for r in self.requests)})"
@@ -84,11 +119,11 @@ class Space:
     # -- listing --------------------------------------------------------------------------------
     @cached_property
     def _valid(self) -> list[Kernel]:
-        return list(iter_kernels(self.requests, use_cache=self.use_cache, filters=self.filters))
+        return self._listing(raw=False)
 
     @cached_property
     def _raw(self) -> list[Kernel]:
-        return list(iter_kernels(self.requests, raw=True, use_cache=self.use_cache, filters=self.filters))
+        return self._listing(raw=True)
 
     def kernels(self, raw: bool = False) -> list[Kernel]:
         """The listing as light records (arch, cell, row, validity), without building configs."""
@@ -209,7 +244,8 @@ class Space:
                 fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
                 wanted = set(VALID_PREDICATES) | set(proposal.applies)
                 rules = [r for r in gemm_rules(request.arch, cell.variant, cell.dtype) if r.predicate in wanted]
-            for f in self.filters:  # a filter on fields this kind lacks excludes the kind, by name
+            extra = self.cell_rules(request, cell)[1 if depthwise else 0]
+            for f in extra:  # a filter on fields this kind lacks excludes the kind, by name
                 rules.append(f if set(f.fields) <= set(fields) else
                              dataclasses.replace(f, expr=Const(0), text=f"{f.text} (fields {kind} configs lack)"))
             self._models[key] = CellModel(fields, bounds, rules, rows, request.rule_set)

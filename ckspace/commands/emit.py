@@ -1,0 +1,52 @@
+"""``ckspace emit``: write CK Tile sources for the valid kernels of a part of the space."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
+
+NAME = "emit"
+HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manifest.json)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_space_arguments(parser)
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.emit.ck_revision import detect_revision, locate_ck
+    from ckspace.emit.emitter import emit
+    from ckspace.space.listing import iter_kernels
+
+    request = request_from_args(args)
+    revision = detect_revision(str(locate_ck(args.ck_root)))
+    if narrowed(args):
+        kernels = space_from_args(args).kernels()
+    else:
+        kernels = iter_kernels([request], use_cache=not args.no_cache)
+    described = {"arch": request.arch, "rule_set": request.rule_set,
+                 "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
+                 "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
+                 "problem": args.problem}
+    result = emit(kernels, args.out, revision, arch=request.arch, request=described)
+    manifest = result.manifest
+    out.write(f"{len(manifest.kernels)} kernels emitted to {args.out} "
+              f"({len(result.written)} files written, {result.unchanged} unchanged, "
+              f"{len(result.removed)} removed); CK {revision.label}"
+              f"{'' if revision.verified else ' (unverified)'}\n")
+    if manifest.excluded:
+        counts: dict[str, int] = {}
+        for item in manifest.excluded:
+            for rule in item.rules:
+                counts[rule] = counts.get(rule, 0) + 1
+        listed = ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))
+        out.write(f"{len(manifest.excluded)} configs excluded by this CK's rules ({listed}); "
+                  "see manifest.json 'excluded'\n")
+    if manifest.depthwise_note:
+        out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")
+    return 0

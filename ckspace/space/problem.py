@@ -1,0 +1,191 @@
+"""Convolution problems: the shapes kernels are asked to run.
+
+``ConvProblem`` holds TOTAL channel counts (C and K over all G groups, as frameworks state them);
+CK itself works per group, so ``Cg = C / G`` and ``Kg = K / G`` are derived. Spatial dimensions are
+(D, H, W) with the leading ones absent for 2D and 1D; pads are symmetric. ``parse`` reads the
+compact text form used on the command line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cached_property
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ckspace.errors import CkspaceError, InvalidChoiceError
+from ckspace.space.vocab import Variant
+
+_DIMS = ("d", "h", "w")
+_SPATIAL_IN = {"d": "Di", "h": "Hi", "w": "Wi"}
+_FILTER = {"d": "Z", "h": "Y", "w": "X"}
+_SHORTHANDS = ("stride", "pad", "dil")
+_KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride", "pad", "dil",
+         "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w",
+         "k_batch", "ndim")
+
+
+class ConvProblem(BaseModel):
+    """A grouped convolution: N images, G groups, C input and K output channels in total."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ndim: int = Field(ge=1, le=3)
+    N: int = Field(ge=1)
+    G: int = Field(default=1, ge=1)
+    C: int = Field(ge=1)
+    K: int = Field(ge=1)
+    Di: int = Field(default=1, ge=1)
+    Hi: int = Field(default=1, ge=1)
+    Wi: int = Field(ge=1)
+    Z: int = Field(default=1, ge=1)
+    Y: int = Field(default=1, ge=1)
+    X: int = Field(ge=1)
+    stride_d: int = Field(default=1, ge=1)
+    stride_h: int = Field(default=1, ge=1)
+    stride_w: int = Field(default=1, ge=1)
+    pad_d: int = Field(default=0, ge=0)
+    pad_h: int = Field(default=0, ge=0)
+    pad_w: int = Field(default=0, ge=0)
+    dil_d: int = Field(default=1, ge=1)
+    dil_h: int = Field(default=1, ge=1)
+    dil_w: int = Field(default=1, ge=1)
+    k_batch: int = Field(default=1, ge=1, description="split-K factor (bwd_weight)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ConvProblem":
+        if self.C % self.G or self.K % self.G:
+            raise ValueError(f"C={self.C} and K={self.K} must be multiples of G={self.G} (they are totals)")
+        absent = self.dims_absent
+        for dim in absent:
+            fields = (_SPATIAL_IN[dim], _FILTER[dim], f"stride_{dim}", f"pad_{dim}", f"dil_{dim}")
+            defaults = (1, 1, 1, 0, 1)
+            for name, default in zip(fields, defaults):
+                if getattr(self, name) != default:
+                    raise ValueError(f"{name} is set but the problem is {self.ndim}D")
+        for dim in self.dims:
+            if self.output_size(dim) < 1:
+                raise ValueError(f"the output is empty along {dim}: the filter does not fit the padded input")
+        return self
+
+    # -- derived sizes --------------------------------------------------------------------------
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """The spatial dimensions present, outermost first: ('h', 'w') for 2D."""
+        return _DIMS[3 - self.ndim:]
+
+    @property
+    def dims_absent(self) -> tuple[str, ...]:
+        return _DIMS[:3 - self.ndim]
+
+    @property
+    def Cg(self) -> int:  # noqa: N802 - the conventional name
+        return self.C // self.G
+
+    @property
+    def Kg(self) -> int:  # noqa: N802
+        return self.K // self.G
+
+    def input_size(self, dim: str) -> int:
+        return getattr(self, _SPATIAL_IN[dim])
+
+    def filter_size(self, dim: str) -> int:
+        return getattr(self, _FILTER[dim])
+
+    def output_size(self, dim: str) -> int:
+        size, filt = self.input_size(dim), self.filter_size(dim)
+        stride, pad, dil = (getattr(self, f"{p}_{dim}") for p in ("stride", "pad", "dil"))
+        return (size + 2 * pad - dil * (filt - 1) - 1) // stride + 1
+
+    @cached_property
+    def filter_volume(self) -> int:
+        return math.prod(self.filter_size(d) for d in self.dims)
+
+    @cached_property
+    def input_volume(self) -> int:
+        return math.prod(self.input_size(d) for d in self.dims)
+
+    @cached_property
+    def output_volume(self) -> int:
+        return math.prod(self.output_size(d) for d in self.dims)
+
+    def gemm_mnk(self, variant: Variant | str) -> tuple[int, int, int]:
+        """Per-group implicit GEMM sizes (M, N, K) of a variant, as CK forms them (one group, no
+        groups-to-merge; bwd_data counts all its sub-GEMMs' rows in M)."""
+        variant = Variant.parse(variant)
+        if variant is Variant.FORWARD:
+            return self.N * self.output_volume, self.Kg, self.Cg * self.filter_volume
+        if variant is Variant.BWD_DATA:
+            return self.N * self.input_volume, self.Cg, self.Kg * self.filter_volume
+        return self.Kg, self.filter_volume * self.Cg, self.N * self.output_volume
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds x 2 of the convolution (the same for every variant)."""
+        return 2 * self.G * self.N * self.output_volume * self.Kg * self.Cg * self.filter_volume
+
+    def text(self) -> str:
+        """The compact text form (round-trips through :meth:`parse`)."""
+        parts = [f"N={self.N}", f"G={self.G}", f"C={self.C}", f"K={self.K}"]
+        parts += [f"{_SPATIAL_IN[d]}={self.input_size(d)}" for d in self.dims]
+        parts += [f"{_FILTER[d]}={self.filter_size(d)}" for d in self.dims]
+        for prefix in ("stride", "pad", "dil"):
+            parts += [f"{prefix}_{d}={getattr(self, f'{prefix}_{d}')}" for d in self.dims]
+        if self.k_batch != 1:
+            parts.append(f"k_batch={self.k_batch}")
+        return ",".join(parts)
+
+    @classmethod
+    def parse(cls, text: str) -> "ConvProblem":
+        """Read ``N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1``.
+
+        Per-dimension keys (``stride_h``, ``pad_w``, ``dil_d``, ...) and the shorthands ``stride``,
+        ``pad`` and ``dil`` (all dimensions) are accepted; the dimension count follows from the keys
+        (``Di``/``Z`` make it 3D, ``Hi``/``Y`` 2D) or from ``ndim=``. Keys are case-insensitive.
+        """
+        canonical = {k.lower(): k for k in _KEYS}
+        values: dict[str, int] = {}
+        for item in filter(None, (p.strip() for p in re.split(r"[,\s]+", str(text).strip()))):
+            key, sep, value = item.partition("=")
+            name = canonical.get(key.strip().lower())
+            if not sep:
+                raise CkspaceError(f"problem {text!r}: {item!r} is not KEY=VALUE")
+            if name is None:
+                raise InvalidChoiceError("problem key", key.strip(), _KEYS)
+            if name in values:
+                raise CkspaceError(f"problem {text!r}: {name} is given twice")
+            try:
+                values[name] = int(value.strip())
+            except ValueError:
+                raise CkspaceError(f"problem {text!r}: {name}={value.strip()!r} is not an integer") from None
+        return cls.from_values(values, text)
+
+    @classmethod
+    def from_values(cls, values: dict[str, int], text: str | None = None) -> "ConvProblem":
+        values = dict(values)
+        if "ndim" not in values:
+            keys = set(values)
+            if keys & {"Di", "Z", "stride_d", "pad_d", "dil_d"}:
+                values["ndim"] = 3
+            elif keys & {"Hi", "Y", "stride_h", "pad_h", "dil_h"}:
+                values["ndim"] = 2
+            else:
+                values["ndim"] = 1
+        ndim = values["ndim"]
+        dims = _DIMS[3 - ndim:] if ndim in (1, 2, 3) else ()
+        for short in _SHORTHANDS:
+            if short in values:
+                value = values.pop(short)
+                for d in dims:
+                    values.setdefault(f"{short}_{d}", value)
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            errors = getattr(exc, "errors", lambda: [])()
+            if errors:
+                first = errors[0]
+                where = ".".join(str(p) for p in first.get("loc", ()))
+                detail = f"{where}: {first['msg']}" if where else first["msg"].removeprefix("Value error, ")
+            else:
+                detail = str(exc)
+            raise CkspaceError(f"problem {text or values!r}: {detail}") from None
