@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ortools.sat.python import cp_model
 
 from ckspace.constraints.cpsat import Compiler
+from ckspace.constraints.expr import Expr
 from ckspace.constraints.rules import Rule
 
 log = logging.getLogger(__name__)
@@ -118,3 +119,26 @@ class CellModel:
         off = [n for n, lit in zip(names, lits) if not solver.BooleanValue(lit)]
         witness = {n: solver.Value(model.GetIntVarFromProtoIndex(v.Index())) for n, v in self.vars.items()}
         return off, witness
+
+    def optimize(self, objective: Expr, maximize: bool = True,
+                 time_limit: float = 10.0) -> tuple[str, int | None, dict[str, int] | None]:
+        """Optimise an integer expression over the configs satisfying every constraint.
+
+        Returns the solver status (``OPTIMAL`` is a proof), the objective value and the config.
+        """
+        model = self.model.Clone()
+        for lit in self.literals.values():
+            model.Add(model.GetBoolVarFromProtoIndex(lit.Index()) == 1)
+        fields = {n: model.GetIntVarFromProtoIndex(v.Index()) for n, v in self.vars.items()}
+        target = Compiler(model, fields, self.bounds).linear(objective).expr
+        if maximize:
+            model.Maximize(target)
+        else:
+            model.Minimize(target)
+        solver = self._solver()
+        solver.parameters.max_time_in_seconds = time_limit
+        status = solver.Solve(model)
+        name = solver.StatusName(status)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return name, None, None
+        return name, int(round(solver.ObjectiveValue())), {n: solver.Value(v) for n, v in fields.items()}

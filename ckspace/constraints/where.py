@@ -228,3 +228,19 @@ def parse_where(text: str) -> Rule:
         raise WhereError(f"--where {_quote(text)}: expression too deeply nested") from None
     return Rule(name=f"where[{text.strip()}]", predicate="where", expr=expr,
                 text=f"user filter: {text.strip()}", source="--where")
+
+
+def parse_objective(text: str) -> Expr:
+    """An integer expression over fields (e.g. ``tile_m * tile_n - 4 * tile_k``) for optimisation."""
+    text = str(text)
+    if not text.strip() or len(text) > MAX_LENGTH:
+        raise WhereError(f"objective {_quote(text)}: empty or longer than {MAX_LENGTH} characters")
+    translator = _Translator(text)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        typed = translator.numeric(tree.body, 0)
+    except SyntaxError as exc:
+        raise WhereError(f"objective {_quote(text)}: syntax error ({exc.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise WhereError(f"objective {_quote(text)}: expression too deeply nested or too large") from None
+    return typed.expr

@@ -9,6 +9,8 @@ from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from ckspace.constraints.expr import Const
 from ckspace.constraints.request import Cell, Request
 from ckspace.constraints.rulesets import get_rule_set
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
     from ckspace.space.explain import Explanation
     from ckspace.space.problem import ConvProblem
     from ckspace.constraints.rules import Rule
+
+
+class Optimum(BaseModel):
+    """The answer of :meth:`Space.best`."""
+
+    objective: str
+    maximize: bool
+    status: str
+    value: int | None
+    config: GemmConfig | None
 
 
 def _listify(value: object) -> list | None:
@@ -194,6 +206,62 @@ class Space:
         from ckspace.space.explain import explain
 
         return explain(self, item)
+
+    def sample(self, n: int, seed: int = 0,
+               stratify_by: Sequence[str] = ("pipeline", "tile_m", "tile_n", "tile_k")) -> list[KernelConfig]:
+        """``n`` valid kernels, deterministic for a seed and spread over the strata of the given
+        fields (e.g. to choose what to benchmark): strata take turns, each yielding its kernels in
+        a seeded random order. Depthwise kernels form their own stratum."""
+        import random
+
+        from ckspace.errors import InvalidChoiceError
+
+        unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
+        if unknown:
+            raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
+        index = [GEMM_FIELD_NAMES.index(f) for f in stratify_by]
+        strata: dict[tuple, list[Kernel]] = {}
+        for k in self._valid:
+            key = ("depthwise",) if k.depthwise else tuple(k.row[i] for i in index)
+            strata.setdefault(key, []).append(k)
+        rng = random.Random(seed)
+        queues = []
+        for key in sorted(strata, key=repr):
+            members = strata[key][:]
+            rng.shuffle(members)
+            queues.append(members)
+        rng.shuffle(queues)
+        picked: list[Kernel] = []
+        depth = 0
+        while len(picked) < n and any(depth < len(q) for q in queues):
+            picked += [q[depth] for q in queues if depth < len(q)][: n - len(picked)]
+            depth += 1
+        return [self._config(k) for k in picked]
+
+    def best(self, objective: str, maximize: bool = True) -> "Optimum":
+        """The valid kernel that maximises (or minimises) an integer expression over fields, e.g.
+        ``tile_m * tile_n - 2 * tile_k``, found by CP-SAT in each cell's model, with the proof
+        status (``OPTIMAL`` when every cell was solved to optimality)."""
+        from ckspace.constraints.where import parse_objective
+
+        expr = parse_objective(objective)
+        best: tuple[int, KernelConfig] | None = None
+        statuses = set()
+        for request in self.requests:
+            for cell in request.cells:
+                model = self._model(request, cell, depthwise=False)
+                status, value, values = model.optimize(expr, maximize)
+                statuses.add(status)
+                if value is None:
+                    continue
+                config = GemmConfig.from_row(request.arch, cell.variant, cell.ndim, cell.dtype,
+                                             tuple(values[f] for f in GEMM_FIELD_NAMES))
+                if best is None or (value > best[0] if maximize else value < best[0]):
+                    best = (value, config)
+        proven = statuses <= {"OPTIMAL", "INFEASIBLE"}
+        status = ("OPTIMAL" if proven else "FEASIBLE") if best else ("INFEASIBLE" if proven else "UNKNOWN")
+        return Optimum(objective=objective, maximize=maximize, status=status,
+                       value=best[0] if best else None, config=best[1] if best else None)
 
     def violated_rules(self, config: KernelConfig) -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal

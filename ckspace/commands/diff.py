@@ -1,0 +1,83 @@
+"""``ckspace diff``: what one space has that another lacks (two rule sets, archs or cells)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
+from ckspace.constraints.request import Request
+from ckspace.errors import CkspaceError, InvalidChoiceError
+from ckspace.space.fields import FIELD_INDEX
+from ckspace.space.listing import Kernel, iter_kernels
+
+NAME = "diff"
+HELP = "compare the kernels of two rule sets, two archs or two cells"
+FORMATS = ("text", "json")
+_SIDES = ("arch", "rule_set", "variant", "ndim", "dtype")
+_TAGGED = FIELD_INDEX["tagged"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_space_arguments(parser)
+    parser.add_argument("--against-arch", help="the other side's arch (default: the same)")
+    parser.add_argument("--against-rule-set", help="the other side's rule set")
+    parser.add_argument("--against-variant", nargs="+", action="extend", help="the other side's variants")
+    parser.add_argument("--against-ndim", nargs="+", action="extend", help="the other side's ndims")
+    parser.add_argument("--against-dtype", nargs="+", action="extend", help="the other side's dtypes")
+    parser.add_argument("--format", default="text", help="text or json (default: text)")
+
+
+def _kernels(args: argparse.Namespace) -> list[Kernel]:
+    if narrowed(args):
+        return space_from_args(args).kernels()
+    return list(iter_kernels([request_from_args(args)], use_cache=not args.no_cache))
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.format not in FORMATS:
+        raise InvalidChoiceError("format", args.format, FORMATS)
+    other = argparse.Namespace(**vars(args))
+    for side in _SIDES:
+        value = getattr(args, f"against_{side}")
+        if value is not None:
+            setattr(other, side, value)
+    left_request, right_request = request_from_args(args), request_from_args(other)
+    if left_request == right_request:
+        raise CkspaceError("both sides are the same space: give --against-arch, --against-rule-set, "
+                           "--against-variant, --against-ndim or --against-dtype")
+    # Cell dimensions that differ between the sides (one value each) are left out of the key, so
+    # that e.g. 2D and 3D kernels of the same config match.
+    ignore = {dim for dim, a, b in (("variant", left_request.variants, right_request.variants),
+                                     ("ndim", left_request.ndims, right_request.ndims),
+                                     ("dtype", left_request.dtypes, right_request.dtypes))
+              if a != b and len(a) == len(b) == 1}
+
+    def key(k: Kernel) -> tuple:
+        cell = tuple(getattr(k.cell, dim) for dim in ("variant", "ndim", "dtype") if dim not in ignore)
+        # the dtype tag records which rule set proposed a config, not what the kernel is
+        row = k.row if k.depthwise else k.row[:_TAGGED] + k.row[_TAGGED + 1:]
+        return (k.depthwise, cell, row)
+
+    left = {key(k): k.name for k in _kernels(args)}
+    right = {key(k): k.name for k in _kernels(other)}
+    only_left = sorted(left[k] for k in left.keys() - right.keys())
+    only_right = sorted(right[k] for k in right.keys() - left.keys())
+    report = {"left": _describe(left_request), "right": _describe(right_request), "left_count": len(left),
+              "right_count": len(right), "common": len(left.keys() & right.keys()),
+              "only_left": only_left, "only_right": only_right}
+    if args.format == "json":
+        json.dump(report, out, indent=1)
+        out.write("\n")
+        return 0
+    out.write(f"left:  {report['left']}: {len(left)} kernels\nright: {report['right']}: {len(right)} kernels\n")
+    out.write(f"common {report['common']}, only left {len(only_left)}, only right {len(only_right)}\n")
+    out.writelines(f"- {name}\n" for name in only_left)
+    out.writelines(f"+ {name}\n" for name in only_right)
+    return 0
+
+
+def _describe(request: Request) -> str:
+    return (f"{request.arch} {request.rule_set} {','.join(v.value for v in request.variants)} "
+            f"ndim {','.join(map(str, request.ndims))} {','.join(d.value for d in request.dtypes)}")
