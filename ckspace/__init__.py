@@ -23,6 +23,7 @@ _EXPORTS = {
     "Variant": "ckspace.space.vocab",
     "Dtype": "ckspace.space.vocab",
     "Pipeline": "ckspace.space.vocab",
+    "ConvProblem": "ckspace.space.problem",
 }
 
 __all__ = ["__version__", *_EXPORTS]
