@@ -11,23 +11,21 @@ HELP = "compile an emitted tree (batched, cached) into a shared library with a J
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ckspace.hip_runtime.build import default_jobs
-
     parser.add_argument("dir", type=Path, help="a directory written by ckspace emit")
     parser.add_argument("--arch", required=True, help="offload target, e.g. gfx942")
-    parser.add_argument("--jobs", type=int, default=default_jobs(), help="parallel compiles (default: cores / 2)")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores / 2)")
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.hip_runtime.build import REPORT_NAME, build, stderr_is_terminal
+    from ckspace.hip_runtime.build import REPORT_NAME, build, default_jobs, stderr_is_terminal
     from ckspace.space.vocab import parse_arch
 
-    report = build(args.dir, parse_arch(args.arch), jobs=args.jobs, batch=args.batch,
+    report = build(args.dir, parse_arch(args.arch), jobs=args.jobs or default_jobs(), batch=args.batch,
                    ck_root=args.ck_root, progress=stderr_is_terminal())
     out.write(f"{report.ok} ok, {report.failed} failed ({report.cached} from cache) in {report.seconds} s; "
-              f"{report.compiled_units}/{report.units} units compiled with {report.toolchain.version}\n")
+              f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}\n")
     for kernel in report.kernels:
         if kernel.status == "failed":
             out.write(f"FAILED {kernel.name}: {kernel.error}\n")

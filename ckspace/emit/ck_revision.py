@@ -20,16 +20,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ckspace.constraints.expr import TRUE, Expr, Field, Not, implies
+from ckspace.constraints.expr import TRUE, Expr, Field, Not, implies, in_table
 from ckspace.constraints.rules import Rule
 from ckspace.errors import CkspaceError
-from ckspace.space.vocab import Epilogue, Pipeline, Variant
+from ckspace.space.vocab import Dtype, Epilogue, Pipeline, Variant
 
 log = logging.getLogger(__name__)
 
 F = Field
+WARP = (F("warp_tile_m"), F("warp_tile_n"), F("warp_tile_k"))
 CONV_DIR = Path("ck_tile/ops/grouped_convolution")
 PIPELINE_DIR = Path("ck_tile/ops/gemm/pipeline")
+WARP_DIR = Path("ck_tile/ops/gemm/warp")
 MARKER = CONV_DIR.parent / "grouped_convolution.hpp"
 
 PIPELINE_BASES: dict[Pipeline, str] = {
@@ -63,7 +65,7 @@ PIPELINE_CLASSES: dict[Pipeline, str] = {
 """The pipeline class of each pipeline name; ``wavelet`` has none in any CK revision we know."""
 
 KNOWN_REVISIONS: dict[str, str] = {
-    "fb685a5bfbab494e7bdc13f7e4afb39662e40e14ba512f5a09444e4543b4d17e":
+    "8584972ba06fd07fa50485012614e38c42ae6e297a504084c8ddde5db8545469":
         "amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
 }
 """Fingerprint -> label of the revisions the emitted code has been compiled against (verified)."""
@@ -96,6 +98,8 @@ class CkRevision(BaseModel):
     """Kernels offer ``GetInstanceString`` (CK's experimental builder)."""
     depthwise: bool
     """A direct depthwise convolution kernel exists."""
+    warp_gemms: dict[str, tuple[tuple[int, int, int], ...]]
+    """Per dtype, the warp tiles (m, n, k) the warp-GEMM dispatcher has (non-transposed C)."""
 
     def summary(self) -> dict[str, object]:
         return self.model_dump(mode="json")
@@ -153,10 +157,24 @@ def _read(include: Path, relative: Path | str) -> str:
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
+WARP_GEMM_DTYPES = {"float": Dtype.FP32, "ck_tile::half_t": Dtype.FP16, "ck_tile::bf16_t": Dtype.BF16}
+_WARP_GEMM = re.compile(r"struct WarpGemmDispatcher<\s*([\w:]+),\s*\1,\s*float,\s*(\d+),\s*(\d+),\s*(\d+),\s*false\s*>")
+
+
+def _warp_gemms(include: Path) -> dict[str, tuple[tuple[int, int, int], ...]]:
+    text = _read(include, "ck_tile/ops/gemm/warp/warp_gemm_dispatcher.hpp")
+    found: dict[str, list[tuple[int, int, int]]] = {d.value: [] for d in Dtype}
+    for match in _WARP_GEMM.finditer(text):
+        dtype = WARP_GEMM_DTYPES.get(match.group(1))
+        if dtype is not None:
+            found[dtype.value].append((int(match.group(2)), int(match.group(3)), int(match.group(4))))
+    return {d: tuple(sorted(set(t))) for d, t in found.items()}
+
+
 def _fingerprint(include: Path) -> str:
     """sha256 over the grouped-convolution and GEMM-pipeline headers (names and contents)."""
     digest = hashlib.sha256()
-    for folder in (CONV_DIR, PIPELINE_DIR):
+    for folder in (CONV_DIR, PIPELINE_DIR, WARP_DIR):
         for path in sorted((include / folder).rglob("*.hpp")):
             digest.update(str(path.relative_to(include)).encode())
             digest.update(path.read_bytes())
@@ -195,12 +213,14 @@ def detect_revision(include_dir: str) -> CkRevision:
         merge_groups_variants=tuple(v.value for v, text in kernels.items() if "NumGroupsToMerge" in text),
         two_stage=(include / "ck_tile/ops/elementwise.hpp").is_file() and "struct UnaryConvert" in elementwise,
         instance_string=any("GetInstanceString" in text for text in kernels.values()),
+        warp_gemms=_warp_gemms(include),
         depthwise=any("depthwise" in p.name.lower() for p in (include / "ck_tile/ops").rglob("*.hpp")),
     )
 
 
-def ck_rules(revision: CkRevision, variant: Variant) -> tuple[Rule, ...]:
-    """What ``revision`` cannot build, as rules of predicate ``ck_revision`` for one variant.
+def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
+    """What ``revision`` cannot build, as rules of predicate ``ck_revision`` for one cell's variant
+    and dtype.
 
     A rule folds to TRUE where the revision has the feature, keeping its name (as the space's
     other rules do), so callers can list every revision rule and see which ones bite.
@@ -228,6 +248,9 @@ def ck_rules(revision: CkRevision, variant: Variant) -> tuple[Rule, ...]:
         rule("ck_two_stage",
              TRUE if revision.two_stage or variant is not Variant.BWD_WEIGHT else F("two_stage").eq(0),
              "this CK lacks the element-wise convert kernel of the two-stage bwd_weight"),
+        rule("ck_warp_gemm", in_table(WARP, revision.warp_gemms.get(dtype.value, ())),
+             f"this CK's warp-GEMM dispatcher has a {dtype.value} warp tile (m, n, k) in "
+             f"{list(revision.warp_gemms.get(dtype.value, ()))}"),
         rule("ck_epilogue", F("epilogue").eq(Epilogue.CSHUFFLE.code),
              "grouped-conv kernels are emitted with the CShuffle epilogue only"),
         rule("ck_double_lds",

@@ -29,7 +29,7 @@ from ckspace.errors import CkspaceError
 from ckspace.space.config import GemmConfig
 from ckspace.space.fields import GEMM_FIELD_NAMES
 from ckspace.space.listing import Kernel
-from ckspace.space.vocab import Variant
+from ckspace.space.vocab import Dtype, Variant
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +64,17 @@ class EmitResult:
 
 def select(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
     """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
-    by_variant: dict[Variant, list[Kernel]] = defaultdict(list)
+    by_cell: dict[tuple[Variant, Dtype], list[Kernel]] = defaultdict(list)
     depthwise = 0
     for kernel in kernels:
         if kernel.depthwise:
             depthwise += 1
         elif kernel.valid:
-            by_variant[kernel.cell.variant].append(kernel)
+            by_cell[kernel.cell.variant, kernel.cell.dtype].append(kernel)
     configs: list[GemmConfig] = []
     excluded: list[ExcludedKernel] = []
-    for variant, group in by_variant.items():
-        rules = [r for r in ck_rules(revision, variant) if not r.vacuous]
+    for (variant, dtype), group in by_cell.items():
+        rules = [r for r in ck_rules(revision, variant, dtype) if not r.vacuous]
         rows = [k.row for k in group]
         masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows)) if rules else {}
         for i, kernel in enumerate(group):

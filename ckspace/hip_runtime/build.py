@@ -54,7 +54,9 @@ class BuildReport(BaseModel):
     batch: int
     jobs: int
     units: int
+    """Translation units: the batches, plus one per kernel of each failed batch."""
     compiled_units: int
+    """Units compiled in this run (the others came from the object cache)."""
     seconds: float
     ok: int
     failed: int
@@ -228,7 +230,7 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
         arch=arch, toolchain=toolchain, ck_revision=revision.label, ck_fingerprint=revision.fingerprint,
-        batch=batch, jobs=jobs, units=len(units), compiled_units=len(fresh),
+        batch=batch, jobs=jobs, units=len(units) + len(singles), compiled_units=len(fresh),
         seconds=round(time.monotonic() - started, 2), ok=ok, failed=len(results) - ok,
         cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())

@@ -135,7 +135,10 @@ def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -
     if not explicit and not Path("/usr/include/hip/hip_runtime.h").is_file():
         refuse("no HIP headers in /usr/include/hip (libamdhip64-dev)")
         return None
-    libs = _device_libs(arch)
+    # A wrapped compiler (CKSPACE_CXX, e.g. clang in a chroot) may see another file system: there
+    # CKSPACE_DEVICE_LIBS is taken as given.
+    libs = os.environ.get("CKSPACE_DEVICE_LIBS") if explicit else None
+    libs = libs or _device_libs(arch)
     if libs is None:
         refuse(f"no ROCm device libraries with oclc_isa_version_{arch.removeprefix('gfx')}.bc "
                f"(CKSPACE_DEVICE_LIBS, {', '.join(DEVICE_LIB_DIRS)})")

@@ -1,0 +1,144 @@
+"""ckspace build: batching, failure isolation, cache and report (with a stand-in compiler), the
+toolchain-absent error, and the real CI compile of the sample for gfx942.
+
+The real compile needs the toolchain of scripts/install-toolchain-gfx942.sh. Without it the test
+is skipped with the reason, unless CKSPACE_REQUIRE_TOOLCHAIN=1 (set by .ci/run), which turns the
+absence into a failure so CI cannot pass without compiling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckspace.cli import main
+from ckspace.constraints.request import Request
+from ckspace.emit.ck_revision import detect_revision, locate_ck
+from ckspace.emit.emitter import emit
+from ckspace.emit.sample import sample_kernels, tags
+from ckspace.errors import CkspaceError
+from ckspace.hip_runtime.build import build
+from ckspace.hip_runtime.loader import ConvProblem, KernelLibrary
+from ckspace.hip_runtime.toolchain import discover
+from ckspace.space.config import GemmConfig
+from ckspace.space.listing import iter_kernels
+from test_emit import _fake_ck
+
+FAKE_COMPILER = f"""#!{sys.executable}
+# Stand-in for clang: fails a translation unit that includes a kernel marked BROKEN.
+import sys, pathlib
+args = sys.argv[1:]
+if "--version" in args:
+    print("fake clang version 1.0"); sys.exit(0)
+out = pathlib.Path(args[args.index("-o") + 1])
+if "-shared" in args or "-nogpulib" in args:
+    out.write_text("lib") if "-shared" in args else None; sys.exit(0)
+source = pathlib.Path(args[args.index("-c") + 1])
+includes = [a[2:] for a in args if a.startswith("-I")]
+for line in source.read_text().splitlines():
+    name = line.split('"')[1]
+    for folder in includes:
+        path = pathlib.Path(folder) / name
+        if path.is_file() and "BROKEN" in path.read_text():
+            print(f"{{name}}:1:1: error: broken kernel", file=sys.stderr); sys.exit(1)
+out.write_text("obj")
+"""
+
+
+@pytest.fixture()
+def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    compiler = tmp_path / "fakeclang"
+    compiler.write_text(FAKE_COMPILER)
+    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
+    ck = _fake_ck(tmp_path / "ck", explicit_gemm=False)
+    monkeypatch.setenv("CKSPACE_CXX", str(compiler))
+    monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(tmp_path))
+    monkeypatch.setenv("CK_ROOT", str(ck))
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
+    return ck
+
+
+def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
+    revision = detect_revision(str(locate_ck()))
+    kernels = [k for k in iter_kernels([Request.build("gfx942", "default", ["forward"], [2], ["bf16"])])
+               if GemmConfig.from_row(k.arch, *k.cell, k.row).pipeline.value == "compv3"][:5]
+    tree = tmp_path / "tree"
+    result = emit(kernels, tree, revision, arch="gfx942", request={})
+    broken = result.manifest.kernels[1].name
+    with (tree / f"{broken}.cpp").open("a") as handle:
+        handle.write("// BROKEN\n")
+    report = build(tree, "gfx942", jobs=2, batch=3)
+    assert (report.ok, report.failed, report.units) == (4, 1, 2 + 3)
+    failed = [k for k in report.kernels if k.status == "failed"]
+    assert failed[0].name == broken and "broken kernel" in failed[0].error
+    assert report.library and Path(report.library).is_file()
+    saved = json.loads((tree / "build" / "gfx942" / "report.json").read_text())
+    assert saved["failed"] == 1 and len(saved["kernels"]) == 5
+    assert (tree / "build" / "gfx942" / failed[0].log).read_text().count("broken kernel") == 1
+    again = build(tree, "gfx942", jobs=2, batch=3)
+    assert again.cached == 4 and again.failed == 1  # the healthy kernels come from the cache
+
+
+def test_build_cli_exit_status(tmp_path: Path, fake_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = tmp_path / "tree"
+    assert main(["emit", "--arch", "gfx942", "--variant", "bwd_data", "--ndim", "2", "--dtype", "fp16",
+                 "--rule-set", "default", "--out", str(tree)]) == 0
+    assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert " 0 failed" in out and not out.startswith("0 ok")
+    assert main(["build", str(tmp_path / "nothing"), "--arch", "gfx942"]) == 2
+    assert "manifest.json" in capsys.readouterr().err
+
+
+def test_no_toolchain_error_lists_what_was_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CKSPACE_CXX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
+    with pytest.raises(CkspaceError) as error:
+        discover("gfx942")
+    message = str(error.value)
+    assert "amdclang++" in message and "hipcc" in message and "clang++" in message
+    assert "install-toolchain-gfx942.sh" in message
+
+
+def _toolchain_or_skip() -> None:
+    try:
+        discover("gfx942")
+        locate_ck()
+    except CkspaceError as exc:
+        if os.environ.get("CKSPACE_REQUIRE_TOOLCHAIN") == "1":
+            pytest.fail(f"CKSPACE_REQUIRE_TOOLCHAIN=1 but: {exc}")
+        pytest.skip(f"no gfx942 HIP toolchain / CK headers: {exc}")
+
+
+def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every variant, 2D and 3D, every pipeline and scheduler and trait the CK supports: zero failures."""
+    _toolchain_or_skip()
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
+    revision = detect_revision(str(locate_ck()))
+    kernels, probes = sample_kernels("gfx942", revision)
+    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request={"sample": "ci"})
+    configs = [GemmConfig(**{k: v for k, v in e.config.items() if k != "name"}) for e in result.manifest.kernels]
+    covered = set().union(*(tags(c) for c in configs))
+    assert {("variant", v) for v in ("forward", "bwd_data", "bwd_weight")} <= covered
+    assert {("ndim", "forward", 2), ("ndim", "forward", 3), ("two_stage", "bwd_weight"),
+            ("split_image", "forward"), ("groups_to_merge", "forward"), ("groups_to_merge", "bwd_weight"),
+            ("double_smem_buffer", "forward")} <= covered
+    assert len(probes) <= 2
+
+    report = build(tmp_path / "tree", "gfx942", jobs=1, batch=6)
+    failures = {k.name: k.error for k in report.kernels if k.status == "failed"}
+    assert not failures and report.link_error is None
+    assert report.ok == len(kernels) and report.units == 2  # no failed batch to isolate
+
+    library = KernelLibrary(report.library)
+    assert library.kernels == tuple(sorted(k.name for k in result.manifest.kernels))
+    assert not library.loaded  # listing never loads the HIP library
+    problem = ConvProblem.make(G=1, N=1, K=64, C=64, filter=[3, 3], input=[14, 14], left_pad=[1, 1],
+                               right_pad=[1, 1])
+    assert problem.ndim == 2 and problem.filter[2] == 0
