@@ -42,9 +42,15 @@ def request_from_args(args: argparse.Namespace) -> Request:
     return Request.build(args.arch, args.rule_set, variants(args.variant), args.ndim, args.dtype)
 
 
+def add_ck_argument(parser: argparse.ArgumentParser) -> None:
+    """--ck-root: restrict the space to what the CK Tile headers in use can compile."""
+    parser.add_argument("--ck-root", dest="ck_space", nargs="?", const="", default=None, metavar="PATH",
+                        help="only kernels these CK headers can compile (no PATH: CK_ROOT, ROCm, the amd-aiter wheel)")
+
+
 def narrowed(args: argparse.Namespace) -> bool:
-    """Whether --where or --problem restrict the space (then the full Space API is needed)."""
-    return bool(args.where or args.problem)
+    """Whether --where, --problem or a CK restrict the space (then the full Space API is needed)."""
+    return bool(args.where or args.problem or getattr(args, "ck_space", None) is not None)
 
 
 def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=None):
@@ -55,4 +61,6 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
     space = Space(args.arch, variant if variant is not None else variants(args.variant),
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
                   args.rule_set, where=args.where, use_cache=not args.no_cache)
+    if getattr(args, "ck_space", None) is not None:
+        space = space.for_ck(args.ck_space or None)
     return space.for_problem(args.problem) if args.problem else space

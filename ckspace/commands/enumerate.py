@@ -7,7 +7,7 @@ import csv
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
+from ckspace.commands.common import add_ck_argument, add_space_arguments, narrowed, request_from_args, space_from_args
 from ckspace.errors import InvalidChoiceError
 from ckspace.space.listing import iter_kernels
 
@@ -18,6 +18,7 @@ FORMATS = ("names", "json", "jsonl", "csv")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser)
+    add_ck_argument(parser)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--count", action="store_true", help="print the number of kernels")
     what.add_argument("--list", action="store_true", help="print the kernels")

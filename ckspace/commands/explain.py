@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments
+from ckspace.commands.common import add_ck_argument, add_space_arguments
 from ckspace.errors import CkspaceError, InvalidChoiceError
 
 NAME = "explain"
@@ -16,6 +16,7 @@ FORMATS = ("text", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="a kernel name (its variant, ndim and dtype are taken from it)")
     add_space_arguments(parser, variant_required=False)
+    add_ck_argument(parser)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a field of a partial config, e.g. --set pipeline=compv4 --set tile_k=32 (repeatable)")
     parser.add_argument("--format", default="text", help="text or json (default: text)")

@@ -5,7 +5,8 @@ config, some completion) either satisfies every enabled constraint, or the solve
 named constraints to switch off so that it would -- a minimal set, each member reported with the
 offending values. Constraints are of four kinds, reported apart: validity rules (the upstream
 predicates), the rule set's proposals (valid, but not something the rule set proposes: the
-closest proposals and the fields they differ in are shown), user filters and problem checks.
+closest proposals and the fields they differ in are shown), user filters, problem checks and what
+the CK headers in use cannot compile.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ckspace.space.naming import depthwise_name, gemm_name
 if TYPE_CHECKING:
     from ckspace.space.space import Space
 
-Kind = Literal["validity", "rule_set", "filter", "problem"]
+Kind = Literal["validity", "rule_set", "filter", "problem", "ck"]
 
 
 class Blame(BaseModel):
@@ -78,7 +79,8 @@ class Explanation(BaseModel):
 
 
 def _kind(predicate: str | None) -> Kind:
-    return {None: "rule_set", "where": "filter", "problem": "problem"}.get(predicate, "validity")  # type: ignore[return-value]
+    kinds = {None: "rule_set", "where": "filter", "problem": "problem", "ck_revision": "ck"}
+    return kinds.get(predicate, "validity")  # type: ignore[return-value]
 
 
 def _decoded(field: str, value: int, depthwise: bool) -> Any:

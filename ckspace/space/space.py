@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from ckspace.constraints.expr import Const
 from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.rules import Rule
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.errors import CkspaceError
 from ckspace.space.config import DepthwiseConfig, GemmConfig, KernelConfig
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from ckspace.constraints.model import CellModel
     from ckspace.space.explain import Explanation
+    from ckspace.emit.ck_revision import CkRevision
     from ckspace.space.problem import ConvProblem
     from ckspace.constraints.rules import Rule
 
@@ -74,6 +76,7 @@ class Space:
 
             self.filters = tuple(parse_where(text) for text in _listify(where) or [])
         self.problem: ConvProblem | None = None
+        self.ck: CkRevision | None = None
         self._models: dict[tuple, CellModel] = {}
         self._proposals: dict[Request, dict] = {}
 
@@ -95,6 +98,15 @@ class Space:
 
         return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
 
+    def for_ck(self, ck_root: str | None = None) -> "Space":
+        """The kernels of this space that the CK Tile headers in use can compile. The headers are
+        found as ``ckspace emit`` finds them (``ck_root``, ``CK_ROOT``, ROCm, the amd-aiter wheel)
+        and what their revision lacks becomes named constraints of every cell
+        (:func:`ckspace.emit.ck_revision.ck_rules`)."""
+        from ckspace.emit.ck_revision import detect_revision, locate_ck
+
+        return self._narrowed(ck=detect_revision(str(locate_ck(ck_root))))
+
     def _narrowed(self, **changes: object) -> "Space":
         narrower = copy.copy(self)
         narrower.__dict__.update(changes)
@@ -107,6 +119,13 @@ class Space:
         """Extra rules of a cell beyond the rule set and the validity predicates: the filters and
         the problem's checks, for GEMM and for depthwise configs."""
         gemm, depthwise = list(self.filters), list(self.filters)
+        if self.ck is not None:
+            from ckspace.constraints.expr import Const
+            from ckspace.emit.ck_revision import ck_rules, depthwise_note
+
+            gemm += ck_rules(self.ck, cell.variant, cell.dtype)
+            depthwise.append(Rule("ck_depthwise", "ck_revision", Const(0), depthwise_note(self.ck),
+                                  f"CK headers {self.ck.label}"))
         if self.problem is not None:
             from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
 
@@ -115,7 +134,7 @@ class Space:
         return gemm, depthwise
 
     def _listing(self, raw: bool) -> list[Kernel]:
-        if not self.filters and self.problem is None:
+        if not self.filters and self.problem is None and self.ck is None:
             return list(iter_kernels(self.requests, raw=raw, use_cache=self.use_cache))
         out: list[Kernel] = []
         for request in self.requests:

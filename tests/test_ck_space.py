@@ -1,0 +1,49 @@
+"""The space restricted to what the CK headers in use can compile (Space.for_ck, --ck-root)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ckspace import CkspaceError, Space
+
+
+@pytest.fixture(scope="module")
+def ck_space() -> Space:
+    space = Space("gfx942", rule_set="full")
+    try:
+        return space.for_ck()
+    except CkspaceError as exc:
+        if os.environ.get("CKSPACE_REQUIRE_TOOLCHAIN"):
+            raise
+        pytest.skip(f"no CK headers here: {exc}")
+
+
+def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
+    from ckspace.emit.ck_revision import ck_rules
+
+    full = Space("gfx942", rule_set="full")
+    kept = {(c.name, c.dtype) for c in ck_space}
+    assert 0 < len(kept) < full.count()
+    assert all(c.kind == "gemm" for c in ck_space)  # ckspace emits no depthwise kernel
+    for config in full:
+        if config.kind != "gemm":
+            continue
+        broken = [r.name for r in ck_rules(ck_space.ck, config.variant, config.dtype) if not _holds(r, config)]
+        assert ((config.name, config.dtype) in kept) == (not broken), config.name
+
+
+def _holds(rule, config) -> bool:
+    from ckspace.constraints.classify import columns, rule_masks
+    from ckspace.space.fields import GEMM_FIELD_NAMES
+
+    return bool(rule_masks([rule], columns([config.row()], GEMM_FIELD_NAMES), 1)[rule.name][0])
+
+
+def test_explain_says_why_this_ck_excludes_a_kernel(ck_space: Space) -> None:
+    full = Space("gfx942", "forward", 2, "bf16")
+    name = next(c.name for c in full if c.kind == "gemm" and c.pipeline == "compv1" and c.vec_c % 2 == 0
+                and c.specialization == "default")
+    (cell,) = ck_space.explain(name).cells
+    assert not cell.valid and [(b.constraint, b.kind) for b in cell.blame] == [("ck_pipeline", "ck")]
