@@ -46,4 +46,5 @@ def test_explain_says_why_this_ck_excludes_a_kernel(ck_space: Space) -> None:
     name = next(c.name for c in full if c.kind == "gemm" and c.pipeline == "compv1" and c.vec_c % 2 == 0
                 and c.specialization == "default")
     (cell,) = ck_space.explain(name).cells
-    assert not cell.valid and [(b.constraint, b.kind) for b in cell.blame] == [("ck_pipeline", "ck")]
+    assert not cell.valid and "ck_pipeline" in {b.constraint for b in cell.blame}
+    assert {b.kind for b in cell.blame} == {"ck"}  # valid and proposed: only this CK excludes it
