@@ -1,0 +1,85 @@
+"""``ckspace select``: the fastest feasible kernel of a registry for one convolution."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.errors import CkspaceError, InvalidChoiceError
+
+NAME = "select"
+HELP = "pick the kernel of a registry predicted fastest for a convolution problem"
+FORMATS = ("text", "json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
+    parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
+    parser.add_argument("--problem", required=True, metavar="TEXT",
+                        help="the convolution, e.g. 'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
+    registry = parser.add_mutually_exclusive_group()
+    registry.add_argument("--candidates", type=Path, metavar="FILE",
+                          help="the registry: a file of kernel names (ckspace or tile-engine benchmark names, one "
+                               "per line, '#' comments) or a build manifest (JSON with a 'kernels' list); "
+                               "default: the kernels the model was trained on")
+    registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set for the cell")
+    parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
+    parser.add_argument("--top", type=int, default=5, metavar="K", help="how many to list (default: 5)")
+    parser.add_argument("--format", default="text", help="text or json (default: text)")
+
+
+def read_candidates(path: Path, arch: str) -> list:
+    """Kernel names from a names file, or configs from a build manifest's ``kernels``."""
+    from ckspace.space.config import GemmConfig
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CkspaceError(f"cannot read --candidates {path}: {exc.strerror}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            kernels = json.loads(text)["kernels"]
+            configs = [GemmConfig(**{k: v for k, v in entry["config"].items() if k != "name"}) for entry in kernels]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
+        if any(c.arch != arch for c in configs):
+            raise CkspaceError(f"{path}: the manifest's kernels are not all {arch} kernels")
+        return configs
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.format not in FORMATS:
+        raise InvalidChoiceError("format", args.format, FORMATS)
+    from ckspace.select.selector import Selector
+    from ckspace.space.problem import ConvProblem
+
+    problem = ConvProblem.parse(args.problem)
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)
+    if args.candidates:
+        candidates = read_candidates(args.candidates, selector.arch)
+    elif args.rule_set or not selector.default_candidates:
+        from ckspace.space.space import Space
+
+        space = Space(selector.arch, selector.variant.value, problem.ndim, selector.dtype.value,
+                      args.rule_set or "full")
+        candidates = [c for c in space if c.kind == "gemm"]
+    else:
+        candidates = list(selector.default_candidates)
+    selection = selector.select(problem, candidates, k=args.top)
+    if args.format == "json":
+        out.write(json.dumps({"pick": selection.pick,
+                              "top": [{"name": r.name, "predicted_tflops": r.predicted_tflops} for r in selection.top],
+                              "source": selection.source, "feasible": selection.feasible,
+                              "candidates": selection.candidates}) + "\n")
+        return 0
+    if selection.source == "analytical":
+        out.write(f"no model for {selector.arch} {selector.variant.value} {selector.dtype.value}: "
+                  "ranked by the analytical roofline score\n")
+    out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem\n")
+    for rank, ranked in enumerate(selection.top, 1):
+        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  {ranked.name}\n")
+    return 0

@@ -1,0 +1,90 @@
+"""K-fold cross-validation grouped by problem shape: both objectives, the baselines, the fallback.
+
+Folds split the distinct shapes (a shape measured twice is never on both sides), shuffled by the
+seed. Everything fitted is fitted on the training folds only: the boosters of both objectives and
+the single-best-kernel baseline. The random expectation and the analytical fallback fit nothing;
+they are scored on the same held-out problems, so every row of the report covers the same
+problems. The objective with the better mean efficiency (then P10) is the ``model``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from pydantic import BaseModel
+
+from ckspace.errors import CkspaceError
+from ckspace.select.analytical import ANALYTICAL_FEATURE
+from ckspace.select.dataset import Measurements
+from ckspace.select.features import FEATURE_NAMES
+from ckspace.select.metrics import Scores, per_problem_efficiency, random_expectation, summarize, tflops_error
+from ckspace.select.training import OBJECTIVES, design, fit, problem_features
+
+log = logging.getLogger(__name__)
+
+
+class CrossValidation(BaseModel):
+    """Out-of-fold results: scores per selector plus what the plot needs."""
+
+    folds: int
+    seed: int
+    problems: int
+    objective: str  # the winner
+    scores: dict[str, Scores]  # model, <objective> for each, single_best_kernel, random, analytical
+    efficiency: dict[str, list[float]]  # per problem (fraction), same problem order for every selector
+    tflops_median_error: float  # regression's out-of-fold TFLOPS error, percent
+    predicted_log_tflops: list[float]  # regression's out-of-fold predictions per measured pair
+    measured_log_tflops: list[float]
+
+    def summary(self) -> dict[str, object]:
+        """The model's figures at the top level (the ``--format json`` contract), the rest nested."""
+        return {**self.scores["model"].model_dump(), "objective": self.objective, "folds": self.folds,
+                "seed": self.seed, "tflops_median_error": self.tflops_median_error,
+                "selectors": {k: v.model_dump() for k, v in self.scores.items()}}
+
+
+def fold_of_groups(groups: tuple[str, ...], folds: int, seed: int) -> np.ndarray:
+    """Fold number per problem: distinct groups shuffled by ``seed`` and dealt round-robin."""
+    distinct = sorted(set(groups))
+    if folds < 2 or folds > len(distinct):
+        raise CkspaceError(f"folds must be between 2 and the number of distinct shapes ({len(distinct)}), "
+                           f"not {folds}")
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    fold = {distinct[i]: n % folds for n, i in enumerate(order)}
+    return np.asarray([fold[g] for g in groups])
+
+
+def cross_validate(data: Measurements, folds: int = 5, seed: int = 0) -> CrossValidation:
+    per_problem = problem_features(data)
+    fold = fold_of_groups(data.groups, folds, seed)
+    n_problems, n_kernels = data.tflops.shape
+    outputs = {obj: np.full((n_problems, n_kernels), np.nan) for obj in OBJECTIVES}
+    single = np.full((n_problems, n_kernels), np.nan)
+    relative = data.tflops / np.nanmax(data.tflops, axis=1, keepdims=True)
+    for f in range(folds):
+        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        rows = design(data.subset(train), [per_problem[i] for i in train])
+        for objective, out in outputs.items():
+            booster = fit(rows, objective, seed)
+            for p in test:
+                out[p] = booster.predict(per_problem[p], num_threads=1)
+        best = int(np.argmax(np.nanmean(relative[train], axis=0)))  # highest mean efficiency in training
+        single[test] = 0.0
+        single[test, best] = 1.0
+        log.info("fold %d: %d training, %d held-out problems", f, len(train), len(test))
+    analytical = np.vstack([m[:, FEATURE_NAMES.index(ANALYTICAL_FEATURE)] for m in per_problem])
+    random_scores, random_eff = random_expectation(data.tflops)
+    scores = {obj: summarize(out, data.tflops) for obj, out in outputs.items()}
+    winner = max(OBJECTIVES, key=lambda obj: (round(scores[obj].mean, 2), scores[obj].p10))
+    scores = {"model": scores[winner], **scores, "single_best_kernel": summarize(single, data.tflops),
+              "random": random_scores, "analytical": summarize(analytical, data.tflops)}
+    efficiency = {name: per_problem_efficiency(out, data.tflops).tolist()
+                  for name, out in (("model", outputs[winner]), ("single_best_kernel", single),
+                                    ("analytical", analytical))}
+    efficiency["random"] = random_eff.tolist()
+    measured = ~np.isnan(data.tflops)
+    predicted, actual = outputs["regression"][measured], np.log(data.tflops[measured])
+    return CrossValidation(folds=folds, seed=seed, problems=n_problems, objective=winner, scores=scores,
+                           efficiency=efficiency, tflops_median_error=tflops_error(predicted, actual),
+                           predicted_log_tflops=predicted.tolist(), measured_log_tflops=actual.tolist())

@@ -1,0 +1,58 @@
+"""Per-arch hardware facts (CU count, peak rates, LDS, bandwidth) from ``ckspace/data/hardware.json``.
+
+The rule tables say which kernels exist; choosing between them also needs how big and how fast the
+GPU is. These numbers come from public spec sheets (each entry names its source) and feed the
+selector's features and its analytical fallback.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ckspace.errors import InvalidChoiceError
+from ckspace.space.vocab import Dtype, parse_arch
+
+
+class HardwareFacts(BaseModel):
+    """Spec-sheet facts of one arch's flagship product."""
+
+    model_config = ConfigDict(frozen=True)
+
+    arch: str
+    product: str
+    compute_units: int = Field(gt=0)
+    peak_clock_mhz: int = Field(gt=0)
+    lds_bytes_per_cu: int = Field(gt=0)
+    memory_bandwidth_gbs: float = Field(gt=0)
+    peak_dense_tflops: dict[str, float]
+    source: str
+
+    def peak_tflops(self, dtype: Dtype | str) -> float:
+        """Dense matrix peak for ``dtype``; raises for a dtype the sheet does not list."""
+        key = Dtype.parse(dtype).value
+        if key not in self.peak_dense_tflops:
+            raise InvalidChoiceError(f"dtype with a known peak rate on {self.arch}", key, self.peak_dense_tflops)
+        return self.peak_dense_tflops[key]
+
+
+def _table() -> dict:
+    return json.loads(resources.files("ckspace").joinpath("data", "hardware.json").read_text(encoding="utf-8"))
+
+
+def hardware_archs() -> tuple[str, ...]:
+    """The archs with hardware facts."""
+    return tuple(_table()["archs"])
+
+
+@cache
+def hardware_facts(arch: str) -> HardwareFacts:
+    """The facts of ``arch``; :class:`InvalidChoiceError` when the arch is unknown or has none."""
+    name = parse_arch(arch)
+    archs = _table()["archs"]
+    if name not in archs:
+        raise InvalidChoiceError("arch with hardware facts", name, archs)
+    return HardwareFacts(arch=name, **archs[name])

@@ -1,0 +1,84 @@
+"""Selection quality against the measured per-problem oracle.
+
+Efficiency of a pick = its measured TFLOPS / the best measured TFLOPS of the problem. Top-1 is the
+share of problems where the pick is the oracle; top-5 comes in both definitions the issue asks
+for: the oracle within the selector's five best-scored kernels (``top5``) and the pick within the
+five best measured kernels (``top5_pick_in_oracle_top5``). Only measured kernels take part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+
+class Scores(BaseModel):
+    """Summary of one selector over a set of problems (efficiencies and rates in percent)."""
+
+    problems: int
+    mean: float
+    median: float
+    p10: float
+    min: float
+    top1: float
+    top5: float
+    top5_pick_in_oracle_top5: float
+
+    def row(self, label: str) -> str:
+        return (f"{label:<22} {self.mean:7.2f} {self.median:7.2f} {self.p10:7.2f} {self.min:7.2f} "
+                f"{self.top1:6.1f} {self.top5:6.1f} {self.top5_pick_in_oracle_top5:6.1f}")
+
+
+HEADER = f"{'selector':<22} {'mean':>7} {'median':>7} {'P10':>7} {'min':>7} {'top1':>6} {'top5':>6} {'top5b':>6}"
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest finite values (NaN last)."""
+    order = np.argsort(-np.where(np.isnan(values), -np.inf, values), kind="stable")
+    return order[:k]
+
+
+def per_problem_efficiency(scores: np.ndarray, tflops: np.ndarray) -> np.ndarray:
+    """Efficiency of the best-scored measured kernel, per problem (fraction)."""
+    out = np.empty(len(tflops))
+    for p in range(len(tflops)):
+        measured = ~np.isnan(tflops[p])
+        masked = np.where(measured, scores[p], -np.inf)
+        out[p] = tflops[p, int(np.argmax(masked))] / np.nanmax(tflops[p])
+    return out
+
+
+def summarize(scores: np.ndarray, tflops: np.ndarray) -> Scores:
+    """Scores of a selector whose score of kernel k on problem p is ``scores[p, k]`` (higher wins)."""
+    eff = per_problem_efficiency(scores, tflops)
+    top1 = top5 = top5b = 0
+    for p in range(len(tflops)):
+        measured = ~np.isnan(tflops[p])
+        masked = np.where(measured, scores[p], np.nan)
+        pick = int(_top(masked, 1)[0])
+        oracle = int(np.nanargmax(tflops[p]))
+        top1 += pick == oracle
+        top5 += oracle in _top(masked, 5)
+        top5b += pick in _top(tflops[p], 5)
+    return _scores(eff, 100.0 * top1 / len(eff), 100.0 * top5 / len(eff), 100.0 * top5b / len(eff))
+
+
+def _scores(eff: np.ndarray, top1: float, top5: float, top5b: float) -> Scores:
+    pct = 100.0 * eff
+    return Scores(problems=len(eff), mean=float(pct.mean()), median=float(np.median(pct)),
+                  p10=float(np.percentile(pct, 10)), min=float(pct.min()), top1=top1, top5=top5,
+                  top5_pick_in_oracle_top5=top5b)
+
+
+def random_expectation(tflops: np.ndarray) -> tuple[Scores, np.ndarray]:
+    """The expected scores of a uniformly random pick among the measured kernels (no fitting)."""
+    eff = np.nanmean(tflops / np.nanmax(tflops, axis=1, keepdims=True), axis=1)
+    counts = np.sum(~np.isnan(tflops), axis=1)
+    top1 = float(np.mean(1.0 / counts)) * 100.0
+    top5 = float(np.mean(np.minimum(5, counts) / counts)) * 100.0
+    return _scores(eff, top1, top5, top5), eff
+
+
+def tflops_error(predicted_log: np.ndarray, measured_log: np.ndarray) -> float:
+    """Median absolute relative error (percent) of TFLOPS predictions given as natural logs."""
+    return float(np.median(np.abs(np.exp(predicted_log - measured_log) - 1.0)) * 100.0)

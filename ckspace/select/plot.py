@@ -1,0 +1,45 @@
+"""The evaluation plot: sorted per-problem efficiency of every selector, and the regressor's
+out-of-fold predicted vs measured TFLOPS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ckspace.errors import CkspaceError
+from ckspace.select.evaluation import CrossValidation
+
+
+def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CkspaceError("--plot needs matplotlib: pip install 'ckspace[plot]'") from None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))
+    labels = {"model": f"model ({cv.objective})", "analytical": "analytical fallback",
+              "single_best_kernel": "single best kernel", "random": "random (expected)"}
+    for key, label in labels.items():
+        eff = np.sort(np.asarray(cv.efficiency[key]) * 100.0)[::-1]
+        left.plot(np.arange(1, eff.size + 1), eff, label=f"{label}: mean {cv.scores[key].mean:.1f} %")
+    left.set(xlabel="problems, sorted by efficiency", ylabel="efficiency vs oracle (%)",
+             title=f"{cv.folds}-fold grouped CV, {cv.problems} problems")
+    left.grid(alpha=0.3)
+    left.legend(loc="lower left")
+    measured, predicted = np.exp(cv.measured_log_tflops), np.exp(cv.predicted_log_tflops)
+    right.loglog(measured, predicted, ".", alpha=0.3, markersize=3)
+    bounds = [min(measured.min(), predicted.min()), max(measured.max(), predicted.max())]
+    right.plot(bounds, bounds, "k--", linewidth=1)
+    right.set(xlabel="measured TFLOPS", ylabel="predicted TFLOPS (regressor, out of fold)",
+              title=f"median |error| {cv.tflops_median_error:.1f} %")
+    right.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    tmp.replace(path)

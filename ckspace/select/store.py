@@ -1,0 +1,135 @@
+"""Model directories: LightGBM model files, the feature spec and the model card, verified on load.
+
+A model directory (shipped ones live in ``ckspace/models/<arch>/<variant>_<dtype>/``) holds
+
+* ``ranker.txt`` — LightGBM's own model file of the booster that orders candidates;
+* ``tflops.txt`` — LightGBM's model file of the log-TFLOPS regressor whose predictions are shown
+  beside the top candidates (the ranker's scores are not TFLOPS);
+* ``features.json`` — the feature spec (version and names) the boosters were trained on;
+* ``card.json`` — the model card: cell, objective, data files and their sha256, rows, problems,
+  cross-validation figures, the training command, library versions, the kernels trained on, and
+  the sha256 of the three files above.
+
+Loading recomputes the hashes and compares the feature spec with the code's: a model that was
+edited, truncated or trained on other features is refused with a message saying which.
+Directories are written into a temporary sibling and renamed into place, so a reader never sees
+half a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ckspace.errors import CkspaceError
+from ckspace.select.features import FEATURE_VERSION, feature_spec
+
+log = logging.getLogger(__name__)
+
+RANKER_FILE = "ranker.txt"
+TFLOPS_FILE = "tflops.txt"
+FEATURES_FILE = "features.json"
+CARD_FILE = "card.json"
+
+
+class ModelCard(BaseModel):
+    """What a model is, what it was trained on and how well it did in cross-validation."""
+
+    arch: str
+    variant: str
+    dtype: str
+    objective: str
+    objective_choice: str
+    feature_version: int
+    data: dict[str, str]  # file name -> sha256
+    rows: int
+    problems: int
+    distinct_shapes: int
+    cleaning: str
+    kernels: list[str]
+    cross_validation: dict[str, Any]
+    training_command: str
+    library_versions: dict[str, str]
+    files: dict[str, str]  # model file -> sha256
+
+
+def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
+    """Where the package keeps the model of a cell (the directory may not exist)."""
+    return Path(str(resources.files("ckspace").joinpath("models", arch, f"{variant}_{dtype}")))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def save_model(directory: Path, ranker: Any, regressor: Any, card: ModelCard) -> ModelCard:
+    """Write a model directory atomically; returns the card with the file hashes filled in."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    contents = {RANKER_FILE: ranker.model_to_string().encode(), TFLOPS_FILE: regressor.model_to_string().encode(),
+                FEATURES_FILE: (json.dumps(feature_spec(), indent=1) + "\n").encode()}
+    card = card.model_copy(update={"files": {name: _sha256(data) for name, data in contents.items()}})
+    contents[CARD_FILE] = (card.model_dump_json(indent=1) + "\n").encode()
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        staging.chmod(0o755)  # mkdtemp makes it private; a model directory is package data
+        for name, data in contents.items():
+            (staging / name).write_bytes(data)
+        if directory.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
+            os.replace(directory, retired / directory.name)
+            os.replace(staging, directory)
+            shutil.rmtree(retired)
+        else:
+            os.replace(staging, directory)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    log.info("wrote model to %s", directory)
+    return card
+
+
+def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
+    """(ranker booster, TFLOPS booster, card) of a verified model directory."""
+    import lightgbm as lgb
+
+    directory = Path(directory)
+    try:
+        card = ModelCard.model_validate_json((directory / CARD_FILE).read_bytes())
+    except FileNotFoundError:
+        raise CkspaceError(f"no model card in {directory}") from None
+    except ValueError as exc:
+        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {exc}") from None
+    contents: dict[str, bytes] = {}
+    for name in (RANKER_FILE, TFLOPS_FILE, FEATURES_FILE):
+        try:
+            contents[name] = (directory / name).read_bytes()
+        except FileNotFoundError:
+            raise CkspaceError(f"model {directory} lacks {name}") from None
+        if _sha256(contents[name]) != card.files.get(name):
+            raise CkspaceError(f"model {directory}: {name} does not match the sha256 in its card "
+                               "(the file was changed or damaged); retrain or reinstall")
+    spec = json.loads(contents[FEATURES_FILE])
+    expected = feature_spec()
+    if spec.get("version") != FEATURE_VERSION or card.feature_version != FEATURE_VERSION:
+        raise CkspaceError(f"model {directory} was trained on feature spec version {spec.get('version')}, "
+                           f"this ckspace computes version {FEATURE_VERSION}; retrain it with `ckspace train`")
+    if spec.get("names") != expected["names"]:
+        raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
+                           f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
+    ranker = lgb.Booster(model_str=contents[RANKER_FILE].decode())
+    regressor = lgb.Booster(model_str=contents[TFLOPS_FILE].decode())
+    for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
+        if booster.num_feature() != len(expected["names"]):
+            raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
+                               f"the feature spec has {len(expected['names'])}")
+    return ranker, regressor, card

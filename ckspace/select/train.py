@@ -1,0 +1,61 @@
+"""Train a cell's model on all the data, with its cross-validation figures in the card."""
+
+from __future__ import annotations
+
+import logging
+import platform
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from ckspace.select.dataset import load_measurements
+from ckspace.select.evaluation import CrossValidation, cross_validate
+from ckspace.select.features import FEATURE_VERSION
+from ckspace.select.store import ModelCard, save_model
+from ckspace.select.training import design, fit
+from ckspace.space.vocab import Dtype, Variant
+
+log = logging.getLogger(__name__)
+
+_LIBRARIES = ("ckspace", "lightgbm", "numpy", "pydantic")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, dtype: Dtype | str, out: Path,
+                folds: int = 5, seed: int = 0, command: str = "") -> tuple[ModelCard, CrossValidation]:
+    """Cross-validate both objectives, then fit the winner (the ranker) and the log-TFLOPS
+    regressor (the TFLOPS shown beside picks) on every problem and write the model directory."""
+    data = load_measurements(paths, arch, variant, dtype)
+    cv = cross_validate(data, folds, seed)
+    log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)
+    rows = design(data)
+    regressor = fit(rows, "regression", seed)
+    ranker = regressor if cv.objective == "regression" else fit(rows, cv.objective, seed)
+    card = ModelCard(
+        arch=data.arch, variant=data.variant.value, dtype=data.dtype.value, objective=cv.objective,
+        objective_choice=_choice_text(cv), feature_version=FEATURE_VERSION,
+        data={Path(p).name: digest for p, digest in data.report.files.items()},
+        rows=data.report.rows_kept, problems=data.report.problems, distinct_shapes=data.report.groups,
+        cleaning=data.report.text(), kernels=list(data.kernel_names),
+        cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
+                          **{name: s.model_dump() for name, s in cv.scores.items()}},
+        training_command=command, library_versions=library_versions(), files={})
+    return save_model(out, ranker, regressor, card), cv
+
+
+def _choice_text(cv: CrossValidation) -> str:
+    s = cv.scores
+    other = "regression" if cv.objective == "lambdarank" else "lambdarank"
+    return (f"{cv.objective} ranks (mean {s[cv.objective].mean:.2f} %, P10 {s[cv.objective].p10:.2f} %, "
+            f"top-5 {s[cv.objective].top5:.1f} %) better than {other} (mean {s[other].mean:.2f} %, "
+            f"P10 {s[other].p10:.2f} %, top-5 {s[other].top5:.1f} %) in {cv.folds}-fold grouped CV; "
+            "the log-TFLOPS regressor supplies the predicted TFLOPS")

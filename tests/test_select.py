@@ -1,0 +1,167 @@
+"""Kernel selection: benchmark-name mapping, the shipped model, save/load, feasibility, CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import reference_problem as ref
+from conftest import SHARED
+from test_problem import problems
+
+from ckspace.cli import main
+from ckspace.errors import CkspaceError, KernelNameError
+from ckspace.select.kernels import config_from_benchmark_name
+from ckspace.select.selector import Selector
+from ckspace.select.store import FEATURES_FILE, RANKER_FILE, load_model, shipped_model_dir
+from ckspace.space.config import GemmConfig
+from ckspace.space.problem import ConvProblem
+from ckspace.space.space import Space
+
+DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+PROBLEM = "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
+
+
+@pytest.fixture(scope="module")
+def selector() -> Selector:
+    return Selector.load("gfx950", "forward", "bf16")
+
+
+@pytest.fixture(scope="module")
+def full_registry() -> list[GemmConfig]:
+    return [c for c in Space("gfx950", "forward", 2, "bf16", "full") if c.kind == "gemm"]
+
+
+def needs_data() -> Path:
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} is absent: the measurements live in ../shared, not in the package")
+    return DATA
+
+
+def test_benchmark_names_map_through_the_default_tables() -> None:
+    c = config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x64x128_compv4", "gfx950")
+    assert (c.wave_m, c.wave_n, c.wave_k, c.warp_tile_m, c.warp_tile_n, c.warp_tile_k) == (8, 2, 1, 16, 16, 32)
+    assert c.double_smem_buffer and (c.vec_a, c.vec_b, c.vec_c) == (4, 8, 8)
+    assert c.name == "grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x64x128_8x2x1_16x16x32_dsb"
+    with pytest.raises(KernelNameError, match="not in the default rule set's tile table"):
+        config_from_benchmark_name("grouped_conv_forward_bf16_2d_48x64x64_compv3", "gfx950")
+
+
+def test_shipped_model_loads_verified_and_selects(selector: Selector) -> None:
+    assert selector.source == "model" and len(selector.default_candidates) == 30
+    card = selector.card
+    assert card.problems == 231 and card.rows == 6930 and card.objective in ("lambdarank", "regression")
+    result = selector.select(PROBLEM, selector.default_candidates, k=5)
+    assert result.pick == result.top[0].name and len(result.top) == 5 and result.feasible == 30
+    assert result.pick in selector.default_candidates
+    assert all(r.predicted_tflops > 0 for r in result.top)
+    assert selector.select(ConvProblem.parse(PROBLEM), list(selector.default_candidates), k=5) == result
+
+
+def test_direct_prediction_equals_lightgbm_predict(selector: Selector) -> None:
+    from ckspace.select.features import feature_matrix
+
+    prepared = selector.prepare(selector.default_candidates)
+    matrix = feature_matrix(ConvProblem.parse(PROBLEM), selector.variant, selector.dtype, prepared.table, selector.hw)
+    assert np.array_equal(selector._rank(matrix), selector._rank.booster.predict(matrix))
+
+
+def test_damaged_or_mismatched_models_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "m"
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), copy)
+    load_model(copy)
+    (copy / RANKER_FILE).write_text((copy / RANKER_FILE).read_text() + "\n")
+    with pytest.raises(CkspaceError, match="does not match the sha256"):
+        load_model(copy)
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), copy, dirs_exist_ok=True)
+    card = json.loads((copy / "card.json").read_text())
+    spec = json.loads((copy / FEATURES_FILE).read_text())
+    spec["version"] += 1
+    (copy / FEATURES_FILE).write_text(json.dumps(spec))
+    import hashlib
+
+    card["files"][FEATURES_FILE] = hashlib.sha256((copy / FEATURES_FILE).read_bytes()).hexdigest()
+    (copy / "card.json").write_text(json.dumps(card))
+    with pytest.raises(CkspaceError, match="feature spec version"):
+        load_model(copy)
+    with pytest.raises(CkspaceError, match="is for gfx950 forward bf16"):
+        Selector.load("gfx950", "bwd_data", "bf16", model_dir=shipped_model_dir("gfx950", "forward", "bf16"))
+
+
+def test_fallback_without_a_model_is_analytical(full_registry) -> None:
+    gfx942 = [c for c in Space("gfx942", "forward", 2, "bf16", "full") if c.kind == "gemm"]
+    fallback = Selector.load("gfx942", "forward", "bf16")
+    result = fallback.select(PROBLEM, gfx942, k=3)
+    assert fallback.source == result.source == "analytical" and len(result.top) == 3
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_selection_never_returns_an_infeasible_kernel(selector: Selector, full_registry, problem: ConvProblem) -> None:
+    p = problem.model_dump()
+    for registry in (list(selector.default_candidates), full_registry):
+        configs = {(c.name if isinstance(c, GemmConfig) else c): c for c in registry}
+        supported = {name for name, c in configs.items()
+                     if ref.supports((c if isinstance(c, GemmConfig)
+                                      else config_from_benchmark_name(c, "gfx950")).model_dump(mode="json"), p)}
+        if not supported:
+            with pytest.raises(CkspaceError, match="can run"):
+                selector.select(problem, registry)
+            continue
+        result = selector.select(problem, registry, k=5)
+        assert {r.name for r in result.top} <= supported and result.feasible == len(supported)
+
+
+def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    names = tmp_path / "registry.txt"
+    names.write_text("# two kernels\ngrouped_conv_forward_bf16_2d_16x64x64_compv3\n"
+                     "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_4x4x1_32x32x16\n")
+    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
+                 "--candidates", str(names), "--top", "2", "--format", "json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["pick"] in names.read_text().splitlines() and len(answer["top"]) == 2
+    assert set(answer["top"][0]) == {"name", "predicted_tflops"}
+    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
+                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names)]) == 2
+    assert "none of the 2 candidates" in capsys.readouterr().err
+
+
+def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
+    from ckspace.select.dataset import load_measurements
+    from ckspace.select.features import ConfigTable, feature_matrix
+    from ckspace.select.hardware import hardware_facts
+    from ckspace.select.store import ModelCard, save_model
+    from ckspace.select.training import design, fit
+
+    data = load_measurements([needs_data()], "gfx950", "forward", "bf16")
+    small = data.subset(np.arange(0, 231, 6))
+    rows = design(small)
+    ranker, regressor = fit(rows, "lambdarank", num_rounds=20), fit(rows, "regression", num_rounds=20)
+    card = ModelCard(arch="gfx950", variant="forward", dtype="bf16", objective="lambdarank", objective_choice="test",
+                     feature_version=1, data={}, rows=len(rows.log_tflops), problems=len(small.problems),
+                     distinct_shapes=len(set(small.groups)), cleaning="", kernels=list(small.kernel_names),
+                     cross_validation={}, training_command="", library_versions={}, files={})
+    save_model(tmp_path / "model", ranker, regressor, card)
+    loaded_ranker, loaded_regressor, _ = load_model(tmp_path / "model")
+    table = ConfigTable.build(small.configs)
+    matrix = feature_matrix(data.problems[1], data.variant, data.dtype, table, hardware_facts("gfx950"))
+    assert np.array_equal(ranker.predict(matrix), loaded_ranker.predict(matrix))
+    assert np.array_equal(regressor.predict(matrix), loaded_regressor.predict(matrix))
+    selector = Selector.load("gfx950", "forward", "bf16", model_dir=tmp_path / "model")
+    assert selector.select(PROBLEM, small.kernel_names).pick in small.kernel_names
+
+
+def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = needs_data()
+    plot = tmp_path / "cv.png"
+    assert main(["evaluate", "--data", str(data), "--folds", "3", "--seed", "1", "--format", "json",
+                 "--plot", str(plot)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {"mean", "median", "p10", "min", "top1", "top5"} <= set(result)
+    assert result["selectors"]["single_best_kernel"]["mean"] < result["mean"]
+    assert result["cleaning"]["rows_kept"] == 6930 and plot.stat().st_size > 10_000
