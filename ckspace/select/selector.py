@@ -70,7 +70,7 @@ class Selector:
 
     def __init__(self, arch: str, variant: Variant, dtype: Dtype, hw: HardwareFacts,
                  ranker: object | None = None, regressor: object | None = None, card: ModelCard | None = None,
-                 num_threads: int = 2) -> None:
+                 num_threads: int = 1) -> None:
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
         self.card = card
         self.source = "model" if ranker is not None else "analytical"
@@ -80,9 +80,13 @@ class Selector:
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
-             num_threads: int = 2) -> "Selector":
+             num_threads: int = 1) -> "Selector":
         """The cell's model (``model_dir``, else the shipped one), or the analytical fallback when
-        the package ships none for the cell; a damaged or mismatched model is an error."""
+        the package ships none for the cell; a damaged or mismatched model is an error.
+
+        One prediction thread by default: for a few dozen rows a second OpenMP thread saves
+        ~0.07 ms on an idle machine, but costs over 10 ms per call when the cores are busy (as they
+        are inside a framework), measured with bench/select.py."""
         arch, variant, dtype = parse_arch(arch), Variant.parse(variant), Dtype.parse(dtype)
         hw = hardware_facts(arch)
         directory = Path(model_dir) if model_dir is not None else shipped_model_dir(arch, variant.value, dtype.value)
