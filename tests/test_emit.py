@@ -26,8 +26,12 @@ AITER = CkRevision(
     include_dir="/ck/include", fingerprint="0" * 64, label="amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
     verified=True, pipelines=("compv3", "compv4", "compv5", "compv6", "mem", "comp_async"),
     streamk_conv=False, explicit_gemm=False, split_image_variants=("forward",),
-    merge_groups_variants=("forward", "bwd_weight"), two_stage=True, instance_string=False, depthwise=False,
+    merge_groups_variants=("bwd_weight",), two_stage=True, instance_string=False, depthwise=False,
     warp_gemms={"fp16": HALF, "bf16": HALF, "fp32": ((16, 16, 4), (16, 16, 16))},
+    single_lds_pipelines=("compv3", "compv5", "mem"), double_lds_pipelines=("compv4",),
+    shuffle_always=("compv1", "compv5", "basic_v1"), shuffle_without_load_tr=("compv3", "compv4", "compv6", "mem"),
+    load_tr_archs=("gfx950",), shuffle_auto_vector=True, broken_specialization_variants=("bwd_data", "bwd_weight"),
+    bwd_data_double_lds_broken=True, compv5_ping_pong=True, bwd_weight_1d_transposed=True,
 )
 
 GOLDEN_NAMES = (
@@ -36,9 +40,8 @@ GOLDEN_NAMES = (
     "grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb",
     "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16",
     "grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage",
-    "grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec4_4_4"
-    "_filter1x1_stride1_pad0",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage",
+    "grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4",
 )
 PROBE = ("grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4",
          {"split_image": True})  # a split-image kernel the CK can build (the space has none)
@@ -126,9 +129,62 @@ def test_ck_rules_are_named_and_fold_where_supported() -> None:
     rules = ck_rules(AITER, Variant.FORWARD, Dtype.BF16)
     assert all(r.predicate == "ck_revision" for r in rules)
     by_name = {r.name: r for r in rules}
-    assert by_name["ck_split_image"].vacuous and by_name["ck_groups_to_merge"].vacuous
+    assert by_name["ck_split_image"].vacuous and not by_name["ck_groups_to_merge"].vacuous
+    assert {r.name: r for r in ck_rules(AITER, Variant.BWD_WEIGHT, Dtype.BF16)}["ck_groups_to_merge"].vacuous
     assert not by_name["ck_streamk"].vacuous
     assert not ck_rules(AITER, Variant.BWD_DATA, Dtype.BF16)[3].vacuous  # no split-image for bwd_data
+
+
+# Configs compiled one by one (clang-19, gfx942, the amd-aiter CK; device-only syntax check) while
+# finding the conditions: the rule that excludes each failing one, and none for those that compiled.
+COMPILED = {
+    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_4_4": None,
+    "grouped_conv_fwd_bf16_nhwgc_2d_compv5_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1": None,
+    # vec_b 16 > tile_n x tile_k / threads = 8 = the policy's own vector size: same distribution
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x32_1x4x1_16x16x16_vec4_16_8": None,
+    # grouped_convolution_forward_kernel.hpp:887 / backward_data 883 / backward_weight 812: no operator()
+    "grouped_conv_fwd_bf16_nhwgc_2d_compv6_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1": "ck_pipeline_call",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv6_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_pipeline_call",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv6_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage":
+        "ck_pipeline_call",
+    "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb":
+        "ck_pipeline_call",  # forward_kernel.hpp:944
+    "grouped_conv_fwd_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb":
+        "ck_pipeline_call",  # comp_async.hpp:552
+    # backward_data_kernel.hpp:510 NDimSpatial_
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_filter1x1_pad0":
+        "ck_specialization",
+    # transpose_tile.hpp:228
+    "grouped_conv_bwd_data_fp32_nhwgc_1d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_shuffle_vector_b",
+    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_8_4":
+        "ck_shuffle_vector_b",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_16_8":
+        "ck_shuffle_vector_b",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_4_8_gm2_2stage":
+        "ck_shuffle_vector_b",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage":
+        "ck_shuffle_vector_a",
+    # amd_buffer_addressing.hpp:2277 (float atomic of 8)
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_8_gm2_2stage":
+        "ck_atomic_vector",
+    # backward_data_kernel.hpp:927 get_length on a tile window
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_dsb":
+        "ck_bwd_data_double_lds",
+    # comp_v5.hpp:159 (one wave: division by zero)
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv5_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage":
+        "ck_compv5_ping_pong",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPILED))
+def test_ck_rules_match_targeted_compiles(name: str) -> None:
+    config = GemmConfig.from_name(name, "gfx942")
+    configs, excluded, _ = select([kernel_of(config)], AITER)
+    broken = {r for e in excluded for r in e.rules}
+    if COMPILED[name] is None:
+        assert configs and not broken
+    else:
+        assert COMPILED[name] in broken
 
 
 def test_manifest_lists_everything(tmp_path: Path) -> None:
@@ -161,7 +217,10 @@ def _fake_ck(root: Path, *, explicit_gemm: bool) -> Path:
         f"template<> struct WarpGemmDispatcher<ck_tile::{t}, ck_tile::{t}, float, {m}, {n}, {k}, false> {{}};\n"
         for t in ("half_t", "bf16_t") for m, n, k in HALF))
     (include / "ops" / "gemm" / "pipeline" / "p.hpp").write_text(
-        "struct BaseGemmPipelineAgBgCrCompV3 {};\nstruct GemmPipelineAgBgCrCompV3 {};\n")
+        "struct BaseGemmPipelineAgBgCrCompV3 {};\nstruct GemmPipelineAgBgCrCompV3 {\n"
+        "    CK_TILE_DEVICE auto operator()(const A& a_dram_block_window_tmp, const B& b_dram_block_window_tmp,\n"
+        "                                   index_t num_loop, void* p_smem) const\n"
+        "    { return operator()(ck_tile::make_tuple(a_dram_block_window_tmp), num_loop, p_smem); }\n};\n")
     return root
 
 

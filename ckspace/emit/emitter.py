@@ -64,17 +64,17 @@ class EmitResult:
 
 def select(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
     """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
-    by_cell: dict[tuple[Variant, Dtype], list[Kernel]] = defaultdict(list)
+    by_cell: dict[tuple[str, Variant, int, Dtype], list[Kernel]] = defaultdict(list)
     depthwise = 0
     for kernel in kernels:
         if kernel.depthwise:
             depthwise += 1
         elif kernel.valid:
-            by_cell[kernel.cell.variant, kernel.cell.dtype].append(kernel)
+            by_cell[kernel.arch, kernel.cell.variant, kernel.cell.ndim, kernel.cell.dtype].append(kernel)
     configs: list[GemmConfig] = []
     excluded: list[ExcludedKernel] = []
-    for (variant, dtype), group in by_cell.items():
-        rules = [r for r in ck_rules(revision, variant, dtype) if not r.vacuous]
+    for (arch, variant, ndim, dtype), group in by_cell.items():
+        rules = [r for r in ck_rules(revision, variant, dtype, arch=arch, ndim=ndim) if not r.vacuous]
         rows = [k.row for k in group]
         masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows)) if rules else {}
         for i, kernel in enumerate(group):

@@ -5,10 +5,12 @@ Covers every variant, 2D and 3D, every dtype, every (pipeline, scheduler) pair a
 holds and the revision supports. bwd_data comes from the ``default`` rule set because ``full``
 proposes none (an upstream quirk). Greedy set cover, preferring small tiles, which compile fastest.
 
-A trait the revision supports but no buildable config of the space carries (with the 2025-11 CK,
-forward split-image and groups-to-merge: the space proposes them only with compv1, which that CK
-cannot build) is exercised by a *trait probe*: the cheapest sampled config of the variant with the
-trait switched on. Probes are outside the space and are named as such in the manifest's request.
+A trait or pipeline the revision supports but no buildable config of the space carries (with the
+2025-11 CK: forward split-image, proposed only with compv1, and the compv5 pipeline, proposed by no
+rule set) is exercised by a *probe*: the cheapest sampled config with it switched on that passes
+every ck_revision rule. Probes are outside the space and are named as such in the manifest's
+request, next to ``not_covered``: what this CK lacks (stream-K, explicit GEMM, forward
+groups-to-merge, bwd specializations, ...) with the rule that says why.
 
 ``python3 -m ckspace.emit.sample OUT [--arch A] [--ck-root PATH]`` emits the sample into OUT.
 """
@@ -24,7 +26,7 @@ from ckspace.emit.ck_revision import CkRevision, detect_revision, locate_ck
 from ckspace.emit.emitter import emit, select
 from ckspace.space.config import GemmConfig
 from ckspace.space.listing import Kernel, iter_kernels
-from ckspace.space.vocab import Variant
+from ckspace.space.vocab import Dtype, Pipeline, Variant
 
 SOURCES = (("full", (Variant.FORWARD, Variant.BWD_WEIGHT)), ("default", (Variant.BWD_DATA,)))
 
@@ -63,21 +65,71 @@ def cover(configs: Iterable[GemmConfig]) -> list[GemmConfig]:
     return sorted(chosen, key=lambda c: c.name)
 
 
+def _passes(config: GemmConfig, revision: CkRevision) -> bool:
+    kernel = Kernel(config.arch, Cell(config.variant, config.ndim, config.dtype), False, config.row(), True)
+    return bool(select([kernel], revision)[0])
+
+
 def _probes(chosen: list[GemmConfig], revision: CkRevision) -> list[GemmConfig]:
+    """Trait and pipeline probes: for what the revision supports but no sampled config carries, the
+    cheapest sampled config (2D/3D) with it switched on that still passes every ck_revision rule."""
     covered = set().union(*(tags(c) for c in chosen))
-    traits = (("split_image", revision.split_image_variants, {"split_image": True}),
-              ("groups_to_merge", revision.merge_groups_variants, {"num_groups_to_merge": 8}))
+    wanted: list[tuple[tuple, list[str], dict]] = []
+    for variant in revision.split_image_variants:
+        wanted.append((("split_image", variant), [variant], {"split_image": True}))
+    for variant in revision.merge_groups_variants:
+        wanted.append((("groups_to_merge", variant), [variant], {"num_groups_to_merge": 8}))
+    callable_ = [*revision.single_lds_pipelines, *revision.double_lds_pipelines]
+    sampled = {c.pipeline.value for c in chosen}
+    for pipeline in callable_:
+        if pipeline not in sampled:
+            wanted.append((("pipeline_any", pipeline), [v.value for v in Variant],
+                           {"pipeline": Pipeline(pipeline),
+                            "double_smem_buffer": pipeline in revision.double_lds_pipelines}))
     probes = []
-    for tag, variants, update in traits:
-        for variant in variants:
-            members = [c for c in chosen if c.variant.value == variant and c.ndim in (2, 3)]
-            if (tag, variant) not in covered and members:
-                probes.append(min(members, key=_cost).model_copy(update=update))
+    for tag, variants, update in wanted:
+        if tag in covered:
+            continue
+        members = sorted((c for c in chosen if c.variant.value in variants and c.ndim in (2, 3)), key=_cost)
+        for member in members:
+            probe = GemmConfig(**{**{k: v for k, v in member.fields().items() if k != "name"}, **update})
+            if _passes(probe, revision):
+                probes.append(probe)
+                break
     return probes
 
 
+def not_covered(revision: CkRevision, kernels: list[Kernel]) -> dict[str, str]:
+    """What the issue asks the sample to cover that this CK (or the space) does not offer, and why."""
+    configs = [GemmConfig.from_row(k.arch, *k.cell, k.row) for k in kernels]
+    out: dict[str, str] = {}
+    if not revision.streamk_conv:
+        out["stream-K"] = "absent: this CK's grouped-conv kernels take no stream-K partitioner (rule ck_streamk)"
+    if not revision.explicit_gemm:
+        out["explicit GEMM"] = "absent: this CK's GroupedConvTraits has no explicit-GEMM parameter (ck_explicit_gemm)"
+    for variant in Variant:
+        if variant.value not in revision.merge_groups_variants:
+            out[f"groups-to-merge {variant.value}"] = "excluded by ck_groups_to_merge (the kernel does not merge groups)"
+        if variant.value in revision.broken_specialization_variants:
+            out[f"specializations {variant.value}"] = ("default only: ck_specialization (kernel reads the "
+                                                       "undeclared GroupedConvTraits::NDimSpatial_)")
+    pipelines = {c.pipeline.value for c in configs}
+    for pipeline in revision.pipelines:
+        if pipeline not in pipelines:
+            out[f"pipeline {pipeline}"] = ("no grouped-conv kernel can call it in this CK (ck_pipeline_call)"
+                                           if pipeline not in (*revision.single_lds_pipelines,
+                                                               *revision.double_lds_pipelines)
+                                           else "no config of the space or probe passes the ck_revision rules")
+    dtypes = {(c.variant.value, c.dtype.value) for c in configs}
+    for variant in Variant:
+        for dtype in Dtype:
+            if (variant.value, dtype.value) not in dtypes:
+                out[f"dtype {variant.value} {dtype.value}"] = "no config of the space passes the ck_revision rules"
+    return out
+
+
 def sample_kernels(arch: str, revision: CkRevision) -> tuple[list[Kernel], list[str]]:
-    """The kernels of the sample for ``arch`` under ``revision``, and the names of trait probes."""
+    """The kernels of the sample for ``arch`` under ``revision``, and the names of the probes."""
     listed: dict[str, Kernel] = {}
     configs: list[GemmConfig] = []
     for rule_set, variants in SOURCES:
@@ -91,6 +143,12 @@ def sample_kernels(arch: str, revision: CkRevision) -> tuple[list[Kernel], list[
     return out, sorted(p.name for p in probes)
 
 
+def sample_request(arch: str, revision: CkRevision, kernels: list[Kernel], probes: list[str]) -> dict[str, object]:
+    """The manifest request of the sample: the probes and what is not covered, with the reason."""
+    return {"sample": "ci", "arch": arch, "probes_outside_the_space": probes,
+            "not_covered": not_covered(revision, kernels)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="emit the CI compile sample")
     parser.add_argument("out", type=Path)
@@ -99,9 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     revision = detect_revision(str(locate_ck(args.ck_root)))
     kernels, probes = sample_kernels(args.arch, revision)
-    emit(kernels, args.out, revision, arch=args.arch,
-         request={"sample": "ci", "arch": args.arch, "trait_probes_outside_the_space": probes})
-    print(f"{len(kernels)} kernels ({len(probes)} trait probes) -> {args.out}")
+    emit(kernels, args.out, revision, arch=args.arch, request=sample_request(args.arch, revision, kernels, probes))
+    print(f"{len(kernels)} kernels ({len(probes)} probes) -> {args.out}")
     return 0
 
 

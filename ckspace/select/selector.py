@@ -86,7 +86,7 @@ class Selector:
 
         One prediction thread by default: for a few dozen rows a second OpenMP thread saves
         ~0.07 ms on an idle machine, but costs over 10 ms per call when the cores are busy (as they
-        are inside a framework), measured with bench/select.py."""
+        are inside a framework), measured with bench/selection.py."""
         arch, variant, dtype = parse_arch(arch), Variant.parse(variant), Dtype.parse(dtype)
         hw = hardware_facts(arch)
         directory = Path(model_dir) if model_dir is not None else shipped_model_dir(arch, variant.value, dtype.value)

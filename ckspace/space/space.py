@@ -123,7 +123,7 @@ class Space:
             from ckspace.constraints.expr import Const
             from ckspace.emit.ck_revision import ck_rules, depthwise_note
 
-            gemm += ck_rules(self.ck, cell.variant, cell.dtype)
+            gemm += ck_rules(self.ck, cell.variant, cell.dtype, arch=request.arch, ndim=cell.ndim)
             depthwise.append(Rule("ck_depthwise", "ck_revision", Const(0), depthwise_note(self.ck),
                                   f"CK headers {self.ck.label}"))
         if self.problem is not None:

@@ -7,25 +7,23 @@ candidate columns are prepared once per registry, as a long-lived selector does.
 LightGBM's own ``Booster.predict`` on the same feature matrix, against the direct C-API call the
 selector makes.
 
-    python3 bench/select.py [--repeats N]
+    python3 bench/selection.py [--repeats N]
+
+(Not named select.py: a script's folder comes first on the import path, and a select.py there would
+shadow the standard library's select module that subprocess and asyncio import.)
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
+import itertools
 import os
 import sys
+import time
+from pathlib import Path
 
-# this file is named select.py: take its directory off the path so it does not shadow the
-# standard library's select module that asyncio, subprocess and friends import
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-
-import argparse
-import csv  # noqa: E402
-import itertools  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 from ckspace.select.features import feature_matrix
 from ckspace.select.selector import Selector
