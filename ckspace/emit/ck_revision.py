@@ -437,6 +437,13 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
     double = revision.double_lds_pipelines
     e_per_thread = F("warp_tile_m") * F("warp_tile_n") // warp_size
     shuffles = F("vec_c") // e_per_thread
+    if variant is not Variant.BWD_WEIGHT:  # only bwd_weight launchers instantiate atomic_add (split-K)
+        atomic_vector: Expr = TRUE
+    elif dtype is Dtype.FP32:
+        atomic_vector = F("vec_c").isin([1, 2, 4])
+    else:
+        atomic_vector = all_of(implies(F("two_stage").eq(1), F("vec_c").isin([1, 2, 4])),
+                               implies(F("two_stage").eq(0), any_of((F("vec_c") % 2).eq(1), F("vec_c").isin([2, 4, 8]))))
     return (
         rule("ck_pipeline", Not(F("pipeline").isin(missing)) if missing else TRUE,
              "the pipeline's class and dispatch base exist in this CK: "
@@ -520,11 +527,8 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              f"{PATTERN} 148-166, 232-246; {POLICY} 565-600"),
         shuffle_rule("A", a_layout == "col", F("vec_a"), tile_m),
         shuffle_rule("B", b_layout == "row", F("vec_b"), tile_n),
-        rule("ck_atomic_vector",
-             all_of(implies(F("two_stage").eq(1), F("vec_c").isin([1, 2, 4])),
-                    implies(F("two_stage").eq(0), any_of((F("vec_c") % 2).eq(1), F("vec_c").isin([2, 4, 8]))))
-             if dtype is not Dtype.FP32 else F("vec_c").isin([1, 2, 4]),
-             "the emitted launcher also instantiates the atomic_add epilogue (split-K, k_batch > 1); its "
+        rule("ck_atomic_vector", atomic_vector,
+             "the bwd_weight launcher also instantiates the atomic_add epilogue (split-K, k_batch > 1); its "
              "buffer atomic of vec_c elements exists for float only with vec_c in {1, 2, 4} (an fp32 dtype, "
              "or the fp32 workspace of two-stage) and for fp16/bf16 with vec_c in {2, 4, 8} (odd vec_c: the "
              "kernels compile that body out)",

@@ -199,10 +199,8 @@ struct grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1
         const auto run = [&](const auto has_hot_loop_, const auto tail_number_) {
             constexpr bool hot              = decltype(has_hot_loop_)::value;
             constexpr ck_tile::TailNumber t = decltype(tail_number_)::value;
-            if(args.k_batch == 1)
-                f(Instance<hot, t, ck_tile::memory_operation_enum::set>{});
-            else
-                f(Instance<hot, t, ck_tile::memory_operation_enum::atomic_add>{});
+            // forward has no split-K (IsSupportedArgument rejects k_batch > 1): no atomic_add instance
+            f(Instance<hot, t, ck_tile::memory_operation_enum::set>{});
         };
         BaseGemmPipeline::TailHandler(run, has_hot_loop, tail);
     }
