@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
-import os
-import sys
 import time
 from pathlib import Path
 

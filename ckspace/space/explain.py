@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from ckspace.constraints.model import PROPOSALS
 from ckspace.constraints.render import why
 from ckspace.constraints.request import Cell, Request
+from ckspace.errors import CkspaceError
 from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode
 from ckspace.space.naming import depthwise_name, gemm_name
 
@@ -146,9 +147,8 @@ def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str,
             return depthwise_name(cell.dtype, cell.ndim, row)
         return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
 
-    listed = [k for k in space.kernels() if k.arch == request.arch and k.cell == cell and k.depthwise == depthwise]
-    index = {f: i for i, f in enumerate(fields)}
-    completions = sum(all(k.row[index[f]] == v for f, v in values.items()) for k in listed)
+    fixed = [(fields.index(f), v) for f, v in values.items()]
+    completions = sum(all(row[i] == v for i, v in fixed) for row in space.rows_of(request.arch, cell, depthwise))
     base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
                 rule_set=request.rule_set, config_kind="depthwise" if depthwise else "gemm")
     if model.feasible(values):
@@ -156,7 +156,7 @@ def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str,
     correction = model.minimal_correction(values)
     if correction is None:
         bounds = ", ".join(f"{f} in [{lo}, {hi}]" for f, (lo, hi) in model.bounds.items() if f in values)
-        raise_out_of_range(values, bounds)
+        raise CkspaceError(f"a value is outside the fields' domains ({bounds})")
     off, witness = correction
     blame = []
     closest: list[str] = []
@@ -180,17 +180,9 @@ def model_rows(space: "Space", request: Request, cell: Cell, depthwise: bool) ->
     return list(proposal.depthwise if depthwise else proposal.candidates)
 
 
-def raise_out_of_range(values: Mapping[str, int], bounds: str) -> None:
-    from ckspace.errors import CkspaceError
-
-    raise CkspaceError(f"a value is outside the fields' domains ({bounds})")
-
-
 def explain(space: "Space", item: Any) -> Explanation:
     """See :meth:`ckspace.Space.explain`."""
-    from ckspace.errors import CkspaceError
     from ckspace.space.config import DepthwiseConfig, GemmConfig
-    from ckspace.space.naming import is_depthwise_name
     from ckspace.space.vocab import Dtype, Variant, parse_ndim
 
     if isinstance(item, str):
@@ -208,15 +200,7 @@ def explain(space: "Space", item: Any) -> Explanation:
     if configs:
         for config in configs:
             depthwise = isinstance(config, DepthwiseConfig)
-            cell = Cell(config.variant, config.ndim, config.dtype)
-            for request in space.requests:
-                if request.arch != config.arch or cell not in request.cells:
-                    continue
-                if depthwise:
-                    values = dict(zip(DEPTHWISE_FIELDS, config.row()))
-                else:
-                    tagged = config.model_copy(update={"tagged": space._tagged(request)})
-                    values = dict(zip(GEMM_FIELD_NAMES, tagged.row()))
+            for request, cell, values in space.placements(config):
                 cells.append(explain_cell(space, request, cell, values, depthwise))
         if not cells:
             raise CkspaceError(f"{query['name']} belongs to no cell of {space!r}")

@@ -10,7 +10,7 @@ from functools import cache
 from typing import Any
 
 from ckspace.errors import KernelNameError
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Layout, Row
+from ckspace.space.fields import DEPTHWISE_FIELDS, Layout, Row
 from ckspace.space.vocab import (
     Dtype,
     Epilogue,

@@ -25,10 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ckspace.constraints.model import CellModel
-    from ckspace.space.explain import Explanation
     from ckspace.emit.ck_revision import CkRevision
+    from ckspace.space.explain import Explanation
     from ckspace.space.problem import ConvProblem
-    from ckspace.constraints.rules import Rule
 
 
 class Optimum(BaseModel):
@@ -111,8 +110,8 @@ class Space:
         narrower = copy.copy(self)
         narrower.__dict__.update(changes)
         narrower._models = {}
-        narrower.__dict__.pop("_valid", None)
-        narrower.__dict__.pop("_raw", None)
+        for memo in ("_valid", "_raw", "_rows_by_cell"):
+            narrower.__dict__.pop(memo, None)
         return narrower
 
     def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
@@ -196,20 +195,36 @@ class Space:
         """
         if isinstance(item, str):
             return any(self.contains(c) for c in self._configs_from_name(item))
-        for request in self.requests:
-            cell = Cell(item.variant, item.ndim, item.dtype)
-            if item.arch != request.arch or cell not in request.cells:
-                continue
-            if isinstance(item, GemmConfig):
-                item_row = item.model_copy(update={"tagged": self._tagged(request)}).row()
-                values = dict(zip(GEMM_FIELD_NAMES, item_row))
-            else:
-                values = dict(zip(DEPTHWISE_FIELDS, item.row()))
-            if self._model(request, cell, isinstance(item, DepthwiseConfig)).feasible(values):
-                return True
-        return False
+        depthwise = isinstance(item, DepthwiseConfig)
+        return any(self._model(request, cell, depthwise).feasible(values)
+                   for request, cell, values in self.placements(item))
 
     __contains__ = contains
+
+    def placements(self, config: KernelConfig) -> Iterator[tuple[Request, Cell, dict[str, int]]]:
+        """The requests whose cells hold ``config``'s cell, each with the config's field values
+        as that request's models see them (the dtype tag is the rule set's)."""
+        cell = Cell(config.variant, config.ndim, config.dtype)
+        for request in self.requests:
+            if config.arch != request.arch or cell not in request.cells:
+                continue
+            if isinstance(config, GemmConfig):
+                row = config.model_copy(update={"tagged": self._tagged(request)}).row()
+                yield request, cell, dict(zip(GEMM_FIELD_NAMES, row))
+            else:
+                yield request, cell, dict(zip(DEPTHWISE_FIELDS, config.row()))
+
+    @cached_property
+    def _rows_by_cell(self) -> dict[tuple, list[tuple[int, ...]]]:
+        """The valid kernels' rows per (arch, cell, depthwise): what explain counts completions in."""
+        out: dict[tuple, list[tuple[int, ...]]] = {}
+        for k in self._valid:
+            out.setdefault((k.arch, k.cell, k.depthwise), []).append(k.row)
+        return out
+
+    def rows_of(self, arch: str, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
+        """The rows of the valid kernels of one cell of one arch."""
+        return self._rows_by_cell.get((arch, cell, depthwise), [])
 
     def _configs_from_name(self, name: str) -> list[KernelConfig]:
         archs = dict.fromkeys(r.arch for r in self.requests)
