@@ -13,13 +13,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ckspace.constraints.request import Cell, CellResult, Request
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.data import tables_hash
+from ckspace.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +96,7 @@ def store(request: Request, cell: Cell, result: CellResult) -> None:
     }, separators=(",", ":"))
     text = json.dumps({"key": key, "checksum": _checksum(payload), "payload": payload})
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, text.encode())
     except OSError as exc:
         log.warning("could not write cache entry %s (%s); continuing without it", path, exc)
 

@@ -72,7 +72,7 @@ def test_bad_entries_are_rebuilt(cache_dir: Path, damage: str, caplog: pytest.Lo
 def test_writes_leave_no_temporary_files(cache_dir: Path) -> None:
     cache.enumerate_cells(Request.build("gfx950", "default"))
     files = list((cache_dir / "cells").iterdir())
-    assert files and all(not f.name.startswith(".tmp-") for f in files)
+    assert files and all(f.suffix == ".json" and not f.name.startswith(".") for f in files)
 
 
 def test_sampling_rule_sets_key_on_the_whole_request(cache_dir: Path) -> None:

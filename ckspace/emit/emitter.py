@@ -24,7 +24,7 @@ from ckspace.constraints.classify import columns, rule_masks
 from ckspace.emit.ck_revision import CkRevision, ck_rules, depthwise_note
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.manifest import MANIFEST_NAME, EmittedKernel, ExcludedKernel, FileRecord, Manifest
-from ckspace.emit.writer import sha256, write_if_changed
+from ckspace.files import sha256, write_if_changed
 from ckspace.errors import CkspaceError
 from ckspace.space.config import GemmConfig
 from ckspace.space.fields import GEMM_FIELD_NAMES

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from ckspace.emit.ck_revision import CkRevision, detect_revision, locate_ck
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
-from ckspace.emit.writer import write_atomic, write_if_changed
+from ckspace.files import write_atomic, write_if_changed
 from ckspace.errors import CkspaceError
 from ckspace.hip_runtime import objcache
 from ckspace.hip_runtime.toolchain import Toolchain, discover

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from ckspace.cache import cache_dir
+from ckspace.files import write_atomic
 
 
 def object_cache_dir() -> Path:
@@ -40,13 +39,4 @@ def lookup(key: str) -> Path | None:
 
 def store(key: str, obj: Path) -> None:
     """Copy ``obj`` into the cache atomically."""
-    target = object_cache_dir() / key[:2] / f"{key}.o"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        shutil.copyfile(obj, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(object_cache_dir() / key[:2] / f"{key}.o", obj.read_bytes())

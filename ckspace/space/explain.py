@@ -20,7 +20,7 @@ from ckspace.constraints.model import PROPOSALS
 from ckspace.constraints.render import why
 from ckspace.constraints.request import Cell, Request
 from ckspace.errors import CkspaceError
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode
+from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode, plain
 from ckspace.space.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
@@ -85,10 +85,7 @@ def _kind(predicate: str | None) -> Kind:
 
 
 def _decoded(field: str, value: int, depthwise: bool) -> Any:
-    if depthwise:
-        return value
-    decoded = decode(field, value)
-    return decoded.value if hasattr(decoded, "value") else decoded
+    return value if depthwise else plain(decode(field, value))
 
 
 def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Mapping[str, int],
@@ -193,7 +190,7 @@ def explain(space: "Space", item: Any) -> Explanation:
         query = {"name": item.name, "arch": item.arch}
     elif isinstance(item, Mapping):
         configs = []
-        query = {k: (v.value if hasattr(v, "value") else v) for k, v in item.items()}
+        query = {k: plain(v) for k, v in item.items()}
     else:
         raise CkspaceError(f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}")
     cells: list[CellExplanation] = []

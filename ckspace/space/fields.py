@@ -8,6 +8,7 @@ vectorised evaluator work on, and what the cache stores; the pydantic models of
 
 from __future__ import annotations
 
+from enum import Enum
 from functools import cache
 from typing import NamedTuple
 
@@ -93,6 +94,11 @@ def encode(name: str, value: object) -> int:
 @cache
 def _enum_code(kind: type, value: object) -> int:
     return kind.parse(value).code  # type: ignore[attr-defined]
+
+
+def plain(value: object) -> object:
+    """An enum as its text value, anything else as is: the JSON-friendly form of a field."""
+    return value.value if isinstance(value, Enum) else value
 
 
 def decode(name: str, code: int) -> object:

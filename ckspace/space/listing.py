@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.cache import enumerate_cells
 from ckspace.constraints.request import Cell, Request
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode
+from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode, plain
 from ckspace.space.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
@@ -40,16 +40,12 @@ class Kernel(NamedTuple):
         """Every field, JSON-friendly, in a fixed order: name, cell, kind, fields, validity."""
         fields = DEPTHWISE_FIELDS if self.depthwise else GEMM_FIELD_NAMES
         values = ({**dict(zip(fields, self.row)), "layout": "ngchw"} if self.depthwise
-                  else {f: _plain(decode(f, v)) for f, v in zip(fields, self.row)})
+                  else {f: plain(decode(f, v)) for f, v in zip(fields, self.row)})
         return {
             "name": self.name, "arch": self.arch, "variant": self.cell.variant.value,
             "ndim": self.cell.ndim, "dtype": self.cell.dtype.value,
             "kind": "depthwise" if self.depthwise else "gemm", **values, "valid": self.valid,
         }
-
-
-def _plain(value: object) -> object:
-    return value.value if hasattr(value, "value") else value
 
 
 def filter_mask(rules: Sequence["Rule"], rows: list[Row], fields: Sequence[str]) -> list[bool]:

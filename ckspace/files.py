@@ -1,4 +1,4 @@
-"""Writing a generated tree: atomically, and only where content changed.
+"""Writing files: atomically, and (for generated trees) only where content changed.
 
 Rewriting an unchanged file would bump its mtime and make every build system recompile it, so a
 re-emit compares bytes first; a write goes to a temporary file in the same folder and is moved into
