@@ -47,9 +47,11 @@ def classify(arch: str, variant: Variant, dtype: Dtype,
     return out
 
 
-def compute(request: Request) -> dict[Cell, CellResult]:
-    """Enumerate ``request`` from scratch (no cache)."""
-    proposals = get_rule_set(request.rule_set).propose(request)
+def compute(request: Request, proposals: dict[Cell, CellProposals] | None = None) -> dict[Cell, CellResult]:
+    """Enumerate ``request`` from scratch (no cache); ``proposals`` are the rule set's, when the
+    caller already has them."""
+    if proposals is None:
+        proposals = get_rule_set(request.rule_set).propose(request)
     out: dict[Cell, CellResult] = {}
     for variant in request.variants:
         for dtype in request.dtypes:

@@ -22,8 +22,8 @@ from ckspace.constraints.request import Cell, Request
 from ckspace.constraints.rules import gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.space.arch import arch_facts, lds_limit_bytes
-from ckspace.space.fields import FIELD_INDEX, GEMM_FIELD_NAMES, Layout, decode
-from ckspace.space.vocab import Pipeline
+from ckspace.space.fields import FIELD_INDEX, GEMM_FIELD_NAMES, Layout, decode, plain
+from ckspace.space.naming import gemm_name
 
 _I = FIELD_INDEX
 
@@ -49,7 +49,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
     """Findings for one rule set on one arch (all variants, ndims and dtypes in one request)."""
     request = Request.build(arch, rule_set)
     proposals = get_rule_set(rule_set).propose(request)
-    results = compute(request)
+    results = compute(request, proposals)
     facts = arch_facts(arch)
     findings: list[Finding] = []
 
@@ -97,7 +97,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
                 if "lds_budget" in names and facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
                     lds_blind += 1
             tile = (cell.variant.value, f"{row[0]}x{row[1]}x{row[2]}")
-            pipe = (cell.variant.value, Pipeline.__members__[decode("pipeline", row[_I["pipeline"]]).name].value)
+            pipe = (cell.variant.value, plain(decode("pipeline", row[_I["pipeline"]])))
             feat = (cell.variant.value, category(cell, False, row)[0])
             for table, key in (("tile", tile), ("pipeline", pipe), ("feature", feat)):
                 dead[table][key][0] += 1
@@ -129,8 +129,6 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
             spec="14.8")
     names: Counter[str] = Counter()
     for cell, result in results.items():
-        from ckspace.space.naming import gemm_name
-
         names.update(gemm_name(cell.variant, cell.dtype, cell.ndim, row) for row in result.gemm)
     collisions = sum(n - 1 for n in names.values() if n > 1)
     if collisions:
