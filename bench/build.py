@@ -13,9 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from ckspace.emit.ck_revision import detect_revision, locate_ck
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.emit.emitter import emit
-from ckspace.emit.sample import sample_kernels
+from compile_sample import sample_kernels
 from ckspace.hip_runtime.build import build
 
 
@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=4)
     parser.add_argument("--ck-root")
     args = parser.parse_args()
-    revision = detect_revision(str(locate_ck(args.ck_root)))
+    revision = find_revision(args.ck_root)
     kernels = sample_kernels(args.arch, revision)[0][: args.count]
     for batch in (1, len(kernels)):
         with tempfile.TemporaryDirectory() as folder:

@@ -12,10 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckspace.constraints.request import Request
-from ckspace.emit.ck_revision import detect_revision, locate_ck
+from ckspace.core.cells import Request
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.emit.emitter import emit
-from ckspace.space.listing import iter_kernels
+from ckspace.space.space import Space
 
 
 def main() -> None:
@@ -23,11 +23,11 @@ def main() -> None:
     parser.add_argument("--arch", nargs="+", default=["gfx942", "gfx950"])
     parser.add_argument("--ck-root")
     args = parser.parse_args()
-    revision = detect_revision(str(locate_ck(args.ck_root)))
+    revision = find_revision(args.ck_root)
     print(f"CK {revision.label}")
     for arch in args.arch:
-        kernels = list(iter_kernels([Request.build(arch, "full")]))
-        kernels += list(iter_kernels([Request.build(arch, "default", ["bwd_data"])]))
+        kernels = Space(arch, rule_set="full").kernels()
+        kernels += Space(arch, "bwd_data", rule_set="default").kernels()
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
             result = emit(kernels, Path(folder), revision, arch=arch, request={"bench": arch})

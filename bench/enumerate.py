@@ -2,7 +2,7 @@
 
 For each arch and rule set, in one run:
 
-* ``nested``: bench/nested_loop.py, a plain loops-and-filters enumerator of the same rules (the way
+* ``nested``: tests/nested_loop.py, a plain loops-and-filters enumerator of the same rules (the way
   upstream's generator works), producing raw and valid names for all cells of one request;
 * ``cold``: ckspace with no cache (rule-set generation, rule classification, names);
 * ``warm``: ckspace answering from its on-disk cache;
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _load_nested_loop():
-    spec = importlib.util.spec_from_file_location("nested_loop", HERE / "nested_loop.py")
+    spec = importlib.util.spec_from_file_location("nested_loop", HERE.parent / "tests" / "nested_loop.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["nested_loop"] = module
     spec.loader.exec_module(module)
@@ -49,7 +49,7 @@ def _forget_memos() -> None:
     """Clear ckspace's in-process memos derived from the tables (pairs, gates, rules, ...), so each
     'cold' run recomputes them; the parsed JSON tables stay loaded, as the baseline's do."""
     for name, module in list(sys.modules.items()):
-        if name.startswith("ckspace") and name != "ckspace.data":
+        if name.startswith("ckspace") and name != "ckspace.core.tables":
             for value in vars(module).values():
                 if callable(getattr(value, "cache_clear", None)):
                     value.cache_clear()
@@ -72,8 +72,8 @@ def main() -> int:
     tmp = tempfile.mkdtemp(prefix="ckspace-bench-")
     os.environ["CKSPACE_CACHE_DIR"] = tmp
     nested = _load_nested_loop()
-    from ckspace.constraints.request import Request
-    from ckspace.space.listing import iter_kernels
+    from ckspace.core.cells import Request
+    from ckspace.space.space import Space
 
     nested.load_tables()  # both sides start with their tables parsed (ckspace re-reads only the
     # memos derived from them: the JSON tables themselves stay loaded, as nested's do)
@@ -90,7 +90,8 @@ def main() -> int:
                 return nested.enumerate_request(arch, rule_set, variants, list(request.ndims), dtypes)
 
             def run_ours(use_cache: bool):
-                return [(k.name, k.valid) for k in iter_kernels([request], raw=True, use_cache=use_cache)]
+                space = Space(arch, rule_set=rule_set, use_cache=use_cache)
+                return [(k.name, k.valid) for k in space.kernels(raw=True)]
 
             expected = run_nested()
             ours = run_ours(False)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ckspace.select.features import feature_matrix
 from ckspace.select.selector import Selector
-from ckspace.space.problem import ConvProblem
+from ckspace.core.problem import ConvProblem
 from ckspace.space.space import Space
 
 PROBLEMS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "problems" / "forward_bench300_problems.csv"

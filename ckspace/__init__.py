@@ -10,20 +10,34 @@ from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
+"""The one statement of the version: packaging metadata reads it from here (pyproject.toml)."""
 
 _EXPORTS = {
     "Space": "ckspace.space.space",
-    "GemmConfig": "ckspace.space.config",
-    "DepthwiseConfig": "ckspace.space.config",
-    "ArchFacts": "ckspace.space.arch",
-    "arch_facts": "ckspace.space.arch",
-    "CkspaceError": "ckspace.errors",
-    "InvalidChoiceError": "ckspace.errors",
-    "KernelNameError": "ckspace.errors",
-    "Variant": "ckspace.space.vocab",
-    "Dtype": "ckspace.space.vocab",
-    "Pipeline": "ckspace.space.vocab",
-    "ConvProblem": "ckspace.space.problem",
+    "Explanation": "ckspace.space.explain",
+    "Optimum": "ckspace.space.optimum",
+    "Kernel": "ckspace.space.listing",
+    "GemmConfig": "ckspace.core.config",
+    "DepthwiseConfig": "ckspace.core.config",
+    "ConvProblem": "ckspace.core.problem",
+    "ArchFacts": "ckspace.core.arch",
+    "arch_facts": "ckspace.core.arch",
+    "CkRevision": "ckspace.core.ck",
+    "CkspaceError": "ckspace.core.errors",
+    "InvalidChoiceError": "ckspace.core.errors",
+    "KernelNameError": "ckspace.core.errors",
+    "Variant": "ckspace.core.vocab",
+    "Dtype": "ckspace.core.vocab",
+    "Pipeline": "ckspace.core.vocab",
+    "Scheduler": "ckspace.core.vocab",
+    "Epilogue": "ckspace.core.vocab",
+    "Specialization": "ckspace.core.vocab",
+    "StreamKStrategy": "ckspace.core.vocab",
+    "Layout": "ckspace.core.vocab",
+    "Predicate": "ckspace.core.vocab",
+    "RuleKind": "ckspace.core.vocab",
+    "Selector": "ckspace.select.selector",
+    "Selection": "ckspace.select.selector",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ckspace import __version__
 from ckspace.commands import COMMANDS
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
 
 
 class _Parser(argparse.ArgumentParser):

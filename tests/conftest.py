@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -31,9 +30,7 @@ def oracle_lines(name: str) -> list[dict]:
 
 
 def load_nested_loop():
-    """The plain nested-loop enumerator of bench/ (an independent implementation of the rules)."""
-    spec = importlib.util.spec_from_file_location("nested_loop", ROOT / "bench" / "nested_loop.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["nested_loop"] = module
-    spec.loader.exec_module(module)
-    return module
+    """The plain nested-loop enumerator of tests/ (an independent implementation of the rules)."""
+    import nested_loop
+
+    return nested_loop

@@ -10,10 +10,11 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from ckspace.constraints.request import Request
-from ckspace.space.config import DepthwiseConfig, GemmConfig
-from ckspace.space.listing import Kernel, iter_kernels
-from ckspace.space.vocab import (
+from ckspace.core.cells import Request
+from ckspace.core.config import DepthwiseConfig, GemmConfig
+from ckspace.space.listing import Kernel
+from ckspace.space.space import Space
+from ckspace.core.vocab import (
     Dtype,
     Epilogue,
     Pipeline,
@@ -83,7 +84,7 @@ def depthwise_configs(draw, arch: str | None = None) -> DepthwiseConfig:
 @cache
 def kernels(arch: str, rule_set: str, raw: bool = False) -> tuple[Kernel, ...]:
     """What ckspace lists for one whole-arch request (all variants, ndims, dtypes)."""
-    return tuple(iter_kernels([Request.build(arch, rule_set)], raw=raw))
+    return tuple(Space(arch, rule_set=rule_set).kernels(raw=raw))
 
 
 def to_config(kernel: Kernel) -> GemmConfig | DepthwiseConfig:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import depthwise_configs, gemm_configs
 
-from ckspace.cache import enumerate_cells
+from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.model import CellModel
-from ckspace.constraints.request import Cell, Request
-from ckspace.constraints.rules import depthwise_rules, gemm_rules
-from ckspace.space.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
-from ckspace.space.vocab import Dtype, Variant
+from ckspace.core.cells import Cell, Request
+from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.vocab import Dtype, Variant
 
 _MODELS: dict = {}
 
@@ -24,7 +24,7 @@ _MODELS: dict = {}
 def _rules_model(arch: str, variant: Variant, dtype: Dtype) -> CellModel:
     key = (arch, variant, dtype)
     if key not in _MODELS:
-        _MODELS[key] = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, gemm_rules(arch, variant, dtype), None, "none")
+        _MODELS[key] = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, gemm_rules(arch, variant, dtype), None)
     return _MODELS[key]
 
 
@@ -43,7 +43,7 @@ def test_each_gemm_rule_agrees_across_backends(config) -> None:
 @given(depthwise_configs())
 def test_each_depthwise_rule_agrees_across_backends(config) -> None:
     if "dw" not in _MODELS:
-        _MODELS["dw"] = CellModel(DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, depthwise_rules(), None, "none")
+        _MODELS["dw"] = CellModel(DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, depthwise_rules(), None)
     model = _MODELS["dw"]
     row = config.row()
     masks = rule_masks(model.rules.values(), columns([row], DEPTHWISE_FIELDS), 1)
@@ -66,7 +66,7 @@ def test_solver_enumeration_equals_listing(arch, rule_set, variant, ndim, dtype)
     cell = Cell(Variant(variant), ndim, Dtype(dtype))
     result = enumerate_cells(request, use_cache=False)[cell]
     model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, gemm_rules(arch, cell.variant, cell.dtype),
-                      result.gemm, rule_set)
+                      result.gemm)
     listed = {row for row, ok in zip(result.gemm, result.gemm_valid) if ok}
     assert set(model.solutions()) == listed
     assert len(listed) > 0

@@ -17,16 +17,17 @@ from pathlib import Path
 import pytest
 
 from ckspace.cli import main
-from ckspace.constraints.request import Request
-from ckspace.emit.ck_revision import detect_revision, locate_ck
+from ckspace.core.cells import Request
+from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.emit.emitter import emit
-from ckspace.emit.sample import sample_kernels, sample_request, tags
-from ckspace.errors import CkspaceError
+from compile_sample import sample_kernels, sample_request, tags
+from ckspace.core.errors import CkspaceError
 from ckspace.hip_runtime.build import build
-from ckspace.hip_runtime.loader import ConvProblem, KernelLibrary
+from ckspace.core.problem import ConvProblem
+from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs
 from ckspace.hip_runtime.toolchain import discover
-from ckspace.space.config import GemmConfig
-from ckspace.space.listing import iter_kernels
+from ckspace.core.config import GemmConfig
+from ckspace.space.space import Space
 from test_emit import _fake_ck
 
 FAKE_COMPILER = f"""#!{sys.executable}
@@ -64,8 +65,8 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
-    revision = detect_revision(str(locate_ck()))
-    kernels = [k for k in iter_kernels([Request.build("gfx942", "default", ["forward"], [2], ["bf16"])])
+    revision = find_revision()
+    kernels = [k for k in Space("gfx942", "forward", 2, "bf16", "default").kernels()
                if GemmConfig.from_row(k.arch, *k.cell, k.row).pipeline.value == "compv3"][:5]
     tree = tmp_path / "tree"
     result = emit(kernels, tree, revision, arch="gfx942", request={})
@@ -123,7 +124,7 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     bwd_data/bwd_weight build the default specialization only: the manifest's ``not_covered`` says so."""
     _toolchain_or_skip()
     monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
-    revision = detect_revision(str(locate_ck()))
+    revision = find_revision()
     kernels, probes = sample_kernels("gfx942", revision)
     request = sample_request("gfx942", revision, kernels, probes)
     result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request)
@@ -154,6 +155,5 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     library = KernelLibrary(report.library)
     assert library.kernels == tuple(sorted(k.name for k in result.manifest.kernels))
     assert not library.loaded  # listing never loads the HIP library
-    problem = ConvProblem.make(G=1, N=1, K=64, C=64, filter=[3, 3], input=[14, 14], left_pad=[1, 1],
-                               right_pad=[1, 1])
+    problem = ProblemArgs.from_problem(ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1"))
     assert problem.ndim == 2 and problem.filter[2] == 0

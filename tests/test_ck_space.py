@@ -7,13 +7,14 @@ import os
 import pytest
 
 from ckspace import CkspaceError, Space
+from ckspace.hip_runtime.ck_headers import find_revision
 
 
 @pytest.fixture(scope="module")
 def ck_space() -> Space:
     space = Space("gfx942", rule_set="full")
     try:
-        return space.for_ck()
+        return space.for_ck(find_revision())
     except CkspaceError as exc:
         if os.environ.get("CKSPACE_REQUIRE_TOOLCHAIN"):
             raise
@@ -21,7 +22,7 @@ def ck_space() -> Space:
 
 
 def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
-    from ckspace.emit.ck_revision import ck_rules
+    from ckspace.constraints.ck_rules import ck_rules
 
     full = Space("gfx942", rule_set="full")
     kept = {(c.name, c.dtype) for c in ck_space}
@@ -37,7 +38,7 @@ def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
 
 def _holds(rule, config) -> bool:
     from ckspace.constraints.classify import columns, rule_masks
-    from ckspace.space.fields import GEMM_FIELD_NAMES
+    from ckspace.core.fields import GEMM_FIELD_NAMES
 
     return bool(rule_masks([rule], columns([config.row()], GEMM_FIELD_NAMES), 1)[rule.name][0])
 

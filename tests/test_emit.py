@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 
 from ckspace.cli import main
-from ckspace.constraints.request import Cell, Request
-from ckspace.emit.ck_revision import CkRevision, ck_rules, detect_revision, locate_ck
+from ckspace.core.cells import Cell, Request
+from ckspace.constraints.ck_rules import ck_rules
+from ckspace.core.ck import CkRevision
+from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.emit.emitter import emit, select
-from ckspace.errors import CkspaceError
-from ckspace.space.config import GemmConfig
-from ckspace.space.listing import Kernel, iter_kernels
-from ckspace.space.vocab import Dtype, Variant
+from ckspace.core.errors import CkspaceError
+from ckspace.core.config import GemmConfig
+from ckspace.space.listing import Kernel
+from ckspace.space.space import Space
+from ckspace.core.vocab import Dtype, Variant
 
 GOLDEN = Path(__file__).parent / "golden"
 HALF = ((4, 64, 16), (16, 16, 16), (16, 16, 32), (32, 32, 8), (32, 32, 16), (64, 4, 16))
@@ -86,12 +89,11 @@ def test_banner_and_traits(tmp_path: Path) -> None:
 
 
 def _full(arch: str = "gfx942") -> list[Kernel]:
-    return list(iter_kernels([Request.build(arch, "full")])) + list(
-        iter_kernels([Request.build(arch, "default", ["bwd_data"])]))
+    return Space(arch, rule_set="full").kernels() + Space(arch, "bwd_data", rule_set="default").kernels()
 
 
 def test_emit_twice_gives_identical_trees(tmp_path: Path) -> None:
-    kernels = list(iter_kernels([Request.build("gfx942", "full", ["forward", "bwd_weight"], [2])]))
+    kernels = Space("gfx942", ["forward", "bwd_weight"], 2, rule_set="full").kernels()
     first = emit(kernels, tmp_path / "a", AITER, arch="gfx942", request={"x": 1})
     emit(kernels, tmp_path / "b", AITER, arch="gfx942", request={"x": 1})
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
@@ -103,7 +105,7 @@ def test_emit_twice_gives_identical_trees(tmp_path: Path) -> None:
 
 
 def test_re_emit_rewrites_only_changes_and_removes_stale(tmp_path: Path) -> None:
-    big = list(iter_kernels([Request.build("gfx942", "default", ["forward"], [2])]))
+    big = Space("gfx942", "forward", 2, rule_set="default").kernels()
     emit(big, tmp_path, AITER, arch="gfx942", request={})
     small = big[:3]
     result = emit(small, tmp_path, AITER, arch="gfx942", request={})
@@ -188,7 +190,7 @@ def test_ck_rules_match_targeted_compiles(name: str) -> None:
 
 
 def test_manifest_lists_everything(tmp_path: Path) -> None:
-    kernels = list(iter_kernels([Request.build("gfx942", "full", ["forward"], [2], ["bf16"])]))
+    kernels = Space("gfx942", "forward", 2, "bf16", "full").kernels()
     result = emit(kernels, tmp_path, AITER, arch="gfx942", request={"rule_set": "full"})
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["ck_revision"]["label"] == AITER.label and manifest["ckspace_version"]
@@ -225,8 +227,8 @@ def _fake_ck(root: Path, *, explicit_gemm: bool) -> Path:
 
 
 def test_revision_detection_from_headers(tmp_path: Path) -> None:
-    old = detect_revision(str(locate_ck(_fake_ck(tmp_path / "old", explicit_gemm=False))))
-    new = detect_revision(str(locate_ck(_fake_ck(tmp_path / "new", explicit_gemm=True))))
+    old = find_revision(_fake_ck(tmp_path / "old", explicit_gemm=False))
+    new = find_revision(_fake_ck(tmp_path / "new", explicit_gemm=True))
     assert old.pipelines == ("compv3",) and not old.explicit_gemm and new.explicit_gemm
     assert old.split_image_variants == ("forward",) and not old.streamk_conv and not old.verified
     assert old.fingerprint != new.fingerprint and old.label.startswith("unknown CK")

@@ -16,9 +16,10 @@ from test_properties import RULE_IDS, reference_violations
 
 from ckspace import Space
 from ckspace.constraints.model import PROPOSALS
-from ckspace.constraints.request import Cell
-from ckspace.space.config import DepthwiseConfig, GemmConfig
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+from ckspace.constraints.rulesets import get_rule_set
+from ckspace.core.cells import Cell
+from ckspace.core.config import DepthwiseConfig, GemmConfig
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -32,11 +33,8 @@ def _values_and_model(sp: Space, config):
     cell = Cell(config.variant, config.ndim, config.dtype)
     request = next(r for r in sp.requests if cell in r.cells)
     depthwise = isinstance(config, DepthwiseConfig)
-    if depthwise:
-        values = dict(zip(DEPTHWISE_FIELDS, config.row()))
-    else:
-        values = dict(zip(GEMM_FIELD_NAMES, config.model_copy(update={"tagged": sp._tagged(request)}).row()))
-    return values, sp._model(request, cell, depthwise)
+    ((_, _, values),) = [p for p in sp.placements(config) if p[0] == request]
+    return values, sp.cell_model(request, cell, depthwise)
 
 
 @SETTINGS
@@ -54,7 +52,7 @@ def test_blame_is_right_sufficient_and_minimal(data) -> None:
     assert not cell.valid and cell.blame
     blamed = {b.constraint for b in cell.blame}
     if isinstance(mutated, GemmConfig):
-        tagged = mutated.model_copy(update={"tagged": sp._tagged(sp.requests[0])})
+        tagged = mutated.model_copy(update={"tagged": get_rule_set(rule_set).tags_dtype})
         validity = {RULE_IDS[b] for b in blamed if b != PROPOSALS}
         assert validity <= reference_violations(tagged)
     everything = set(model.literals)

@@ -11,7 +11,7 @@ from functools import cache
 
 import pytest
 
-from ckspace.space.lint import Finding, lint
+from ckspace.constraints.lint import Finding, lint
 
 
 @cache

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from conftest import load_nested_loop
 
-from ckspace.cache import enumerate_cells
-from ckspace.constraints.request import Request
-from ckspace.space.listing import iter_kernels
-from ckspace.space.vocab import arch_names
+from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.core.cells import Request
+from ckspace.space.space import Space
+from ckspace.core.vocab import arch_names
 
 # RULES.md section 15: raw/valid totals over ndim {1,2,3} x {fp16, bf16, fp32}, one call per cell.
 HEADLINE = {
@@ -25,7 +25,7 @@ def test_headline_totals(rule_set: str, arch: str) -> None:
     request = Request.build(arch, rule_set)
     raw = valid = 0
     for cell in request.cells:
-        result = enumerate_cells(request.single(cell), use_cache=False)[cell]
+        result = enumerate_cells(Request.build(arch, rule_set, [cell.variant], [cell.ndim], [cell.dtype]), use_cache=False)[cell]
         raw += result.count_raw
         valid += result.count_valid
     assert (raw, valid) == HEADLINE[rule_set][arch]
@@ -46,7 +46,7 @@ def test_agrees_with_nested_loop(nested_loop, arch: str, rule_set: str) -> None:
     ours: dict[tuple, tuple[set, set]] = {
         (c.variant.value, c.ndim, c.dtype.value): (set(), set()) for c in request.cells
     }
-    for kernel in iter_kernels([request], raw=True, use_cache=False):
+    for kernel in Space(request.arch, rule_set=request.rule_set, use_cache=False).kernels(raw=True):
         raw, valid = ours[(kernel.cell.variant.value, kernel.cell.ndim, kernel.cell.dtype.value)]
         raw.add(kernel.name)
         if kernel.valid:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import oracle_lines
 
-from ckspace.cache import enumerate_cells
-from ckspace.constraints.request import Cell, Request
+from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.core.cells import Cell, Request
 from ckspace.space.listing import Kernel
-from ckspace.space.vocab import Dtype, Variant
+from ckspace.core.vocab import Dtype, Variant
 
 FILES = ["default", "full", "full-tests", "tiny", "full-tests__combined", "tiny__combined"]
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ckspace import CkspaceError, Space
-from ckspace.space.problem import ConvProblem
+from ckspace.core.problem import ConvProblem
 
 
 @st.composite

@@ -1,5 +1,5 @@
 """Property-based tests: the space against an independent statement of the rules (tests/
-reference_rules.py) and an independent enumerator of the rule sets (bench/nested_loop.py)."""
+reference_rules.py) and an independent enumerator of the rule sets (tests/nested_loop.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from strategies import (
 )
 
 from ckspace import Space
-from ckspace.constraints.request import Request
+from ckspace.core.cells import Request
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.space.config import DepthwiseConfig, GemmConfig
+from ckspace.core.config import DepthwiseConfig, GemmConfig
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -15,12 +15,12 @@ from conftest import SHARED
 from test_problem import problems
 
 from ckspace.cli import main
-from ckspace.errors import CkspaceError, KernelNameError
-from ckspace.select.kernels import config_from_benchmark_name
+from ckspace.core.errors import CkspaceError, KernelNameError
+from ckspace.select.benchmark_names import config_from_benchmark_name
 from ckspace.select.selector import Selector
 from ckspace.select.store import FEATURES_FILE, RANKER_FILE, load_model, shipped_model_dir
-from ckspace.space.config import GemmConfig
-from ckspace.space.problem import ConvProblem
+from ckspace.core.config import GemmConfig
+from ckspace.core.problem import ConvProblem
 from ckspace.space.space import Space
 
 DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
@@ -136,7 +136,7 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     from ckspace.select.features import ConfigTable, feature_matrix
     from ckspace.select.hardware import hardware_facts
     from ckspace.select.store import ModelCard, save_model
-    from ckspace.select.training import design, fit
+    from ckspace.select.boosters import design, fit
 
     data = load_measurements([needs_data()], "gfx950", "forward", "bf16")
     small = data.subset(np.arange(0, 231, 6))

@@ -15,7 +15,7 @@ from ckspace import CkspaceError, Space
 from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.model import CellModel
 from ckspace.constraints.where import WhereError, parse_where
-from ckspace.space.fields import GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELD_NAMES
 
 CASES = [
     ("tile_m * tile_n >= 8192", lambda c: c.tile_m * c.tile_n >= 8192),
@@ -51,7 +51,7 @@ def test_depthwise_configs_are_filtered_by_their_own_fields() -> None:
 @given(gemm_configs())
 def test_filter_rule_agrees_across_backends(config) -> None:
     rules = [parse_where(text) for text, _ in CASES]
-    model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, rules, None, "none")
+    model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, rules, None)
     row = config.row()
     masks = rule_masks(rules, columns([row], GEMM_FIELD_NAMES), 1)
     for rule in rules:

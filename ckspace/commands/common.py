@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ckspace.constraints.request import Request
-from ckspace.constraints.rulesets import rule_set_names
-from ckspace.space.vocab import Variant
+from ckspace.core.cells import Request
+from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+from ckspace.core.vocab import Variant
 
 
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
@@ -39,7 +39,7 @@ def variants(values: list[str] | None) -> list[str] | None:
 
 def request_from_args(args: argparse.Namespace) -> Request:
     """The upstream-style request the space arguments describe (validated)."""
-    return Request.build(args.arch, args.rule_set, variants(args.variant), args.ndim, args.dtype)
+    return Request.build(args.arch, get_rule_set(args.rule_set).name, variants(args.variant), args.ndim, args.dtype)
 
 
 def add_ck_argument(parser: argparse.ArgumentParser) -> None:
@@ -48,19 +48,17 @@ def add_ck_argument(parser: argparse.ArgumentParser) -> None:
                         help="only kernels these CK headers can compile (no PATH: CK_ROOT, ROCm, the amd-aiter wheel)")
 
 
-def narrowed(args: argparse.Namespace) -> bool:
-    """Whether --where, --problem or a CK restrict the space (then the full Space API is needed)."""
-    return bool(args.where or args.problem or getattr(args, "ck_space", None) is not None)
-
-
 def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=None):
-    """The :class:`~ckspace.Space` the arguments describe, with its filters and problem.
-    ``variant``/``ndim``/``dtype`` override the arguments (explain takes them from a name)."""
-    from ckspace.space.space import Space  # deferred: pydantic and, for queries, the solver
+    """The :class:`~ckspace.Space` the arguments describe, with its filters, CK restriction and
+    problem. ``variant``/``ndim``/``dtype`` override the arguments (explain takes them from a name).
+    Without filters it lists from the cell cache without loading pydantic, numpy or the solver."""
+    from ckspace.space.space import Space
 
     space = Space(args.arch, variant if variant is not None else variants(args.variant),
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
                   args.rule_set, where=args.where, use_cache=not args.no_cache)
     if getattr(args, "ck_space", None) is not None:
-        space = space.for_ck(args.ck_space or None)
+        from ckspace.hip_runtime.ck_headers import find_revision
+
+        space = space.for_ck(find_revision(args.ck_space or None))
     return space.for_problem(args.problem) if args.problem else space

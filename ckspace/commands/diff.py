@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
-from ckspace.constraints.request import Request
-from ckspace.errors import CkspaceError, InvalidChoiceError
-from ckspace.space.fields import FIELD_INDEX
-from ckspace.space.listing import Kernel, iter_kernels
+from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
+from ckspace.core.cells import Request
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.fields import FIELD_INDEX
+from ckspace.space.listing import Kernel
 
 NAME = "diff"
 HELP = "compare the kernels of two rule sets, two archs or two cells"
@@ -27,12 +27,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against-ndim", nargs="+", action="extend", help="the other side's ndims")
     parser.add_argument("--against-dtype", nargs="+", action="extend", help="the other side's dtypes")
     parser.add_argument("--format", default="text", help="text or json (default: text)")
-
-
-def _kernels(args: argparse.Namespace) -> list[Kernel]:
-    if narrowed(args):
-        return space_from_args(args).kernels()
-    return list(iter_kernels([request_from_args(args)], use_cache=not args.no_cache))
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -60,8 +54,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         row = k.row if k.depthwise else k.row[:_TAGGED] + k.row[_TAGGED + 1:]
         return (k.depthwise, cell, row)
 
-    left = {key(k): k.name for k in _kernels(args)}
-    right = {key(k): k.name for k in _kernels(other)}
+    left = {key(k): k.name for k in space_from_args(args).kernels()}
+    right = {key(k): k.name for k in space_from_args(other).kernels()}
     only_left = sorted(left[k] for k in left.keys() - right.keys())
     only_right = sorted(right[k] for k in right.keys() - left.keys())
     report = {"left": _describe(left_request), "right": _describe(right_request), "left_count": len(left),

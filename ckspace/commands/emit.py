@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, narrowed, request_from_args, space_from_args
+from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
 
 NAME = "emit"
 HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manifest.json)"
@@ -19,16 +19,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.emit.ck_revision import detect_revision, locate_ck
+    from ckspace.hip_runtime.ck_headers import find_revision
     from ckspace.emit.emitter import emit
-    from ckspace.space.listing import iter_kernels
 
     request = request_from_args(args)
-    revision = detect_revision(str(locate_ck(args.ck_root)))
-    if narrowed(args):
-        kernels = space_from_args(args).kernels()
-    else:
-        kernels = iter_kernels([request], use_cache=not args.no_cache)
+    revision = find_revision(args.ck_root)
+    kernels = space_from_args(args).kernels()
     described = {"arch": request.arch, "rule_set": request.rule_set,
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),

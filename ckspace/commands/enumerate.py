@@ -7,9 +7,8 @@ import csv
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_ck_argument, add_space_arguments, narrowed, request_from_args, space_from_args
-from ckspace.errors import InvalidChoiceError
-from ckspace.space.listing import iter_kernels
+from ckspace.commands.common import add_ck_argument, add_space_arguments, space_from_args
+from ckspace.core.errors import InvalidChoiceError
 
 NAME = "enumerate"
 HELP = "count or list the kernels a rule set emits"
@@ -30,10 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    if narrowed(args):
-        kernels = space_from_args(args).kernels(raw=args.raw)
-    else:  # the fast path: cached rows to names without pydantic or numpy
-        kernels = iter_kernels([request_from_args(args)], raw=args.raw, use_cache=not args.no_cache)
+    kernels = space_from_args(args).kernels(raw=args.raw)
     if args.count:
         out.write(f"{sum(1 for _ in kernels)}\n")
         return 0

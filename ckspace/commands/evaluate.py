@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.train import add_data_arguments
-from ckspace.errors import InvalidChoiceError
+from ckspace.core.errors import InvalidChoiceError
 
 NAME = "evaluate"
 HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on benchmark CSVs"

@@ -6,7 +6,7 @@ import argparse
 from typing import TextIO
 
 from ckspace.commands.common import add_ck_argument, add_space_arguments
-from ckspace.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "explain"
 HELP = "say why a kernel name or a partial config is or is not valid, naming a minimal set of rules"
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.name and args.set:
         raise CkspaceError("give a kernel name or --set fields, not both")
     if args.name:
-        from ckspace.space.naming import is_depthwise_name, parse_depthwise_name, parse_gemm_name
+        from ckspace.core.naming import is_depthwise_name, parse_depthwise_name, parse_gemm_name
 
         fields = parse_depthwise_name(args.name) if is_depthwise_name(args.name) else parse_gemm_name(args.name)
         space = space_from_args(args, [fields.get("variant", "forward")], [fields.get("ndim", 2)], [fields["dtype"]])

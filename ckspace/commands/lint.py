@@ -7,8 +7,8 @@ import json
 from typing import TextIO
 
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
-from ckspace.errors import InvalidChoiceError
-from ckspace.space.vocab import arch_names, parse_arch
+from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.vocab import arch_names, parse_arch
 
 NAME = "lint"
 HELP = "report empty cells, removed proposals, dead table entries and duplicates of rule sets"
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidChoiceError("format", args.format, FORMATS)
     rule_sets = [get_rule_set(r).name for r in args.rule_set or rule_set_names()]
     archs = [parse_arch(a) for a in args.arch or arch_names()]
-    from ckspace.space.lint import lint  # deferred: numpy
+    from ckspace.constraints.lint import lint  # deferred: numpy
 
     findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch)]
     if args.format == "json":

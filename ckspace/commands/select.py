@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "select"
 HELP = "pick the kernel of a registry predicted fastest for a convolution problem"
@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def read_candidates(path: Path, arch: str) -> list:
     """Kernel names from a names file, or configs from a build manifest's ``kernels``."""
-    from ckspace.space.config import GemmConfig
+    from ckspace.core.config import GemmConfig
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
     from ckspace.select.selector import Selector
-    from ckspace.space.problem import ConvProblem
+    from ckspace.core.problem import ConvProblem
 
     problem = ConvProblem.parse(args.problem)
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)

@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.dataset import infer_cell
     from ckspace.select.metrics import HEADER
-    from ckspace.select.train import train_model
+    from ckspace.select.training import train_model
 
     arch, variant, dtype = infer_cell(args.data, args.arch, args.variant, args.dtype)
     command = shlex.join(["ckspace", "train", "--data", *args.data, "--arch", arch, "--variant", variant.value,

@@ -13,7 +13,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ckspace.constraints.expr import evaluate
-from ckspace.constraints.rules import Rule
+from ckspace.constraints.rule import Rule
+from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.core.cells import CellProposals, CellResult
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+from ckspace.core.vocab import EMITTED_PREDICATES, Dtype, Predicate, Variant
 
 
 def columns(rows: Sequence[Sequence[int]], field_names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -32,12 +36,36 @@ def rule_masks(rules: Iterable[Rule], cols: dict[str, np.ndarray], size: int) ->
 
 
 def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
-                    field_names: Sequence[str]) -> dict[str, np.ndarray]:
+                    field_names: Sequence[str]) -> dict[Predicate, np.ndarray]:
     """For each predicate, a bool array: True where a row satisfies every rule of it."""
-    out: dict[str, np.ndarray] = {}
+    out: dict[Predicate, np.ndarray] = {}
     cols = columns(rows, field_names)
     for rule in rules:
         mask = out.setdefault(rule.predicate, np.ones(len(rows), dtype=bool))
         if not rule.vacuous:
             mask &= np.asarray(evaluate(rule.expr, cols), dtype=bool)
+    return out
+
+
+def classify_group(arch: str, variant: Variant, dtype: Dtype,
+                   proposals: list[CellProposals]) -> list[CellResult]:
+    """Classify the proposals of several cells that share (variant, dtype), hence their rules,
+    in one pass: the rule set's output (candidates passing the predicates it applies itself) and,
+    for each config of it, whether the generator emits it."""
+    rows = [row for p in proposals for row in p.candidates]
+    masks = predicate_masks(gemm_rules(arch, variant, dtype), rows, GEMM_FIELD_NAMES)
+    valid_all = np.logical_and.reduce([masks[p] for p in EMITTED_PREDICATES])
+    dw_rows = [row for p in proposals for row in p.depthwise]
+    dw_valid = predicate_masks(depthwise_rules(), dw_rows, DEPTHWISE_FIELDS)[Predicate.DEPTHWISE].tolist()
+    out, start, dw_start = [], 0, 0
+    for p in proposals:
+        stop, dw_stop = start + len(p.candidates), dw_start + len(p.depthwise)
+        raw = np.logical_and.reduce([masks[a][start:stop] for a in p.applies] + [np.ones(stop - start, bool)])
+        out.append(CellResult(
+            gemm=[row for row, keep in zip(p.candidates, raw.tolist()) if keep],
+            gemm_valid=valid_all[start:stop][raw].tolist(),
+            depthwise=list(p.depthwise),
+            depthwise_valid=dw_valid[dw_start:dw_stop],
+        ))
+        start, dw_start = stop, dw_stop
     return out

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ckspace.constraints.expr import And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or
+from ckspace.constraints.expr import NEGATED, And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or
 
-_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ class Compiler:
         elif isinstance(node, Cmp):
             left, right = self.linear(node.left), self.linear(node.right)
             _post(self.model, left, node.op, right).OnlyEnforceIf(lit)
-            _post(self.model, left, _NEGATE[node.op], right).OnlyEnforceIf(lit.Not())
+            _post(self.model, left, NEGATED[node.op], right).OnlyEnforceIf(lit.Not())
         elif isinstance(node, Not):
             self.model.Add(lit + self.reify(node.part) == 1)
         elif isinstance(node, (And, Or)):

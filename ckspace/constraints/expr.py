@@ -139,6 +139,9 @@ class Not(Expr):
 
 TRUE = Const(1)
 
+NEGATED: dict[str, str] = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+"""The comparison that holds exactly when the key does not."""
+
 
 def lift(value: ExprLike) -> Expr:
     if isinstance(value, Expr):

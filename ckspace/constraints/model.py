@@ -8,16 +8,18 @@ rule literals as assumptions let the solver name the rules that exclude a config
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
 from ckspace.constraints.cpsat import Compiler
-from ckspace.constraints.expr import Expr
-from ckspace.constraints.rules import Rule
-
-log = logging.getLogger(__name__)
+from ckspace.constraints.expr import Const, Expr
+from ckspace.constraints.rule import Rule
+from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.core.cells import Cell, CellProposals
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.vocab import EMITTED_PREDICATES
 
 PROPOSALS = "proposals"
 
@@ -26,12 +28,10 @@ class CellModel:
     """The constraint model of one cell over one config schema (GEMM or depthwise fields)."""
 
     def __init__(self, field_names: Sequence[str], bounds: Mapping[str, tuple[int, int]],
-                 rules: Sequence[Rule], proposals: Sequence[Sequence[int]] | None,
-                 rule_set: str) -> None:
+                 rules: Sequence[Rule], proposals: Sequence[Sequence[int]] | None) -> None:
         self.field_names = tuple(field_names)
         self.bounds = dict(bounds)
         self.rules = {rule.name: rule for rule in rules}
-        self.rule_set = rule_set
         self.model = cp_model.CpModel()
         self.vars = {name: self.model.NewIntVar(*self.bounds[name], name) for name in self.field_names}
         compiler = Compiler(self.model, self.vars, self.bounds)
@@ -142,3 +142,24 @@ class CellModel:
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return name, None, None
         return name, int(round(solver.ObjectiveValue())), {n: solver.Value(v) for n, v in fields.items()}
+
+
+def cell_model(arch: str, cell: Cell, proposal: CellProposals, depthwise: bool,
+               extra: Sequence[Rule] = ()) -> CellModel:
+    """The model of one cell's GEMM (or depthwise) configs: the rules the rule set and the
+    generator apply (as the enumerator classifies with them), the ``extra`` rules (filters, a
+    problem's checks, a CK revision's rules) and the rule set's table (its candidates, before the
+    predicates it runs itself). An extra rule on fields this kind of config lacks excludes the
+    kind, by name."""
+    kind = "depthwise" if depthwise else "GEMM"
+    if depthwise:
+        fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise
+        rules = list(depthwise_rules())
+    else:
+        fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
+        wanted = set(EMITTED_PREDICATES) | set(proposal.applies)
+        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in wanted]
+    for rule in extra:
+        rules.append(rule if set(rule.fields) <= set(fields) else
+                     dataclasses.replace(rule, expr=Const(0), text=f"{rule.text} (fields {kind} configs lack)"))
+    return CellModel(fields, bounds, rules, rows)

@@ -6,15 +6,9 @@ problem's numbers are folded in as constants, so a rule is an expression over co
 and joins a cell's CP-SAT model and the vectorised listing like every other rule (predicate
 ``problem``). CK counts channels per group: Cg = C / G, Kg = K / G.
 
-Vector widths read these tensor dimensions (A/B/C are the implicit GEMM's operands):
-
-=========== ================ ================ ================
-variant      vec_a            vec_b            vec_c
-=========== ================ ================ ================
-forward      In along Cg      Wei along Cg     Out along Kg
-bwd_data     Out along Kg     Wei along Cg     In along Cg
-bwd_weight   Out along Kg     In along Cg      Wei along Cg
-=========== ================ ================ ================
+Vector widths read the contiguous channels of their implicit-GEMM operand
+(:data:`ckspace.core.operands.OPERANDS`): forward reads In and Wei along Cg and writes Out along
+Kg; the backward variants read the output gradient along Kg.
 """
 
 from __future__ import annotations
@@ -22,9 +16,10 @@ from __future__ import annotations
 import math
 
 from ckspace.constraints.expr import TRUE, Const, Field, Not, all_of, implies
-from ckspace.constraints.rules import Rule
-from ckspace.space.problem import ConvProblem
-from ckspace.space.vocab import Dtype, Specialization, Variant
+from ckspace.constraints.rule import Rule
+from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Predicate, Specialization, Variant
 
 _KERNEL = "ck_tile/ops/grouped_convolution/kernel/grouped_convolution_{}_kernel.hpp"
 _FILE = {Variant.FORWARD: _KERNEL.format("forward"), Variant.BWD_DATA: _KERNEL.format("backward_data"),
@@ -56,7 +51,7 @@ def gemm_problem_rules(problem: ConvProblem, variant: Variant, ndim: int, dtype:
     rules: list[Rule] = []
 
     def add(name: str, check: str, expr, text: str) -> None:
-        rules.append(Rule(name, "problem", expr, text, _source(variant, check) if check else "ckspace"))
+        rules.append(Rule(name, Predicate.PROBLEM, expr, text, _source(variant, check) if check else "ckspace"))
 
     add("problem_ndim", "", _bool(problem.ndim == ndim), f"the problem is {problem.ndim}D, kernels of this cell "
         f"are {ndim}D")
@@ -76,18 +71,12 @@ def gemm_problem_rules(problem: ConvProblem, variant: Variant, ndim: int, dtype:
     add("spec_filter3x3", "3x3",
         implies(spec.eq(Specialization.FILTER3X3.code), _bool(problem.Cg == 1 and all(f == 3 for f in filters))),
         f"filter3x3 needs one input channel per group and 3-wide filters (Cg={problem.Cg}, filter {filters})")
-    cg, kg = Const(problem.Cg), Const(problem.Kg)
-    if variant is Variant.FORWARD:
-        vec = {"vec_a": (cg, "Cg", "input"), "vec_b": (cg, "Cg", "weight"), "vec_c": (kg, "Kg", "output")}
-    elif variant is Variant.BWD_DATA:
-        vec = {"vec_a": (kg, "Kg", "output gradient"), "vec_b": (cg, "Cg", "weight"),
-               "vec_c": (cg, "Cg", "input gradient")}
-    else:
-        vec = {"vec_a": (kg, "Kg", "output gradient"), "vec_b": (cg, "Cg", "input"),
-               "vec_c": (cg, "Cg", "weight gradient")}
-    for field, (size, label, tensor) in vec.items():
-        add(f"{field}_divides_{label.lower()}", field, (size % F(field)).eq(0),
-            f"{field} divides the {tensor}'s contiguous channels per group ({label}={size.value})")
+    gemm = OPERANDS[variant]
+    for field in VECTOR_FIELDS:
+        operand = gemm.operand(field)
+        size = getattr(problem, operand.channels)
+        add(f"{field}_divides_{operand.channels.lower()}", field, (Const(size) % F(field)).eq(0),
+            f"{field} divides the {operand.description}'s contiguous channels per group ({operand.channels}={size})")
     if variant is Variant.BWD_WEIGHT:
         atomic = dtype in (Dtype.FP16, Dtype.BF16)
         add("split_k_atomic_dtype", "k_batch",
@@ -118,18 +107,18 @@ def depthwise_problem_rules(problem: ConvProblem) -> tuple[Rule, ...]:
     F = Field
     src = "RULES.md 8.11 (depthwise parameters)"
     if problem.ndim != 2:
-        return (Rule("problem_ndim", "problem", Const(0), f"depthwise kernels are 2D, the problem is {problem.ndim}D", src),)
+        return (Rule("problem_ndim", Predicate.PROBLEM, Const(0), f"depthwise kernels are 2D, the problem is {problem.ndim}D", src),)
     return (
-        Rule("depthwise_channels", "problem", _bool(problem.Cg == 1 and problem.Kg == 1),
+        Rule("depthwise_channels", Predicate.PROBLEM, _bool(problem.Cg == 1 and problem.Kg == 1),
              f"a depthwise kernel needs one input and one output channel per group (Cg={problem.Cg}, Kg={problem.Kg})",
              src),
-        Rule("depthwise_filter", "problem", all_of(F("filter").eq(problem.Y), F("filter").eq(problem.X)),
+        Rule("depthwise_filter", Predicate.PROBLEM, all_of(F("filter").eq(problem.Y), F("filter").eq(problem.X)),
              f"the kernel's filter size is the problem's ({problem.Y}x{problem.X})", src),
-        Rule("depthwise_stride", "problem", all_of(F("stride_h").eq(problem.stride_h), F("stride_w").eq(problem.stride_w)),
+        Rule("depthwise_stride", Predicate.PROBLEM, all_of(F("stride_h").eq(problem.stride_h), F("stride_w").eq(problem.stride_w)),
              f"the kernel's strides are the problem's ({problem.stride_h}, {problem.stride_w})", src),
-        Rule("depthwise_pad", "problem", all_of(F("pad_h").eq(problem.pad_h), F("pad_w").eq(problem.pad_w)),
+        Rule("depthwise_pad", Predicate.PROBLEM, all_of(F("pad_h").eq(problem.pad_h), F("pad_w").eq(problem.pad_w)),
              f"the kernel's pads are the problem's ({problem.pad_h}, {problem.pad_w})", src),
-        Rule("depthwise_dilation", "problem",
+        Rule("depthwise_dilation", Predicate.PROBLEM,
              all_of(F("dilation").eq(problem.dil_h), F("dilation").eq(problem.dil_w)),
              f"the kernel's dilation is the problem's ({problem.dil_h}, {problem.dil_w})", src),
     )

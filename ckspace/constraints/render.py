@@ -11,10 +11,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ckspace.constraints.expr import And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or, evaluate
-from ckspace.space.fields import FIELD_KIND, decode
+from ckspace.constraints.expr import NEGATED, And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or, evaluate
+from ckspace.core.fields import FIELD_KIND, decode
 
-_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
 
 
@@ -95,7 +94,7 @@ def _failures(expr: Expr, cols: Mapping[str, np.ndarray]) -> list[str]:
     if isinstance(expr, Cmp):
         field = _enum_field(expr.left) or _enum_field(expr.right)
         left, right = _operand(expr.left, cols, field), _operand(expr.right, cols, field)
-        return [f"{left} {_NEGATED[expr.op]} {right}"]
+        return [f"{left} {NEGATED[expr.op]} {right}"]
     if isinstance(expr, In):
         return [f"{_tuple(expr.items, cols)} is not one of {_table(expr.items, expr.table)}"]
     if isinstance(expr, Not) and isinstance(expr.part, In):

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ckspace.constraints.expr import Expr, Field, Not, all_of, any_of, lift
-from ckspace.constraints.rules import Rule
-from ckspace.errors import CkspaceError
-from ckspace.space.fields import DEPTHWISE_BOUNDS, FIELD_KIND, GEMM_BOUNDS
+from ckspace.constraints.rule import Rule
+from ckspace.core.errors import CkspaceError
+from ckspace.core.fields import DEPTHWISE_BOUNDS, FIELD_KIND, GEMM_BOUNDS
+from ckspace.core.vocab import Predicate
 
 MAX_LENGTH = 1000
 MAX_DEPTH = 40
@@ -226,7 +227,7 @@ def parse_where(text: str) -> Rule:
         expr = translator.boolean(tree.body)
     except RecursionError:
         raise WhereError(f"--where {_quote(text)}: expression too deeply nested") from None
-    return Rule(name=f"where[{text.strip()}]", predicate="where", expr=expr,
+    return Rule(name=f"where[{text.strip()}]", predicate=Predicate.WHERE, expr=expr,
                 text=f"user filter: {text.strip()}", source="--where")
 
 

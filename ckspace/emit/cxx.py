@@ -1,24 +1,19 @@
 """Config fields as CK Tile C++ spellings: the context the templates render from.
 
 Everything C++-specific that depends on a config lives here, so the templates stay declarative and
-the mapping (EMIT.md's per-variant table, layouts per ndim, pipeline classes) is stated once.
+the C++ spellings of variants, dtypes, specializations and schedulers are stated once.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ckspace.emit.ck_revision import PIPELINE_BASES, PIPELINE_CLASSES
-from ckspace.space.config import GemmConfig
-from ckspace.space.vocab import Dtype, Scheduler, Specialization, Variant
+from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES
+from ckspace.core.config import GemmConfig
+from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS
+from ckspace.core.vocab import Dtype, Scheduler, Specialization, Variant
 
 CK_DTYPES = {Dtype.FP16: "ck_tile::half_t", Dtype.BF16: "ck_tile::bf16_t", Dtype.FP32: "float"}
-
-CONV_LAYOUTS = {
-    1: ("NWGC", "GKXC", "NWGK"),
-    2: ("NHWGC", "GKYXC", "NHWGK"),
-    3: ("NDHWGC", "GKZYXC", "NDHWGK"),
-}
 
 SPECIALIZATIONS = {
     Specialization.DEFAULT: "Default",
@@ -31,29 +26,30 @@ SCHEDULERS = {Scheduler.INTRAWAVE: "Intrawave", Scheduler.INTERWAVE: "Interwave"
 
 
 class VariantSpec(NamedTuple):
-    """EMIT.md's per-variant mapping of the implicit GEMM."""
+    """The CK Tile spellings of a variant's kernel; which tensor is A, B and C comes from
+    :data:`ckspace.core.operands.OPERANDS`."""
 
     host_args: str
     kernel: str
     suffix: str  # of the traits' layout aliases, e.g. AsLayoutFwd
-    a: str  # which conv tensor is GEMM operand A, B, C
+    selected: str  # the single-kernel-include alias of the launcher
+    a: str
     b: str
     c: str
-    conv_type: str
-    selected: str  # the single-kernel-include alias of the launcher
+
+
+def _spec(variant: Variant, host_args: str, kernel: str, suffix: str, selected: str) -> VariantSpec:
+    gemm = OPERANDS[variant]
+    return VariantSpec(host_args, kernel, suffix, selected, gemm.a.tensor, gemm.b.tensor, gemm.c.tensor)
 
 
 VARIANTS = {
-    Variant.FORWARD: VariantSpec("ck_tile::GroupedConvFwdHostArgs<>", "GroupedConvolutionForwardKernel",
-                                 "Fwd", "In", "Wei", "Out", "forward",
-                                 "SelectedConvKernelLauncher"),
-    Variant.BWD_DATA: VariantSpec("ck_tile::GroupedConvBwdDataHostArgs", "GroupedConvolutionBackwardDataKernel",
-                                  "BwdData", "Out", "Wei", "In", "bwd_data",
-                                  "SelectedConvBwdDataLauncher"),
-    Variant.BWD_WEIGHT: VariantSpec("ck_tile::GroupedConvBwdWeightHostArgs",
-                                    "GroupedConvolutionBackwardWeightKernel",
-                                    "BwdWeight", "Out", "In", "Wei", "bwd_weight",
-                                    "SelectedConvBwdWeightLauncher"),
+    Variant.FORWARD: _spec(Variant.FORWARD, "ck_tile::GroupedConvFwdHostArgs<>", "GroupedConvolutionForwardKernel",
+                           "Fwd", "SelectedConvKernelLauncher"),
+    Variant.BWD_DATA: _spec(Variant.BWD_DATA, "ck_tile::GroupedConvBwdDataHostArgs",
+                            "GroupedConvolutionBackwardDataKernel", "BwdData", "SelectedConvBwdDataLauncher"),
+    Variant.BWD_WEIGHT: _spec(Variant.BWD_WEIGHT, "ck_tile::GroupedConvBwdWeightHostArgs",
+                              "GroupedConvolutionBackwardWeightKernel", "BwdWeight", "SelectedConvBwdWeightLauncher"),
 }
 
 
@@ -64,7 +60,7 @@ def _bool(value: bool) -> str:
 def kernel_context(config: GemmConfig) -> dict[str, Any]:
     """Everything the kernel, wrapper and registration templates need for one config."""
     variant = VARIANTS[config.variant]
-    in_layout, wei_layout, out_layout = CONV_LAYOUTS[config.ndim]
+    layouts = TENSOR_LAYOUTS[config.ndim]
     name = config.name
     return {
         "name": name,
@@ -75,7 +71,7 @@ def kernel_context(config: GemmConfig) -> dict[str, Any]:
         "ndim": config.ndim,
         "dtype": config.dtype.value,
         "ck_dtype": CK_DTYPES[config.dtype],
-        "layouts": (in_layout, wei_layout, out_layout),
+        "layouts": (layouts["In"], layouts["Wei"], layouts["Out"]),
         "tile": (config.tile_m, config.tile_n, config.tile_k),
         "wave": (config.wave_m, config.wave_n, config.wave_k),
         "warp_tile": (config.warp_tile_m, config.warp_tile_n, config.warp_tile_k),

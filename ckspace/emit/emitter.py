@@ -21,15 +21,16 @@ import jinja2
 
 from ckspace import __version__
 from ckspace.constraints.classify import columns, rule_masks
-from ckspace.emit.ck_revision import CkRevision, ck_rules, depthwise_note
+from ckspace.constraints.ck_rules import ck_rules, depthwise_note
+from ckspace.core.ck import CkRevision
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.manifest import MANIFEST_NAME, EmittedKernel, ExcludedKernel, FileRecord, Manifest
-from ckspace.files import sha256, write_if_changed
-from ckspace.errors import CkspaceError
-from ckspace.space.config import GemmConfig
-from ckspace.space.fields import GEMM_FIELD_NAMES
+from ckspace.core.files import sha256, write_if_changed
+from ckspace.core.errors import CkspaceError
+from ckspace.core.config import GemmConfig
+from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.space.listing import Kernel
-from ckspace.space.vocab import Dtype, Variant
+from ckspace.core.vocab import Dtype, Variant
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ckspace.emit.ck_revision import CkRevision
+from ckspace.core.ck import CkRevision
 
 MANIFEST_NAME = "manifest.json"
 

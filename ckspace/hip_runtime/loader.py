@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
+from ckspace.core.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +27,9 @@ _STB_GLOBAL = 1
 _STT_FUNC = 2
 
 
-class ConvProblem(ctypes.Structure):
-    """Mirror of ``ckspace_conv_problem`` in the emitted ``ckspace_registry.hpp``."""
+class ProblemArgs(ctypes.Structure):
+    """Mirror of ``ckspace_conv_problem`` in the emitted ``ckspace_registry.hpp``: the C form of a
+    :class:`~ckspace.core.problem.ConvProblem` (spatial arrays outermost first, unused slots 0)."""
 
     _fields_ = [("ndim", ctypes.c_int32), ("G", ctypes.c_int64), ("N", ctypes.c_int64),
                 ("K", ctypes.c_int64), ("C", ctypes.c_int64),
@@ -35,21 +37,18 @@ class ConvProblem(ctypes.Structure):
                                                     "left_pad", "right_pad"))]
 
     @classmethod
-    def make(cls, *, G: int, N: int, K: int, C: int, filter: Sequence[int], input: Sequence[int],
-             stride: Sequence[int] | None = None, dilation: Sequence[int] | None = None,
-             left_pad: Sequence[int] | None = None, right_pad: Sequence[int] | None = None) -> "ConvProblem":
-        ndim = len(filter)
-        if len(input) != ndim or ndim not in (1, 2, 3):
-            raise CkspaceError("filter and input need the same number (1-3) of spatial lengths")
+    def from_problem(cls, problem: ConvProblem) -> "ProblemArgs":
+        """The C arguments of ``problem`` (total channels, symmetric pads)."""
+        dims = problem.dims
 
-        def triple(values: Sequence[int] | None, default: int) -> ctypes.Array:
-            values = list(values) if values is not None else [default] * ndim
-            if len(values) != ndim:
-                raise CkspaceError(f"expected {ndim} spatial values, got {values}")
-            return (ctypes.c_int64 * 3)(*values, *[0] * (3 - ndim))
+        def triple(values: Sequence[int]) -> ctypes.Array:
+            return (ctypes.c_int64 * 3)(*values, *[0] * (3 - len(values)))
 
-        return cls(ndim, G, N, K, C, triple(filter, 1), triple(input, 1), triple(stride, 1),
-                   triple(dilation, 1), triple(left_pad, 0), triple(right_pad, 0))
+        pads = [getattr(problem, f"pad_{d}") for d in dims]
+        return cls(problem.ndim, problem.G, problem.N, problem.K, problem.C,
+                   triple([problem.filter_size(d) for d in dims]), triple([problem.input_size(d) for d in dims]),
+                   triple([getattr(problem, f"stride_{d}") for d in dims]),
+                   triple([getattr(problem, f"dil_{d}") for d in dims]), triple(pads), triple(pads))
 
 
 def exported_functions(path: Path) -> list[str]:
@@ -99,19 +98,19 @@ class KernelLibrary:
             self._handle = ctypes.CDLL(str(self.path))
         return getattr(self._handle, prefix + name)
 
-    def supports(self, name: str, problem: ConvProblem, k_batch: int = 1) -> bool:
+    def supports(self, name: str, problem: ProblemArgs, k_batch: int = 1) -> bool:
         """Host-side check that kernel ``name`` can run ``problem`` (loads the library)."""
         function = self._function(SUPPORTS_PREFIX, name)
         function.restype = ctypes.c_int
-        function.argtypes = [ctypes.POINTER(ConvProblem), ctypes.c_int]
+        function.argtypes = [ctypes.POINTER(ProblemArgs), ctypes.c_int]
         return bool(function(ctypes.byref(problem), k_batch))
 
-    def run(self, name: str, problem: ConvProblem, inp: int, wei: int, out: int, *, k_batch: int = 1,
+    def run(self, name: str, problem: ProblemArgs, inp: int, wei: int, out: int, *, k_batch: int = 1,
             stream: int | None = None) -> float:
         """Launch kernel ``name`` on device pointers; returns the kernel's time (ms) or raises."""
         function = self._function(RUN_PREFIX, name)
         function.restype = ctypes.c_float
-        function.argtypes = [ctypes.POINTER(ConvProblem), ctypes.c_void_p, ctypes.c_void_p,
+        function.argtypes = [ctypes.POINTER(ProblemArgs), ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
         time = function(ctypes.byref(problem), inp, wei, out, k_batch, stream)
         if time < 0:

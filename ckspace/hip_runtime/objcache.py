@@ -13,8 +13,8 @@ import json
 import os
 from pathlib import Path
 
-from ckspace.cache import cache_dir
-from ckspace.files import write_atomic
+from ckspace.constraints.cellcache import cache_dir
+from ckspace.core.files import write_atomic
 
 
 def object_cache_dir() -> Path:

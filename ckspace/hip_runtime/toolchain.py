@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
 
 log = logging.getLogger(__name__)
 

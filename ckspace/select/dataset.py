@@ -11,7 +11,6 @@ are not usable measurements and says how many and why; nothing is invented or im
 from __future__ import annotations
 
 import csv
-import hashlib
 import logging
 import math
 import re
@@ -23,12 +22,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
+from ckspace.core.files import sha256_file
 from ckspace.select.hardware import hardware_facts
-from ckspace.select.kernels import config_from_any_name
-from ckspace.space.config import GemmConfig
-from ckspace.space.problem import ConvProblem
-from ckspace.space.vocab import Dtype, Variant, parse_arch
+from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.core.config import GemmConfig
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant, parse_arch
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +77,6 @@ class Measurements:
         return Measurements(self.arch, self.variant, self.dtype, tuple(self.problems[i] for i in index),
                             tuple(self.groups[i] for i in index), self.kernel_names, self.configs,
                             self.tflops[index], self.report)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _int(row: dict[str, str], key: str, default: int) -> int:

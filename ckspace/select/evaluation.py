@@ -14,12 +14,11 @@ import logging
 import numpy as np
 from pydantic import BaseModel
 
-from ckspace.errors import CkspaceError
-from ckspace.select.analytical import ANALYTICAL_FEATURE
+from ckspace.core.errors import CkspaceError
 from ckspace.select.dataset import Measurements
-from ckspace.select.features import FEATURE_NAMES
+from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.select.metrics import Scores, per_problem_efficiency, random_expectation, summarize, tflops_error
-from ckspace.select.training import OBJECTIVES, design, fit, problem_features
+from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features
 
 log = logging.getLogger(__name__)
 

@@ -5,12 +5,19 @@ every model; change either and bump :data:`FEATURE_VERSION`):
 
 * problem: sizes as CK sees them (per-group channels, spatial/filter sizes, strides, pads,
   dilations), the variant's implicit GEMM M/N/K, FLOPs, bytes moved and arithmetic intensity;
-* config: every :class:`~ckspace.space.config.GemmConfig` field (enums as their codes) plus
+* config: every :class:`~ckspace.core.config.GemmConfig` field (enums as their codes) plus
   threads per block, LDS footprint and the pipeline's blocks-per-CU hint;
 * interaction: what a tile does to this problem on this arch: quantisation efficiency along M,
   N and K, output tiles against compute units, last-wave efficiency, padding waste, K-loop trip
   count, blocks per CU that LDS allows, channel padding the vector widths force, tile-level
   global traffic, and an analytical roofline TFLOPS estimate (also the cold-start score).
+
+The last interaction feature, the roofline estimate, is also the *analytical fallback*
+(:data:`ANALYTICAL_FEATURE`): it charges each kernel its padded work -- tile quantisation along M,
+N and K and the channel padding its vector widths force -- at the arch's dense peak scaled by the
+share of compute units its grid keeps busy and by its last-wave efficiency, or its tile-level
+global traffic at full memory bandwidth, whichever takes longer. It needs only spec-sheet facts, so
+it ranks kernels on an arch without measurements; cross-validation scores it beside the model.
 
 Config columns depend on the candidates only, so a selector computes them once
 (:class:`ConfigTable`); per problem it adds the scalars and the interactions in a handful of
@@ -26,11 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckspace.select.hardware import HardwareFacts
-from ckspace.space.arch import arch_facts, element_size
-from ckspace.space.config import GemmConfig
-from ckspace.space.fields import GEMM_FIELD_NAMES
-from ckspace.space.problem import ConvProblem
-from ckspace.space.vocab import Dtype, Variant
+from ckspace.core.arch import arch_facts, element_size, lds_bytes
+from ckspace.core.config import GemmConfig
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.operands import OPERANDS
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
 
 FEATURE_VERSION = 1
 
@@ -49,6 +57,7 @@ INTERACTION_FEATURES: tuple[str, ...] = (
     "log2_tile_traffic", "tile_intensity", "log2_roofline_tflops",
 )
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + INTERACTION_FEATURES
+ANALYTICAL_FEATURE = "log2_roofline_tflops"
 
 
 def problem_values(problem: ConvProblem, variant: Variant, dtype: Dtype) -> np.ndarray:
@@ -87,7 +96,7 @@ class ConfigTable:
         elem = np.asarray([element_size(c.dtype) for c in configs], dtype=np.float64)
         f = {name: rows[:, i] for i, name in enumerate(GEMM_FIELD_NAMES)}
         waves = f["wave_m"] * f["wave_n"] * f["wave_k"]
-        lds = (f["tile_m"] + f["tile_n"]) * f["tile_k"] * elem * (1 + f["double_smem_buffer"])
+        lds = lds_bytes(f["tile_m"], f["tile_n"], f["tile_k"], elem) * (1 + f["double_smem_buffer"])
         hint = np.asarray([c.block_per_cu for c in configs], dtype=np.float64)
         derived = np.column_stack([
             warp * waves, lds, hint,
@@ -128,12 +137,8 @@ def feature_matrix(problem: ConvProblem, variant: Variant, dtype: Dtype, table: 
     slots = cus * np.maximum(np.minimum(blocks_lds, c["block_per_cu_hint"]), 1.0)
     rounds = np.ceil(tiles / slots)
     last_wave = tiles / (rounds * slots)
-    if variant is Variant.FORWARD:
-        ch_a, ch_b, ch_c = problem.Cg, problem.Cg, problem.Kg
-    elif variant is Variant.BWD_DATA:
-        ch_a, ch_b, ch_c = problem.Kg, problem.Cg, problem.Cg
-    else:
-        ch_a, ch_b, ch_c = problem.Kg, problem.Cg, problem.Cg
+    gemm = OPERANDS[variant]
+    ch_a, ch_b, ch_c = (getattr(problem, operand.channels) for operand in (gemm.a, gemm.b, gemm.c))
     vec_a, vec_b, vec_c = (_vec_pad_eff(ch, c[f]) for ch, f in ((ch_a, "vec_a"), (ch_b, "vec_b"), (ch_c, "vec_c")))
     elem = c["elem"]
     traffic = problem.G * elem * (tiles_n * m * k + tiles_m * n * k + m * n)

@@ -7,14 +7,13 @@ selector's features and its analytical fallback.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ckspace.errors import InvalidChoiceError
-from ckspace.space.vocab import Dtype, parse_arch
+from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.tables import hardware_table
+from ckspace.core.vocab import Dtype, parse_arch
 
 
 class HardwareFacts(BaseModel):
@@ -39,20 +38,11 @@ class HardwareFacts(BaseModel):
         return self.peak_dense_tflops[key]
 
 
-def _table() -> dict:
-    return json.loads(resources.files("ckspace").joinpath("data", "hardware.json").read_text(encoding="utf-8"))
-
-
-def hardware_archs() -> tuple[str, ...]:
-    """The archs with hardware facts."""
-    return tuple(_table()["archs"])
-
-
 @cache
 def hardware_facts(arch: str) -> HardwareFacts:
     """The facts of ``arch``; :class:`InvalidChoiceError` when the arch is unknown or has none."""
     name = parse_arch(arch)
-    archs = _table()["archs"]
+    archs = hardware_table()["archs"]
     if name not in archs:
         raise InvalidChoiceError("arch with hardware facts", name, archs)
     return HardwareFacts(arch=name, **archs[name])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
 from ckspace.select.evaluation import CrossValidation
 
 

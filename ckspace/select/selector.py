@@ -2,7 +2,7 @@
 
 ``Selector.load(arch, variant, dtype)`` loads the shipped model of the cell (verified, see
 :mod:`ckspace.select.store`) or, when the package has none, falls back to the analytical roofline
-score of :mod:`ckspace.select.analytical` and says so (``selector.source``). ``select(problem,
+score (:data:`ckspace.select.features.ANALYTICAL_FEATURE`) and says so (``selector.source``). ``select(problem,
 candidates, k)`` keeps the candidates whose config passes CK's ``IsSupportedArgument`` checks for
 the problem (:func:`~ckspace.constraints.problem_rules.gemm_problem_rules`), ranks them, and
 returns the pick and the top k with predicted TFLOPS. Everything that depends on the candidates
@@ -21,17 +21,16 @@ from pydantic import BaseModel
 
 from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.problem_rules import gemm_problem_rules
-from ckspace.errors import CkspaceError
-from ckspace.select.analytical import ANALYTICAL_FEATURE
-from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.core.errors import CkspaceError
+from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.select.hardware import HardwareFacts, hardware_facts
-from ckspace.select.kernels import config_from_any_name
+from ckspace.select.benchmark_names import config_from_any_name
 from ckspace.select.predictor import FastPredictor
 from ckspace.select.store import ModelCard, load_model, shipped_model_dir
-from ckspace.space.config import GemmConfig
-from ckspace.space.fields import GEMM_FIELD_NAMES
-from ckspace.space.problem import ConvProblem
-from ckspace.space.vocab import Dtype, Variant, parse_arch
+from ckspace.core.config import GemmConfig
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant, parse_arch
 
 log = logging.getLogger(__name__)
 

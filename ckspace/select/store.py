@@ -18,7 +18,6 @@ half a model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,7 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ckspace.errors import CkspaceError
+from ckspace.core.errors import CkspaceError
+from ckspace.core.files import sha256
 from ckspace.select.features import FEATURE_VERSION, feature_spec
 
 log = logging.getLogger(__name__)
@@ -67,17 +67,13 @@ def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
     return Path(str(resources.files("ckspace").joinpath("models", arch, f"{variant}_{dtype}")))
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def save_model(directory: Path, ranker: Any, regressor: Any, card: ModelCard) -> ModelCard:
     """Write a model directory atomically; returns the card with the file hashes filled in."""
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     contents = {RANKER_FILE: ranker.model_to_string().encode(), TFLOPS_FILE: regressor.model_to_string().encode(),
                 FEATURES_FILE: (json.dumps(feature_spec(), indent=1) + "\n").encode()}
-    card = card.model_copy(update={"files": {name: _sha256(data) for name, data in contents.items()}})
+    card = card.model_copy(update={"files": {name: sha256(data) for name, data in contents.items()}})
     contents[CARD_FILE] = (card.model_dump_json(indent=1) + "\n").encode()
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
@@ -115,7 +111,7 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
             contents[name] = (directory / name).read_bytes()
         except FileNotFoundError:
             raise CkspaceError(f"model {directory} lacks {name}") from None
-        if _sha256(contents[name]) != card.files.get(name):
+        if sha256(contents[name]) != card.files.get(name):
             raise CkspaceError(f"model {directory}: {name} does not match the sha256 in its card "
                                "(the file was changed or damaged); retrain or reinstall")
     spec = json.loads(contents[FEATURES_FILE])

@@ -1,111 +1,61 @@
-"""LightGBM training on clean measurements: design matrices, objectives, fitting.
-
-Two objectives are supported and compared by :mod:`ckspace.select.evaluation`:
-
-* ``regression``: L2 regression on log TFLOPS. Its output is a TFLOPS prediction, which is what
-  ``select`` reports beside each candidate.
-* ``lambdarank``: LightGBM's per-problem ranking objective, with graded relevance from each
-  kernel's efficiency (its TFLOPS over the problem's best). It orders kernels but predicts no
-  TFLOPS.
-"""
+"""Train a cell's model on all the data, with its cross-validation figures in the card."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import platform
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
 
-import numpy as np
-
-from ckspace.errors import InvalidChoiceError
-from ckspace.select.dataset import Measurements
-from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.hardware import hardware_facts
+from ckspace.select.dataset import load_measurements
+from ckspace.select.evaluation import CrossValidation, cross_validate
+from ckspace.select.features import FEATURE_VERSION
+from ckspace.select.store import ModelCard, save_model
+from ckspace.select.boosters import design, fit
+from ckspace.core.vocab import Dtype, Variant
 
 log = logging.getLogger(__name__)
 
-OBJECTIVES = ("regression", "lambdarank")
-RELEVANCE_LEVELS = 16
-"""Graded relevance for lambdarank: efficiency 1.0 is the top grade, each grade 2.5 % lower."""
-RELEVANCE_STEP = 0.025
-
-BASE_PARAMS: dict[str, object] = {
-    "learning_rate": 0.1,
-    "num_leaves": 15,
-    "min_data_in_leaf": 20,
-    "feature_fraction": 0.8,
-    "bagging_fraction": 0.8,
-    "bagging_freq": 1,
-    "lambda_l2": 1.0,
-    "deterministic": True,
-    "force_row_wise": True,
-    "num_threads": 2,
-    "verbosity": -1,
-}
-NUM_ROUNDS = 150
+_LIBRARIES = ("ckspace", "lightgbm", "numpy", "pydantic")
 
 
-@dataclass(frozen=True)
-class Design:
-    """Rows of (problem, kernel) pairs with a measurement, in problem order."""
-
-    features: np.ndarray  # (rows, features)
-    log_tflops: np.ndarray  # (rows,)
-    efficiency: np.ndarray  # (rows,) TFLOPS over the problem's best
-    problem: np.ndarray  # (rows,) problem index
-    kernel: np.ndarray  # (rows,) kernel index
-    group_sizes: np.ndarray  # rows per problem, in order
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
 
 
-def problem_features(data: Measurements, table: ConfigTable | None = None) -> list[np.ndarray]:
-    """The feature matrix of every problem with every kernel of ``data`` (all kernels, measured or not)."""
-    table = table or ConfigTable.build(data.configs)
-    hw = hardware_facts(data.arch)
-    return [feature_matrix(p, data.variant, data.dtype, table, hw) for p in data.problems]
+def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, dtype: Dtype | str, out: Path,
+                folds: int = 5, seed: int = 0, command: str = "") -> tuple[ModelCard, CrossValidation]:
+    """Cross-validate both objectives, then fit the winner (the ranker) and the log-TFLOPS
+    regressor (the TFLOPS shown beside picks) on every problem and write the model directory."""
+    data = load_measurements(paths, arch, variant, dtype)
+    cv = cross_validate(data, folds, seed)
+    log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)
+    rows = design(data)
+    regressor = fit(rows, "regression", seed)
+    ranker = regressor if cv.objective == "regression" else fit(rows, cv.objective, seed)
+    card = ModelCard(
+        arch=data.arch, variant=data.variant.value, dtype=data.dtype.value, objective=cv.objective,
+        objective_choice=_choice_text(cv), feature_version=FEATURE_VERSION,
+        data={Path(p).name: digest for p, digest in data.report.files.items()},
+        rows=data.report.rows_kept, problems=data.report.problems, distinct_shapes=data.report.groups,
+        cleaning=data.report.text(), kernels=list(data.kernel_names),
+        cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
+                          **{name: s.model_dump() for name, s in cv.scores.items()}},
+        training_command=command, library_versions=library_versions(), files={})
+    return save_model(out, ranker, regressor, card), cv
 
 
-def design(data: Measurements, per_problem: list[np.ndarray] | None = None) -> Design:
-    per_problem = per_problem if per_problem is not None else problem_features(data)
-    feats, logs, effs, probs, kerns, sizes = [], [], [], [], [], []
-    for p, matrix in enumerate(per_problem):
-        measured = ~np.isnan(data.tflops[p])
-        values = data.tflops[p, measured]
-        feats.append(matrix[measured])
-        logs.append(np.log(values))
-        effs.append(values / values.max())
-        probs.append(np.full(values.size, p))
-        kerns.append(np.flatnonzero(measured))
-        sizes.append(values.size)
-    return Design(np.vstack(feats), np.concatenate(logs), np.concatenate(effs), np.concatenate(probs),
-                  np.concatenate(kerns), np.asarray(sizes))
-
-
-def relevance(efficiency: np.ndarray) -> np.ndarray:
-    """Integer grades for lambdarank (higher is better)."""
-    grade = RELEVANCE_LEVELS - 1 - np.floor((1.0 - efficiency) / RELEVANCE_STEP)
-    return np.clip(grade, 0, RELEVANCE_LEVELS - 1).astype(int)
-
-
-def params_for(objective: str, seed: int) -> dict[str, object]:
-    if objective not in OBJECTIVES:
-        raise InvalidChoiceError("objective", objective, OBJECTIVES)
-    params = {**BASE_PARAMS, "seed": seed}
-    if objective == "regression":
-        params["objective"] = "regression"
-    else:
-        params.update(objective="lambdarank", lambdarank_truncation_level=10, eval_at=[1, 5],
-                      label_gain=[float(2 ** i - 1) for i in range(RELEVANCE_LEVELS)])
-    return params
-
-
-def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int = NUM_ROUNDS):
-    """Train a booster on ``rows``; returns a ``lightgbm.Booster``."""
-    import lightgbm as lgb
-
-    params = params_for(objective, seed)
-    if objective == "regression":
-        dataset = lgb.Dataset(rows.features, label=rows.log_tflops, feature_name=list(FEATURE_NAMES))
-    else:
-        dataset = lgb.Dataset(rows.features, label=relevance(rows.efficiency), group=rows.group_sizes,
-                              feature_name=list(FEATURE_NAMES))
-    log.info("training %s on %d rows of %d problems", objective, len(rows.log_tflops), len(rows.group_sizes))
-    return lgb.train(params, dataset, num_boost_round=num_rounds)
+def _choice_text(cv: CrossValidation) -> str:
+    s = cv.scores
+    other = "regression" if cv.objective == "lambdarank" else "lambdarank"
+    return (f"{cv.objective} ranks (mean {s[cv.objective].mean:.2f} %, P10 {s[cv.objective].p10:.2f} %, "
+            f"top-5 {s[cv.objective].top5:.1f} %) better than {other} (mean {s[other].mean:.2f} %, "
+            f"P10 {s[other].p10:.2f} %, top-5 {s[other].top5:.1f} %) in {cv.folds}-fold grouped CV; "
+            "the log-TFLOPS regressor supplies the predicted TFLOPS")

@@ -3,37 +3,34 @@
 For each cell the question concerns, the cell's CP-SAT model answers: the config (or, for a partial
 config, some completion) either satisfies every enabled constraint, or the solver finds the fewest
 named constraints to switch off so that it would -- a minimal set, each member reported with the
-offending values. Constraints are of four kinds, reported apart: validity rules (the upstream
-predicates), the rule set's proposals (valid, but not something the rule set proposes: the
-closest proposals and the fields they differ in are shown), user filters, problem checks and what
-the CK headers in use cannot compile.
+offending values. Constraints are of the kinds of :class:`~ckspace.core.vocab.RuleKind`, reported
+apart: validity rules (the upstream predicates), the rule set's proposals (valid, but not something
+the rule set proposes: the closest proposals and the fields they differ in are shown), user
+filters, problem checks and what the CK headers in use cannot compile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ckspace.constraints.model import PROPOSALS
+from ckspace.constraints.model import PROPOSALS, CellModel
 from ckspace.constraints.render import why
-from ckspace.constraints.request import Cell, Request
-from ckspace.errors import CkspaceError
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode, plain
-from ckspace.space.naming import depthwise_name, gemm_name
-
-if TYPE_CHECKING:
-    from ckspace.space.space import Space
-
-Kind = Literal["validity", "rule_set", "filter", "problem", "ck"]
+from ckspace.core.cells import Cell, Request
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode, plain
+from ckspace.core.naming import depthwise_name, gemm_name
+from ckspace.core.vocab import Dtype, RuleKind, Variant, parse_ndim
 
 
 class Blame(BaseModel):
     """One constraint in a minimal set that excludes the config."""
 
     constraint: str
-    kind: Kind
+    kind: RuleKind
     statement: str
     source: str
     values: dict[str, Any]
@@ -62,7 +59,7 @@ class CellExplanation(BaseModel):
         for b in self.blame:
             values = ", ".join(f"{k}={v}" for k, v in b.values.items())
             lines.append(f"  - [{b.kind}] {b.constraint}: {b.statement}")
-            lines.append(f"      {b.detail}" + (f"  ({values})" if values and b.kind != "rule_set" else ""))
+            lines.append(f"      {b.detail}" + (f"  ({values})" if values and b.kind is not RuleKind.RULE_SET else ""))
         lines += [f"      {c}" for c in self.closest]
         return "\n".join(lines)
 
@@ -77,11 +74,6 @@ class Explanation(BaseModel):
 
     def text(self) -> str:
         return "\n".join(c.text(self.partial) for c in self.cells)
-
-
-def _kind(predicate: str | None) -> Kind:
-    kinds = {None: "rule_set", "where": "filter", "problem": "problem", "ck_revision": "ck"}
-    return kinds.get(predicate, "validity")  # type: ignore[return-value]
 
 
 def _decoded(field: str, value: int, depthwise: bool) -> Any:
@@ -114,8 +106,6 @@ def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Map
 
 def encode_partial(partial: Mapping[str, object], depthwise: bool) -> dict[str, int]:
     """Field values from user text/objects to the integers the models use."""
-    from ckspace.errors import InvalidChoiceError
-
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
     out = {}
     for field, value in partial.items():
@@ -134,9 +124,40 @@ def encode_partial(partial: Mapping[str, object], depthwise: bool) -> dict[str, 
     return out
 
 
-def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str, int],
-                 depthwise: bool) -> CellExplanation:
-    model = space._model(request, cell, depthwise)
+@dataclass(frozen=True)
+class PartialQuery:
+    """A partial config: the cells it narrows to (``variant``, ``ndim``, ``dtype`` keys), the
+    config kind, and the encoded values of the fields it fixes."""
+
+    variant: Variant | None
+    ndim: int | None
+    dtype: Dtype | None
+    depthwise: bool
+    values: dict[str, int]
+
+    @classmethod
+    def parse(cls, item: Mapping[str, object]) -> "PartialQuery":
+        partial = dict(item)
+        variant = Variant.parse(partial.pop("variant")) if "variant" in partial else None
+        ndim = parse_ndim(partial.pop("ndim")) if "ndim" in partial else None
+        dtype = Dtype.parse(partial.pop("dtype")) if "dtype" in partial else None
+        kind = str(partial.pop("kind", "gemm"))
+        if kind not in ("gemm", "depthwise"):
+            raise CkspaceError(f"unknown config kind {kind!r}; valid: gemm, depthwise")
+        depthwise = kind == "depthwise"
+        return cls(variant, ndim, dtype, depthwise, encode_partial(partial, depthwise))
+
+    def matches(self, cell: Cell) -> bool:
+        return ((self.variant is None or cell.variant is self.variant) and (self.ndim is None or cell.ndim == self.ndim)
+                and (self.dtype is None or cell.dtype is self.dtype))
+
+
+def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[str, int], depthwise: bool, *,
+                 valid_rows: Sequence[tuple[int, ...]], proposal_rows: Sequence[tuple[int, ...]]) -> CellExplanation:
+    """One cell's answer: valid (with the valid kernels among ``valid_rows`` that agree with
+    ``values``) or a minimal correction set of ``model``'s constraints with the offending values;
+    ``proposal_rows`` (the rule set's table) supply the closest proposals when the rule set is
+    blamed."""
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
 
     def render(row: tuple[int, ...]) -> str:
@@ -145,7 +166,7 @@ def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str,
         return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
 
     fixed = [(fields.index(f), v) for f, v in values.items()]
-    completions = sum(all(row[i] == v for i, v in fixed) for row in space.rows_of(request.arch, cell, depthwise))
+    completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
     base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
                 rule_set=request.rule_set, config_kind="depthwise" if depthwise else "gemm")
     if model.feasible(values):
@@ -159,66 +180,13 @@ def explain_cell(space: "Space", request: Request, cell: Cell, values: dict[str,
     closest: list[str] = []
     for name in off:
         if name == PROPOSALS:
-            blame.append(Blame(constraint=PROPOSALS, kind="rule_set", source=f"rule set {request.rule_set}",
+            blame.append(Blame(constraint=PROPOSALS, kind=RuleKind.RULE_SET, source=f"rule set {request.rule_set}",
                                statement=f"the config is not one that rule set {request.rule_set} proposes",
                                values={}, detail="valid configs outside the rule set's tables are not emitted"))
-            closest = _closest(model_rows(space, request, cell, depthwise), fields, values, render,
-                               request.rule_set, depthwise)
+            closest = _closest(proposal_rows, fields, values, render, request.rule_set, depthwise)
             continue
         rule = model.rules[name]
         shown = {f: _decoded(f, witness[f], depthwise) for f in rule.fields if f in witness}
-        blame.append(Blame(constraint=name, kind=_kind(rule.predicate), statement=rule.text, source=rule.source,
+        blame.append(Blame(constraint=name, kind=rule.predicate.kind, statement=rule.text, source=rule.source,
                            values=shown, detail=why(rule.expr, witness)))
     return CellExplanation(**base, valid=False, completions=0, blame=blame, closest=closest)
-
-
-def model_rows(space: "Space", request: Request, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
-    proposal = space.proposals(request)[cell]
-    return list(proposal.depthwise if depthwise else proposal.candidates)
-
-
-def explain(space: "Space", item: Any) -> Explanation:
-    """See :meth:`ckspace.Space.explain`."""
-    from ckspace.space.config import DepthwiseConfig, GemmConfig
-    from ckspace.space.vocab import Dtype, Variant, parse_ndim
-
-    if isinstance(item, str):
-        configs = space._configs_from_name(item)
-        query: dict[str, Any] = {"name": item.strip()}
-    elif isinstance(item, (GemmConfig, DepthwiseConfig)):
-        configs = [item]
-        query = {"name": item.name, "arch": item.arch}
-    elif isinstance(item, Mapping):
-        configs = []
-        query = {k: plain(v) for k, v in item.items()}
-    else:
-        raise CkspaceError(f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}")
-    cells: list[CellExplanation] = []
-    if configs:
-        for config in configs:
-            depthwise = isinstance(config, DepthwiseConfig)
-            for request, cell, values in space.placements(config):
-                cells.append(explain_cell(space, request, cell, values, depthwise))
-        if not cells:
-            raise CkspaceError(f"{query['name']} belongs to no cell of {space!r}")
-        return Explanation(query=query, partial=False, valid=any(c.valid for c in cells), cells=cells)
-    partial = dict(item)
-    wanted_variant = Variant.parse(partial.pop("variant")) if "variant" in partial else None
-    wanted_ndim = parse_ndim(partial.pop("ndim")) if "ndim" in partial else None
-    wanted_dtype = Dtype.parse(partial.pop("dtype")) if "dtype" in partial else None
-    kind = str(partial.pop("kind", "gemm"))
-    if kind not in ("gemm", "depthwise"):
-        raise CkspaceError(f"unknown config kind {kind!r}; valid: gemm, depthwise")
-    depthwise = kind == "depthwise"
-    values = encode_partial(partial, depthwise)
-    for request in space.requests:
-        for cell in request.cells:
-            if ((wanted_variant and cell.variant is not wanted_variant) or (wanted_ndim and cell.ndim != wanted_ndim)
-                    or (wanted_dtype and cell.dtype is not wanted_dtype)):
-                continue
-            if depthwise and not space.proposals(request)[cell].depthwise:
-                continue
-            cells.append(explain_cell(space, request, cell, values, depthwise))
-    if not cells:
-        raise CkspaceError(f"the query {query} matches no cell of {space!r}")
-    return Explanation(query=query, partial=True, valid=any(c.valid for c in cells), cells=cells)

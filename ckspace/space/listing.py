@@ -1,20 +1,22 @@
-"""Walking enumerated cells as kernels: the shared core of ``Space`` and ``ckspace enumerate``.
+"""Walking enumerated cells as kernels: the listing behind every ``Space``.
 
-Pure Python over cached rows, so listing names or fields from the cache stays fast.
+Pure Python over cached rows, so listing names or fields from the cache stays fast; numpy is
+loaded only when extra rules (filters, a problem's checks, a CK revision) must be evaluated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ckspace.cache import enumerate_cells
-from ckspace.constraints.request import Cell, Request
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode, plain
-from ckspace.space.naming import depthwise_name, gemm_name
+from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.core.cells import Cell, Request
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode, plain
+from ckspace.core.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
-    from ckspace.constraints.rules import Rule
+    from ckspace.constraints.rule import Rule
+    from ckspace.core.config import KernelConfig
 
 
 class Kernel(NamedTuple):
@@ -35,6 +37,14 @@ class Kernel(NamedTuple):
         if self.depthwise:
             return depthwise_name(self.cell.dtype, self.cell.ndim, self.row)
         return gemm_name(self.cell.variant, self.cell.dtype, self.cell.ndim, self.row)
+
+    def config(self) -> "KernelConfig":
+        """The pydantic config of this kernel (built without validation: rows are trusted)."""
+        from ckspace.core.config import DepthwiseConfig, GemmConfig
+
+        if self.depthwise:
+            return DepthwiseConfig.from_row(self.arch, self.cell.dtype, self.row)
+        return GemmConfig.from_row(self.arch, self.cell.variant, self.cell.ndim, self.cell.dtype, self.row)
 
     def record(self) -> dict[str, Any]:
         """Every field, JSON-friendly, in a fixed order: name, cell, kind, fields, validity."""
@@ -63,32 +73,34 @@ def filter_mask(rules: Sequence["Rule"], rows: list[Row], fields: Sequence[str])
     return ok
 
 
-CellFilters = Callable[[Cell], tuple[Sequence["Rule"], Sequence["Rule"]]]
+CellFilters = Callable[[Request, Cell], tuple[Sequence["Rule"], Sequence["Rule"]]]
+"""Per (request, cell): the extra rules GEMM and depthwise configs must satisfy."""
 
 
-def iter_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
-                 filters: Sequence["Rule"] | CellFilters = ()) -> Iterator[Kernel]:
+def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
+                 filters: CellFilters | None = None) -> list[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
-    ``raw``; only those satisfying every filter rule (``--where``; a callable gives per cell the
-    rules for GEMM and for depthwise configs, e.g. a problem's checks). A kernel that several
-    requests produce (rule-set lists) is yielded once."""
-    rules_for: CellFilters = filters if callable(filters) else (lambda cell: (filters, filters))
+    ``raw``; only those satisfying the extra rules ``filters`` gives per cell. A kernel that
+    several requests produce (rule-set lists) is listed once."""
     requests = list(requests)
     seen: set[tuple] | None = set() if len(requests) > 1 else None
+    out: list[Kernel] = []
     for request in requests:
         for cell, result in enumerate_cells(request, use_cache).items():
-            gemm_rules, depthwise_rules = rules_for(cell)
-            keep_gemm = filter_mask(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
-            keep_dw = filter_mask(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
-            rows = [(False, r, ok) for r, ok, keep in zip(result.gemm, result.gemm_valid, keep_gemm) if keep]
-            rows += [(True, r, ok) for r, ok, keep in zip(result.depthwise, result.depthwise_valid, keep_dw)
-                     if keep]
-            for depthwise, row, ok in rows:
-                if not (ok or raw):
-                    continue
-                kernel = Kernel(request.arch, cell, depthwise, row, ok)
-                if seen is not None:
-                    if kernel.identity in seen:
+            keep_gemm = keep_dw = None
+            if filters is not None:
+                gemm_rules, depthwise_rules = filters(request, cell)
+                keep_gemm = filter_mask(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
+                keep_dw = filter_mask(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
+            for depthwise, rows, valid, keep in ((False, result.gemm, result.gemm_valid, keep_gemm),
+                                                 (True, result.depthwise, result.depthwise_valid, keep_dw)):
+                for i, (row, ok) in enumerate(zip(rows, valid)):
+                    if not (ok or raw) or (keep is not None and not keep[i]):
                         continue
-                    seen.add(kernel.identity)
-                yield kernel
+                    kernel = Kernel(request.arch, cell, depthwise, row, ok)
+                    if seen is not None:
+                        if kernel.identity in seen:
+                            continue
+                        seen.add(kernel.identity)
+                    out.append(kernel)
+    return out

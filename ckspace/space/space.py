@@ -1,43 +1,33 @@
-"""The ``Space`` query API: the kernels a rule set really emits, for one or more cells."""
+"""The ``Space`` query API: the kernels a rule set really emits, for one or more cells.
+
+Everything a listing needs on a warm cache is imported here at the top and is pure Python (rows,
+names, the cell cache); pydantic configs, numpy and the CP-SAT solver load only when a query needs
+them, so ``ckspace enumerate --count`` answers from the cache in a fraction of a second.
+"""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from ckspace.constraints.expr import Const
-from ckspace.constraints.request import Cell, Request
-from ckspace.constraints.rules import Rule
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.errors import CkspaceError
-from ckspace.space.config import DepthwiseConfig, GemmConfig, KernelConfig
-from ckspace.space.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
-from ckspace.space.listing import Kernel, iter_kernels
-from ckspace.space.naming import is_depthwise_name
+from ckspace.core.cells import Cell, CellProposals, Request
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+from ckspace.core.naming import is_depthwise_name
+from ckspace.space.listing import Kernel, list_kernels
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ckspace.constraints.model import CellModel
-    from ckspace.emit.ck_revision import CkRevision
+    from ckspace.constraints.rule import Rule
+    from ckspace.core.ck import CkRevision
+    from ckspace.core.config import KernelConfig
+    from ckspace.core.problem import ConvProblem
     from ckspace.space.explain import Explanation
-    from ckspace.space.problem import ConvProblem
-
-
-class Optimum(BaseModel):
-    """The answer of :meth:`Space.best`."""
-
-    objective: str
-    maximize: bool
-    status: str
-    value: int | None
-    config: GemmConfig | None
+    from ckspace.space.optimum import Optimum
 
 
 def _listify(value: object) -> list | None:
@@ -61,7 +51,7 @@ class Space:
                  dtype: object = None, rule_set: str | Sequence[str] = "full", *,
                  where: str | Sequence[str] = (), use_cache: bool = True) -> None:
         archs = _listify(arch) or []
-        rule_sets = _listify(rule_set) or []
+        rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
             raise CkspaceError("a Space needs at least one arch and one rule set")
         variants, ndims, dtypes = _listify(variant), _listify(ndim), _listify(dtype)
@@ -77,8 +67,9 @@ class Space:
         self.problem: ConvProblem | None = None
         self.ck: CkRevision | None = None
         self._models: dict[tuple, CellModel] = {}
-        self._proposals: dict[Request, dict] = {}
+        self._proposals: dict[Request, dict[Cell, CellProposals]] = {}
 
+    # -- narrowing ------------------------------------------------------------------------------
     def where(self, *expressions: str) -> "Space":
         """A narrower space: every expression (see :mod:`ckspace.constraints.where`) must hold.
 
@@ -93,18 +84,15 @@ class Space:
         """The kernels of this space that can run ``problem`` (a :class:`ConvProblem` or its text
         form): each check of CK Tile's ``IsSupportedArgument`` becomes a named constraint of every
         cell (see :mod:`ckspace.constraints.problem_rules`)."""
-        from ckspace.space.problem import ConvProblem
+        from ckspace.core.problem import ConvProblem
 
         return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
 
-    def for_ck(self, ck_root: str | None = None) -> "Space":
-        """The kernels of this space that the CK Tile headers in use can compile. The headers are
-        found as ``ckspace emit`` finds them (``ck_root``, ``CK_ROOT``, ROCm, the amd-aiter wheel)
-        and what their revision lacks becomes named constraints of every cell
-        (:func:`ckspace.emit.ck_revision.ck_rules`)."""
-        from ckspace.emit.ck_revision import detect_revision, locate_ck
-
-        return self._narrowed(ck=detect_revision(str(locate_ck(ck_root))))
+    def for_ck(self, revision: "CkRevision") -> "Space":
+        """The kernels of this space that the CK Tile headers of ``revision`` can compile (what the
+        revision lacks becomes named constraints of every cell, :mod:`ckspace.constraints.ck_rules`).
+        :func:`ckspace.hip_runtime.ck_headers.find_revision` finds and reads the headers."""
+        return self._narrowed(ck=revision)
 
     def _narrowed(self, **changes: object) -> "Space":
         narrower = copy.copy(self)
@@ -115,16 +103,14 @@ class Space:
         return narrower
 
     def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
-        """Extra rules of a cell beyond the rule set and the validity predicates: the filters and
-        the problem's checks, for GEMM and for depthwise configs."""
+        """Extra rules of a cell beyond the rule set and the validity predicates: the filters, what
+        the CK revision cannot build and the problem's checks, for GEMM and for depthwise configs."""
         gemm, depthwise = list(self.filters), list(self.filters)
         if self.ck is not None:
-            from ckspace.constraints.expr import Const
-            from ckspace.emit.ck_revision import ck_rules, depthwise_note
+            from ckspace.constraints.ck_rules import ck_depthwise_rules, ck_rules
 
             gemm += ck_rules(self.ck, cell.variant, cell.dtype, arch=request.arch, ndim=cell.ndim)
-            depthwise.append(Rule("ck_depthwise", "ck_revision", Const(0), depthwise_note(self.ck),
-                                  f"CK headers {self.ck.label}"))
+            depthwise += ck_depthwise_rules(self.ck)
         if self.problem is not None:
             from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
 
@@ -132,21 +118,15 @@ class Space:
             depthwise += depthwise_problem_rules(self.problem)
         return gemm, depthwise
 
-    def _listing(self, raw: bool) -> list[Kernel]:
-        if not self.filters and self.problem is None and self.ck is None:
-            return list(iter_kernels(self.requests, raw=raw, use_cache=self.use_cache))
-        out: list[Kernel] = []
-        for request in self.requests:
-            out += iter_kernels([request], raw=raw, use_cache=self.use_cache,
-                                filters=lambda cell, request=request: self.cell_rules(request, cell))
-        if len(self.requests) > 1:
-            out = list({k.identity: k for k in out}.values())
-        return out
-
     def __repr__(self) -> str:
         return f"Space({', '.join(r.key() for r in self.requests)})"
 
     # -- listing --------------------------------------------------------------------------------
+    def _listing(self, raw: bool) -> list[Kernel]:
+        if not self.filters and self.problem is None and self.ck is None:
+            return list_kernels(self.requests, raw=raw, use_cache=self.use_cache)
+        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache, filters=self.cell_rules)
+
     @cached_property
     def _valid(self) -> list[Kernel]:
         return self._listing(raw=False)
@@ -165,51 +145,48 @@ class Space:
 
     __len__ = count
 
-    def __iter__(self) -> Iterator[KernelConfig]:
-        return (self._config(k) for k in self._valid)
+    def __iter__(self) -> Iterator["KernelConfig"]:
+        return (k.config() for k in self._valid)
 
     def names(self) -> list[str]:
         """Sorted names of the valid kernels (names carry no arch: equal names of two archs
         appear once)."""
         return sorted({k.name for k in self._valid})
 
-    def raw(self) -> list[KernelConfig]:
+    def raw(self) -> list["KernelConfig"]:
         """The rule set's proposals before the generator's validity filter, in rule-set order."""
-        return [self._config(k) for k in self._raw]
-
-    def _tagged(self, request: Request) -> bool:
-        return get_rule_set(request.rule_set).tags_dtype
-
-    def _config(self, k: Kernel) -> KernelConfig:
-        if k.depthwise:
-            return DepthwiseConfig.from_row(k.arch, k.cell.dtype, k.row)
-        return GemmConfig.from_row(k.arch, k.cell.variant, k.cell.ndim, k.cell.dtype, k.row)
+        return [k.config() for k in self._raw]
 
     # -- membership -----------------------------------------------------------------------------
-    def contains(self, item: KernelConfig | str) -> bool:
+    def contains(self, item: "KernelConfig | str") -> bool:
         """Whether a config (or a kernel name, for any arch of the space) is a valid kernel here.
 
         Decided by the cell's CP-SAT model with every rule and the rule set's proposal table
         enforced. A config's dtype tag is a property of the rule set that proposes it, so it is
         taken from the rule set, not from the argument.
         """
+        from ckspace.core.config import DepthwiseConfig
+
         if isinstance(item, str):
-            return any(self.contains(c) for c in self._configs_from_name(item))
+            return any(self.contains(c) for c in self.configs_from_name(item))
         depthwise = isinstance(item, DepthwiseConfig)
-        return any(self._model(request, cell, depthwise).feasible(values)
+        return any(self.cell_model(request, cell, depthwise).feasible(values)
                    for request, cell, values in self.placements(item))
 
     __contains__ = contains
 
-    def placements(self, config: KernelConfig) -> Iterator[tuple[Request, Cell, dict[str, int]]]:
+    def placements(self, config: "KernelConfig") -> Iterator[tuple[Request, Cell, dict[str, int]]]:
         """The requests whose cells hold ``config``'s cell, each with the config's field values
         as that request's models see them (the dtype tag is the rule set's)."""
+        from ckspace.core.config import GemmConfig
+
         cell = Cell(config.variant, config.ndim, config.dtype)
         for request in self.requests:
             if config.arch != request.arch or cell not in request.cells:
                 continue
             if isinstance(config, GemmConfig):
-                row = config.model_copy(update={"tagged": self._tagged(request)}).row()
+                tagged = get_rule_set(request.rule_set).tags_dtype
+                row = config.model_copy(update={"tagged": tagged}).row()
                 yield request, cell, dict(zip(GEMM_FIELD_NAMES, row))
             else:
                 yield request, cell, dict(zip(DEPTHWISE_FIELDS, config.row()))
@@ -226,29 +203,59 @@ class Space:
         """The rows of the valid kernels of one cell of one arch."""
         return self._rows_by_cell.get((arch, cell, depthwise), [])
 
-    def _configs_from_name(self, name: str) -> list[KernelConfig]:
+    def configs_from_name(self, name: str) -> list["KernelConfig"]:
+        """The config a kernel name stands for, once per arch of the space (names carry no arch)."""
+        from ckspace.core.config import DepthwiseConfig, GemmConfig
+
         archs = dict.fromkeys(r.arch for r in self.requests)
         if is_depthwise_name(name):
             return [DepthwiseConfig.from_name(name, arch) for arch in archs]
         return [GemmConfig.from_name(name, arch) for arch in archs]
 
+    # -- queries --------------------------------------------------------------------------------
     def explain(self, item: "KernelConfig | str | Mapping[str, object]") -> "Explanation":
         """Why a config, a kernel name or a partial config (dict of field values; ``variant``,
         ``ndim`` and ``dtype`` keys narrow the cells) is or is not in the space: per cell, valid
         (with the number of valid completions) or a minimal set of named constraints that
         exclude it, with the offending values. See :mod:`ckspace.space.explain`."""
-        from ckspace.space.explain import explain
+        from ckspace.core.config import DepthwiseConfig, GemmConfig
+        from ckspace.core.fields import plain
+        from ckspace.space.explain import Explanation, PartialQuery, explain_cell
 
-        return explain(self, item)
+        targets: list[tuple[Request, Cell, dict[str, int], bool]] = []
+        if isinstance(item, Mapping):
+            partial = PartialQuery.parse(item)
+            query = {k: plain(v) for k, v in item.items()}
+            targets = [(request, cell, partial.values, partial.depthwise)
+                       for request in self.requests for cell in request.cells
+                       if partial.matches(cell) and (not partial.depthwise or self.proposals(request)[cell].depthwise)]
+            if not targets:
+                raise CkspaceError(f"the query {query} matches no cell of {self!r}")
+        else:
+            if isinstance(item, str):
+                configs, query = self.configs_from_name(item), {"name": item.strip()}
+            elif isinstance(item, (GemmConfig, DepthwiseConfig)):
+                configs, query = [item], {"name": item.name, "arch": item.arch}
+            else:
+                raise CkspaceError("explain takes a config, a kernel name or a dict of field values, "
+                                   f"not {type(item).__name__}")
+            targets = [(request, cell, values, isinstance(config, DepthwiseConfig))
+                       for config in configs for request, cell, values in self.placements(config)]
+            if not targets:
+                raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
+        cells = [explain_cell(self.cell_model(request, cell, depthwise), request, cell, values, depthwise,
+                              valid_rows=self.rows_of(request.arch, cell, depthwise),
+                              proposal_rows=self.proposal_rows(request, cell, depthwise))
+                 for request, cell, values, depthwise in targets]
+        return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
+                           cells=cells)
 
     def sample(self, n: int, seed: int = 0,
-               stratify_by: Sequence[str] = ("pipeline", "tile_m", "tile_n", "tile_k")) -> list[KernelConfig]:
+               stratify_by: Sequence[str] = ("pipeline", "tile_m", "tile_n", "tile_k")) -> list["KernelConfig"]:
         """``n`` valid kernels, deterministic for a seed and spread over the strata of the given
         fields (e.g. to choose what to benchmark): strata take turns, each yielding its kernels in
         a seeded random order. Depthwise kernels form their own stratum."""
         import random
-
-        from ckspace.errors import InvalidChoiceError
 
         unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
         if unknown:
@@ -270,21 +277,22 @@ class Space:
         while len(picked) < n and any(depth < len(q) for q in queues):
             picked += [q[depth] for q in queues if depth < len(q)][: n - len(picked)]
             depth += 1
-        return [self._config(k) for k in picked]
+        return [k.config() for k in picked]
 
     def best(self, objective: str, maximize: bool = True) -> "Optimum":
         """The valid kernel that maximises (or minimises) an integer expression over fields, e.g.
         ``tile_m * tile_n - 2 * tile_k``, found by CP-SAT in each cell's model, with the proof
         status (``OPTIMAL`` when every cell was solved to optimality)."""
         from ckspace.constraints.where import parse_objective
+        from ckspace.core.config import GemmConfig
+        from ckspace.space.optimum import Optimum
 
         expr = parse_objective(objective)
-        best: tuple[int, KernelConfig] | None = None
+        best: tuple[int, GemmConfig] | None = None
         statuses = set()
         for request in self.requests:
             for cell in request.cells:
-                model = self._model(request, cell, depthwise=False)
-                status, value, values = model.optimize(expr, maximize)
+                status, value, values = self.cell_model(request, cell, depthwise=False).optimize(expr, maximize)
                 statuses.add(status)
                 if value is None:
                     continue
@@ -297,11 +305,12 @@ class Space:
         return Optimum(objective=objective, maximize=maximize, status=status,
                        value=best[0] if best else None, config=best[1] if best else None)
 
-    def violated_rules(self, config: KernelConfig) -> list[str]:
+    def violated_rules(self, config: "KernelConfig") -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal
         membership aside): empty for a config the generator would accept if proposed."""
         from ckspace.constraints.classify import columns, rule_masks
-        from ckspace.constraints.rules import depthwise_rules, gemm_rules
+        from ckspace.constraints.validity import depthwise_rules, gemm_rules
+        from ckspace.core.config import DepthwiseConfig
 
         if isinstance(config, DepthwiseConfig):
             rules, fields, row = depthwise_rules(), DEPTHWISE_FIELDS, config.row()
@@ -311,44 +320,38 @@ class Space:
         masks = rule_masks(rules, columns([row], fields), 1)
         return [name for name, ok in masks.items() if not ok[0]]
 
+    # -- models ---------------------------------------------------------------------------------
     def model(self, variant: object, ndim: int, dtype: object, arch: str | None = None,
               depthwise: bool = False) -> "CellModel":
         """The CP-SAT model of one cell of this space (first request of ``arch``)."""
-        from ckspace.space.vocab import Dtype, Variant
+        from ckspace.core.vocab import Dtype, Variant
 
         cell = Cell(Variant.parse(variant), int(ndim), Dtype.parse(dtype))
         for request in self.requests:
             if (arch is None or request.arch == arch) and cell in request.cells:
-                return self._model(request, cell, depthwise)
+                return self.cell_model(request, cell, depthwise)
         raise CkspaceError(f"cell {cell.label()} is not part of {self!r}")
 
-    def proposals(self, request: Request) -> dict:
+    def proposals(self, request: Request) -> dict[Cell, CellProposals]:
         """The rule set's proposals per cell of ``request`` (memoised: explanations reuse them)."""
         if request not in self._proposals:
-            self._proposals[request] = get_rule_set(request.rule_set).propose(request)
+            from ckspace.constraints.enumerator import propose
+
+            self._proposals[request] = propose(request, self.use_cache)
         return self._proposals[request]
 
-    def _model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
-        """The cell's model: the rules the rule set and the generator apply, the filters, and the
-        rule set's table (its candidates, before the predicates it runs itself)."""
+    def proposal_rows(self, request: Request, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
+        """The rule set's table of one cell (its candidates, before the predicates it runs itself)."""
+        proposal = self.proposals(request)[cell]
+        return list(proposal.depthwise if depthwise else proposal.candidates)
+
+    def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
+        """The cell's model with this space's extra rules (memoised): see
+        :func:`ckspace.constraints.model.cell_model`."""
         key = (request, cell, depthwise)
         if key not in self._models:
-            from ckspace.constraints.enumerate import VALID_PREDICATES
-            from ckspace.constraints.model import CellModel
-            from ckspace.constraints.rules import depthwise_rules, gemm_rules
+            from ckspace.constraints.model import cell_model
 
-            proposal = self.proposals(request)[cell]
-            kind = "depthwise" if depthwise else "GEMM"
-            if depthwise:
-                fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise
-                rules = list(depthwise_rules())
-            else:
-                fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
-                wanted = set(VALID_PREDICATES) | set(proposal.applies)
-                rules = [r for r in gemm_rules(request.arch, cell.variant, cell.dtype) if r.predicate in wanted]
             extra = self.cell_rules(request, cell)[1 if depthwise else 0]
-            for f in extra:  # a filter on fields this kind lacks excludes the kind, by name
-                rules.append(f if set(f.fields) <= set(fields) else
-                             dataclasses.replace(f, expr=Const(0), text=f"{f.text} (fields {kind} configs lack)"))
-            self._models[key] = CellModel(fields, bounds, rules, rows, request.rule_set)
+            self._models[key] = cell_model(request.arch, cell, self.proposals(request)[cell], depthwise, extra)
         return self._models[key]

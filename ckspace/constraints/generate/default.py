@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ckspace.constraints.generate.rows import default_row, make_row
-from ckspace.data import table
-from ckspace.space.fields import Row, encode
-from ckspace.space.vocab import Variant
+from ckspace.core.fields import default_row, make_row
+from ckspace.core.tables import table
+from ckspace.core.fields import Row, encode
+from ckspace.core.vocab import Variant
 
 
 def _key(tile: list[int]) -> str:

@@ -6,13 +6,12 @@ cell depends on the other cells requested, exactly as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ckspace.constraints.request import Cell, CellResult, Request
-from ckspace.constraints.rulesets.base import CellProposals
-from ckspace.data import table
-from ckspace.space.fields import FIELD_INDEX, Row
+from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+from ckspace.core.tables import table
+from ckspace.core.fields import FIELD_INDEX, Row
 
 _I = FIELD_INDEX
 
@@ -32,7 +31,7 @@ def _entry(cell: Cell, depthwise: bool, row: Row) -> Entry:
     return Entry(cell, depthwise, row, category(cell, depthwise, row))
 
 
-def emission_list(request: Request, per_cell: dict[Cell, CellResult]) -> list[Entry]:
+def emission_list(request: Request, per_cell: Mapping[Cell, CellResult]) -> list[Entry]:
     """Upstream's output order for a multi-cell call: variant, ndim, dtype; forward's depthwise
     block after all forward cells, parameter set by parameter set, dtype by dtype."""
     out: list[Entry] = []

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from ckspace.data import table
-from ckspace.space.arch import arch_facts
-from ckspace.space.vocab import Dtype
+from ckspace.core.tables import table
+from ckspace.core.arch import arch_facts
+from ckspace.core.vocab import Dtype
 
 Triple = tuple[int, int, int]
 Pair = tuple[Triple, tuple[int, int]]

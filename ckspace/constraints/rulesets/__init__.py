@@ -11,7 +11,7 @@ import pkgutil
 from functools import cache
 
 from ckspace.constraints.rulesets.base import RuleSet
-from ckspace.errors import InvalidChoiceError
+from ckspace.core.errors import InvalidChoiceError
 
 _REGISTRY: dict[str, type[RuleSet]] = {}
 

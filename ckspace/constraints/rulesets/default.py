@@ -1,4 +1,4 @@
-"""Rule set ``default``: upstream's small hand-curated list (RULES.md section 7).
+"""Rule set ``default``: upstream's small hand-curated list.
 
 It ignores the requested dtypes and leaves configs untagged, so every dtype gets the same
 proposals; it runs ``is_valid_for_arch`` itself, and the generator's config check then decides
@@ -7,9 +7,12 @@ per dtype.
 
 from __future__ import annotations
 
-from ckspace.constraints.request import Cell, Request
+from collections.abc import Mapping
+
 from ckspace.constraints.rulesets import register
-from ckspace.constraints.rulesets.base import CellProposals, RuleSet
+from ckspace.constraints.rulesets.base import RuleSet
+from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+from ckspace.core.vocab import Predicate
 
 
 @register
@@ -18,8 +21,9 @@ class DefaultRuleSet(RuleSet):
     summary = "upstream's hand-curated list: 10 tiles x 2 pipelines per variant, untagged"
     tags_dtype = False
 
-    def propose(self, request: Request) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request,
+                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.default import proposals  # deferred: see generate/
 
-        applies = ("structure", "is_valid_for_arch")  # upstream: trait check + is_valid_for_arch
+        applies = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH)  # upstream: trait check + arch check
         return {cell: CellProposals(proposals(cell.variant), applies) for cell in request.cells}

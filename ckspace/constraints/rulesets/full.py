@@ -1,4 +1,4 @@
-"""Rule set ``full``: upstream's rule-derived space (RULES.md section 8).
+"""Rule set ``full``: upstream's rule-derived space.
 
 The rule set calls ``TileConfig.is_valid`` and ``is_valid_for_arch`` on its own proposals, as
 upstream does; the walk over its tables is :mod:`ckspace.constraints.generate.full`.
@@ -6,9 +6,12 @@ upstream does; the walk over its tables is :mod:`ckspace.constraints.generate.fu
 
 from __future__ import annotations
 
-from ckspace.constraints.request import Cell, Request
+from collections.abc import Mapping
+
 from ckspace.constraints.rulesets import register
-from ckspace.constraints.rulesets.base import CellProposals, RuleSet
+from ckspace.constraints.rulesets.base import RuleSet
+from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+from ckspace.core.vocab import Predicate
 
 
 @register
@@ -16,12 +19,13 @@ class FullRuleSet(RuleSet):
     name = "full"
     summary = "upstream's rule-derived space: curated tiles x waves x vectors x pipelines x features"
 
-    def propose(self, request: Request) -> dict[Cell, CellProposals]:
-        return {cell: self.propose_cell(request.arch, cell) for cell in request.cells}
-
-    def propose_cell(self, arch: str, cell: Cell) -> CellProposals:
+    def propose(self, request: Request,
+                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.full import cell_candidates, depthwise_rows  # deferred
 
-        rows, duplicates = cell_candidates(arch, cell)
-        return CellProposals(rows, ("structure", "tile_divisibility", "is_valid_for_arch"), depthwise_rows(cell),
-                             duplicates)
+        applies = (Predicate.STRUCTURE, Predicate.TILE_DIVISIBILITY, Predicate.IS_VALID_FOR_ARCH)
+        out = {}
+        for cell in request.cells:
+            rows, duplicates = cell_candidates(request.arch, cell)
+            out[cell] = CellProposals(rows, applies, depthwise_rows(cell), duplicates)
+        return out

@@ -1,12 +1,12 @@
-"""Rule set ``full-tests``: a deterministic ~20 % stratified subset of ``full`` (RULES.md 9)."""
+"""Rule set ``full-tests``: a deterministic ~20 % stratified subset of ``full``."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
 
-from ckspace.constraints.request import Cell, Request
 from ckspace.constraints.rulesets import register
-from ckspace.constraints.rulesets.base import CellProposals, RuleSet
+from ckspace.constraints.rulesets.base import RuleSet
+from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 
 
 @register
@@ -14,10 +14,11 @@ class FullTestsRuleSet(RuleSet):
     name = "full-tests"
     summary = "every 5th config of each full category, plus one per uncovered (pipeline, scheduler)"
     request_wide = True
+    derives_from = "full"
 
-    def propose(self, request: Request) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request,
+                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split
-        from ckspace.constraints.enumerate import compute  # deferred: see RuleSet
 
-        entries = emission_list(request, compute(replace(request, rule_set="full")))
-        return split(request, full_tests_select(entries))
+        assert base is not None, "the enumerator passes full's cells"
+        return split(request, full_tests_select(emission_list(request, base)))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ckspace.data import table
-from ckspace.space.vocab import Dtype, Pipeline, parse_arch
+from ckspace.core.tables import table
+from ckspace.core.vocab import Dtype, Pipeline, parse_arch
 
 Triple = tuple[int, int, int]
+T = TypeVar("T")
 
 
 class ArchFacts(BaseModel):
@@ -66,3 +68,12 @@ def lds_limit_bytes(pipeline: Pipeline) -> int:
 def element_size(dtype: Dtype) -> int:
     """Bytes per element of ``dtype``."""
     return table("arch")["element_size_bytes"][dtype.value]
+
+
+def lds_bytes(tile_m: T, tile_n: T, tile_k: T, element_bytes: int | T) -> T:
+    """LDS bytes one block stages for its A and B tiles: ``(tile_m + tile_n) * tile_k`` elements.
+
+    Written once for every kind of operand it meets: integers, numpy columns (the selector's
+    features) and rule expressions (the config check's LDS budget).
+    """
+    return (tile_m + tile_n) * tile_k * element_bytes

@@ -1,4 +1,4 @@
-"""On-disk cache of enumerated cells.
+"""On-disk cache of enumerated cells: the seam between the enumerator and everything that lists.
 
 One JSON file per cell and rule set. The key lists everything that can change the answer: the
 ckspace version, the hash of the rule tables, the arch, the rule set, the cell, and for rule sets
@@ -9,30 +9,19 @@ never trusted. Reading the cache imports neither the solver nor numpy.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
-from ckspace.constraints.request import Cell, CellResult, Request
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.data import tables_hash
-from ckspace.files import write_atomic
+from ckspace.core.cells import Cell, CellResult, Request
+from ckspace.core.files import cache_dir, sha256, write_atomic
+from ckspace.core.tables import tables_hash
 
 log = logging.getLogger(__name__)
 
 FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """``$CKSPACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ckspace``, else ``~/.cache/ckspace``."""
-    explicit = os.environ.get("CKSPACE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ckspace"
 
 
 def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
@@ -51,12 +40,7 @@ def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
 
 
 def _path(key: dict[str, Any]) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
-    return cache_dir() / "cells" / f"{digest}.json"
-
-
-def _checksum(payload: str) -> str:
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return cache_dir() / "cells" / f"{sha256(json.dumps(key, sort_keys=True).encode())[:40]}.json"
 
 
 def load(request: Request, cell: Cell) -> CellResult | None:
@@ -72,7 +56,7 @@ def load(request: Request, cell: Cell) -> CellResult | None:
         return None
     try:
         entry = json.loads(text)
-        if entry["key"] != key or entry["checksum"] != _checksum(entry["payload"]):
+        if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
             raise ValueError("key or checksum mismatch")
         data = json.loads(entry["payload"])
         return CellResult(
@@ -94,29 +78,8 @@ def store(request: Request, cell: Cell, result: CellResult) -> None:
         "gemm": result.gemm, "gemm_valid": [int(v) for v in result.gemm_valid],
         "depthwise": result.depthwise, "depthwise_valid": [int(v) for v in result.depthwise_valid],
     }, separators=(",", ":"))
-    text = json.dumps({"key": key, "checksum": _checksum(payload), "payload": payload})
+    text = json.dumps({"key": key, "checksum": sha256(payload.encode()), "payload": payload})
     try:
         write_atomic(path, text.encode())
     except OSError as exc:
         log.warning("could not write cache entry %s (%s); continuing without it", path, exc)
-
-
-def enumerate_cells(request: Request, use_cache: bool = True) -> dict[Cell, CellResult]:
-    """Every cell of ``request``: from the cache where possible, else computed (and stored)."""
-    results: dict[Cell, CellResult] = {}
-    if use_cache:
-        for cell in request.cells:
-            hit = load(request, cell)
-            if hit is not None:
-                results[cell] = hit
-    missing = [cell for cell in request.cells if cell not in results]
-    if not missing:
-        return results
-    from ckspace.constraints.enumerate import compute  # deferred: the cold path needs numpy
-
-    fresh = compute(request)  # one pass: cells sharing rules are classified together
-    for cell in missing:
-        results[cell] = fresh[cell]
-        if use_cache:
-            store(request, cell, fresh[cell])
-    return {cell: results[cell] for cell in request.cells}

@@ -29,10 +29,10 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ckspace.data import table
-from ckspace.errors import CkspaceError, KernelNameError
-from ckspace.space.config import GemmConfig
-from ckspace.space.vocab import Dtype, Pipeline, Variant
+from ckspace.core.tables import table
+from ckspace.core.errors import CkspaceError, KernelNameError
+from ckspace.core.config import GemmConfig
+from ckspace.core.vocab import Dtype, Pipeline, Variant
 
 _BENCH_NAME = re.compile(
     r"^grouped_conv_(?P<variant>forward|bwd_data|bwd_weight)_(?P<dtype>fp16|bf16|fp32)_(?P<ndim>[123])d_"

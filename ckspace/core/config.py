@@ -11,17 +11,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ckspace.space.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Layout, Row, decode, encode
-from ckspace.space.naming import depthwise_name, gemm_name, parse_depthwise_name, parse_gemm_name
-from ckspace.space.vocab import (
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_DEFAULTS, GEMM_FIELD_NAMES, Row, decode, encode
+from ckspace.core.naming import depthwise_name, gemm_name, parse_depthwise_name, parse_gemm_name
+from ckspace.core.vocab import (
     Dtype,
     Epilogue,
+    Layout,
     Pipeline,
     Scheduler,
     Specialization,
     StreamKStrategy,
     Variant,
 )
+
+D: dict[str, Any] = GEMM_DEFAULTS
 
 
 class GemmConfig(BaseModel):
@@ -43,27 +46,29 @@ class GemmConfig(BaseModel):
     warp_tile_m: int = Field(gt=0)
     warp_tile_n: int = Field(gt=0)
     warp_tile_k: int = Field(gt=0)
-    vec_a: int = Field(default=4, gt=0)
-    vec_b: int = Field(default=8, gt=0)
-    vec_c: int = Field(default=8, gt=0)
+    vec_a: int = Field(default=D["vec_a"], gt=0)
+    vec_b: int = Field(default=D["vec_b"], gt=0)
+    vec_c: int = Field(default=D["vec_c"], gt=0)
     pipeline: Pipeline
-    scheduler: Scheduler = Scheduler.INTRAWAVE
-    epilogue: Epilogue = Epilogue.CSHUFFLE
-    pad_m: bool = True
-    pad_n: bool = True
-    pad_k: bool = True
-    double_smem_buffer: bool = False
-    num_groups_to_merge: int = Field(default=1, gt=0)
-    split_image: bool = False
-    explicit_gemm: bool = False
-    two_stage: bool = False
-    specialization: Specialization = Specialization.DEFAULT
-    streamk_enabled: bool = False
-    streamk_strategy: StreamKStrategy = StreamKStrategy.NONE
-    streamk_persistent: bool = False
-    num_wave_groups: int = Field(default=1, gt=0)
-    layout: Layout = Layout.NHWGC
+    scheduler: Scheduler = D["scheduler"]
+    epilogue: Epilogue = D["epilogue"]
+    pad_m: bool = D["pad_m"]
+    pad_n: bool = D["pad_n"]
+    pad_k: bool = D["pad_k"]
+    double_smem_buffer: bool = D["double_smem_buffer"]
+    num_groups_to_merge: int = Field(default=D["num_groups_to_merge"], gt=0)
+    split_image: bool = D["split_image"]
+    explicit_gemm: bool = D["explicit_gemm"]
+    two_stage: bool = D["two_stage"]
+    specialization: Specialization = D["specialization"]
+    streamk_enabled: bool = D["streamk_enabled"]
+    streamk_strategy: StreamKStrategy = D["streamk_strategy"]
+    streamk_persistent: bool = D["streamk_persistent"]
+    num_wave_groups: int = Field(default=D["num_wave_groups"], gt=0)
+    layout: Layout = D["layout"]
     tagged: bool = True
+    """Whether the proposing rule set tagged the config with its dtype (upstream's WMMA rule reads
+    the tag); a config a user writes down is tagged."""
 
     @property
     def block_per_cu(self) -> int:
@@ -80,7 +85,7 @@ class GemmConfig(BaseModel):
         return gemm_name(self.variant, self.dtype, self.ndim, self.row())
 
     def row(self) -> Row:
-        """The field tuple in :data:`~ckspace.space.fields.GEMM_FIELDS` order, enums as codes."""
+        """The field tuple in :data:`~ckspace.core.fields.GEMM_FIELDS` order, enums as codes."""
         return tuple(encode(f, getattr(self, f)) for f in GEMM_FIELD_NAMES)
 
     @classmethod

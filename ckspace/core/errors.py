@@ -25,4 +25,4 @@ class InvalidChoiceError(CkspaceError, ValueError):
 
 
 class KernelNameError(CkspaceError, ValueError):
-    """A kernel name does not follow the upstream naming scheme (RULES.md section 3)."""
+    """A kernel name does not follow the kernel-name grammar (:mod:`ckspace.core.naming`)."""

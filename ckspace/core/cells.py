@@ -1,15 +1,19 @@
-"""What an enumeration is asked for: one arch, one rule set, ordered lists of cells."""
+"""What an enumeration is asked for and what it answers: cells, requests, proposals and results.
+
+A *cell* is one (variant, ndim, dtype) of an arch's space. A *request* is one upstream-style
+generator call: an arch, a rule set and ordered lists of cells. A rule set answers a request with
+:class:`CellProposals` per cell; the enumerator classifies them into :class:`CellResult`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import NamedTuple
 
-from ckspace.space.fields import Row
-
-from ckspace.space.vocab import NDIMS, Dtype, Variant, parse_arch, parse_ndim
+from ckspace.core.fields import Row
+from ckspace.core.vocab import NDIMS, Dtype, Predicate, Variant, parse_arch, parse_ndim
 
 
 class Cell(NamedTuple):
@@ -33,7 +37,8 @@ class Request:
 
     Order matters and is kept as given: upstream emits cells variant-major, then ndim, then dtype,
     and the sampling rule sets (full-tests, tiny) select from that emission order, so the same cell
-    can get a different subset in a different request.
+    can get a different subset in a different request. ``rule_set`` is a rule set's canonical name
+    (:func:`ckspace.constraints.rulesets.get_rule_set` validates user text).
     """
 
     arch: str
@@ -45,11 +50,10 @@ class Request:
     @classmethod
     def build(cls, arch: str, rule_set: str, variants: Iterable[object] | None = None,
               ndims: Iterable[object] | None = None, dtypes: Iterable[object] | None = None) -> "Request":
-        from ckspace.constraints.rulesets import get_rule_set
-
+        """Validate and order the parts (variant, ndim and dtype default to all values)."""
         return cls(
             arch=parse_arch(arch),
-            rule_set=get_rule_set(rule_set).name,
+            rule_set=rule_set,
             variants=_unique(Variant.parse(v) for v in (variants or list(Variant))),
             ndims=_unique(parse_ndim(n) for n in (ndims or NDIMS)),
             dtypes=_unique(Dtype.parse(d) for d in (dtypes or list(Dtype))),
@@ -59,15 +63,28 @@ class Request:
     def cells(self) -> tuple[Cell, ...]:
         return tuple(Cell(v, n, d) for v, n, d in product(self.variants, self.ndims, self.dtypes))
 
-    def single(self, cell: Cell) -> "Request":
-        return Request(self.arch, self.rule_set, (cell.variant,), (cell.ndim,), (cell.dtype,))
-
     def key(self) -> str:
         """Text that identifies the request in cache keys."""
         return "|".join([
             self.arch, self.rule_set, ",".join(v.value for v in self.variants),
             ",".join(map(str, self.ndims)), ",".join(d.value for d in self.dtypes),
         ])
+
+
+@dataclass
+class CellProposals:
+    """What a rule set proposes for one cell, in emission order.
+
+    ``candidates`` are the GEMM configs its tables generate; the rule set's own output (upstream's
+    "raw" list) is the candidates that pass the predicates the rule set runs itself (``applies``).
+    Depthwise rows are in :data:`~ckspace.core.fields.DEPTHWISE_FIELDS` order; ``duplicates``
+    counts the repeats the rule set generated and dropped (a lint finding, not an error).
+    """
+
+    candidates: list[Row] = field(default_factory=list)
+    applies: tuple[Predicate, ...] = ()
+    depthwise: list[Row] = field(default_factory=list)
+    duplicates: int = 0
 
 
 @dataclass

@@ -9,9 +9,9 @@ import re
 from functools import cache
 from typing import Any
 
-from ckspace.errors import KernelNameError
-from ckspace.space.fields import DEPTHWISE_FIELDS, Layout, Row
-from ckspace.space.vocab import (
+from ckspace.core.errors import KernelNameError
+from ckspace.core.fields import DEPTHWISE_FIELDS, Layout, Row
+from ckspace.core.vocab import (
     Dtype,
     Epilogue,
     Pipeline,

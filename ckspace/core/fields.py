@@ -3,7 +3,7 @@
 A config's *row* is the tuple of its field values in this order, enums as their integer codes and
 booleans as 0/1. Rows are what the rule sets generate, what the solver's variables and the
 vectorised evaluator work on, and what the cache stores; the pydantic models of
-:mod:`ckspace.space.config` are built from rows at the boundary.
+:mod:`ckspace.core.config` are built from rows at the boundary.
 """
 
 from __future__ import annotations
@@ -12,22 +12,16 @@ from enum import Enum
 from functools import cache
 from typing import NamedTuple
 
-from ckspace.space.vocab import (
+from ckspace.core.tables import table
+from ckspace.core.vocab import (
     Choice,
     Epilogue,
+    Layout,
     Pipeline,
     Scheduler,
     Specialization,
     StreamKStrategy,
 )
-
-
-class Layout(Choice):
-    """The layout string kernel names carry (upstream default/full use nhwgc for every ndim)."""
-
-    NHWGC = "nhwgc"
-    NDHWGC = "ndhwgc"
-    NGCHW = "ngchw"
 
 
 class FieldSpec(NamedTuple):
@@ -75,6 +69,29 @@ FIELD_KIND: dict[str, type] = {f.name: f.kind for f in GEMM_FIELDS}
 
 Row = tuple[int, ...]
 
+
+def _config_defaults() -> dict[str, object]:
+    """The upstream config defaults (``common.json``) by field: what a config has unless a rule
+    set says otherwise. ``tagged`` is not among them: whether a config carries its dtype tag is
+    decided by the rule set that proposes it."""
+    d = table("common")["config_defaults"]
+    return {
+        "vec_a": d["vec"][0], "vec_b": d["vec"][1], "vec_c": d["vec"][2],
+        "pipeline": None, "layout": Layout.parse(d["layout"]), "epilogue": Epilogue.parse(d["epilogue"]),
+        "scheduler": Scheduler.parse(d["scheduler"]),
+        "pad_m": bool(d["pad"][0]), "pad_n": bool(d["pad"][1]), "pad_k": bool(d["pad"][2]),
+        "num_wave_groups": d["num_wave_groups"], "num_groups_to_merge": d["num_groups_to_merge"],
+        "specialization": Specialization.parse(d["specialization"]),
+        "double_smem_buffer": bool(d["double_smem_buffer"]), "two_stage": bool(d["two_stage"]),
+        "explicit_gemm": bool(d["explicit_gemm"]), "split_image": bool(d["split_image"]),
+        "streamk_enabled": bool(d["streamk"]), "streamk_persistent": bool(d["streamk_persistent"]),
+        "streamk_strategy": StreamKStrategy.NONE,
+    }
+
+
+GEMM_DEFAULTS: dict[str, object] = {k: v for k, v in _config_defaults().items() if v is not None}
+"""Default value per GEMM field that has one (geometry and pipeline have none)."""
+
 DEPTHWISE_FIELDS: tuple[str, ...] = (
     "tile_h", "tile_w", "filter", "stride_h", "stride_w", "pad_h", "pad_w",
     "nbatch", "sub_h", "sub_w", "in_vec", "out_vec", "block_size", "dilation",
@@ -99,6 +116,19 @@ def _enum_code(kind: type, value: object) -> int:
 def plain(value: object) -> object:
     """An enum as its text value, anything else as is: the JSON-friendly form of a field."""
     return value.value if isinstance(value, Enum) else value
+
+
+def default_row() -> Row:
+    """A row holding the config defaults, untagged; fields without a default are 0 until set."""
+    return _DEFAULT_ROW
+
+
+def make_row(base: Row, **values: int) -> Row:
+    """``base`` with the given (already encoded) fields replaced."""
+    row = list(base)
+    for name, value in values.items():
+        row[FIELD_INDEX[name]] = value
+    return tuple(row)
 
 
 def decode(name: str, code: int) -> object:
@@ -134,3 +164,5 @@ DEPTHWISE_BOUNDS: dict[str, tuple[int, int]] = {
     "pad_h": (0, 8), "pad_w": (0, 8), "nbatch": (1, 64), "sub_h": (1, 64), "sub_w": (1, 64),
     "in_vec": (1, 64), "out_vec": (1, 64), "block_size": (1, 1024), "dilation": (1, 8),
 }
+
+_DEFAULT_ROW: Row = tuple(encode(f, GEMM_DEFAULTS[f]) if f in GEMM_DEFAULTS else 0 for f in GEMM_FIELD_NAMES)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 import re
 from functools import cached_property
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ckspace.errors import CkspaceError, InvalidChoiceError
-from ckspace.space.vocab import Variant
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.operands import OPERANDS
+from ckspace.core.vocab import Variant
 
 _DIMS = ("d", "h", "w")
 _SPATIAL_IN = {"d": "Di", "h": "Hi", "w": "Wi"}
@@ -110,14 +112,12 @@ class ConvProblem(BaseModel):
         return math.prod(self.output_size(d) for d in self.dims)
 
     def gemm_mnk(self, variant: Variant | str) -> tuple[int, int, int]:
-        """Per-group implicit GEMM sizes (M, N, K) of a variant, as CK forms them (one group, no
-        groups-to-merge; bwd_data counts all its sub-GEMMs' rows in M)."""
-        variant = Variant.parse(variant)
-        if variant is Variant.FORWARD:
-            return self.N * self.output_volume, self.Kg, self.Cg * self.filter_volume
-        if variant is Variant.BWD_DATA:
-            return self.N * self.input_volume, self.Cg, self.Kg * self.filter_volume
-        return self.Kg, self.filter_volume * self.Cg, self.N * self.output_volume
+        """Per-group implicit GEMM sizes (M, N, K) of a variant, as CK forms them
+        (:data:`ckspace.core.operands.OPERANDS`)."""
+        gemm = OPERANDS[Variant.parse(variant)]
+        sizes = {"N": self.N, "Cg": self.Cg, "Kg": self.Kg, "input": self.input_volume,
+                 "output": self.output_volume, "filter": self.filter_volume}
+        return tuple(math.prod(sizes[f] for f in factors) for factors in (gemm.m, gemm.n, gemm.k))  # type: ignore[return-value]
 
     @property
     def flops(self) -> int:

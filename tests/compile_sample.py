@@ -12,7 +12,7 @@ every ck_revision rule. Probes are outside the space and are named as such in th
 request, next to ``not_covered``: what this CK lacks (stream-K, explicit GEMM, forward
 groups-to-merge, bwd specializations, ...) with the rule that says why.
 
-``python3 -m ckspace.emit.sample OUT [--arch A] [--ck-root PATH]`` emits the sample into OUT.
+``python3 -m compile_sample OUT [--arch A] [--ck-root PATH]`` emits the sample into OUT.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from ckspace.constraints.request import Cell, Request
-from ckspace.emit.ck_revision import CkRevision, detect_revision, locate_ck
+from ckspace.core.cells import Cell, Request
+from ckspace.core.ck import CkRevision
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.emit.emitter import emit, select
-from ckspace.space.config import GemmConfig
-from ckspace.space.listing import Kernel, iter_kernels
-from ckspace.space.vocab import Dtype, Pipeline, Variant
+from ckspace.core.config import GemmConfig
+from ckspace.space.listing import Kernel
+from ckspace.space.space import Space
+from ckspace.core.vocab import Dtype, Pipeline, Variant
 
 SOURCES = (("full", (Variant.FORWARD, Variant.BWD_WEIGHT)), ("default", (Variant.BWD_DATA,)))
 
@@ -133,7 +135,7 @@ def sample_kernels(arch: str, revision: CkRevision) -> tuple[list[Kernel], list[
     listed: dict[str, Kernel] = {}
     configs: list[GemmConfig] = []
     for rule_set, variants in SOURCES:
-        kernels = list(iter_kernels([Request.build(arch, rule_set, [v.value for v in variants])]))
+        kernels = Space(arch, [v.value for v in variants], rule_set=rule_set).kernels()
         listed.update((k.name, k) for k in kernels if not k.depthwise)
         configs += select(kernels, revision)[0]
     chosen = cover(configs)
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="gfx942")
     parser.add_argument("--ck-root")
     args = parser.parse_args(argv)
-    revision = detect_revision(str(locate_ck(args.ck_root)))
+    revision = find_revision(args.ck_root)
     kernels, probes = sample_kernels(args.arch, revision)
     emit(kernels, args.out, revision, arch=args.arch, request=sample_request(args.arch, revision, kernels, probes))
     print(f"{len(kernels)} kernels ({len(probes)} probes) -> {args.out}")

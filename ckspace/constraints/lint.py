@@ -16,16 +16,22 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.constraints.classify import columns, rule_masks
-from ckspace.constraints.enumerate import VALID_PREDICATES, compute
+from ckspace.constraints.enumerator import classify_cells, propose
 from ckspace.constraints.generate.sampling import category
-from ckspace.constraints.request import Cell, Request
-from ckspace.constraints.rules import gemm_rules
+from ckspace.core.cells import Cell, Request
+from ckspace.constraints.validity import gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.space.arch import arch_facts, lds_limit_bytes
-from ckspace.space.fields import FIELD_INDEX, GEMM_FIELD_NAMES, Layout, decode, plain
-from ckspace.space.naming import gemm_name
+from ckspace.core.arch import arch_facts, lds_limit_bytes
+from ckspace.core.fields import FIELD_INDEX, GEMM_FIELD_NAMES, decode, plain
+from ckspace.core.naming import gemm_name
+from ckspace.core.vocab import EMITTED_PREDICATES, Layout
 
 _I = FIELD_INDEX
+
+WAVE_K_FORCED = "14.2"
+"""The upstream inconsistency whose rule (``Rule.quirk``) rejects proposals with wave_k > 1."""
+LDS_ARCH_BLIND = "14.5"
+"""The one whose rule applies an LDS budget smaller than the arch's LDS."""
 
 
 class Finding(BaseModel):
@@ -47,9 +53,9 @@ def _label(cells: Iterable[Cell]) -> list[str]:
 
 def lint(rule_set: str, arch: str) -> list[Finding]:
     """Findings for one rule set on one arch (all variants, ndims and dtypes in one request)."""
-    request = Request.build(arch, rule_set)
-    proposals = get_rule_set(rule_set).propose(request)
-    results = compute(request, proposals)
+    request = Request.build(arch, get_rule_set(rule_set).name)
+    proposals = propose(request)
+    results = classify_cells(request, proposals)
     facts = arch_facts(arch)
     findings: list[Finding] = []
 
@@ -73,7 +79,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
 
     # proposals removed by the validity predicates, grouped by the rules responsible
     removed: Counter[tuple[str, ...]] = Counter()
-    by_rule: Counter[str] = Counter()
+    quirk_of: dict[tuple[str, ...], str | None] = {}
     forced_wave_k = lds_blind = 0
     dead: dict[str, dict[tuple, list[int]]] = {"tile": defaultdict(lambda: [0, 0]),
                                                "pipeline": defaultdict(lambda: [0, 0]),
@@ -82,19 +88,21 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
         rows = results[cell].gemm
         if not rows:
             continue
-        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in VALID_PREDICATES]
+        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in EMITTED_PREDICATES]
         masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
         broken = np.stack([~masks[r.name] for r in rules], axis=1)
         for i, row in enumerate(rows):
-            names = tuple(r.name for r, bad in zip(rules, broken[i]) if bad)
+            failing = [r for r, bad in zip(rules, broken[i]) if bad]
+            names = tuple(r.name for r in failing)
             valid = not names
             if names:
                 removed[names] += 1
-                by_rule.update(names)
-                if "wave_list" in names and row[_I["wave_k"]] != 1:
+                quirks = {r.quirk for r in failing}
+                quirk_of[names] = next((r.quirk for r in failing if r.quirk), None)
+                if WAVE_K_FORCED in quirks and row[_I["wave_k"]] != 1:
                     forced_wave_k += 1
                 budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]))  # type: ignore[arg-type]
-                if "lds_budget" in names and facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
+                if LDS_ARCH_BLIND in quirks and facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
                     lds_blind += 1
             tile = (cell.variant.value, f"{row[0]}x{row[1]}x{row[2]}")
             pipe = (cell.variant.value, plain(decode("pipeline", row[_I["pipeline"]])))
@@ -104,7 +112,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
                 dead[table][key][1] += valid
     for names, count in removed.most_common():
         add("removed_by_rules", f"{count} proposals removed by {' + '.join(names)}", count, rules=names,
-            spec=_spec_of(names, facts.warp_size))
+            spec=quirk_of[names])
     gemm_raw = sum(len(r.gemm) for r in results.values())
     if gemm_raw and not any(any(r.gemm_valid) for r in results.values()):
         depthwise = sum(sum(r.depthwise_valid) for r in results.values())
@@ -155,17 +163,3 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
     if misnamed:
         add("layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec="14.10")
     return findings
-
-
-_SPEC_OF_RULE = {"backward_pipeline": "14.1", "wave_list": "14.2", "lds_budget": "14.5",
-                 "wmma_warp_tile_k": "14.3"}
-
-
-def _spec_of(names: tuple[str, ...], warp_size: int) -> str | None:
-    """The RULES.md section 14 item a group of removals illustrates, if any."""
-    for name in names:
-        if name in _SPEC_OF_RULE:
-            return _SPEC_OF_RULE[name]
-        if name == "warp_tile_list":  # derived warp_tile_k (wave32) or fallback pairs (wave64)
-            return "14.7" if warp_size == 32 else "14.8"
-    return None

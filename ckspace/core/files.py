@@ -1,8 +1,8 @@
-"""Writing files: atomically, and (for generated trees) only where content changed.
+"""Files ckspace writes: atomically, only where content changed, under one cache directory.
 
 Rewriting an unchanged file would bump its mtime and make every build system recompile it, so a
 re-emit compares bytes first; a write goes to a temporary file in the same folder and is moved into
-place, so a reader never sees half a file.
+place, so a reader never sees half a file. Every content hash ckspace records is sha256.
 """
 
 from __future__ import annotations
@@ -14,7 +14,27 @@ from pathlib import Path
 
 
 def sha256(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes, read in blocks (data files can be large)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path:
+    """``$CKSPACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ckspace``, else ``~/.cache/ckspace``: the
+    root of the cell cache and the object cache."""
+    explicit = os.environ.get("CKSPACE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ckspace"
 
 
 def _umask() -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from ckspace.data import table
-from ckspace.errors import InvalidChoiceError
+from ckspace.core.tables import table
+from ckspace.core.errors import InvalidChoiceError
 
 
 class Choice(StrEnum):
@@ -124,6 +124,71 @@ class StreamKStrategy(Choice):
     def label(cls) -> str:
         return "stream-K strategy"
 
+
+class Layout(Choice):
+    """The layout string kernel names carry (upstream default/full use nhwgc for every ndim)."""
+
+    NHWGC = "nhwgc"
+    NDHWGC = "ndhwgc"
+    NGCHW = "ngchw"
+
+
+class RuleKind(Choice):
+    """What excludes a config, as explanations report it."""
+
+    VALIDITY = "validity"
+    """An upstream validity predicate: the generator would never emit the config."""
+    RULE_SET = "rule_set"
+    """The config is valid but not among the rule set's proposals."""
+    FILTER = "filter"
+    """A user filter (``--where``)."""
+    PROBLEM = "problem"
+    """A check CK Tile makes before running a kernel on a problem (``IsSupportedArgument``)."""
+    CK = "ck"
+    """The CK headers in use cannot compile the config."""
+
+
+class Predicate(Choice):
+    """The check a rule belongs to: an upstream function, or the source of an extra constraint."""
+
+    STRUCTURE = "structure"
+    """Consistency of ckspace's own fields (stream-K flags), true of every proposal."""
+    TILE_DIVISIBILITY = "tile_divisibility"
+    """``TileConfig.is_valid``, which only the ``full`` rule set calls on its proposals."""
+    IS_VALID_FOR_ARCH = "is_valid_for_arch"
+    """The arch check the ``default`` and ``full`` rule sets call on their proposals."""
+    IS_CONFIG_VALID = "is_config_valid"
+    """The config check the generator applies to everything it emits."""
+    DEPTHWISE = "depthwise"
+    """The generation-time checks of depthwise configs."""
+    WHERE = "where"
+    """A user filter."""
+    PROBLEM = "problem"
+    """A check of CK Tile's ``IsSupportedArgument`` for one problem."""
+    CK_REVISION = "ck_revision"
+    """What the CK revision in use cannot compile."""
+
+    @property
+    def kind(self) -> RuleKind:
+        """How explanations classify a rule of this predicate (total over the enum)."""
+        return _PREDICATE_KIND[self]
+
+
+_PREDICATE_KIND = {
+    Predicate.STRUCTURE: RuleKind.VALIDITY,
+    Predicate.TILE_DIVISIBILITY: RuleKind.VALIDITY,
+    Predicate.IS_VALID_FOR_ARCH: RuleKind.VALIDITY,
+    Predicate.IS_CONFIG_VALID: RuleKind.VALIDITY,
+    Predicate.DEPTHWISE: RuleKind.VALIDITY,
+    Predicate.WHERE: RuleKind.FILTER,
+    Predicate.PROBLEM: RuleKind.PROBLEM,
+    Predicate.CK_REVISION: RuleKind.CK,
+}
+
+EMITTED_PREDICATES: tuple[Predicate, ...] = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH,
+                                             Predicate.IS_CONFIG_VALID)
+"""What "valid" means for a GEMM config: the upstream generator emits a proposal exactly when it
+passes these (depthwise configs: :attr:`Predicate.DEPTHWISE`)."""
 
 NDIMS: tuple[int, ...] = (1, 2, 3)
 

@@ -1,0 +1,241 @@
+"""What a CK revision cannot build, as named rules of predicate ``ck_revision``.
+
+Each rule states a fact of the CK headers (a missing class, a static_assert, a kernel defect) as an
+expression over config fields, with the header and lines it comes from. Applied to a space
+(``Space.for_ck``) they say why a config is excluded for this CK; applied by ``emit`` they keep it
+from writing a kernel its CK cannot compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ckspace.constraints.expr import TRUE, Const, Expr, Field, Not, all_of, any_of, implies, in_table
+from ckspace.constraints.rule import Rule
+from ckspace.core.arch import arch_facts, element_size
+from ckspace.core.ck import CkRevision
+from ckspace.core.operands import OPERANDS
+from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Predicate, Specialization, Variant
+
+F = Field
+WARP = (F("warp_tile_m"), F("warp_tile_n"), F("warp_tile_k"))
+
+POLICY = "ck_tile/ops/gemm/pipeline/gemm_universal_pipeline_ag_bg_cr_policy.hpp"
+PATTERN = "ck_tile/core/algorithm/static_encoding_pattern.hpp"
+
+
+def auto_vector_sizes(element_bytes: int) -> tuple[int, ...]:
+    """The vector sizes ``GetGlobalVectorLoadSize`` tries, largest first (policy 346-391), for a
+    non-packed type: 16, 8, 4 and 2 bytes (the last two only for elements at least that wide)."""
+    sizes = [16 // element_bytes, 8 // element_bytes]
+    sizes += [4 // element_bytes] if element_bytes >= 4 else []
+    sizes += [2 // element_bytes] if element_bytes >= 2 else []
+    return tuple(dict.fromkeys(v for v in [*sizes, 1] if v >= 1))
+
+
+def _auto_vector_is(value: int, candidates: tuple[int, ...], x: Expr, per_thread: Expr) -> Expr:
+    """``GetGlobalVectorLoadSize`` returns ``value``: the first candidate dividing both the contiguous
+    tile extent and the elements per thread."""
+    def fits(v: int) -> Expr:
+        return all_of((x % v).eq(0), (per_thread % v).eq(0))
+    earlier = [fits(v) for v in candidates[:candidates.index(value)]]
+    return all_of(fits(value), *(Not(e) for e in earlier)) if earlier else fits(value)
+
+
+def _load_pattern(y: Expr, x: Expr, vec: Expr, warps: Expr, groups: Expr, warp_size: int) -> Expr:
+    """The static_asserts of ``tile_distribution_encoding_pattern_2d`` (thread- and warp-raked alike)
+    for a Y x X tile read with ``vec``-wide loads by ``warps`` waves: X % vec == 0; with
+    X1 = min(vec, X*Y/threads) and X0 = X/X1, X0 divides the wave; the Y split covers Y exactly."""
+    threads = warps * warp_size
+    largest = x * y // threads
+
+    def with_x1(x1: Expr) -> Expr:
+        x0 = x // x1
+        y1 = Const(warp_size) // x0
+        y0 = warps // groups
+        return all_of(x1 >= 1, (x0 * y1).eq(warp_size), y0 * y1 >= 1, (y % (y0 * y1)).eq(0))
+
+    return all_of((x % vec).eq(0), any_of(all_of(vec <= largest, with_x1(vec)),
+                                          all_of(vec > largest, with_x1(largest))))
+
+
+def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | None = None,
+             ndim: int | None = None) -> tuple[Rule, ...]:
+    """What ``revision`` cannot build, as rules of predicate ``ck_revision`` for one cell's variant
+    and dtype, and where known its arch and ndim. The register transpose of row-major B /
+    column-major A tiles is compiled only on archs without the LDS transpose load: with ``arch``
+    None it is assumed, which only ever excludes more. ``ck_bwd_weight_1d`` needs ``ndim`` (not a
+    config field) and folds to TRUE without it.
+
+    A rule folds to TRUE where the revision has the feature, keeping its name (as the space's
+    other rules do), so callers can list every revision rule and see which ones bite.
+    """
+    source = f"CK headers {revision.label}"
+    missing = [p.code for p in Pipeline if p.value not in revision.pipelines]
+    warp_size = 64 if arch is None else arch_facts(arch).warp_size
+    warps = F("wave_m") * F("wave_n") * F("wave_k")
+    groups = F("num_wave_groups")
+    tile_m, tile_n, tile_k = F("tile_m"), F("tile_n"), F("tile_k")
+    gemm = OPERANDS[variant]
+    a_layout, b_layout = gemm.a_layout, gemm.b_layout
+    # (Y, X) of the tile each operand is loaded as from DRAM (policy MakeA/BDramTileDistribution).
+    a_tile = (tile_m, tile_k) if a_layout == "row" else (tile_k, tile_m)
+    b_tile = (tile_n, tile_k) if b_layout == "col" else (tile_k, tile_n)
+
+    def rule(name: str, expr: Expr, text: str, where: str = "") -> Rule:
+        return Rule(name, Predicate.CK_REVISION, expr, text, f"{source}: {where}" if where else source)
+
+    def codes(names: Iterable[str]) -> list[int]:
+        return [Pipeline(n).code for n in names]
+
+    # Register transpose (transpose_tile2d) of a column-major A / row-major B tile.
+    shuffling = list(revision.shuffle_always)
+    if arch is None or arch not in revision.load_tr_archs:
+        shuffling += revision.shuffle_without_load_tr
+    candidates = auto_vector_sizes(element_size(dtype))
+
+    def shuffle_rule(op: str, transposed: bool, vec: Expr, x: Expr) -> Rule:
+        name = f"ck_shuffle_vector_{op.lower()}"
+        if not (transposed and revision.shuffle_auto_vector and shuffling):
+            return rule(name, TRUE, f"no register transpose of {op} here")
+        per_thread = x * tile_k // (warps * warp_size)
+        largest = per_thread  # LargestVec of the pattern: the tile's elements per thread
+        same = any_of(*(all_of(_auto_vector_is(v, candidates, x, per_thread),
+                               any_of(vec.eq(v), all_of(vec > largest, largest.eq(v))))
+                        for v in candidates))
+        return rule(
+            name, implies(F("pipeline").isin(codes(shuffling)), same),
+            f"{'column-major A' if op == 'A' else 'row-major B'} is transposed in registers by "
+            f"{', '.join(shuffling)}: transpose_tile2d static_asserts that the DRAM distribution (built "
+            f"with vec_{op.lower()}) and the shuffled one (built with the policy's own vector size, the "
+            f"first of {list(candidates)} dividing both tile_{'m' if op == 'A' else 'n'} and "
+            f"tile_{'m' if op == 'A' else 'n'} x tile_k / threads) are transposes: "
+            f"min(vec_{op.lower()}, tile_{'m' if op == 'A' else 'n'} x tile_k / threads) must equal that size",
+            "core/tensor/transpose_tile.hpp 219-228 (static_assert), "
+            f"{POLICY} 565-600 (DRAM: Problem::VectorSize{op} under FixedVectorSize), "
+            f"603-643 (shuffled: GetVectorSize{op}<Problem>()), 395-450 and 346-391 (its value), "
+            f"{PATTERN} 134-200 (X1 = min(VecSize, LargestVec)); pipelines/*: "
+            "if constexpr(is_b_row_major && !is_b_load_tr_v()), gemm_pipeline_ag_bg_cr_base.hpp 28-34")
+
+    single = revision.single_lds_pipelines
+    double = revision.double_lds_pipelines
+    e_per_thread = F("warp_tile_m") * F("warp_tile_n") // warp_size
+    shuffles = F("vec_c") // e_per_thread
+    if variant is not Variant.BWD_WEIGHT:  # only bwd_weight launchers instantiate atomic_add (split-K)
+        atomic_vector: Expr = TRUE
+    elif dtype is Dtype.FP32:
+        atomic_vector = F("vec_c").isin([1, 2, 4])
+    else:
+        atomic_vector = all_of(implies(F("two_stage").eq(1), F("vec_c").isin([1, 2, 4])),
+                               implies(F("two_stage").eq(0), any_of((F("vec_c") % 2).eq(1), F("vec_c").isin([2, 4, 8]))))
+    return (
+        rule("ck_pipeline", Not(F("pipeline").isin(missing)) if missing else TRUE,
+             "the pipeline's class and dispatch base exist in this CK: "
+             + (", ".join(revision.pipelines) or "none")),
+        rule("ck_streamk", TRUE if revision.streamk_conv else F("streamk_enabled").eq(0),
+             "this CK's grouped-conv kernels take no stream-K partitioner"),
+        rule("ck_explicit_gemm", TRUE if revision.explicit_gemm else F("explicit_gemm").eq(0),
+             "this CK's GroupedConvTraits has no explicit-GEMM parameter"),
+        rule("ck_split_image",
+             TRUE if variant.value in revision.split_image_variants else F("split_image").eq(0),
+             f"this CK's {variant.value} kernel has no split-image mode"),
+        rule("ck_groups_to_merge",
+             TRUE if variant.value in revision.merge_groups_variants else F("num_groups_to_merge").eq(1),
+             f"this CK's {variant.value} kernel does not merge groups: at most it passes NumGroupsToMerge to "
+             "its transformer (forward), whose merged descriptors then disagree with the kernel's per-group "
+             "GemmM/GemmN, GemmBatch and group strides; only a kernel that sets NumGroupsPerBatch from it "
+             "(bwd_weight) merges",
+             "ops/grouped_convolution/kernel/grouped_convolution_forward_kernel.hpp 26-33, 97-103, 189-195; "
+             "grouped_convolution_backward_weight_kernel.hpp 88"),
+        rule("ck_two_stage",
+             TRUE if revision.two_stage or variant is not Variant.BWD_WEIGHT else F("two_stage").eq(0),
+             "this CK lacks the element-wise convert kernel of the two-stage bwd_weight"),
+        rule("ck_warp_gemm", in_table(WARP, revision.warp_gemms.get(dtype.value, ())),
+             f"this CK's warp-GEMM dispatcher has a {dtype.value} warp tile (m, n, k) in "
+             f"{list(revision.warp_gemms.get(dtype.value, ()))}"),
+        rule("ck_epilogue", F("epilogue").eq(Epilogue.CSHUFFLE.code),
+             "grouped-conv kernels are emitted with the CShuffle epilogue only"),
+        rule("ck_pipeline_call",
+             all_of(implies(F("double_smem_buffer").eq(0), F("pipeline").isin(codes(single))),
+                    implies(F("double_smem_buffer").eq(1), F("pipeline").isin(codes(double)))),
+             "the grouped-conv kernels call GemmPipeline{}(a_window, b_window, num_loop, p_smem) with plain "
+             "(non-tuple) windows, or (..., p_smem_0, p_smem_1) with the double LDS buffer; pipelines with the "
+             f"first overload: {', '.join(single) or 'none'}; with the second: {', '.join(double) or 'none'} "
+             "(compv6 declares the plain-window overload only with element functions, so no grouped-conv kernel "
+             "can call it)",
+             "ops/grouped_convolution/kernel/grouped_convolution_forward_kernel.hpp 887-888 and 944-945, "
+             "grouped_convolution_backward_data_kernel.hpp 883-884 and 934, "
+             "grouped_convolution_backward_weight_kernel.hpp 812-813 and 862; "
+             "ops/gemm/pipeline/gemm_pipeline_ag_bg_cr_comp_v6.hpp 706-767 (no 4-argument plain-window "
+             "overload; compare comp_v5.hpp 450-465, comp_v3.hpp 766-781)"),
+        rule("ck_bwd_data_double_lds",
+             F("double_smem_buffer").eq(0)
+             if variant is Variant.BWD_DATA and revision.bwd_data_double_lds_broken else TRUE,
+             "this CK's bwd_data kernel computes its loop count in the two-LDS path (RunGemm2LDS) with "
+             "gemm_tile_windows.at(I0).get_length(I1), a member tile windows do not have: no bwd_data kernel "
+             "with the double LDS buffer compiles (family excluded: the defect is in the kernel)",
+             "ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp 926-927"),
+        rule("ck_compv5_ping_pong",
+             implies(F("pipeline").eq(Pipeline.COMPV5.code),
+                     all_of(warps >= 2, (tile_k % ((warps // 2) * F("warp_tile_k"))).eq(0)))
+             if revision.compv5_ping_pong else TRUE,
+             "compv5 splits the waves into two ping-pong halves: it static_asserts "
+             "tile_k % ((waves / 2) x warp_tile_k) == 0, which with one wave divides by zero",
+             "ops/gemm/pipeline/gemm_pipeline_ag_bg_cr_comp_v5.hpp 99-100, 158-160"),
+        rule("ck_specialization",
+             F("specialization").eq(Specialization.DEFAULT.code)
+             if variant.value in revision.broken_specialization_variants else TRUE,
+             f"this CK's {variant.value} kernel declares NDimSpatial = GroupedConvTraitsType_::NDimSpatial_, a "
+             "member GroupedConvTraits lacks (it has NDimSpatial); only IsSupportedArgument's specialization "
+             "branches use it, so every non-default specialization fails to compile (the whole family is "
+             "excluded because the defect is in the kernel, not in a config value)",
+             "ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp 510 (used 619, 635, "
+             "653), grouped_convolution_backward_weight_kernel.hpp 369 (used 529, 545, 563), "
+             "utils/grouped_convolution_utils.hpp 94"),
+        rule("ck_bwd_weight_1d",
+             Const(0) if variant is Variant.BWD_WEIGHT and revision.bwd_weight_1d_transposed and ndim == 1 else TRUE,
+             "this CK's 1D bwd_weight output descriptor is (K, N*Wo) and is used as (GemmK, GemmM), so the "
+             "kernel's GemmM = N*Wo and GemmK = K disagree with B (K = N*Wo) and C (M = K): it compiles but "
+             "does not compute the weight gradient (2D/3D use (N*Ho*Wo, K)); excluded as a family because the "
+             "defect is in the transformer",
+             "ops/grouped_convolution/utils/transform_conv_bwd_weight_to_gemm.hpp 412-434, 835; "
+             "kernel/grouped_convolution_backward_weight_kernel.hpp 84-100"),
+        rule("ck_load_pattern_a", _load_pattern(*a_tile, F("vec_a"), warps, groups, warp_size),
+             f"A is read as a {'tile_m x tile_k' if a_layout == 'row' else 'tile_k x tile_m'} tile with vec_a "
+             "loads: the tile distribution pattern static_asserts X % vec == 0, X0 = X / min(vec, X*Y/threads) "
+             "divides the wave and the rows split evenly over the waves",
+             f"{PATTERN} 148-166 (thread raked), 232-246 (warp raked); {POLICY} 527-563"),
+        rule("ck_load_pattern_b", _load_pattern(*b_tile, F("vec_b"), warps, groups, warp_size),
+             f"B is read as a {'tile_n x tile_k' if b_layout == 'col' else 'tile_k x tile_n'} tile with vec_b "
+             "loads: the same pattern static_asserts as for A",
+             f"{PATTERN} 148-166, 232-246; {POLICY} 565-600"),
+        shuffle_rule("A", a_layout == "col", F("vec_a"), tile_m),
+        shuffle_rule("B", b_layout == "row", F("vec_b"), tile_n),
+        rule("ck_atomic_vector", atomic_vector,
+             "the bwd_weight launcher also instantiates the atomic_add epilogue (split-K, k_batch > 1); its "
+             "buffer atomic of vec_c elements exists for float only with vec_c in {1, 2, 4} (an fp32 dtype, "
+             "or the fp32 workspace of two-stage) and for fp16/bf16 with vec_c in {2, 4, 8} (odd vec_c: the "
+             "kernels compile that body out)",
+             "core/arch/amd_buffer_addressing.hpp 2277-2281 (static_assert 'wrong! not implemented'); "
+             "kernel/grouped_convolution_backward_weight_kernel.hpp 902-904 (odd vec_c compiled out)"),
+        rule("ck_epilogue_shuffle",
+             implies(F("vec_c") > e_per_thread,
+                     all_of((tile_m % (F("warp_tile_m") * F("wave_m"))).eq(0), (tile_m % shuffles).eq(0))),
+             "CShuffleEpilogue (row-major E): when vec_c exceeds the warp tile's elements per thread "
+             "(warp_tile_m x warp_tile_n / wave size), tile_m must be a multiple of warp_tile_m x wave_m and of "
+             "vec_c / that count",
+             "ops/epilogue/cshuffle_epilogue.hpp 209-224"),
+    )
+
+
+def depthwise_note(revision: CkRevision) -> str:
+    """Why depthwise configs are not emitted (stated in the manifest, never silent)."""
+    if revision.depthwise:
+        return "this CK has a depthwise kernel, but ckspace emits GEMM kernels only: depthwise configs skipped"
+    return "this CK has no direct depthwise convolution kernel: depthwise configs skipped"
+
+
+def ck_depthwise_rules(revision: CkRevision) -> tuple[Rule, ...]:
+    """Depthwise configs are never emitted: one rule that excludes them all, saying why."""
+    return (Rule("ck_depthwise", Predicate.CK_REVISION, Const(0), depthwise_note(revision),
+                 f"CK headers {revision.label}"),)
