@@ -13,10 +13,11 @@ import os
 import tempfile
 from pathlib import Path
 
-from ckspace.hip_runtime.ck_headers import find_revision
-from ckspace.emit.emitter import emit
 from compile_sample import sample_kernels
+
+from ckspace.emit.emitter import emit
 from ckspace.hip_runtime.build import build
+from ckspace.hip_runtime.ck_headers import find_revision
 
 
 def main() -> None:

@@ -12,9 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckspace.core.cells import Request
-from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.emit.emitter import emit
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.space.space import Space
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.problem import ConvProblem
 from ckspace.select.features import feature_matrix
 from ckspace.select.selector import Selector
-from ckspace.core.problem import ConvProblem
 from ckspace.space.space import Space
 
 PROBLEMS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "problems" / "forward_bench300_problems.csv"

@@ -21,14 +21,14 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from ckspace.core.cells import Cell, Request
+from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
-from ckspace.hip_runtime.ck_headers import find_revision
-from ckspace.emit.emitter import emit, select
 from ckspace.core.config import GemmConfig
+from ckspace.core.vocab import Dtype, Pipeline, Variant
+from ckspace.emit.emitter import emit, select
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
-from ckspace.core.vocab import Dtype, Pipeline, Variant
 
 SOURCES = (("full", (Variant.FORWARD, Variant.BWD_WEIGHT)), ("default", (Variant.BWD_DATA,)))
 

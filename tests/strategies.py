@@ -10,10 +10,7 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from ckspace.core.cells import Request
 from ckspace.core.config import DepthwiseConfig, GemmConfig
-from ckspace.space.listing import Kernel
-from ckspace.space.space import Space
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,
@@ -24,6 +21,8 @@ from ckspace.core.vocab import (
     Variant,
     arch_names,
 )
+from ckspace.space.listing import Kernel
+from ckspace.space.space import Space
 
 RULE_SETS = ("default", "full", "full-tests", "tiny")
 

@@ -15,20 +15,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from compile_sample import sample_kernels, sample_request, tags
+from test_emit import _fake_ck
 
 from ckspace.cli import main
-from ckspace.core.cells import Request
-from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
-from ckspace.emit.emitter import emit
-from compile_sample import sample_kernels, sample_request, tags
+from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
-from ckspace.hip_runtime.build import build
 from ckspace.core.problem import ConvProblem
+from ckspace.emit.emitter import emit
+from ckspace.hip_runtime.build import build
+from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs
 from ckspace.hip_runtime.toolchain import discover
-from ckspace.core.config import GemmConfig
 from ckspace.space.space import Space
-from test_emit import _fake_ck
 
 FAKE_COMPILER = f"""#!{sys.executable}
 # Stand-in for clang: fails a translation unit that includes a kernel marked BROKEN.

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from ckspace.cli import main
-from ckspace.core.cells import Cell, Request
 from ckspace.constraints.ck_rules import ck_rules
+from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
-from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
-from ckspace.emit.emitter import emit, select
-from ckspace.core.errors import CkspaceError
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.emitter import emit, select
+from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
-from ckspace.core.vocab import Dtype, Variant
 
 GOLDEN = Path(__file__).parent / "golden"
 HALF = ((4, 64, 16), (16, 16, 16), (16, 16, 32), (32, 32, 8), (32, 32, 16), (64, 4, 16))

@@ -19,7 +19,6 @@ from ckspace.constraints.model import PROPOSALS
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell
 from ckspace.core.config import DepthwiseConfig, GemmConfig
-from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,11 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix, feature_spec
-from ckspace.select.hardware import hardware_facts
-from ckspace.select.benchmark_names import config_from_benchmark_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.select.benchmark_names import config_from_benchmark_name
+from ckspace.select.features import (
+    FEATURE_NAMES,
+    ConfigTable,
+    feature_matrix,
+    feature_spec,
+)
+from ckspace.select.hardware import hardware_facts
 
 HW = hardware_facts("gfx950")
 

@@ -8,8 +8,8 @@ from conftest import load_nested_loop
 
 from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.core.cells import Request
-from ckspace.space.space import Space
 from ckspace.core.vocab import arch_names
+from ckspace.space.space import Space
 
 # RULES.md section 15: raw/valid totals over ndim {1,2,3} x {fp16, bf16, fp32}, one call per cell.
 HEADLINE = {

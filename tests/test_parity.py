@@ -7,8 +7,8 @@ from conftest import oracle_lines
 
 from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.core.cells import Cell, Request
-from ckspace.space.listing import Kernel
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.space.listing import Kernel
 
 FILES = ["default", "full", "full-tests", "tiny", "full-tests__combined", "tiny__combined"]
 

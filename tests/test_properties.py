@@ -19,8 +19,8 @@ from strategies import (
 )
 
 from ckspace import Space
-from ckspace.core.cells import Request
 from ckspace.constraints.rulesets import get_rule_set
+from ckspace.core.cells import Request
 from ckspace.core.config import DepthwiseConfig, GemmConfig
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

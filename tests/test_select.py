@@ -8,19 +8,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 import reference_problem as ref
 from conftest import SHARED
+from hypothesis import HealthCheck, given, settings
 from test_problem import problems
 
 from ckspace.cli import main
+from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, KernelNameError
+from ckspace.core.problem import ConvProblem
 from ckspace.select.benchmark_names import config_from_benchmark_name
 from ckspace.select.selector import Selector
-from ckspace.select.store import FEATURES_FILE, RANKER_FILE, load_model, shipped_model_dir
-from ckspace.core.config import GemmConfig
-from ckspace.core.problem import ConvProblem
+from ckspace.select.store import (
+    FEATURES_FILE,
+    RANKER_FILE,
+    load_model,
+    shipped_model_dir,
+)
 from ckspace.space.space import Space
 
 DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
@@ -132,11 +136,11 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
+    from ckspace.select.boosters import design, fit
     from ckspace.select.dataset import load_measurements
     from ckspace.select.features import ConfigTable, feature_matrix
     from ckspace.select.hardware import hardware_facts
     from ckspace.select.store import ModelCard, save_model
-    from ckspace.select.boosters import design, fit
 
     data = load_measurements([needs_data()], "gfx950", "forward", "bf16")
     small = data.subset(np.arange(0, 231, 6))

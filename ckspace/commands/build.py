@@ -19,8 +19,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.hip_runtime.build import REPORT_NAME, build, default_jobs, stderr_is_terminal
     from ckspace.core.vocab import parse_arch
+    from ckspace.hip_runtime.build import (
+        REPORT_NAME,
+        build,
+        default_jobs,
+        stderr_is_terminal,
+    )
 
     report = build(args.dir, parse_arch(args.arch), jobs=args.jobs or default_jobs(), batch=args.batch,
                    ck_root=args.ck_root, progress=stderr_is_terminal())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ckspace.core.cells import Request
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+from ckspace.core.cells import Request
 from ckspace.core.vocab import Variant
 
 

@@ -6,7 +6,11 @@ import argparse
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
+from ckspace.commands.common import (
+    add_space_arguments,
+    request_from_args,
+    space_from_args,
+)
 from ckspace.core.cells import Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 from ckspace.core.fields import FIELD_INDEX

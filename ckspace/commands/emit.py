@@ -6,7 +6,11 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
+from ckspace.commands.common import (
+    add_space_arguments,
+    request_from_args,
+    space_from_args,
+)
 
 NAME = "emit"
 HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manifest.json)"
@@ -19,8 +23,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.hip_runtime.ck_headers import find_revision
     from ckspace.emit.emitter import emit
+    from ckspace.hip_runtime.ck_headers import find_revision
 
     request = request_from_args(args)
     revision = find_revision(args.ck_root)

@@ -7,7 +7,11 @@ import csv
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_ck_argument, add_space_arguments, space_from_args
+from ckspace.commands.common import (
+    add_ck_argument,
+    add_space_arguments,
+    space_from_args,
+)
 from ckspace.core.errors import InvalidChoiceError
 
 NAME = "enumerate"

@@ -40,7 +40,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.name and args.set:
         raise CkspaceError("give a kernel name or --set fields, not both")
     if args.name:
-        from ckspace.core.naming import is_depthwise_name, parse_depthwise_name, parse_gemm_name
+        from ckspace.core.naming import (
+            is_depthwise_name,
+            parse_depthwise_name,
+            parse_gemm_name,
+        )
 
         fields = parse_depthwise_name(args.name) if is_depthwise_name(args.name) else parse_gemm_name(args.name)
         space = space_from_args(args, [fields.get("variant", "forward")], [fields.get("ndim", 2)], [fields["dtype"]])

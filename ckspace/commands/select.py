@@ -54,8 +54,8 @@ def read_candidates(path: Path, arch: str) -> list:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    from ckspace.select.selector import Selector
     from ckspace.core.problem import ConvProblem
+    from ckspace.select.selector import Selector
 
     problem = ConvProblem.parse(args.problem)
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)

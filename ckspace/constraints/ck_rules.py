@@ -10,12 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ckspace.constraints.expr import TRUE, Const, Expr, Field, Not, all_of, any_of, implies, in_table
+from ckspace.constraints.expr import (
+    TRUE,
+    Const,
+    Expr,
+    Field,
+    Not,
+    all_of,
+    any_of,
+    implies,
+    in_table,
+)
 from ckspace.constraints.rule import Rule
 from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.ck import CkRevision
 from ckspace.core.operands import OPERANDS
-from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Predicate, Specialization, Variant
+from ckspace.core.vocab import (
+    Dtype,
+    Epilogue,
+    Pipeline,
+    Predicate,
+    Specialization,
+    Variant,
+)
 
 F = Field
 WARP = (F("warp_tile_m"), F("warp_tile_n"), F("warp_tile_k"))

@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.enumerator import classify_cells, propose
 from ckspace.constraints.generate.sampling import category
-from ckspace.core.cells import Cell, Request
-from ckspace.constraints.validity import gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
+from ckspace.constraints.validity import gemm_rules
 from ckspace.core.arch import arch_facts, lds_limit_bytes
+from ckspace.core.cells import Cell, Request
 from ckspace.core.fields import FIELD_INDEX, GEMM_FIELD_NAMES, decode, plain
 from ckspace.core.naming import gemm_name
 from ckspace.core.vocab import EMITTED_PREDICATES, Layout

@@ -18,7 +18,12 @@ from ckspace.constraints.expr import Const, Expr
 from ckspace.constraints.rule import Rule
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import Cell, CellProposals
-from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.fields import (
+    DEPTHWISE_BOUNDS,
+    DEPTHWISE_FIELDS,
+    GEMM_BOUNDS,
+    GEMM_FIELD_NAMES,
+)
 from ckspace.core.vocab import EMITTED_PREDICATES
 
 PROPOSALS = "proposals"

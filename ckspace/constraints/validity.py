@@ -30,9 +30,17 @@ from ckspace.constraints.expr import (
     lookup,
 )
 from ckspace.constraints.rule import Rule
-from ckspace.core.tables import table
 from ckspace.core.arch import arch_facts, element_size, lds_bytes, lds_limit_bytes
-from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Predicate, Scheduler, StreamKStrategy, Variant
+from ckspace.core.tables import table
+from ckspace.core.vocab import (
+    Dtype,
+    Epilogue,
+    Pipeline,
+    Predicate,
+    Scheduler,
+    StreamKStrategy,
+    Variant,
+)
 
 F = Field
 TILE = (F("tile_m"), F("tile_n"), F("tile_k"))

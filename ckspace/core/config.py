@@ -11,8 +11,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_DEFAULTS, GEMM_FIELD_NAMES, Row, decode, encode
-from ckspace.core.naming import depthwise_name, gemm_name, parse_depthwise_name, parse_gemm_name
+from ckspace.core.fields import (
+    DEPTHWISE_FIELDS,
+    GEMM_DEFAULTS,
+    GEMM_FIELD_NAMES,
+    Row,
+    decode,
+    encode,
+)
+from ckspace.core.naming import (
+    depthwise_name,
+    gemm_name,
+    parse_depthwise_name,
+    parse_gemm_name,
+)
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,

@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from ckspace.core.tables import table
 from ckspace.core.vocab import (
-    Choice,
     Epilogue,
     Layout,
     Pipeline,

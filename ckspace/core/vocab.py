@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from ckspace.core.tables import table
 from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.tables import table
 
 
 class Choice(StrEnum):

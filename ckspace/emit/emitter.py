@@ -20,17 +20,23 @@ from typing import Any
 import jinja2
 
 from ckspace import __version__
-from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.ck_rules import ck_rules, depthwise_note
+from ckspace.constraints.classify import columns, rule_masks
 from ckspace.core.ck import CkRevision
-from ckspace.emit.cxx import kernel_context
-from ckspace.emit.manifest import MANIFEST_NAME, EmittedKernel, ExcludedKernel, FileRecord, Manifest
-from ckspace.core.files import sha256, write_if_changed
-from ckspace.core.errors import CkspaceError
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.space.listing import Kernel
+from ckspace.core.files import sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.cxx import kernel_context
+from ckspace.emit.manifest import (
+    MANIFEST_NAME,
+    EmittedKernel,
+    ExcludedKernel,
+    FileRecord,
+    Manifest,
+)
+from ckspace.space.listing import Kernel
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.errors import CkspaceError
+from ckspace.core.files import write_atomic, write_if_changed
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
-from ckspace.core.files import write_atomic, write_if_changed
-from ckspace.core.errors import CkspaceError
 from ckspace.hip_runtime import objcache
+from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.hip_runtime.toolchain import Toolchain, discover
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,13 @@ def _compile(build_dir: Path, ninja_file: str, units: list[Unit], toolchain: Too
         (build_dir / "obj" / f"{unit.name}.o").unlink(missing_ok=True)
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
     _write_ninja(build_dir / ninja_file, units, toolchain, includes)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, disable=not progress, transient=False) as bar:

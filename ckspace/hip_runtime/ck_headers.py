@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
 import os
 import re
 from functools import cache
@@ -21,8 +20,6 @@ from pathlib import Path
 from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES, CkRevision
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Pipeline, Variant
-
-log = logging.getLogger(__name__)
 
 CONV_DIR = Path("ck_tile/ops/grouped_convolution")
 PIPELINE_DIR = Path("ck_tile/ops/gemm/pipeline")

@@ -9,7 +9,6 @@ bitcode. When nothing fits, the error lists every candidate and why it was refus
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import shlex
 import shutil
@@ -19,8 +18,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.errors import CkspaceError
-
-log = logging.getLogger(__name__)
 
 SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
 DEVICE_LIB_DIRS = ("/opt/ckspace-toolchain/devlibs", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
@@ -43,9 +40,6 @@ class Toolchain(BaseModel):
     arch: str
     compile_flags: tuple[str, ...]
     link_flags: tuple[str, ...]
-
-    def compile_command(self, source: str, output: str, includes: tuple[str, ...]) -> list[str]:
-        return [self.compiler, *self.compile_flags, *(f"-I{i}" for i in includes), "-c", source, "-o", output]
 
     def link_command(self, objects: list[str], output: str) -> list[str]:
         return [self.compiler, "-shared", "-fPIC", *objects, "-o", output, *self.link_flags]

@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ckspace.core.tables import table
-from ckspace.core.errors import CkspaceError, KernelNameError
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError, KernelNameError
+from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 
 _BENCH_NAME = re.compile(

@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import sha256_file
-from ckspace.select.hardware import hardware_facts
-from ckspace.select.benchmark_names import config_from_any_name
-from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
+from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.select.hardware import hardware_facts
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,16 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
+from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features
 from ckspace.select.dataset import Measurements
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
-from ckspace.select.metrics import Scores, per_problem_efficiency, random_expectation, summarize, tflops_error
-from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features
+from ckspace.select.metrics import (
+    Scores,
+    per_problem_efficiency,
+    random_expectation,
+    summarize,
+    tflops_error,
+)
 
 log = logging.getLogger(__name__)
 

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ckspace.select.hardware import HardwareFacts
 from ckspace.core.arch import arch_facts, element_size, lds_bytes
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.select.hardware import HardwareFacts
 
 FEATURE_VERSION = 1
 

@@ -21,16 +21,21 @@ from pydantic import BaseModel
 
 from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.problem_rules import gemm_problem_rules
-from ckspace.core.errors import CkspaceError
-from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.hardware import HardwareFacts, hardware_facts
-from ckspace.select.benchmark_names import config_from_any_name
-from ckspace.select.predictor import FastPredictor
-from ckspace.select.store import ModelCard, load_model, shipped_model_dir
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
+from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.select.features import (
+    ANALYTICAL_FEATURE,
+    FEATURE_NAMES,
+    ConfigTable,
+    feature_matrix,
+)
+from ckspace.select.hardware import HardwareFacts, hardware_facts
+from ckspace.select.predictor import FastPredictor
+from ckspace.select.store import ModelCard, load_model, shipped_model_dir
 
 log = logging.getLogger(__name__)
 

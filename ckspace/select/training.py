@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.select.boosters import design, fit
 from ckspace.select.dataset import load_measurements
 from ckspace.select.evaluation import CrossValidation, cross_validate
 from ckspace.select.features import FEATURE_VERSION
 from ckspace.select.store import ModelCard, save_model
-from ckspace.select.boosters import design, fit
-from ckspace.core.vocab import Dtype, Variant
 
 log = logging.getLogger(__name__)
 

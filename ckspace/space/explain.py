@@ -21,7 +21,13 @@ from ckspace.constraints.model import PROPOSALS, CellModel
 from ckspace.constraints.render import why
 from ckspace.core.cells import Cell, Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
-from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, encode, plain
+from ckspace.core.fields import (
+    DEPTHWISE_FIELDS,
+    GEMM_FIELD_NAMES,
+    decode,
+    encode,
+    plain,
+)
 from ckspace.core.naming import depthwise_name, gemm_name
 from ckspace.core.vocab import Dtype, RuleKind, Variant, parse_ndim
 

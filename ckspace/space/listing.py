@@ -65,7 +65,10 @@ def filter_mask(rules: Sequence["Rule"], rows: list[Row], fields: Sequence[str])
         return [True] * len(rows)
     if any(not set(rule.fields) <= set(fields) for rule in rules):
         return [False] * len(rows)
-    from ckspace.constraints.classify import columns, rule_masks  # deferred: numpy only with filters
+    from ckspace.constraints.classify import (  # deferred: numpy only with filters
+        columns,
+        rule_masks,
+    )
 
     ok = [True] * len(rows)
     for mask in rule_masks(rules, columns(rows, fields), len(rows)).values():

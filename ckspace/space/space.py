@@ -112,7 +112,10 @@ class Space:
             gemm += ck_rules(self.ck, cell.variant, cell.dtype, arch=request.arch, ndim=cell.ndim)
             depthwise += ck_depthwise_rules(self.ck)
         if self.problem is not None:
-            from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
+            from ckspace.constraints.problem_rules import (
+                depthwise_problem_rules,
+                gemm_problem_rules,
+            )
 
             gemm += gemm_problem_rules(self.problem, cell.variant, cell.ndim, cell.dtype)
             depthwise += depthwise_problem_rules(self.problem)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ckspace.core.fields import default_row, make_row
+from ckspace.core.fields import Row, default_row, encode, make_row
 from ckspace.core.tables import table
-from ckspace.core.fields import Row, encode
 from ckspace.core.vocab import Variant
 
 

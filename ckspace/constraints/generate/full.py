@@ -12,12 +12,23 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ckspace.core.cells import Cell
-from ckspace.core.fields import default_row, make_row
-from ckspace.constraints.generate.tile_math import Triple, structural_pairs, vec_gate, warp_tile_k
-from ckspace.core.tables import table
+from ckspace.constraints.generate.tile_math import (
+    Triple,
+    structural_pairs,
+    vec_gate,
+    warp_tile_k,
+)
 from ckspace.core.arch import arch_facts
-from ckspace.core.fields import DEPTHWISE_FIELDS, FIELD_INDEX, Row, encode
+from ckspace.core.cells import Cell
+from ckspace.core.fields import (
+    DEPTHWISE_FIELDS,
+    FIELD_INDEX,
+    Row,
+    default_row,
+    encode,
+    make_row,
+)
+from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Variant
 
 PipelineList = tuple[tuple[str, str], ...]

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
-from ckspace.core.tables import table
 from ckspace.core.fields import FIELD_INDEX, Row
+from ckspace.core.tables import table
 
 _I = FIELD_INDEX
 

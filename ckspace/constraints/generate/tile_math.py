@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from ckspace.core.tables import table
 from ckspace.core.arch import arch_facts
+from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype
 
 Triple = tuple[int, int, int]
-Pair = tuple[Triple, tuple[int, int]]
 
 
 def _divisors(n: int) -> list[int]:

@@ -23,7 +23,9 @@ class DefaultRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.default import proposals  # deferred: see generate/
+        from ckspace.constraints.generate.default import (
+            proposals,  # deferred: see generate/
+        )
 
         applies = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH)  # upstream: trait check + arch check
         return {cell: CellProposals(proposals(cell.variant), applies) for cell in request.cells}

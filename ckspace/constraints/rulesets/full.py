@@ -21,7 +21,10 @@ class FullRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.full import cell_candidates, depthwise_rows  # deferred
+        from ckspace.constraints.generate.full import (  # deferred
+            cell_candidates,
+            depthwise_rows,
+        )
 
         applies = (Predicate.STRUCTURE, Predicate.TILE_DIVISIBILITY, Predicate.IS_VALID_FOR_ARCH)
         out = {}

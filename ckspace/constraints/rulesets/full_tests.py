@@ -18,7 +18,11 @@ class FullTestsRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split
+        from ckspace.constraints.generate.sampling import (
+            emission_list,
+            full_tests_select,
+            split,
+        )
 
         assert base is not None, "the enumerator passes full's cells"
         return split(request, full_tests_select(emission_list(request, base)))

@@ -18,7 +18,12 @@ class TinyRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.sampling import emission_list, full_tests_select, split, tiny_select
+        from ckspace.constraints.generate.sampling import (
+            emission_list,
+            full_tests_select,
+            split,
+            tiny_select,
+        )
 
         assert base is not None, "the enumerator passes full's cells"
         return split(request, tiny_select(full_tests_select(emission_list(request, base))))
