@@ -84,6 +84,28 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     assert again.cached == 4 and again.failed == 1  # the healthy kernels come from the cache
 
 
+def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """build.ninja escapes what ninja would read as syntax ($, space, colon), so a tree, a CK and a
+    compiler under such a path build; without the escaping ninja expands ``$x`` to nothing."""
+    base = tmp_path / "a dir $x: y"
+    compiler = base / "bin dir" / "fake clang"
+    compiler.parent.mkdir(parents=True)
+    compiler.write_text(FAKE_COMPILER)
+    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
+    ck = _fake_ck(base / "ck root", explicit_gemm=False)
+    monkeypatch.setenv("CKSPACE_CXX", str(compiler))
+    monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(base))
+    monkeypatch.setenv("CK_ROOT", str(ck))
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(base / "object cache"))
+    kernels = Space("gfx942", "forward", 2, "bf16", "default").kernels()[:3]
+    tree = base / "emitted tree"
+    emit(kernels, tree, find_revision(), arch="gfx942", request={})
+    report = build(tree, "gfx942", jobs=1, batch=2)
+    assert (report.ok, report.failed) == (3, 0), [k.error for k in report.kernels]
+    assert report.library and Path(report.library).is_file()
+
+
 def test_build_cli_exit_status(tmp_path: Path, fake_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = tmp_path / "tree"
     assert main(["emit", "--arch", "gfx942", "--variant", "bwd_data", "--ndim", "2", "--dtype", "fp16",
