@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+
+if TYPE_CHECKING:
+    from ckspace.constraints.generate.sampling import Entry
 
 
 class RuleSet(ABC):
@@ -30,3 +33,23 @@ class RuleSet(ABC):
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         """Proposals for every cell of ``request`` (cells it does not cover map to empty ones)."""
+
+
+class SampledRuleSet(RuleSet):
+    """A deterministic subset of ``full``, selected from the emission order of the whole request
+    (so a cell's subset depends on the other cells requested, as upstream's is)."""
+
+    request_wide = True
+    derives_from = "full"
+
+    def propose(self, request: Request,
+                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+        from ckspace.constraints.generate.sampling import emission_list, split
+
+        if base is None:
+            raise ValueError(f"rule set {self.name} samples {self.derives_from}: the enumerator passes its cells")
+        return split(request, self.select(emission_list(request, base)))
+
+    @abstractmethod
+    def select(self, entries: list["Entry"]) -> list["Entry"]:
+        """The chosen entries of ``full``'s emission list, in emission order."""
