@@ -34,3 +34,32 @@ def load_nested_loop():
     import nested_loop
 
     return nested_loop
+
+
+HALF = ((4, 64, 16), (16, 16, 16), (16, 16, 32), (32, 32, 8), (32, 32, 16), (64, 4, 16))
+"""The fp16/bf16 warp GEMMs of the fake CK tree."""
+
+
+def fake_ck(root: Path, *, explicit_gemm: bool) -> Path:
+    """A minimal CK include tree: one pipeline (compv3), the half-precision warp GEMMs, split-image
+    forward, with or without the explicit-GEMM traits parameter."""
+    include = root / "include" / "ck_tile"
+    conv = include / "ops" / "grouped_convolution"
+    (conv / "utils").mkdir(parents=True)
+    (conv / "kernel").mkdir()
+    (include / "ops" / "gemm" / "pipeline").mkdir(parents=True)
+    (include / "ops" / "grouped_convolution.hpp").write_text("#pragma once\n")
+    extra = "bool ExplicitGemm_ = false, " if explicit_gemm else ""
+    (conv / "utils" / "grouped_convolution_utils.hpp").write_text(
+        f"template <index_t N, bool EnableSplitImage_ = false, {extra}int X = 0>\nstruct GroupedConvTraits {{}};\n")
+    (conv / "kernel" / "grouped_convolution_forward_kernel.hpp").write_text("EnableSplitImage NumGroupsToMerge")
+    (include / "ops" / "gemm" / "warp").mkdir(parents=True)
+    (include / "ops" / "gemm" / "warp" / "warp_gemm_dispatcher.hpp").write_text("".join(
+        f"template<> struct WarpGemmDispatcher<ck_tile::{t}, ck_tile::{t}, float, {m}, {n}, {k}, false> {{}};\n"
+        for t in ("half_t", "bf16_t") for m, n, k in HALF))
+    (include / "ops" / "gemm" / "pipeline" / "p.hpp").write_text(
+        "struct BaseGemmPipelineAgBgCrCompV3 {};\nstruct GemmPipelineAgBgCrCompV3 {\n"
+        "    CK_TILE_DEVICE auto operator()(const A& a_dram_block_window_tmp, const B& b_dram_block_window_tmp,\n"
+        "                                   index_t num_loop, void* p_smem) const\n"
+        "    { return operator()(ck_tile::make_tuple(a_dram_block_window_tmp), num_loop, p_smem); }\n};\n")
+    return root

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from compile_sample import sample_kernels, sample_request, tags
-from test_emit import _fake_ck
+from conftest import fake_ck
 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
@@ -55,7 +55,7 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     compiler = tmp_path / "fakeclang"
     compiler.write_text(FAKE_COMPILER)
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
-    ck = _fake_ck(tmp_path / "ck", explicit_gemm=False)
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     monkeypatch.setenv("CKSPACE_CXX", str(compiler))
     monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(tmp_path))
     monkeypatch.setenv("CK_ROOT", str(ck))
@@ -93,7 +93,7 @@ def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path
     compiler.parent.mkdir(parents=True)
     compiler.write_text(FAKE_COMPILER)
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
-    ck = _fake_ck(base / "ck root", explicit_gemm=False)
+    ck = fake_ck(base / "ck root", explicit_gemm=False)
     monkeypatch.setenv("CKSPACE_CXX", str(compiler))
     monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(base))
     monkeypatch.setenv("CK_ROOT", str(ck))

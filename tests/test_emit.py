@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import HALF, fake_ck
 
 from ckspace.cli import main
 from ckspace.constraints.ck_rules import ck_rules
@@ -22,7 +23,6 @@ from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
 GOLDEN = Path(__file__).parent / "golden"
-HALF = ((4, 64, 16), (16, 16, 16), (16, 16, 32), (32, 32, 8), (32, 32, 16), (64, 4, 16))
 
 # The features of the amd-aiter 0.1.7.post2.dev18 CK, so these tests need no CK headers.
 AITER = CkRevision(
@@ -203,32 +203,9 @@ def test_manifest_lists_everything(tmp_path: Path) -> None:
     assert f"grouped_conv_forward_kernel_count = {len(result.manifest.kernels)};" in register
 
 
-def _fake_ck(root: Path, *, explicit_gemm: bool) -> Path:
-    include = root / "include" / "ck_tile"
-    conv = include / "ops" / "grouped_convolution"
-    (conv / "utils").mkdir(parents=True)
-    (conv / "kernel").mkdir()
-    (include / "ops" / "gemm" / "pipeline").mkdir(parents=True)
-    (include / "ops" / "grouped_convolution.hpp").write_text("#pragma once\n")
-    extra = "bool ExplicitGemm_ = false, " if explicit_gemm else ""
-    (conv / "utils" / "grouped_convolution_utils.hpp").write_text(
-        f"template <index_t N, bool EnableSplitImage_ = false, {extra}int X = 0>\nstruct GroupedConvTraits {{}};\n")
-    (conv / "kernel" / "grouped_convolution_forward_kernel.hpp").write_text("EnableSplitImage NumGroupsToMerge")
-    (include / "ops" / "gemm" / "warp").mkdir(parents=True)
-    (include / "ops" / "gemm" / "warp" / "warp_gemm_dispatcher.hpp").write_text("".join(
-        f"template<> struct WarpGemmDispatcher<ck_tile::{t}, ck_tile::{t}, float, {m}, {n}, {k}, false> {{}};\n"
-        for t in ("half_t", "bf16_t") for m, n, k in HALF))
-    (include / "ops" / "gemm" / "pipeline" / "p.hpp").write_text(
-        "struct BaseGemmPipelineAgBgCrCompV3 {};\nstruct GemmPipelineAgBgCrCompV3 {\n"
-        "    CK_TILE_DEVICE auto operator()(const A& a_dram_block_window_tmp, const B& b_dram_block_window_tmp,\n"
-        "                                   index_t num_loop, void* p_smem) const\n"
-        "    { return operator()(ck_tile::make_tuple(a_dram_block_window_tmp), num_loop, p_smem); }\n};\n")
-    return root
-
-
 def test_revision_detection_from_headers(tmp_path: Path) -> None:
-    old = find_revision(_fake_ck(tmp_path / "old", explicit_gemm=False))
-    new = find_revision(_fake_ck(tmp_path / "new", explicit_gemm=True))
+    old = find_revision(fake_ck(tmp_path / "old", explicit_gemm=False))
+    new = find_revision(fake_ck(tmp_path / "new", explicit_gemm=True))
     assert old.pipelines == ("compv3",) and not old.explicit_gemm and new.explicit_gemm
     assert old.split_image_variants == ("forward",) and not old.streamk_conv and not old.verified
     assert old.fingerprint != new.fingerprint and old.label.startswith("unknown CK")
@@ -236,7 +213,7 @@ def test_revision_detection_from_headers(tmp_path: Path) -> None:
 
 
 def test_locate_order_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ck = _fake_ck(tmp_path / "ck", explicit_gemm=False)
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     monkeypatch.setenv("CK_ROOT", str(ck))
     assert locate_ck() == (ck / "include").resolve()
     with pytest.raises(CkspaceError, match="--ck-root"):
@@ -247,7 +224,7 @@ def test_locate_order_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_cli_emit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ck = _fake_ck(tmp_path / "ck", explicit_gemm=False)
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     status = main(["emit", "--arch", "gfx942", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
                    "--rule-set", "default", "--out", str(tmp_path / "out"), "--ck-root", str(ck)])
     out = capsys.readouterr().out

@@ -72,7 +72,7 @@ def test_direct_prediction_equals_lightgbm_predict(selector: Selector) -> None:
 
     prepared = selector.prepare(selector.default_candidates)
     matrix = feature_matrix(ConvProblem.parse(PROBLEM), selector.variant, selector.dtype, prepared.table, selector.hw)
-    assert np.array_equal(selector._rank(matrix), selector._rank.booster.predict(matrix))
+    assert np.array_equal(selector.rank_predictor(matrix), selector.rank_predictor.booster.predict(matrix))
 
 
 def test_damaged_or_mismatched_models_are_refused(tmp_path: Path) -> None:

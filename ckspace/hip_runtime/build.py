@@ -264,7 +264,8 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
 
 
 def default_jobs() -> int:
-    """Half the cores: two CK compiles on two cores gain little over one (TOOLCHAIN.md)."""
+    """Half the cores: a CK Tile compile is memory- and cache-heavy, and two of them on two cores
+    gained little over one in our measurements (bench/build.py)."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 

@@ -78,8 +78,10 @@ class Selector:
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
         self.card = card
         self.source = "model" if ranker is not None else "analytical"
-        self._rank = FastPredictor(ranker, num_threads) if ranker is not None else None
-        self._tflops = FastPredictor(regressor, num_threads) if regressor is not None else None
+        self.rank_predictor = FastPredictor(ranker, num_threads) if ranker is not None else None
+        """Scores candidates (higher is better); None with the analytical fallback."""
+        self.tflops_predictor = FastPredictor(regressor, num_threads) if regressor is not None else None
+        """Predicts log TFLOPS of the listed candidates."""
         self._prepared: dict[tuple, CandidateSet] = {}
 
     @classmethod
@@ -155,9 +157,9 @@ class Selector:
                                "(see `ckspace explain --problem` for the rules they break)")
         table = prepared.table if index.size == len(prepared.names) else _take(prepared.table, index)
         matrix = feature_matrix(problem, self.variant, self.dtype, table, self.hw)
-        if self._rank is not None:
-            order = np.argsort(-self._rank(matrix), kind="stable")[:k]
-            tflops = np.exp(self._tflops(np.ascontiguousarray(matrix[order])))
+        if self.rank_predictor is not None:
+            order = np.argsort(-self.rank_predictor(matrix), kind="stable")[:k]
+            tflops = np.exp(self.tflops_predictor(np.ascontiguousarray(matrix[order])))
         else:
             order = np.argsort(-matrix[:, _ANALYTICAL], kind="stable")[:k]
             tflops = np.exp2(matrix[order, _ANALYTICAL])
