@@ -12,7 +12,7 @@ every ck_revision rule. Probes are outside the space and are named as such in th
 request, next to ``not_covered``: what this CK lacks (stream-K, explicit GEMM, forward
 groups-to-merge, bwd specializations, ...) with the rule that says why.
 
-``python3 -m compile_sample OUT [--arch A] [--ck-root PATH]`` emits the sample into OUT.
+``python3 tests/compile_sample.py OUT [--arch A] [--ck-root PATH]`` emits the sample into OUT.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Dtype, Pipeline, Variant
-from ckspace.emit.emitter import emit, select
+from ckspace.emit.emitter import buildable, emit
 from ckspace.hip_runtime.ck_headers import find_revision
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -69,7 +69,7 @@ def cover(configs: Iterable[GemmConfig]) -> list[GemmConfig]:
 
 def _passes(config: GemmConfig, revision: CkRevision) -> bool:
     kernel = Kernel(config.arch, Cell(config.variant, config.ndim, config.dtype), False, config.row(), True)
-    return bool(select([kernel], revision)[0])
+    return bool(buildable([kernel], revision)[0])
 
 
 def _probes(chosen: list[GemmConfig], revision: CkRevision) -> list[GemmConfig]:
@@ -137,7 +137,7 @@ def sample_kernels(arch: str, revision: CkRevision) -> tuple[list[Kernel], list[
     for rule_set, variants in SOURCES:
         kernels = Space(arch, [v.value for v in variants], rule_set=rule_set).kernels()
         listed.update((k.name, k) for k in kernels if not k.depthwise)
-        configs += select(kernels, revision)[0]
+        configs += buildable(kernels, revision)[0]
     chosen = cover(configs)
     probes = _probes(chosen, revision)
     out = [listed[c.name] for c in chosen]

@@ -17,7 +17,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.emitter import emit, select
+from ckspace.emit.emitter import buildable, emit
 from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -117,7 +117,7 @@ def test_re_emit_rewrites_only_changes_and_removes_stale(tmp_path: Path) -> None
 
 def test_full_names_unique_and_ck_rules_hold() -> None:
     kernels = _full()
-    configs, excluded, depthwise = select(kernels, AITER)
+    configs, excluded, depthwise = buildable(kernels, AITER)
     names = [c.name for c in configs]
     assert len(names) == len(set(names)) > 1000
     assert depthwise == 60
@@ -181,7 +181,7 @@ COMPILED = {
 @pytest.mark.parametrize("name", sorted(COMPILED))
 def test_ck_rules_match_targeted_compiles(name: str) -> None:
     config = GemmConfig.from_name(name, "gfx942")
-    configs, excluded, _ = select([kernel_of(config)], AITER)
+    configs, excluded, _ = buildable([kernel_of(config)], AITER)
     broken = {r for e in excluded for r in e.rules}
     if COMPILED[name] is None:
         assert configs and not broken

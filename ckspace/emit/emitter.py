@@ -69,7 +69,7 @@ class EmitResult:
     removed: list[str] = field(default_factory=list)
 
 
-def select(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
+def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
     """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
     by_cell: dict[tuple[str, Variant, int, Dtype], list[Kernel]] = defaultdict(list)
     depthwise = 0
@@ -112,7 +112,7 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
     """Write the tree for ``kernels`` under ``out``; see the module docstring."""
     if out.exists() and not out.is_dir():
         raise CkspaceError(f"--out {str(out)!r} exists and is not a directory")
-    configs, excluded, depthwise = select(kernels, revision)
+    configs, excluded, depthwise = buildable(kernels, revision)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         raise CkspaceError("duplicate kernel names in the request (several archs or rule sets?)")
