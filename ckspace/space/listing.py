@@ -7,6 +7,7 @@ loaded only when extra rules (filters, a problem's checks, a CK revision) must b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.constraints.enumerator import enumerate_cells
@@ -86,9 +87,9 @@ def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
     ``raw``; only those satisfying the extra rules ``filters`` gives per cell. A kernel that
     several requests produce (rule-set lists) is listed once."""
     requests = list(requests)
-    seen: set[tuple] | None = set() if len(requests) > 1 else None
     out: list[Kernel] = []
     for request in requests:
+        arch = request.arch
         for cell, result in enumerate_cells(request, use_cache).items():
             keep_gemm = keep_dw = None
             if filters is not None:
@@ -97,13 +98,10 @@ def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
                 keep_dw = filter_mask(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
             for depthwise, rows, valid, keep in ((False, result.gemm, result.gemm_valid, keep_gemm),
                                                  (True, result.depthwise, result.depthwise_valid, keep_dw)):
-                for i, (row, ok) in enumerate(zip(rows, valid)):
-                    if not (ok or raw) or (keep is not None and not keep[i]):
-                        continue
-                    kernel = Kernel(request.arch, cell, depthwise, row, ok)
-                    if seen is not None:
-                        if kernel.identity in seen:
-                            continue
-                        seen.add(kernel.identity)
-                    out.append(kernel)
+                out += [Kernel(arch, cell, depthwise, row, ok)
+                        for row, ok, kept in zip(rows, valid, keep if keep is not None else repeat(True))
+                        if (ok or raw) and kept]
+    if len(requests) > 1:  # first occurrence wins, in listing order
+        seen: set[tuple] = set()
+        out = [k for k in out if not (k.identity in seen or seen.add(k.identity))]  # type: ignore[func-returns-value]
     return out
