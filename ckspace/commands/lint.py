@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             if (f.rule_set, f.arch) != current:
                 current = (f.rule_set, f.arch)
                 out.write(f"{f.rule_set} on {f.arch}:\n")
-            spec = f" [RULES.md {f.spec}]" if f.spec else ""
+            spec = f" [quirk {f.spec}, docs/rules.md]" if f.spec else ""
             out.write(f"  {f.code}: {f.message}{spec}\n")
         out.write(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)\n")
     return 1 if args.strict and findings else 0

@@ -1,7 +1,8 @@
 """What a CK revision cannot build, as named rules of predicate ``ck_revision``.
 
 Each rule states a fact of the CK headers (a missing class, a static_assert, a kernel defect) as an
-expression over config fields, with the header and lines it comes from. Applied to a space
+expression over config fields, with the header and lines it comes from and the revision features
+(:class:`~ckspace.core.ck.CkRevision` fields) it reads. Applied to a space
 (``Space.for_ck``) they say why a config is excluded for this CK; applied by ``emit`` they keep it
 from writing a kernel its CK cannot compile.
 """
@@ -21,7 +22,7 @@ from ckspace.constraints.expr import (
     implies,
     in_table,
 )
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.ck import CkRevision
 from ckspace.core.operands import OPERANDS
@@ -76,6 +77,16 @@ def _load_pattern(y: Expr, x: Expr, vec: Expr, warps: Expr, groups: Expr, warp_s
                                           all_of(vec > largest, with_x1(largest))))
 
 
+def feature(revision: CkRevision, path: str) -> TableValue:
+    """The feature of ``revision`` at ``path`` (``pipelines``, ``warp_gemms.bf16``) as a value a rule
+    reads; a key a feature's table lacks reads as empty, as the rules treat it."""
+    name, *keys = path.split(".")
+    value = getattr(revision, name)
+    for key in keys:
+        value = value.get(key, ())
+    return TableValue(f"CK headers {revision.label}", path, value)
+
+
 def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | None = None,
              ndim: int | None = None) -> tuple[Rule, ...]:
     """What ``revision`` cannot build, as rules of predicate ``ck_revision`` for one cell's variant
@@ -99,8 +110,9 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
     a_tile = (tile_m, tile_k) if a_layout == "row" else (tile_k, tile_m)
     b_tile = (tile_n, tile_k) if b_layout == "col" else (tile_k, tile_n)
 
-    def rule(name: str, expr: Expr, text: str, where: str = "") -> Rule:
-        return Rule(name, Predicate.CK_REVISION, expr, text, f"{source}: {where}" if where else source)
+    def rule(name: str, expr: Expr, text: str, where: str = "", reads: Iterable[str] = ()) -> Rule:
+        return Rule(name, Predicate.CK_REVISION, expr, text, f"{source}: {where}" if where else source,
+                    reads=tuple(feature(revision, f) for f in reads))
 
     def codes(names: Iterable[str]) -> list[int]:
         return [Pipeline(n).code for n in names]
@@ -113,8 +125,9 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
 
     def shuffle_rule(op: str, transposed: bool, vec: Expr, x: Expr) -> Rule:
         name = f"ck_shuffle_vector_{op.lower()}"
+        features = ("shuffle_auto_vector", "shuffle_always", "shuffle_without_load_tr", "load_tr_archs")
         if not (transposed and revision.shuffle_auto_vector and shuffling):
-            return rule(name, TRUE, f"no register transpose of {op} here")
+            return rule(name, TRUE, f"no register transpose of {op} here", reads=features)
         per_thread = x * tile_k // (warps * warp_size)
         largest = per_thread  # LargestVec of the pattern: the tile's elements per thread
         same = any_of(*(all_of(_auto_vector_is(v, candidates, x, per_thread),
@@ -132,7 +145,8 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
             f"{POLICY} 565-600 (DRAM: Problem::VectorSize{op} under FixedVectorSize), "
             f"603-643 (shuffled: GetVectorSize{op}<Problem>()), 395-450 and 346-391 (its value), "
             f"{PATTERN} 134-200 (X1 = min(VecSize, LargestVec)); pipelines/*: "
-            "if constexpr(is_b_row_major && !is_b_load_tr_v()), gemm_pipeline_ag_bg_cr_base.hpp 28-34")
+            "if constexpr(is_b_row_major && !is_b_load_tr_v()), gemm_pipeline_ag_bg_cr_base.hpp 28-34",
+            reads=features)
 
     single = revision.single_lds_pipelines
     double = revision.double_lds_pipelines
@@ -148,14 +162,14 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
     return (
         rule("ck_pipeline", Not(F("pipeline").isin(missing)) if missing else TRUE,
              "the pipeline's class and dispatch base exist in this CK: "
-             + (", ".join(revision.pipelines) or "none")),
+             + (", ".join(revision.pipelines) or "none"), reads=["pipelines"]),
         rule("ck_streamk", TRUE if revision.streamk_conv else F("streamk_enabled").eq(0),
-             "this CK's grouped-conv kernels take no stream-K partitioner"),
+             "this CK's grouped-conv kernels take no stream-K partitioner", reads=["streamk_conv"]),
         rule("ck_explicit_gemm", TRUE if revision.explicit_gemm else F("explicit_gemm").eq(0),
-             "this CK's GroupedConvTraits has no explicit-GEMM parameter"),
+             "this CK's GroupedConvTraits has no explicit-GEMM parameter", reads=["explicit_gemm"]),
         rule("ck_split_image",
              TRUE if variant.value in revision.split_image_variants else F("split_image").eq(0),
-             f"this CK's {variant.value} kernel has no split-image mode"),
+             f"this CK's {variant.value} kernel has no split-image mode", reads=["split_image_variants"]),
         rule("ck_groups_to_merge",
              TRUE if variant.value in revision.merge_groups_variants else F("num_groups_to_merge").eq(1),
              f"this CK's {variant.value} kernel does not merge groups: at most it passes NumGroupsToMerge to "
@@ -163,13 +177,13 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "GemmM/GemmN, GemmBatch and group strides; only a kernel that sets NumGroupsPerBatch from it "
              "(bwd_weight) merges",
              "ops/grouped_convolution/kernel/grouped_convolution_forward_kernel.hpp 26-33, 97-103, 189-195; "
-             "grouped_convolution_backward_weight_kernel.hpp 88"),
+             "grouped_convolution_backward_weight_kernel.hpp 88", reads=["merge_groups_variants"]),
         rule("ck_two_stage",
              TRUE if revision.two_stage or variant is not Variant.BWD_WEIGHT else F("two_stage").eq(0),
-             "this CK lacks the element-wise convert kernel of the two-stage bwd_weight"),
+             "this CK lacks the element-wise convert kernel of the two-stage bwd_weight", reads=["two_stage"]),
         rule("ck_warp_gemm", in_table(WARP, revision.warp_gemms.get(dtype.value, ())),
              f"this CK's warp-GEMM dispatcher has a {dtype.value} warp tile (m, n, k) in "
-             f"{list(revision.warp_gemms.get(dtype.value, ()))}"),
+             f"{list(revision.warp_gemms.get(dtype.value, ()))}", reads=[f"warp_gemms.{dtype.value}"]),
         rule("ck_epilogue", F("epilogue").eq(Epilogue.CSHUFFLE.code),
              "grouped-conv kernels are emitted with the CShuffle epilogue only"),
         rule("ck_pipeline_call",
@@ -184,21 +198,24 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "grouped_convolution_backward_data_kernel.hpp 883-884 and 934, "
              "grouped_convolution_backward_weight_kernel.hpp 812-813 and 862; "
              "ops/gemm/pipeline/gemm_pipeline_ag_bg_cr_comp_v6.hpp 706-767 (no 4-argument plain-window "
-             "overload; compare comp_v5.hpp 450-465, comp_v3.hpp 766-781)"),
+             "overload; compare comp_v5.hpp 450-465, comp_v3.hpp 766-781)",
+             reads=["single_lds_pipelines", "double_lds_pipelines"]),
         rule("ck_bwd_data_double_lds",
              F("double_smem_buffer").eq(0)
              if variant is Variant.BWD_DATA and revision.bwd_data_double_lds_broken else TRUE,
              "this CK's bwd_data kernel computes its loop count in the two-LDS path (RunGemm2LDS) with "
              "gemm_tile_windows.at(I0).get_length(I1), a member tile windows do not have: no bwd_data kernel "
              "with the double LDS buffer compiles (family excluded: the defect is in the kernel)",
-             "ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp 926-927"),
+             "ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp 926-927",
+             reads=["bwd_data_double_lds_broken"]),
         rule("ck_compv5_ping_pong",
              implies(F("pipeline").eq(Pipeline.COMPV5.code),
                      all_of(warps >= 2, (tile_k % ((warps // 2) * F("warp_tile_k"))).eq(0)))
              if revision.compv5_ping_pong else TRUE,
              "compv5 splits the waves into two ping-pong halves: it static_asserts "
              "tile_k % ((waves / 2) x warp_tile_k) == 0, which with one wave divides by zero",
-             "ops/gemm/pipeline/gemm_pipeline_ag_bg_cr_comp_v5.hpp 99-100, 158-160"),
+             "ops/gemm/pipeline/gemm_pipeline_ag_bg_cr_comp_v5.hpp 99-100, 158-160",
+             reads=["compv5_ping_pong"]),
         rule("ck_specialization",
              F("specialization").eq(Specialization.DEFAULT.code)
              if variant.value in revision.broken_specialization_variants else TRUE,
@@ -208,7 +225,7 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "excluded because the defect is in the kernel, not in a config value)",
              "ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp 510 (used 619, 635, "
              "653), grouped_convolution_backward_weight_kernel.hpp 369 (used 529, 545, 563), "
-             "utils/grouped_convolution_utils.hpp 94"),
+             "utils/grouped_convolution_utils.hpp 94", reads=["broken_specialization_variants"]),
         rule("ck_bwd_weight_1d",
              Const(0) if variant is Variant.BWD_WEIGHT and revision.bwd_weight_1d_transposed and ndim == 1 else TRUE,
              "this CK's 1D bwd_weight output descriptor is (K, N*Wo) and is used as (GemmK, GemmM), so the "
@@ -216,7 +233,7 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "does not compute the weight gradient (2D/3D use (N*Ho*Wo, K)); excluded as a family because the "
              "defect is in the transformer",
              "ops/grouped_convolution/utils/transform_conv_bwd_weight_to_gemm.hpp 412-434, 835; "
-             "kernel/grouped_convolution_backward_weight_kernel.hpp 84-100"),
+             "kernel/grouped_convolution_backward_weight_kernel.hpp 84-100", reads=["bwd_weight_1d_transposed"]),
         rule("ck_load_pattern_a", _load_pattern(*a_tile, F("vec_a"), warps, groups, warp_size),
              f"A is read as a {'tile_m x tile_k' if a_layout == 'row' else 'tile_k x tile_m'} tile with vec_a "
              "loads: the tile distribution pattern static_asserts X % vec == 0, X0 = X / min(vec, X*Y/threads) "
@@ -255,4 +272,4 @@ def depthwise_note(revision: CkRevision) -> str:
 def ck_depthwise_rules(revision: CkRevision) -> tuple[Rule, ...]:
     """Depthwise configs are never emitted: one rule that excludes them all, saying why."""
     return (Rule("ck_depthwise", Predicate.CK_REVISION, Const(0), depthwise_note(revision),
-                 f"CK headers {revision.label}"),)
+                 f"CK headers {revision.label}", reads=(feature(revision, "depthwise"),)),)

@@ -3,8 +3,9 @@
 For every arch and cell the rule set's proposals are classified rule by rule, and the report lists
 empty cells, proposals the validity predicates remove (grouped by the rules responsible), table
 entries (tiles, pipelines, features) that never yield a valid kernel, duplicates, and checks that
-pass only because arch data is missing. Each finding names the RULES.md section of the upstream
-inconsistency it shows where there is one. Lint is a report: findings are not errors.
+pass only because arch data is missing. A finding that shows an upstream inconsistency is tagged
+with it (``Finding.spec``, a key of :data:`QUIRKS`; ``docs/rules.md`` lists them). Lint is a report:
+findings are not errors.
 """
 
 from __future__ import annotations
@@ -27,6 +28,38 @@ from ckspace.core.naming import gemm_name
 from ckspace.core.vocab import EMITTED_PREDICATES, Layout
 
 _I = FIELD_INDEX
+
+QUIRKS: dict[str, str] = {
+    "14.1": "The two validity checks disagree on backward pipelines: is_config_valid lets bwd_data and "
+            "bwd_weight run only compv3 or mem, is_valid_for_arch bans only compv5, and `full` proposes mostly "
+            "other pipelines, so all of its bwd_data and most of its bwd_weight proposals are discarded.",
+    "14.2": "is_config_valid checks every config as if wave_k were 1: a proposal with wave_k > 1 that passed "
+            "is_valid_for_arch fails when (wave_m, wave_n, 1) is not one of the arch's wave combos, and the "
+            "tile_k alignment ignores wave_k.",
+    "14.3": "The WMMA warp_tile_k floor exempts the dtype tag 'float', which no tagged config carries: "
+            "fp32-tagged configs are held to it, while untagged ones (all of `default`) never are.",
+    "14.4": "An arch without a warp-tile list for the dtype turns the warp-tile check into a warning, so the "
+            "config passes unchecked (fp32 on the warp-size-32 archs).",
+    "14.5": "The LDS budget depends on the pipeline alone (64 KiB unless listed): neither the arch's LDS size "
+            "(160 KiB on gfx950) nor the double LDS buffer changes it.",
+    "14.7": "`full` derives warp_tile_k by formula and never checks it against the arch's warp-tile list, so on "
+            "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check.",
+    "14.8": "When none of a tile's curated waves fits the arch, `full` falls back to every structural "
+            "(wave, warp tile) pair, ignoring its curated tables and exclusions; the fallback can repeat a "
+            "pair, which the deduplication then drops.",
+    "14.9": "The tile tables have no 1D entries, so `full` proposes only feature configs (no base tiles) in "
+            "1D cells.",
+    "14.10": "`default` and `full` name 3D kernels with layout nhwgc, other rule sets with ndhwgc: one kernel "
+             "can carry two names.",
+    "14.11": "`tiny` picks per category and ndim, not per variant, so a request for several variants can give "
+             "a variant nothing (bwd_data in every combined request).",
+    "14.13": "`default` doubles tile_k for its compv4 tiles, and the doubled tiles exceed compv4's 32 KiB LDS "
+             "budget: they are generated only to be rejected.",
+    "14.18": "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their "
+             "fixed 64-thread blocks are doubtful.",
+}
+"""The upstream inconsistencies lint findings and rules are tagged with (``Finding.spec``, ``Rule.quirk``).
+The ids are those of the reference specification ckspace was written against."""
 
 WAVE_K_FORCED = "14.2"
 """The upstream inconsistency whose rule (``Rule.quirk``) rejects proposals with wave_k > 1."""

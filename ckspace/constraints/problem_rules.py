@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ckspace.constraints.expr import TRUE, Const, Field, Not, all_of, implies
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Predicate, Specialization, Variant
@@ -34,7 +34,10 @@ _LINES = {
     Variant.BWD_WEIGHT: {"k_batch": "508-520", "1x1_s1_p0": "526-541", "1x1_p0": "542-556", "3x3": "557-572",
                          "vec_a": "609-624", "vec_b": "576-591", "vec_c": "593-607", "groups_merge": "626-636"},
 }
-MAX_BWD_DATA_GEMMS = 128  # MaxGroupedGemmGroupsNum of the backward-data kernel
+MAX_BWD_DATA_GEMMS = TableValue(_FILE[Variant.BWD_DATA], "MaxGroupedGemmGroupsNum", 128)
+"""The most GEMMs the backward-data kernel splits a convolution into, a constant of its header."""
+DEPTHWISE_SOURCE = ("ckspace: a depthwise kernel is specialised for one convolution shape "
+                    "(grouped_conv/grouped_config_rules_full.py DEPTHWISE_PARAMS)")
 
 
 def _source(variant: Variant, check: str) -> str:
@@ -50,8 +53,9 @@ def gemm_problem_rules(problem: ConvProblem, variant: Variant, ndim: int, dtype:
     F = Field
     rules: list[Rule] = []
 
-    def add(name: str, check: str, expr, text: str) -> None:
-        rules.append(Rule(name, Predicate.PROBLEM, expr, text, _source(variant, check) if check else "ckspace"))
+    def add(name: str, check: str, expr, text: str, *reads: TableValue) -> None:
+        rules.append(Rule(name, Predicate.PROBLEM, expr, text, _source(variant, check) if check else "ckspace",
+                          reads=reads))
 
     add("problem_ndim", "", _bool(problem.ndim == ndim), f"the problem is {problem.ndim}D, kernels of this cell "
         f"are {ndim}D")
@@ -95,17 +99,16 @@ def gemm_problem_rules(problem: ConvProblem, variant: Variant, ndim: int, dtype:
             min(getattr(problem, f"stride_{d}") // math.gcd(getattr(problem, f"stride_{d}"),
                                                             getattr(problem, f"dil_{d}")), problem.filter_size(d))
             for d in dims)
-        add("bwd_data_gemm_count", "gemm_count", _bool(count <= MAX_BWD_DATA_GEMMS),
-            f"backward data splits into {count} GEMMs (at most {MAX_BWD_DATA_GEMMS})")
+        add("bwd_data_gemm_count", "gemm_count", _bool(count <= MAX_BWD_DATA_GEMMS.value),
+            f"backward data splits into {count} GEMMs (at most {MAX_BWD_DATA_GEMMS.value})", MAX_BWD_DATA_GEMMS)
     return tuple(rules)
 
 
 def depthwise_problem_rules(problem: ConvProblem) -> tuple[Rule, ...]:
     """A depthwise config runs exactly the convolutions it is specialised for: one channel per
-    group in and out, a square filter of its size, its strides and pads, dilation 1 (its
-    parameters, RULES.md 8.11)."""
+    group in and out, a square filter of its size, its strides and pads, and its dilation."""
     F = Field
-    src = "RULES.md 8.11 (depthwise parameters)"
+    src = DEPTHWISE_SOURCE
     if problem.ndim != 2:
         return (Rule("problem_ndim", Predicate.PROBLEM, Const(0), f"depthwise kernels are 2D, the problem is {problem.ndim}D", src),)
     return (

@@ -1,20 +1,61 @@
-"""A rule: a named constraint on config fields, with the check it belongs to and where it comes from."""
+"""A rule: a named constraint on config fields, with the check it belongs to, where it comes from and
+the table values it reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from typing import Any
 
 from ckspace.constraints.expr import TRUE, Expr, fields_of
+from ckspace.core.tables import table
 from ckspace.core.vocab import Predicate
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class TableValue:
+    """One value a rule reads: the table (``validity.json``, a CK revision, a CK header), the key path
+    in it (``is_valid_for_arch.streamk_variants``) and the value.
+
+    Two reads of one place are equal whatever the value: tables do not change while ckspace runs, and
+    leaving the value (often a list) out of comparisons keeps rules hashable.
+    """
+
+    table: str
+    path: str
+    value: Any = field(compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.table} {self.path} = {json.dumps(self.value)}"
+
+
+def read(name: str, *keys: str, default: Any = _REQUIRED) -> TableValue:
+    """The value at ``keys`` in the shipped table ``name``, with its place, for a rule's ``reads``.
+
+    ``default`` stands in for a missing key (the arch tables leave out the dtypes an arch has no warp
+    tiles for); without it a missing key raises ``KeyError``.
+    """
+    value: Any = table(name)
+    try:
+        for key in keys:
+            value = value[key]
+    except KeyError:
+        if default is _REQUIRED:
+            raise
+        value = default
+    return TableValue(f"{name}.json", ".".join(keys), value)
 
 
 @dataclass(frozen=True)
 class Rule:
     """``expr`` must hold for a config to satisfy the rule.
 
-    ``text`` says the rule in words (with the table values it uses), ``source`` the upstream function,
-    header or ckspace module it restates. ``quirk`` names the upstream inconsistency that configs
-    removed by this rule illustrate (an item of :data:`ckspace.constraints.lint.QUIRKS`), if any.
+    ``text`` says the rule in words, built from the values in ``reads`` (so the words cannot drift
+    from the tables); ``source`` names the upstream function, CK header or ckspace module it restates.
+    ``quirk`` names the upstream inconsistency that configs removed by this rule illustrate (a key of
+    :data:`ckspace.constraints.lint.QUIRKS`), if any.
     """
 
     name: str
@@ -23,6 +64,7 @@ class Rule:
     text: str
     source: str
     quirk: str | None = None
+    reads: tuple[TableValue, ...] = ()
 
     @property
     def fields(self) -> tuple[str, ...]:

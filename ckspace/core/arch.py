@@ -1,4 +1,5 @@
-"""Architecture facts, read from the shipped arch table (RULES.md section 4)."""
+"""Architecture facts, read from the shipped arch table (upstream ``arch_specs_generated.py`` and
+``arch_specs.json``)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def arch_facts(name: str) -> ArchFacts:
 
 
 def lds_limit_bytes(pipeline: Pipeline) -> int:
-    """Per-pipeline LDS budget of the config check (arch-blind upstream, RULES.md 14.5)."""
+    """Per-pipeline LDS budget of the config check (``ArchFilter._validate_lds_capacity``): arch-blind
+    upstream, quirk 14.5 of ``docs/rules.md``."""
     limits = table("arch")["lds_limit_bytes_by_pipeline"]
     return limits.get(pipeline.value, limits["default"])
 

@@ -23,7 +23,8 @@ PIPELINE_BASES: dict[Pipeline, str] = {
     Pipeline.COMP_ASYNC: "BaseGemmPipelineAgBgCrCompAsync",
     Pipeline.BASIC_ASYNC_V1: "BaseGemmPipelineAGmemBGmemCRegV1",
 }
-"""The base class a grouped-conv launcher dispatches hot loop and tail through (EMIT.md)."""
+"""The base class a grouped-conv launcher dispatches hot loop and tail through (as the launchers of
+upstream's ``unified_grouped_conv_codegen.py`` do)."""
 
 PIPELINE_CLASSES: dict[Pipeline, str] = {
     Pipeline.BASIC_V1: "GemmPipelineAGmemBGmemCRegV1",

@@ -1,6 +1,7 @@
 """Kernel configs: immutable, hashable pydantic value types with their upstream names.
 
-A config is identified by its field tuple; the name (RULES.md section 3) is output. Parsing a name
+A config is identified by its field tuple; the name (upstream ``GroupedConvKernelConfig.name``) is
+output. Parsing a name
 back into a config exists for user input only, and works because a GEMM name carries every field
 except the arch and the dtype tag, which the caller supplies.
 """
@@ -84,7 +85,8 @@ class GemmConfig(BaseModel):
 
     @property
     def block_per_cu(self) -> int:
-        """Min-blocks-per-CU hint, derived from the pipeline (RULES.md section 2)."""
+        """Min-blocks-per-CU hint, derived from the pipeline and the double LDS buffer (upstream
+        ``deduce_block_per_cu``)."""
         if self.pipeline in (Pipeline.COMPV4, Pipeline.COMP_ASYNC):
             return 1
         if self.pipeline in (Pipeline.COMPV1, Pipeline.COMPV2, Pipeline.BASIC_V1, Pipeline.BASIC_V2,

@@ -1,4 +1,5 @@
-"""Rendering kernel configs into a CK Tile source tree (EMIT.md's artifacts).
+"""Rendering kernel configs into a CK Tile source tree: per kernel the header, compilation unit and
+dispatcher wrapper upstream's ``unified_grouped_conv_codegen.py`` writes, plus the per-variant headers.
 
 Input is what the space lists (:class:`~ckspace.space.listing.Kernel`); configs the CK revision
 cannot build are dropped by its ``ck_revision`` rules and listed in the manifest with the rule

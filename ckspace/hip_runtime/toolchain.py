@@ -1,4 +1,4 @@
-"""Finding a HIP compiler for an offload target (TOOLCHAIN.md).
+"""Finding a HIP compiler for an offload target, with or without ROCm installed.
 
 Order: ``$CKSPACE_CXX`` (an explicit compiler or wrapper), then ROCm's ``amdclang++`` / ``hipcc``
 under ``$ROCM_PATH`` or ``/opt/rocm``, then a system clang (newest first) that knows the target,

@@ -1,4 +1,5 @@
-"""The ``full`` generator: upstream's rule-derived space (RULES.md section 8).
+"""The ``full`` generator: upstream's rule-derived space (``grouped_conv/grouped_config_rules_full.py``
+``get_configs``).
 
 Per cell: a base pass over the cell's tile list, then one pass per feature (split-image, merged
 groups, two-stage, explicit GEMM, stream-K), each tile crossed with its wave/warp pairs, gated
@@ -50,7 +51,8 @@ def _t(tile: list[int]) -> Triple:
 
 @cache
 def waves_for(variant: Variant, tile: Triple) -> tuple[Triple, ...]:
-    """Curated wave splits of a tile (T2): the variant's override, else the base list."""
+    """Curated wave splits of a tile (upstream ``get_wave_strategies``): the variant's override, else the
+    base list."""
     f = table("full")
     names = f["wave_strategy_overrides"].get(variant.value, {}).get(_key(tile))
     if names is None:
@@ -73,7 +75,8 @@ def _warp_candidates(variant: Variant, tile: Triple, wave: Triple) -> list[tuple
 
 @cache
 def pairs(arch: str, variant: Variant, dtype: Dtype, tile: Triple) -> tuple[tuple[Triple, tuple[int, int]], ...]:
-    """Wave / warp (m, n) pairs of a tile (section 8.3), with the structural fallback."""
+    """Wave / warp (m, n) pairs of a tile (upstream ``get_wave_warp_pairs``), with the structural
+    fallback."""
     excluded = {tuple(mn) for mn in table("full")["excluded_warp_mn"]}
     shapes = {(m, n) for m, n, _ in arch_facts(arch).warp_tiles_for(dtype) or ()}
     structural = structural_pairs(arch, dtype, tile)
@@ -94,7 +97,8 @@ def pairs(arch: str, variant: Variant, dtype: Dtype, tile: Triple) -> tuple[tupl
 
 @cache
 def vec_candidates(variant: Variant, tile: Triple, dtype_class: str) -> tuple[Triple, ...]:
-    """Sorted candidate vector triples of a tile (T4, section 8.5)."""
+    """Sorted candidate vector triples of a tile: its vector strategies' triples and the extra ones
+    (upstream ``get_vec_strategies``, ``compute_vector_size``, ``get_extra_vec_triples``)."""
     f = table("full")
     top = f["max_vec"][dtype_class]
     symbols = {"m": top, "h": max(1, top // 2), "q": max(1, top // 4), "1": 1}
@@ -109,7 +113,8 @@ def vec_candidates(variant: Variant, tile: Triple, dtype_class: str) -> tuple[Tr
 
 @cache
 def pipelines_for(variant: Variant, tile: Triple, dtype_class: str) -> PipelineList:
-    """(pipeline, scheduler) list of a tile (T5, section 8.6)."""
+    """(pipeline, scheduler) list of a tile: the dtype-class override, else the curated per-tile list,
+    else the shape rule (``full.json`` ``tile_pipelines_dclass``, ``tile_pipelines``)."""
     f = table("full")
     dclass = f["tile_pipelines_dclass"].get(variant.value, {}).get(_key(tile))
     if dclass is not None and dtype_class in dclass:
@@ -121,7 +126,8 @@ def pipelines_for(variant: Variant, tile: Triple, dtype_class: str) -> PipelineL
 
 
 def shape_rule_pipelines(variant: Variant, tile: Triple) -> PipelineList:
-    """The pipeline rule for tiles no table lists (section 8.6 step 3; no shipped tile needs it)."""
+    """The pipeline rule for tiles no table lists (upstream's shape-based fallback; no shipped tile
+    needs it)."""
     tm, tn, tk = tile
     area = tm * tn
     compv4 = tile in {_t(t) for t in table("full")["shape_rule_compv4_tiles"]} or (area >= 16384 and tk >= 32)
@@ -159,7 +165,7 @@ def shape_rule_pipelines(variant: Variant, tile: Triple) -> PipelineList:
 
 
 def specializations_for(variant: Variant, tile: Triple) -> tuple[str, ...]:
-    """Conv specializations emitted for a tile (section 8.7)."""
+    """Conv specializations emitted for a tile (``full.json`` ``specializations``)."""
     s = table("full")["specializations"][variant.value]
     if variant is not Variant.FORWARD:
         return tuple(s["base"])
@@ -241,7 +247,8 @@ def cell_candidates(arch: str, cell: Cell) -> tuple[list[Row], int]:
 
 
 def depthwise_rows(cell: Cell) -> list[Row]:
-    """The depthwise block's configs of a forward 2D cell (section 8.11), in parameter order."""
+    """The depthwise block's configs of a forward 2D cell (upstream ``get_depthwise_configs``), in
+    parameter order."""
     d = table("depthwise")
     if cell.variant.value != d["variant"] or cell.ndim != d["requires_ndim"]:
         return []

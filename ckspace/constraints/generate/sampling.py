@@ -1,4 +1,5 @@
-"""The deterministic subsets of ``full`` (RULES.md sections 9 and 10).
+"""The deterministic subsets of ``full``: ``full-tests`` and ``tiny`` (upstream
+``grouped_conv/grouped_config_rules_full_tests.py`` ``get_configs`` and ``get_tiny_configs``).
 
 Both select from the emission order of one ``full`` call over the whole request, so the result for a
 cell depends on the other cells requested, exactly as upstream.
@@ -19,7 +20,7 @@ _I = FIELD_INDEX
 @dataclass(frozen=True)
 class Entry:
     """One config of the emission list: its cell, whether it is depthwise, its row, and its
-    section 9 category as (tag, dtype tag)."""
+    full-tests category as (tag, dtype tag)."""
 
     cell: Cell
     depthwise: bool
@@ -47,7 +48,8 @@ def emission_list(request: Request, per_cell: Mapping[Cell, CellResult]) -> list
 
 
 def category(cell: Cell, depthwise: bool, row: Row) -> tuple[str, str]:
-    """First matching tag of section 9, and the dtype tag (``untagged_dtype`` when untagged)."""
+    """The first matching tag of ``sampling.json``'s category order, and the dtype tag
+    (``untagged_dtype`` when untagged)."""
     if depthwise:
         tag = "depthwise"
     elif row[_I["streamk_enabled"]]:

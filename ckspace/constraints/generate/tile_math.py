@@ -1,4 +1,4 @@
-"""Tile arithmetic the ``full`` rule set builds on (RULES.md section 6).
+"""Tile arithmetic the ``full`` rule set builds on (upstream ``grouped_conv/tile_math.py``).
 
 Pure functions of the tables and the arch facts, cached: the same (tile, wave) questions recur in
 every cell.
@@ -21,7 +21,8 @@ def _divisors(n: int) -> list[int]:
 
 @cache
 def structural_pairs(arch: str, dtype: Dtype, tile: Triple) -> tuple[tuple[Triple, Triple], ...]:
-    """(wave, warp tile) pairs that tile ``tile`` exactly on ``arch`` (section 6.1), in order."""
+    """(wave, warp tile) pairs that tile ``tile`` exactly on ``arch`` (``get_valid_wave_warp_pairs``),
+    in order."""
     facts = arch_facts(arch)
     waves = set(facts.wave_combos)
     tm, tn, _ = tile
@@ -42,7 +43,7 @@ def structural_pairs(arch: str, dtype: Dtype, tile: Triple) -> tuple[tuple[Tripl
 
 @cache
 def vec_gate(tile: Triple, wave: Triple, dtype_class: str) -> frozenset[Triple]:
-    """The (vec_a, vec_b, vec_c) triples the tile arithmetic allows (section 6.2)."""
+    """The (vec_a, vec_b, vec_c) triples the tile arithmetic allows (``get_valid_vec_sizes``)."""
     gate = table("full")["vec_gate"]
     size = 2 if dtype_class == "half" else 4
     block = gate["block_warp_size"] * wave[0] * wave[1] * wave[2]
@@ -64,7 +65,7 @@ def vec_gate(tile: Triple, wave: Triple, dtype_class: str) -> frozenset[Triple]:
 
 
 def warp_tile_k(dtype_class: str, warp_m: int, tile_k: int, *, streamk: bool, legacy: bool) -> int:
-    """The derived fragment K (section 8.4)."""
+    """The derived fragment K (``grouped_config_rules_full.py`` ``compute_warp_tile_k``)."""
     p = table("full")["warp_tile_k"]
     which = "if_wtm_32" if warp_m == 32 else "otherwise"
     if streamk or legacy:
