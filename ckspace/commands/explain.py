@@ -40,15 +40,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.name and args.set:
         raise CkspaceError("give a kernel name or --set fields, not both")
     if args.name:
-        from ckspace.core.naming import (
-            is_depthwise_name,
-            parse_depthwise_name,
-            parse_gemm_name,
-        )
+        from ckspace.core.naming import parse_kernel_name
 
-        fields = parse_depthwise_name(args.name) if is_depthwise_name(args.name) else parse_gemm_name(args.name)
+        fields = parse_kernel_name(args.name)  # once: its cell picks the space, its fields the configs
         space = space_from_args(args, [fields.get("variant", "forward")], [fields.get("ndim", 2)], [fields["dtype"]])
-        explanation = space.explain(args.name)
+        explanation = space.explain(args.name, fields=fields)
     else:
         if not args.variant:
             raise CkspaceError("explain needs a kernel name, or --variant with --set fields")

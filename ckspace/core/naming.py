@@ -1,4 +1,13 @@
-"""Kernel names (RULES.md section 3): rows to names, and names back to fields for user input.
+"""Kernel names: one grammar per kind of name, used both to print rows and to parse names back.
+
+The grammar is upstream's: the GEMM and depthwise names of the dispatcher's code generator
+(``unified_grouped_conv_codegen.py``, the ``name()`` of its GEMM and depthwise kernel configs;
+commit in ``common.json``'s ``_source_commits``) and the tile-engine benchmark names of
+``tile_engine/ops/grouped_conv``. Each kind is written once below as a template whose holes are
+config fields, and the suffixes of GEMM names as one table ordered like ``common.json``'s
+``name_suffix_order``; tokens come from the enums of :mod:`ckspace.core.vocab` and defaults from
+``common.json``'s ``config_defaults``. Parsing exists for user input; a GEMM name carries every
+field except the arch and the dtype tag.
 
 Pure Python on purpose: listing names from the cache must not pay for pydantic or numpy.
 """
@@ -6,161 +15,290 @@ Pure Python on purpose: listing names from the cache must not pay for pydantic o
 from __future__ import annotations
 
 import re
-from functools import cache
-from typing import Any
+from collections.abc import Callable, Mapping
+from functools import cache, cached_property
+from itertools import accumulate
+from operator import itemgetter
+from string import Formatter
+from typing import Any, NamedTuple
 
 from ckspace.core.errors import KernelNameError
-from ckspace.core.fields import DEPTHWISE_FIELDS, Layout, Row
-from ckspace.core.vocab import (
-    Dtype,
-    Epilogue,
-    Pipeline,
-    Scheduler,
-    Specialization,
-    StreamKStrategy,
-    Variant,
+from ckspace.core.fields import (
+    DEPTHWISE_FIELDS,
+    FIELD_INDEX,
+    FIELD_KIND,
+    GEMM_DEFAULTS,
+    GEMM_FIELD_NAMES,
+    Row,
+    default_row,
 )
+from ckspace.core.tables import table
+from ckspace.core.vocab import NDIMS, Dtype, Layout, Variant
 
-DEFAULT_VEC = (4, 8, 8)
+_KINDS: dict[str, type] = {**FIELD_KIND, "variant": Variant, "dtype": Dtype, "ndim": int,
+                           **{f: int for f in DEPTHWISE_FIELDS}}
+"""What every field a name can carry holds: the GEMM fields, the cell, the depthwise fields."""
+
+_DEFAULT_ROW = default_row()
+"""The config defaults as codes: a suffix without a flag is printed when its fields differ from them."""
 
 
-_PIPELINES = [p.value for p in Pipeline]
-_SCHEDULERS = [s.value for s in Scheduler]
-_EPILOGUES = [e.value for e in Epilogue]
-_SPECS = [s.value for s in Specialization]
-_STRATEGIES = [s.value for s in StreamKStrategy]
-_LAYOUTS = [lay.value for lay in Layout]
+class _Hole(NamedTuple):
+    """One ``{field}`` of a template: how its token is spelled from the field's code (an enum's
+    position, a boolean's 0/1, an integer itself: what rows hold), matched, and read back."""
+
+    field: str
+    spell: Callable[[int], str]
+    pattern: str
+    read: Callable[[str], Any]
+
+
+def _hole(spec: str, pattern: str, omit_default: bool) -> _Hole:
+    """A hole from its template text: ``{field}``, or ``{field.attr}`` for an enum spelled by that
+    attribute (``variant.token``). ``{field:regex}`` matches any token of that shape and lets the
+    field's vocabulary reject unknown values, naming the valid ones; without it, a hole matches
+    exactly the vocabulary (an enum's spellings, ndim's values, digits, 0/1). ``omit_default``
+    leaves the default out of an enum's spellings: a suffix is never printed with it."""
+    field, _, attr = spec.partition(".")
+    kind = _KINDS[field]
+    if kind is bool:
+        return _Hole(field, "01".__getitem__, pattern or "[01]", lambda t: t == "1")
+    if kind is int:
+        digits = "|".join(map(str, NDIMS)) if field == "ndim" else r"\d+"
+        return _Hole(field, str, pattern or digits, int)
+    spellings = tuple(getattr(m, attr or "value") for m in kind)  # type: ignore[attr-defined]
+    spelled = {t: m for t, m in zip(spellings, kind)  # type: ignore[call-overload]
+               if not (omit_default and m == GEMM_DEFAULTS.get(field))}
+    strict = "|".join(re.escape(t) for t in sorted(spelled, key=len, reverse=True))
+    return _Hole(field, spellings.__getitem__, pattern or strict,
+                 kind.parse if pattern else spelled.__getitem__)  # type: ignore[attr-defined]
+
+
+class _Template:
+    """A name pattern with ``{field}`` holes (see :func:`_hole`), compiled once for both
+    directions: printing fills the holes, parsing matches the regex and reads the tokens."""
+
+    def __init__(self, text: str, omit_default: bool = False) -> None:
+        self.parts = [(literal, _hole(spec, pattern, omit_default) if spec is not None else None)
+                      for literal, spec, pattern, _ in Formatter().parse(text)]
+        self.holes = tuple(h for _, h in self.parts if h is not None)
+        self.prefix = self.parts[0][0]
+        self.regex = "".join(re.escape(literal) + (f"(?P<{h.field}>{h.pattern})" if h else "")
+                             for literal, h in self.parts)
+
+    def bind(self, codes: Mapping[str, int], open_fields: tuple[str, ...] = ()) -> str:
+        """The text with every hole spelled from its code, except the holes of ``open_fields``,
+        which become ``%s`` for a later ``text % row[:n]`` (see :func:`_leading_fields`)."""
+        return "".join(literal.replace("%", "%%") + ("" if h is None else "%s" if h.field in open_fields
+                                                     else h.spell(codes[h.field]).replace("%", "%%"))
+                       for literal, h in self.parts)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: listing names never parses, and the CLI starts faster without."""
+        return re.compile(self.regex)
+
+    def read(self, groups: Mapping[str, str | None]) -> dict[str, Any]:
+        """The field values of matched tokens; a hole of an absent suffix reads as the config default."""
+        values: dict[str, Any] = {}
+        for hole in self.holes:
+            token = groups[hole.field]
+            values[hole.field] = GEMM_DEFAULTS[hole.field] if token is None else hole.read(token)
+        return values
+
+
+class _Suffix(NamedTuple):
+    """An optional part of a GEMM name. With a ``flag`` (a boolean field) it is printed exactly
+    when the flag is set; without, exactly when one of its fields differs from its config default.
+    Absent on parse means the flag is unset and the fields keep their defaults. ``inner``
+    suffixes can only follow this one (``_persistent`` only after ``_streamk_<strategy>``)."""
+
+    key: str
+    template: _Template
+    flag: str | None = None
+    inner: tuple[_Suffix, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The row fields this suffix decides, its inner suffixes' included."""
+        own = (self.flag,) if self.flag else ()
+        return own + tuple(h.field for h in self.template.holes) + tuple(f for s in self.inner for f in s.fields)
+
+    def text(self, codes: Mapping[str, int]) -> str:
+        """This suffix of a row given as field codes: empty unless its flag is set or its fields differ
+        from the defaults."""
+        present = codes[self.flag] if self.flag else any(codes[h.field] != _DEFAULT_ROW[FIELD_INDEX[h.field]]
+                                                         for h in self.template.holes)
+        return self.template.bind(codes) + "".join(s.text(codes) for s in self.inner) if present else ""
+
+    @property
+    def regex(self) -> str:
+        body = self.template.regex + "".join(s.regex for s in self.inner)
+        return f"(?P<{self.flag}>{body})?" if self.flag else f"(?:{body})?"
+
+    def read(self, groups: Mapping[str, str | None]) -> dict[str, Any]:
+        values = {self.flag: groups[self.flag] is not None} if self.flag else {}
+        values.update(self.template.read(groups))
+        for inner in self.inner:
+            values.update(inner.read(groups))
+        return values
+
+
+def _suffix(key: str, template: str, flag: str | None = None, inner: tuple[_Suffix, ...] = ()) -> _Suffix:
+    return _Suffix(key, _Template(template, omit_default=True), flag, inner)
+
+
+def _in_table_order(suffixes: tuple[_Suffix, ...]) -> tuple[_Suffix, ...]:
+    """The suffixes in ``common.json``'s ``name_suffix_order``, which must name each exactly once."""
+    by_key = {s.key: s for s in suffixes}
+    order = table("common")["name_suffix_order"]
+    if sorted(order) != sorted(by_key):
+        raise RuntimeError(f"common.json name_suffix_order {order} does not list the suffixes {sorted(by_key)}")
+    return tuple(by_key[key] for key in order)
+
+
+_GEMM_HEAD = _Template(
+    "grouped_conv_{variant.token}_{dtype:[a-z0-9]+}_{layout:[a-z]+}_{ndim:\\d}d"
+    "_{pipeline}_{epilogue}_{scheduler}_{tile_m}x{tile_n}x{tile_k}_{wave_m}x{wave_n}x{wave_k}"
+    "_{warp_tile_m}x{warp_tile_n}x{warp_tile_k}")
+
+SUFFIXES: tuple[_Suffix, ...] = _in_table_order((
+    _suffix("vec", "_vec{vec_a}_{vec_b}_{vec_c}"),
+    _suffix("wg", "_wg{num_wave_groups}"),
+    _suffix("gm", "_gm{num_groups_to_merge}"),
+    _suffix("dsb", "_dsb", flag="double_smem_buffer"),
+    _suffix("2stage", "_2stage", flag="two_stage"),
+    _suffix("specialization", "_{specialization}"),
+    _suffix("explicit_gemm", "_explicit_gemm", flag="explicit_gemm"),
+    _suffix("streamk", "_streamk_{streamk_strategy}", flag="streamk_enabled",
+            inner=(_suffix("persistent", "_persistent", flag="streamk_persistent"),)),
+    _suffix("large_tensor", "_large_tensor", flag="split_image"),
+    _suffix("pad", "_pad{pad_m}{pad_n}{pad_k}"),
+))
+"""The optional GEMM-name suffixes, in upstream's order."""
+
+_DEPTHWISE = _Template(
+    "grouped_conv_" + Variant.FORWARD.token + "_depthwise_{dtype:[a-z0-9]+}_{layout:[a-z]+}_{ndim:\\d}d"
+    "_{tile_h}x{tile_w}_f{filter}_s{stride_h}x{stride_w}_p{pad_h}x{pad_w}_nb{nbatch}_sub{sub_h}x{sub_w}"
+    "_vec{in_vec}_{out_vec}")
+
+_BENCHMARK = _Template(
+    "grouped_conv_{variant}_{dtype}_{ndim}d_{tile_m}x{tile_n}x{tile_k}_{pipeline:[a-z0-9_]+}")
+"""Tile-engine benchmark names: the variant spelled in full, the block tile, the pipeline."""
+
+# -- printing ---------------------------------------------------------------------------------------
+# A name is on the hot path of listings, so printing is memoized: the head as a %-format per cell and
+# per value of its enums, applied to its integers (the row's first fields); the run of suffixes per
+# value of their fields, built from each suffix memoized apart. A listing has few distinct keys (for
+# the 15,657 proposals of an arch, about 120 heads and 400 suffix runs), so a name costs two lookups
+# and one format.
+
+
+def _leading_fields(template: _Template, row_fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The integer holes of ``template`` that a row holds. They must be the row's first fields, in
+    the template's order, so that a name is its memoized format applied to ``row[:n]``."""
+    fields = tuple(h.field for h in template.holes if h.field in row_fields and _KINDS[h.field] is int)
+    if fields != row_fields[: len(fields)]:
+        raise RuntimeError(f"the integers {fields} of a name template are not the first fields of its row")
+    return fields
+
+
+_GEMM_OPEN = _leading_fields(_GEMM_HEAD, GEMM_FIELD_NAMES)
+_N_OPEN = len(_GEMM_OPEN)
+_HEAD_KEYED = tuple(h.field for h in _GEMM_HEAD.holes if h.field in FIELD_INDEX and h.field not in _GEMM_OPEN)
+_head_key = itemgetter(*(FIELD_INDEX[f] for f in _HEAD_KEYED))
+_suffix_key = itemgetter(*(FIELD_INDEX[f] for s in SUFFIXES for f in s.fields))
+_SUFFIX_PARTS = tuple(slice(end - len(s.fields), end)
+                      for s, end in zip(SUFFIXES, accumulate(len(s.fields) for s in SUFFIXES)))
+"""Where each suffix's fields lie in a suffix key."""
 
 
 @cache
-def _prefix(variant: Variant, dtype: Dtype, ndim: int, layout: int) -> str:
-    return f"grouped_conv_{variant.token}_{dtype.value}_{_LAYOUTS[layout]}_{ndim}d_"
+def _head_format(variant: Variant, dtype: Dtype, ndim: int, codes: Row) -> str:
+    cell = {"variant": variant.code, "dtype": dtype.code, "ndim": ndim}
+    return _GEMM_HEAD.bind({**cell, **dict(zip(_HEAD_KEYED, codes))}, _GEMM_OPEN)
+
+
+@cache
+def _suffixes(codes: Row) -> str:
+    return "".join([_suffix_text(i, codes[part]) for i, part in enumerate(_SUFFIX_PARTS)])
+
+
+@cache
+def _suffix_text(i: int, codes: Row) -> str:
+    return SUFFIXES[i].text(dict(zip(SUFFIXES[i].fields, codes)))
 
 
 def gemm_name(variant: Variant, dtype: Dtype, ndim: int, row: Row) -> str:
-    """The upstream kernel name of a row (RULES.md section 3); suffixes in upstream order."""
-    (tm, tn, tk, wm, wn, wk, xm, xn, xk, va, vb, vc, pipeline, scheduler, epilogue, pad_m, pad_n, pad_k,
-     dsb, gm, split_image, explicit_gemm, two_stage, spec, streamk, strategy, persistent, wg, layout,
-     _tagged) = row
-    name = (f"{_prefix(variant, dtype, ndim, layout)}{_PIPELINES[pipeline]}_{_EPILOGUES[epilogue]}_"
-            f"{_SCHEDULERS[scheduler]}_{tm}x{tn}x{tk}_{wm}x{wn}x{wk}_{xm}x{xn}x{xk}")
-    if (va, vb, vc) != DEFAULT_VEC:
-        name += f"_vec{va}_{vb}_{vc}"
-    if wg != 1:
-        name += f"_wg{wg}"
-    if gm != 1:
-        name += f"_gm{gm}"
-    if dsb:
-        name += "_dsb"
-    if two_stage:
-        name += "_2stage"
-    if _SPECS[spec] != "default":
-        name += "_" + _SPECS[spec]
-    if explicit_gemm:
-        name += "_explicit_gemm"
-    if streamk:
-        name += "_streamk_" + _STRATEGIES[strategy] + ("_persistent" if persistent else "")
-    if split_image:
-        name += "_large_tensor"
-    if (pad_m, pad_n, pad_k) != (1, 1, 1):
-        name += f"_pad{pad_m}{pad_n}{pad_k}"
-    return name
+    """The upstream kernel name of a row: the head, then the suffixes that differ from defaults."""
+    return _head_format(variant, dtype, ndim, _head_key(row)) % row[:_N_OPEN] + _suffixes(_suffix_key(row))
 
 
-def _alt(values: list[str]) -> str:
-    return "|".join(sorted((re.escape(v) for v in values), key=len, reverse=True))
+_DEPTHWISE_OPEN = _leading_fields(_DEPTHWISE, DEPTHWISE_FIELDS)
 
 
-_GEMM_RE = re.compile(
-    r"grouped_conv_(?P<variant>fwd|bwd_data|bwd_weight)_(?P<dtype>[a-z0-9]+)_(?P<layout>[a-z]+)_(?P<ndim>\d)d"
-    rf"_(?P<pipeline>{_alt(_PIPELINES)})_(?P<epilogue>{_alt(_EPILOGUES)})_(?P<scheduler>{_alt(_SCHEDULERS)})"
-    r"_(?P<tile_m>\d+)x(?P<tile_n>\d+)x(?P<tile_k>\d+)"
-    r"_(?P<wave_m>\d+)x(?P<wave_n>\d+)x(?P<wave_k>\d+)"
-    r"_(?P<warp_tile_m>\d+)x(?P<warp_tile_n>\d+)x(?P<warp_tile_k>\d+)"
-    r"(?:_vec(?P<vec_a>\d+)_(?P<vec_b>\d+)_(?P<vec_c>\d+))?"
-    r"(?:_wg(?P<num_wave_groups>\d+))?"
-    r"(?:_gm(?P<num_groups_to_merge>\d+))?"
-    r"(?P<dsb>_dsb)?"
-    r"(?P<two_stage>_2stage)?"
-    rf"(?:_(?P<specialization>{_alt([s for s in _SPECS if s != 'default'])}))?"
-    r"(?P<explicit_gemm>_explicit_gemm)?"
-    rf"(?:_streamk_(?P<streamk_strategy>{_alt(['tree', 'linear'])})(?P<persistent>_persistent)?)?"
-    r"(?P<large_tensor>_large_tensor)?"
-    r"(?:_pad(?P<pads>[01]{3}))?"
-)
+@cache
+def _depthwise_format(dtype: Dtype, ndim: int, layout: Layout) -> str:
+    return _DEPTHWISE.bind({"dtype": dtype.code, "ndim": ndim, "layout": layout.code}, _DEPTHWISE_OPEN)
 
-_DEPTHWISE_RE = re.compile(
-    r"grouped_conv_fwd_depthwise_(?P<dtype>[a-z0-9]+)_(?P<layout>[a-z]+)_(?P<ndim>\d)d"
-    r"_(?P<tile_h>\d+)x(?P<tile_w>\d+)_f(?P<filter>\d+)_s(?P<stride_h>\d+)x(?P<stride_w>\d+)"
-    r"_p(?P<pad_h>\d+)x(?P<pad_w>\d+)_nb(?P<nbatch>\d+)_sub(?P<sub_h>\d+)x(?P<sub_w>\d+)"
-    r"_vec(?P<in_vec>\d+)_(?P<out_vec>\d+)"
-)
 
-_VARIANT_BY_TOKEN = {v.token: v for v in Variant}
+def depthwise_name(dtype: Dtype, ndim: int, row: Row, layout: Layout = Layout.NGCHW) -> str:
+    """Name of a depthwise config given as a row in DEPTHWISE_FIELDS order."""
+    return _depthwise_format(dtype, ndim, layout) % row[: len(_DEPTHWISE_OPEN)]
+
+
+# -- parsing ----------------------------------------------------------------------------------------
+
+
+@cache
+def _gemm_pattern() -> re.Pattern[str]:
+    """The head, then every suffix optional, in order (compiled on first use, see
+    :attr:`_Template.pattern`)."""
+    return re.compile(_GEMM_HEAD.regex + "".join(s.regex for s in SUFFIXES))
 
 
 def parse_gemm_name(name: str) -> dict[str, Any]:
     """The fields a GEMM kernel name carries (everything but arch and tag)."""
-    match = _GEMM_RE.fullmatch(name.strip())
+    match = _gemm_pattern().fullmatch(name.strip())
     if match is None:
         raise KernelNameError(
             f"not a ckspace/upstream kernel name: {name!r} (expected grouped_conv_<variant>_<dtype>_"
             "<layout>_<n>d_<pipeline>_<epilogue>_<scheduler>_<tile>_<wave>_<warp tile>[_suffixes])"
         )
-    g = match.groupdict()
-    values: dict[str, Any] = {
-        "variant": _VARIANT_BY_TOKEN[g["variant"]],
-        "dtype": Dtype.parse(g["dtype"]),
-        "layout": Layout.parse(g["layout"]),
-        "ndim": int(g["ndim"]),
-        "pipeline": Pipeline.parse(g["pipeline"]),
-        "epilogue": Epilogue.parse(g["epilogue"]),
-        "scheduler": Scheduler.parse(g["scheduler"]),
-        "double_smem_buffer": g["dsb"] is not None,
-        "two_stage": g["two_stage"] is not None,
-        "specialization": Specialization.parse(g["specialization"] or "default"),
-        "explicit_gemm": g["explicit_gemm"] is not None,
-        "streamk_enabled": g["streamk_strategy"] is not None,
-        "streamk_strategy": StreamKStrategy.parse(g["streamk_strategy"] or "none"),
-        "streamk_persistent": g["persistent"] is not None,
-        "split_image": g["large_tensor"] is not None,
-    }
-    for key in ("tile_m", "tile_n", "tile_k", "wave_m", "wave_n", "wave_k",
-                "warp_tile_m", "warp_tile_n", "warp_tile_k"):
-        values[key] = int(g[key])
-    vec = (g["vec_a"], g["vec_b"], g["vec_c"])
-    values["vec_a"], values["vec_b"], values["vec_c"] = (
-        DEFAULT_VEC if vec[0] is None else tuple(int(v) for v in vec)
-    )
-    values["num_wave_groups"] = int(g["num_wave_groups"] or 1)
-    values["num_groups_to_merge"] = int(g["num_groups_to_merge"] or 1)
-    pads = g["pads"] or "111"
-    values["pad_m"], values["pad_n"], values["pad_k"] = (c == "1" for c in pads)
+    groups = match.groupdict()
+    values = _GEMM_HEAD.read(groups)
+    for suffix in SUFFIXES:
+        values.update(suffix.read(groups))
     return values
 
 
 def is_depthwise_name(name: str) -> bool:
-    return name.strip().startswith("grouped_conv_fwd_depthwise_")
-
-
-def depthwise_name(dtype: Dtype, ndim: int, row: Row, layout: Layout = Layout.NGCHW) -> str:
-    """Name of a depthwise config given as a row in DEPTHWISE_FIELDS order."""
-    p = dict(zip(DEPTHWISE_FIELDS, row))
-    return (
-        f"grouped_conv_fwd_depthwise_{dtype.value}_{layout.value}_{ndim}d_"
-        f"{p['tile_h']}x{p['tile_w']}_f{p['filter']}_s{p['stride_h']}x{p['stride_w']}_"
-        f"p{p['pad_h']}x{p['pad_w']}_nb{p['nbatch']}_sub{p['sub_h']}x{p['sub_w']}_"
-        f"vec{p['in_vec']}_{p['out_vec']}"
-    )
+    """Whether ``name`` starts like a depthwise kernel name (then it is parsed as one)."""
+    return name.strip().startswith(_DEPTHWISE.prefix)
 
 
 def parse_depthwise_name(name: str) -> dict[str, Any]:
     """The fields a depthwise kernel name carries (block size and dilation are not in it)."""
-    match = _DEPTHWISE_RE.fullmatch(name.strip())
+    match = _DEPTHWISE.pattern.fullmatch(name.strip())
     if match is None:
         raise KernelNameError(f"not a depthwise kernel name: {name!r}")
-    g = match.groupdict()
-    values: dict[str, Any] = {k: int(v) for k, v in g.items() if k not in ("dtype", "layout")}
-    values["dtype"] = Dtype.parse(g["dtype"])
-    values["layout"] = Layout.parse(g["layout"])
-    return values
+    return _DEPTHWISE.read(match.groupdict())
+
+
+def parse_kernel_name(name: str) -> dict[str, Any]:
+    """The fields of a GEMM or a depthwise kernel name."""
+    return parse_depthwise_name(name) if is_depthwise_name(name) else parse_gemm_name(name)
+
+
+def is_benchmark_name(name: str) -> bool:
+    """Whether ``name`` follows the tile-engine benchmark scheme (tile and pipeline only)."""
+    return _BENCHMARK.pattern.fullmatch(name) is not None
+
+
+def parse_benchmark_name(name: str) -> dict[str, Any]:
+    """The fields a tile-engine benchmark name carries: variant, dtype, ndim, block tile, pipeline."""
+    match = _BENCHMARK.pattern.fullmatch(name)
+    if match is None:
+        raise KernelNameError(f"{name!r} is not a tile-engine benchmark kernel name "
+                              "(grouped_conv_<variant>_<dtype>_<n>d_<M>x<N>x<K>_<pipeline>)")
+    return _BENCHMARK.read(match.groupdict())

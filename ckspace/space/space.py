@@ -206,21 +206,24 @@ class Space:
         """The rows of the valid kernels of one cell of one arch."""
         return self._rows_by_cell.get((arch, cell, depthwise), [])
 
-    def configs_from_name(self, name: str) -> list["KernelConfig"]:
-        """The config a kernel name stands for, once per arch of the space (names carry no arch)."""
+    def configs_from_name(self, name: str, *, fields: Mapping[str, object] | None = None) -> list["KernelConfig"]:
+        """The config a kernel name stands for, once per arch of the space (names carry no arch).
+        ``fields``: the name's fields when the caller has parsed it already, so it is parsed once."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
+        from ckspace.core.naming import parse_kernel_name
 
-        archs = dict.fromkeys(r.arch for r in self.requests)
-        if is_depthwise_name(name):
-            return [DepthwiseConfig.from_name(name, arch) for arch in archs]
-        return [GemmConfig.from_name(name, arch) for arch in archs]
+        kind = DepthwiseConfig if is_depthwise_name(name) else GemmConfig
+        values = parse_kernel_name(name) if fields is None else fields
+        return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
 
     # -- queries --------------------------------------------------------------------------------
-    def explain(self, item: "KernelConfig | str | Mapping[str, object]") -> "Explanation":
+    def explain(self, item: "KernelConfig | str | Mapping[str, object]", *,
+                fields: Mapping[str, object] | None = None) -> "Explanation":
         """Why a config, a kernel name or a partial config (dict of field values; ``variant``,
         ``ndim`` and ``dtype`` keys narrow the cells) is or is not in the space: per cell, valid
         (with the number of valid completions) or a minimal set of named constraints that
-        exclude it, with the offending values. See :mod:`ckspace.space.explain`."""
+        exclude it, with the offending values. See :mod:`ckspace.space.explain`. ``fields``: a
+        kernel name's parsed fields, as for :meth:`configs_from_name`."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.fields import plain
         from ckspace.space.explain import Explanation, PartialQuery, explain_cell
@@ -236,7 +239,7 @@ class Space:
                 raise CkspaceError(f"the query {query} matches no cell of {self!r}")
         else:
             if isinstance(item, str):
-                configs, query = self.configs_from_name(item), {"name": item.strip()}
+                configs, query = self.configs_from_name(item, fields=fields), {"name": item.strip()}
             elif isinstance(item, (GemmConfig, DepthwiseConfig)):
                 configs, query = [item], {"name": item.name, "arch": item.arch}
             else:
