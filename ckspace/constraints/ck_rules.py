@@ -22,7 +22,7 @@ from ckspace.constraints.expr import (
     implies,
     in_table,
 )
-from ckspace.constraints.rule import Rule, TableValue
+from ckspace.constraints.rule import WARP, Rule, TableValue
 from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.ck import CkRevision
 from ckspace.core.operands import OPERANDS
@@ -36,7 +36,6 @@ from ckspace.core.vocab import (
 )
 
 F = Field
-WARP = (F("warp_tile_m"), F("warp_tile_n"), F("warp_tile_k"))
 
 POLICY = "ck_tile/ops/gemm/pipeline/gemm_universal_pipeline_ag_bg_cr_policy.hpp"
 PATTERN = "ck_tile/core/algorithm/static_encoding_pattern.hpp"

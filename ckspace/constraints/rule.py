@@ -7,11 +7,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckspace.constraints.expr import TRUE, Expr, fields_of
+from ckspace.constraints.expr import TRUE, Expr, Field, fields_of
 from ckspace.core.tables import table
 from ckspace.core.vocab import Predicate
 
 _REQUIRED = object()
+
+TILE = (Field("tile_m"), Field("tile_n"), Field("tile_k"))
+WAVE = (Field("wave_m"), Field("wave_n"), Field("wave_k"))
+WARP = (Field("warp_tile_m"), Field("warp_tile_n"), Field("warp_tile_k"))
+"""The (m, n, k) field triples many rules read: block tile, waves per block, warp tile."""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from ckspace.constraints.expr import (
     in_table,
     lookup,
 )
-from ckspace.constraints.rule import Rule, TableValue, read
+from ckspace.constraints.rule import TILE, WARP, WAVE, Rule, TableValue, read
 from ckspace.core.arch import arch_facts, lds_bytes, lds_limit_bytes
 from ckspace.core.vocab import (
     Dtype,
@@ -53,9 +53,6 @@ from ckspace.core.vocab import (
 )
 
 F = Field
-TILE = (F("tile_m"), F("tile_n"), F("tile_k"))
-WAVE = (F("wave_m"), F("wave_n"), F("wave_k"))
-WARP = (F("warp_tile_m"), F("warp_tile_n"), F("warp_tile_k"))
 TRAIT = (F("pipeline"), F("epilogue"), F("scheduler"))
 
 FOR_ARCH = "unified_grouped_conv_codegen.py GroupedConvKernelConfig.is_valid_for_arch"
