@@ -50,17 +50,23 @@ out.write_text("obj")
 """
 
 
-@pytest.fixture()
-def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    compiler = tmp_path / "fakeclang"
+def use_fake_toolchain(base: Path, monkeypatch: pytest.MonkeyPatch, compiler: Path) -> Path:
+    """Point ckspace at the stand-in ``compiler`` (written here), a fake CK tree and an object cache,
+    all under ``base``; returns the CK tree."""
+    compiler.parent.mkdir(parents=True, exist_ok=True)
     compiler.write_text(FAKE_COMPILER)
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
-    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    ck = fake_ck(base / "ck root", explicit_gemm=False)
     monkeypatch.setenv("CKSPACE_CXX", str(compiler))
-    monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(tmp_path))
+    monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(base))
     monkeypatch.setenv("CK_ROOT", str(ck))
-    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(base / "object cache"))
     return ck
+
+
+@pytest.fixture()
+def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return use_fake_toolchain(tmp_path, monkeypatch, tmp_path / "fakeclang")
 
 
 def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
@@ -89,15 +95,7 @@ def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path
     """build.ninja escapes what ninja would read as syntax ($, space, colon), so a tree, a CK and a
     compiler under such a path build; without the escaping ninja expands ``$x`` to nothing."""
     base = tmp_path / "a dir $x: y"
-    compiler = base / "bin dir" / "fake clang"
-    compiler.parent.mkdir(parents=True)
-    compiler.write_text(FAKE_COMPILER)
-    compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
-    ck = fake_ck(base / "ck root", explicit_gemm=False)
-    monkeypatch.setenv("CKSPACE_CXX", str(compiler))
-    monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(base))
-    monkeypatch.setenv("CK_ROOT", str(ck))
-    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(base / "object cache"))
+    use_fake_toolchain(base, monkeypatch, base / "bin dir" / "fake clang")
     kernels = Space("gfx942", "forward", 2, "bf16", "default").kernels()[:3]
     tree = base / "emitted tree"
     emit(kernels, tree, find_revision(), arch="gfx942", request={})
