@@ -76,7 +76,7 @@ def _config_defaults() -> dict[str, object]:
     d = table("common")["config_defaults"]
     return {
         "vec_a": d["vec"][0], "vec_b": d["vec"][1], "vec_c": d["vec"][2],
-        "pipeline": None, "layout": Layout.parse(d["layout"]), "epilogue": Epilogue.parse(d["epilogue"]),
+        "layout": Layout.parse(d["layout"]), "epilogue": Epilogue.parse(d["epilogue"]),
         "scheduler": Scheduler.parse(d["scheduler"]),
         "pad_m": bool(d["pad"][0]), "pad_n": bool(d["pad"][1]), "pad_k": bool(d["pad"][2]),
         "num_wave_groups": d["num_wave_groups"], "num_groups_to_merge": d["num_groups_to_merge"],
@@ -88,7 +88,7 @@ def _config_defaults() -> dict[str, object]:
     }
 
 
-GEMM_DEFAULTS: dict[str, object] = {k: v for k, v in _config_defaults().items() if v is not None}
+GEMM_DEFAULTS: dict[str, object] = _config_defaults()
 """Default value per GEMM field that has one (geometry and pipeline have none)."""
 
 DEPTHWISE_FIELDS: tuple[str, ...] = (

@@ -126,9 +126,9 @@ class Space:
 
     # -- listing --------------------------------------------------------------------------------
     def _listing(self, raw: bool) -> list[Kernel]:
-        if not self.filters and self.problem is None and self.ck is None:
-            return list_kernels(self.requests, raw=raw, use_cache=self.use_cache)
-        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache, filters=self.cell_rules)
+        narrowed = bool(self.filters) or self.problem is not None or self.ck is not None
+        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache,
+                            filters=self.cell_rules if narrowed else None)
 
     @cached_property
     def _valid(self) -> list[Kernel]:
