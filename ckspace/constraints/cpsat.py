@@ -103,6 +103,12 @@ class Compiler:
                 return Lin(left.expr + right.expr, left.lo + right.lo, left.hi + right.hi)
             if node.op == "-":
                 return Lin(left.expr - right.expr, left.lo - right.hi, left.hi - right.lo)
+            if node.op == "min":
+                target = self._var(min(left.lo, right.lo), min(left.hi, right.hi), "min")
+                self.model.AddMinEquality(target, [left.expr, right.expr])
+                return Lin(target, min(left.lo, right.lo), min(left.hi, right.hi))
+            if node.op == "gcd":
+                raise TypeError(f"gcd of config fields has no CP-SAT form; bind the problem first: {node!r}")
             corners = [a * b for a in (left.lo, left.hi) for b in (right.lo, right.hi)]
             if node.op == "*":
                 if isinstance(right.expr, int) or isinstance(left.expr, int):

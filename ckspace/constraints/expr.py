@@ -1,13 +1,16 @@
 """A small expression language in which every rule is written once.
 
-A rule is an :class:`Expr` over config fields (integers; enums as codes, booleans as 0/1). The same
-expression object is
+A rule is an :class:`Expr` over config fields (integers; enums as codes, booleans as 0/1) and, for
+the checks a kernel makes on a convolution, over :class:`Param` quantities of the problem
+(``C``, ``G``, ``stride_h``, ...). :func:`bind` folds a problem's values into such an expression,
+leaving an expression over config fields only. The same expression object is
 
 * compiled into CP-SAT constraints (:mod:`ckspace.constraints.cpsat`) for reasoning: membership of
   a partial config, blame of minimal rule sets, optimisation;
 * evaluated on numpy columns (:func:`evaluate`) to classify a rule set's thousands of concrete
   proposals at once, which CP-SAT's one-solution-at-a-time enumeration does three orders of
-  magnitude slower.
+  magnitude slower;
+* rendered to C (:mod:`ckspace.emit.cexpr`) for the generated dispatcher's ``ckspace_is_supported``.
 
 Keeping one definition behind both is what makes "rules live once" true; tests assert that the two
 backends agree rule by rule. Nodes are immutable and hashable so compiled literals can be shared.
@@ -15,6 +18,7 @@ backends agree rule by rule. Nodes are immutable and hashable so compiled litera
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -92,7 +96,19 @@ class Const(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class Param(Expr):
+    """A quantity of the convolution problem: a :class:`~ckspace.core.problem.ConvProblem` field
+    (``N``, ``G``, ``C``, ``K``, ``Hi``, ``Y``, ``stride_h``, ``pad_w``, ``dil_d``, ``k_batch``,
+    ``ndim``). Only :func:`bind` and :func:`evaluate` (given the value) read it; the CP-SAT
+    compiler refuses an unbound one."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Arith(Expr):
+    """``left op right`` for op in ``+ - * // %`` and the functions ``min`` and ``gcd``."""
+
     op: str
     left: Expr
     right: Expr
@@ -143,6 +159,14 @@ NEGATED: dict[str, str] = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=
 """The comparison that holds exactly when the key does not."""
 
 
+def minimum(left: ExprLike, right: ExprLike) -> Expr:
+    return Arith("min", lift(left), lift(right))
+
+
+def gcd(left: ExprLike, right: ExprLike) -> Expr:
+    return Arith("gcd", lift(left), lift(right))
+
+
 def lift(value: ExprLike) -> Expr:
     if isinstance(value, Expr):
         return value
@@ -171,23 +195,7 @@ def in_table(items: Iterable[Expr], rows: Iterable[Iterable[int]]) -> Expr:
 
 def fields_of(expr: Expr) -> tuple[str, ...]:
     """The config fields ``expr`` reads, sorted: what a rule's blame message shows."""
-    found: set[str] = set()
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Field):
-            found.add(node.name)
-        elif isinstance(node, (Arith, Cmp)):
-            stack += [node.left, node.right]
-        elif isinstance(node, In):
-            stack += list(node.items)
-        elif isinstance(node, Lookup):
-            stack.append(node.key)
-        elif isinstance(node, (And, Or)):
-            stack += list(node.parts)
-        elif isinstance(node, Not):
-            stack.append(node.part)
-    return tuple(sorted(found))
+    return tuple(sorted({node.name for node in _nodes(expr) if isinstance(node, Field)}))
 
 
 _ARITH = {
@@ -196,6 +204,8 @@ _ARITH = {
     "*": np.multiply,
     "//": np.floor_divide,
     "%": np.mod,
+    "min": np.minimum,
+    "gcd": np.gcd,
 }
 _CMP = {
     "<": np.less,
@@ -207,13 +217,101 @@ _CMP = {
 }
 
 
+def params_of(expr: Expr) -> tuple[str, ...]:
+    """The problem quantities ``expr`` reads, sorted."""
+    return tuple(sorted({node.name for node in _nodes(expr) if isinstance(node, Param)}))
+
+
+def _nodes(expr: Expr):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (Arith, Cmp)):
+            stack += [node.left, node.right]
+        elif isinstance(node, In):
+            stack += list(node.items)
+        elif isinstance(node, Lookup):
+            stack.append(node.key)
+        elif isinstance(node, (And, Or)):
+            stack += list(node.parts)
+        elif isinstance(node, Not):
+            stack.append(node.part)
+
+
+_FOLD_ARITH = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // max(b, 1),
+    "%": lambda a, b: a % max(b, 1),
+    "min": min,
+    "gcd": math.gcd,
+}
+_FOLD_CMP = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def bind(expr: Expr, values: Mapping[str, int]) -> Expr:
+    """``expr`` with every :class:`Param` replaced by its value in ``values`` and every part that no
+    longer reads a config field folded to a constant (with the same arithmetic as
+    :func:`evaluate`). A conjunction with a false part is false, a disjunction with a true part
+    true, neutral constants are dropped; what is left reads config fields only."""
+    if isinstance(expr, Param):
+        return Const(int(values[expr.name]))
+    if isinstance(expr, (Field, Const)):
+        return expr
+    if isinstance(expr, Arith):
+        left, right = bind(expr.left, values), bind(expr.right, values)
+        if isinstance(left, Const) and isinstance(right, Const):
+            return Const(_FOLD_ARITH[expr.op](left.value, right.value))
+        return Arith(expr.op, left, right)
+    if isinstance(expr, Cmp):
+        left, right = bind(expr.left, values), bind(expr.right, values)
+        if isinstance(left, Const) and isinstance(right, Const):
+            return Const(int(_FOLD_CMP[expr.op](left.value, right.value)))
+        return Cmp(expr.op, left, right)
+    if isinstance(expr, In):
+        items = tuple(bind(item, values) for item in expr.items)
+        if all(isinstance(item, Const) for item in items):
+            return Const(int(tuple(item.value for item in items) in expr.table))  # type: ignore[attr-defined]
+        return In(items, expr.table)
+    if isinstance(expr, Lookup):
+        key = bind(expr.key, values)
+        if isinstance(key, Const):
+            return Const(dict(expr.mapping).get(key.value, expr.default))
+        return Lookup(key, expr.mapping, expr.default)
+    if isinstance(expr, Not):
+        part = bind(expr.part, values)
+        return Const(int(not part.value)) if isinstance(part, Const) else Not(part)
+    if isinstance(expr, (And, Or)):
+        absorbing = 0 if isinstance(expr, And) else 1
+        parts = []
+        for part in (bind(p, values) for p in expr.parts):
+            if isinstance(part, Const):
+                if bool(part.value) == bool(absorbing):
+                    return Const(absorbing)
+                continue
+            parts.append(part)
+        if not parts:
+            return Const(1 - absorbing)
+        return parts[0] if len(parts) == 1 else type(expr)(tuple(parts))
+    raise TypeError(f"not an expression node: {expr!r}")
+
+
 def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     """Evaluate ``expr`` on equally long int64 columns; booleans come back as bool arrays.
 
     Division and modulo treat a divisor below 1 as 1 (the CP-SAT compiler does the same), so an
     expression is total; rules that can meet such a divisor guard against it explicitly.
     """
-    if isinstance(expr, Field):
+    if isinstance(expr, (Field, Param)):
         return cols[expr.name]
     if isinstance(expr, Const):
         return np.int64(expr.value)

@@ -1,10 +1,13 @@
 """The checks CK Tile makes before running a kernel on a problem, as named rules.
 
 Each rule is one check of the kernel's ``IsSupportedArgument`` in the CK revision ckspace targets
-(the tree vendored in amd-aiter 0.1.7.post2.dev18), with the header and lines it comes from. The
-problem's numbers are folded in as constants, so a rule is an expression over config fields only
-and joins a cell's CP-SAT model and the vectorised listing like every other rule (predicate
-``problem``). CK counts channels per group: Cg = C / G, Kg = K / G.
+(the tree vendored in amd-aiter 0.1.7.post2.dev18), with the header and lines it comes from. Each is
+stated once, as a :class:`ProblemRule` over config fields and problem quantities
+(:class:`~ckspace.constraints.expr.Param`). For the Python backends a problem's numbers are folded
+in (:meth:`ProblemRule.bind`), so a bound rule is an expression over config fields only and joins a
+cell's CP-SAT model and the vectorised listing like every other rule (predicate ``problem``); the
+generated C dispatcher renders the unbound expressions. CK counts channels per group:
+Cg = C / G, Kg = K / G.
 
 Vector widths read the contiguous channels of their implicit-GEMM operand
 (:data:`ckspace.core.operands.OPERANDS`): forward reads In and Wei along Cg and writes Out along
@@ -13,9 +16,21 @@ Kg; the backward variants read the output gradient along Kg.
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from functools import cache
 
-from ckspace.constraints.expr import TRUE, Const, Field, Not, all_of, implies
+from ckspace.constraints.expr import (
+    Const,
+    Expr,
+    Field,
+    Not,
+    Param,
+    all_of,
+    bind,
+    gcd,
+    implies,
+    minimum,
+)
 from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
@@ -44,64 +59,127 @@ def _source(variant: Variant, check: str) -> str:
     return f"{_FILE[variant]}, IsSupportedArgument, lines {_LINES[variant][check]}"
 
 
-def _bool(value: bool) -> Const:
-    return Const(int(value))
+P = Param
+CHANNELS: dict[str, Expr] = {"Cg": P("C") // P("G"), "Kg": P("K") // P("G")}
+"""Channels per group, the only derived quantities the checks read besides the filter taps."""
+DIMS = ("d", "h", "w")
+FILTER = {"d": "Z", "h": "Y", "w": "X"}
+
+
+def dims(ndim: int) -> tuple[str, ...]:
+    """The spatial dimensions of an ``ndim``-D problem, outermost first."""
+    return DIMS[3 - ndim:]
+
+
+@dataclass(frozen=True)
+class ProblemRule:
+    """A check over config fields and problem :class:`~ckspace.constraints.expr.Param` s, stated
+    once: :meth:`bind` makes the :class:`Rule` for one problem (Python backends), the dispatcher
+    generator renders :attr:`expr` to C as it stands.
+
+    ``text`` is a :meth:`str.format` template over :func:`describe`'s values; ``vector_field`` names
+    the vector width a vector-alignment check reads (the checks a narrower-vector variant of the
+    same kernel family can pass)."""
+
+    name: str
+    expr: Expr
+    text: str
+    source: str
+    reads: tuple[TableValue, ...] = ()
+    vector_field: str | None = None
+
+    def bind(self, values: dict[str, int], words: dict[str, object]) -> Rule:
+        return Rule(self.name, Predicate.PROBLEM, bind(self.expr, values), self.text.format(**words), self.source,
+                    reads=self.reads)
+
+
+def _gemm_count(ndim: int) -> Expr:
+    """How many GEMMs backward data splits a convolution into: per dimension, the filter taps that
+    fall on distinct output phases (stride / gcd(stride, dilation), at most the filter size)."""
+    count: Expr = Const(1)
+    for d in dims(ndim):
+        stride = P(f"stride_{d}")
+        count = count * minimum(stride // gcd(stride, P(f"dil_{d}")), P(FILTER[d]))
+    return count
+
+
+@cache
+def gemm_problem_templates(variant: Variant, ndim: int, dtype: Dtype) -> tuple[ProblemRule, ...]:
+    """The checks a GEMM config of cell (variant, ndim, dtype) must pass to run a problem."""
+    F = Field
+    out: list[ProblemRule] = []
+
+    def add(name: str, check: str, expr: Expr, text: str, *reads: TableValue, vector_field: str | None = None) -> None:
+        out.append(ProblemRule(name, expr, text, _source(variant, check) if check else "ckspace", reads,
+                               vector_field))
+
+    ds = dims(ndim)
+    unit = all_of(*(P(FILTER[d]).eq(1) for d in ds))
+    no_pad = all_of(*(P(f"pad_{d}").eq(0) for d in ds))
+    unit_stride = all_of(*(P(f"stride_{d}").eq(1) for d in ds))
+    spec = F("specialization")
+    add("problem_ndim", "", P("ndim").eq(ndim), f"the problem is {{ndim}}D, kernels of this cell are {ndim}D")
+    add("spec_filter1x1_stride1_pad0", "1x1_s1_p0",
+        implies(spec.eq(Specialization.FILTER1X1_STRIDE1_PAD0.code), all_of(unit, no_pad, unit_stride)),
+        "filter1x1_stride1_pad0 needs 1x1 filters, stride 1 and no padding (filter {filter}, stride {stride}, "
+        "pad {pad})")
+    add("spec_filter1x1_pad0", "1x1_p0", implies(spec.eq(Specialization.FILTER1X1_PAD0.code), all_of(unit, no_pad)),
+        "filter1x1_pad0 needs 1x1 filters and no padding (filter {filter})")
+    add("spec_filter3x3", "3x3",
+        implies(spec.eq(Specialization.FILTER3X3.code),
+                all_of(CHANNELS["Cg"].eq(1), *(P(FILTER[d]).eq(3) for d in ds))),
+        "filter3x3 needs one input channel per group and 3-wide filters (Cg={Cg}, filter {filter})")
+    gemm = OPERANDS[variant]
+    for field in VECTOR_FIELDS:
+        operand = gemm.operand(field)
+        add(f"{field}_divides_{operand.channels.lower()}", field, (CHANNELS[operand.channels] % F(field)).eq(0),
+            f"{field} divides the {operand.description}'s contiguous channels per group "
+            f"({operand.channels}={{{operand.channels}}})", vector_field=field)
+    if variant is Variant.BWD_WEIGHT:
+        if dtype in (Dtype.FP16, Dtype.BF16):
+            add("split_k_atomic_dtype", "k_batch",
+                implies(P("k_batch") > 1, Not(all_of((F("vec_c") % 2).eq(1), F("two_stage").eq(0)))),
+                f"split-K (k_batch={{k_batch}}) adds {dtype.value} results atomically, which needs an even vec_c "
+                "unless the kernel is two-stage (fp32 workspace)")
+        add("groups_to_merge_divides_g", "groups_merge",
+            implies(F("num_groups_to_merge") > 1, (P("G") % F("num_groups_to_merge")).eq(0)),
+            "merged groups divide G={G}")
+    else:
+        add("no_split_k", "k_batch", P("k_batch").eq(1),
+            f"{variant.value} has no split-K: k_batch must be 1 (k_batch={{k_batch}})")
+    if variant is Variant.BWD_DATA:
+        add("bwd_data_gemm_count", "gemm_count", _gemm_count(ndim) <= MAX_BWD_DATA_GEMMS.value,
+            f"backward data splits into {{gemm_count}} GEMMs (at most {MAX_BWD_DATA_GEMMS.value})",
+            MAX_BWD_DATA_GEMMS)
+    return tuple(out)
+
+
+def problem_values(problem: ConvProblem) -> dict[str, int]:
+    """The :class:`~ckspace.constraints.expr.Param` values of ``problem``."""
+    return {name: getattr(problem, name) for name in PARAMS}
+
+
+PARAMS: tuple[str, ...] = ("ndim", "N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
+                           "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
+                           "dil_d", "dil_h", "dil_w", "k_batch")
+"""Every problem quantity a check may read: the fields of ``ckspace_conv_problem`` in C."""
+
+
+def describe(problem: ConvProblem, values: dict[str, int]) -> dict[str, object]:
+    """The numbers the rules' texts quote."""
+    ds = problem.dims
+    words: dict[str, object] = dict(values)
+    words.update({"Cg": problem.Cg, "Kg": problem.Kg, "filter": [problem.filter_size(d) for d in ds],
+                  "stride": [getattr(problem, f"stride_{d}") for d in ds], "pad": [getattr(problem, f"pad_{d}") for d in ds],
+                  "gemm_count": bind(_gemm_count(problem.ndim), values).value})  # type: ignore[attr-defined]
+    return words
 
 
 def gemm_problem_rules(problem: ConvProblem, variant: Variant, ndim: int, dtype: Dtype) -> tuple[Rule, ...]:
     """Rules a GEMM config must satisfy to run ``problem`` in cell (variant, ndim, dtype)."""
-    F = Field
-    rules: list[Rule] = []
-
-    def add(name: str, check: str, expr, text: str, *reads: TableValue) -> None:
-        rules.append(Rule(name, Predicate.PROBLEM, expr, text, _source(variant, check) if check else "ckspace",
-                          reads=reads))
-
-    add("problem_ndim", "", _bool(problem.ndim == ndim), f"the problem is {problem.ndim}D, kernels of this cell "
-        f"are {ndim}D")
-    dims = problem.dims
-    filters = [problem.filter_size(d) for d in dims]
-    unit = all(f == 1 for f in filters)
-    no_pad = all(getattr(problem, f"pad_{d}") == 0 for d in dims)
-    unit_stride = all(getattr(problem, f"stride_{d}") == 1 for d in dims)
-    spec = F("specialization")
-    add("spec_filter1x1_stride1_pad0", "1x1_s1_p0",
-        implies(spec.eq(Specialization.FILTER1X1_STRIDE1_PAD0.code), _bool(unit and no_pad and unit_stride)),
-        f"filter1x1_stride1_pad0 needs 1x1 filters, stride 1 and no padding (filter {filters}, "
-        f"stride {[getattr(problem, f'stride_{d}') for d in dims]}, pad {[getattr(problem, f'pad_{d}') for d in dims]})")
-    add("spec_filter1x1_pad0", "1x1_p0",
-        implies(spec.eq(Specialization.FILTER1X1_PAD0.code), _bool(unit and no_pad)),
-        f"filter1x1_pad0 needs 1x1 filters and no padding (filter {filters})")
-    add("spec_filter3x3", "3x3",
-        implies(spec.eq(Specialization.FILTER3X3.code), _bool(problem.Cg == 1 and all(f == 3 for f in filters))),
-        f"filter3x3 needs one input channel per group and 3-wide filters (Cg={problem.Cg}, filter {filters})")
-    gemm = OPERANDS[variant]
-    for field in VECTOR_FIELDS:
-        operand = gemm.operand(field)
-        size = getattr(problem, operand.channels)
-        add(f"{field}_divides_{operand.channels.lower()}", field, (Const(size) % F(field)).eq(0),
-            f"{field} divides the {operand.description}'s contiguous channels per group ({operand.channels}={size})")
-    if variant is Variant.BWD_WEIGHT:
-        atomic = dtype in (Dtype.FP16, Dtype.BF16)
-        add("split_k_atomic_dtype", "k_batch",
-            TRUE if problem.k_batch == 1 or not atomic else
-            Not(all_of((F("vec_c") % 2).eq(1), F("two_stage").eq(0))),
-            f"split-K (k_batch={problem.k_batch}) adds {dtype.value} results atomically, which needs an even "
-            "vec_c unless the kernel is two-stage (fp32 workspace)")
-        add("groups_to_merge_divides_g", "groups_merge",
-            implies(F("num_groups_to_merge") > 1, (Const(problem.G) % F("num_groups_to_merge")).eq(0)),
-            f"merged groups divide G={problem.G}")
-    else:
-        add("no_split_k", "k_batch", _bool(problem.k_batch == 1),
-            f"{variant.value} has no split-K: k_batch must be 1 (k_batch={problem.k_batch})")
-    if variant is Variant.BWD_DATA:
-        count = math.prod(
-            min(getattr(problem, f"stride_{d}") // math.gcd(getattr(problem, f"stride_{d}"),
-                                                            getattr(problem, f"dil_{d}")), problem.filter_size(d))
-            for d in dims)
-        add("bwd_data_gemm_count", "gemm_count", _bool(count <= MAX_BWD_DATA_GEMMS.value),
-            f"backward data splits into {count} GEMMs (at most {MAX_BWD_DATA_GEMMS.value})", MAX_BWD_DATA_GEMMS)
-    return tuple(rules)
+    values = problem_values(problem)
+    words = describe(problem, values)
+    return tuple(t.bind(values, words) for t in gemm_problem_templates(variant, ndim, dtype))
 
 
 def depthwise_problem_rules(problem: ConvProblem) -> tuple[Rule, ...]:
@@ -112,7 +190,7 @@ def depthwise_problem_rules(problem: ConvProblem) -> tuple[Rule, ...]:
     if problem.ndim != 2:
         return (Rule("problem_ndim", Predicate.PROBLEM, Const(0), f"depthwise kernels are 2D, the problem is {problem.ndim}D", src),)
     return (
-        Rule("depthwise_channels", Predicate.PROBLEM, _bool(problem.Cg == 1 and problem.Kg == 1),
+        Rule("depthwise_channels", Predicate.PROBLEM, Const(int(problem.Cg == 1 and problem.Kg == 1)),
              f"a depthwise kernel needs one input and one output channel per group (Cg={problem.Cg}, Kg={problem.Kg})",
              src),
         Rule("depthwise_filter", Predicate.PROBLEM, all_of(F("filter").eq(problem.Y), F("filter").eq(problem.X)),

@@ -23,6 +23,7 @@ from ckspace.constraints.expr import (
     Lookup,
     Not,
     Or,
+    Param,
     evaluate,
 )
 from ckspace.core.fields import FIELD_KIND, decode
@@ -42,10 +43,12 @@ def _show(field: str | None, value: int) -> str:
 
 def text(expr: Expr, enum_field: str | None = None, parent: int = 0) -> str:
     """The expression as a formula."""
-    if isinstance(expr, Field):
+    if isinstance(expr, (Field, Param)):
         return expr.name
     if isinstance(expr, Const):
         return _show(enum_field, expr.value)
+    if isinstance(expr, Arith) and expr.op in ("min", "gcd"):
+        return f"{expr.op}({text(expr.left)}, {text(expr.right)})"
     if isinstance(expr, Arith):
         level = _PRECEDENCE[expr.op]
         inner = f"{text(expr.left, parent=level)} {expr.op} {text(expr.right, parent=level + 1)}"
