@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from ckspace import __version__
 from ckspace.commands import COMMANDS
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, NoKernelError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(buffer.getvalue())
         sys.stdout.flush()
         return status
+    except NoKernelError as exc:  # a valid question with a negative answer
+        print(f"ckspace: {exc}", file=sys.stderr)
+        return 1
     except CkspaceError as exc:
         print(f"ckspace: error: {exc}", file=sys.stderr)
         return 2

@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import reference_problem as ref
+import reference_rules as rr
 from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from test_problem import problems
 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
-from ckspace.core.errors import CkspaceError, KernelNameError
+from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.select.benchmark_names import config_from_benchmark_name
 from ckspace.select.selector import Selector
@@ -104,21 +105,54 @@ def test_fallback_without_a_model_is_analytical(full_registry) -> None:
     assert fallback.source == result.source == "analytical" and len(result.top) == 3
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_selection_never_returns_an_infeasible_kernel(selector: Selector, full_registry, problem: ConvProblem) -> None:
+def validity_violations(cfg: dict) -> set[str]:
+    return rr.violations_is_valid_for_arch(cfg, "gfx950") | rr.violations_is_config_valid(cfg, "gfx950")
+
+
+def expected_runs(cfg: dict, p: dict) -> dict | None:
+    """The kernel a family runs ``p`` with, restated: itself if CK accepts the problem, else the
+    widest narrower-vector variant (largest product of widths, then vec_a, vec_b, vec_c) that CK
+    accepts and that breaks no validity rule the family's kernel keeps; None if there is none."""
+    if ref.supports(cfg, p):
+        return cfg
+    widths = [1, 2, 4, 8, 16]
+    own = (cfg["vec_a"], cfg["vec_b"], cfg["vec_c"])
+    triples = [(a, b, c) for a in widths for b in widths for c in widths
+               if a <= own[0] and b <= own[1] and c <= own[2] and (a, b, c) != own]
+    triples.sort(key=lambda t: (t[0] * t[1] * t[2], t), reverse=True)
+    allowed = validity_violations(cfg)
+    for a, b, c in triples:
+        variant = {**cfg, "vec_a": a, "vec_b": b, "vec_c": c}
+        if ref.supports(variant, p) and validity_violations(variant) <= allowed:
+            return variant
+    return None
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(problem=problems())
+def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
+        selector: Selector, full_registry, problem: ConvProblem) -> None:
     p = problem.model_dump()
     for registry in (list(selector.default_candidates), full_registry):
-        configs = {(c.name if isinstance(c, GemmConfig) else c): c for c in registry}
-        supported = {name for name, c in configs.items()
-                     if ref.supports((c if isinstance(c, GemmConfig)
-                                      else config_from_benchmark_name(c, "gfx950")).model_dump(mode="json"), p)}
-        if not supported:
-            with pytest.raises(CkspaceError, match="can run"):
+        names = [c.name if isinstance(c, GemmConfig) else c for c in registry]
+        configs = [c if isinstance(c, GemmConfig) else config_from_benchmark_name(c, "gfx950") for c in registry]
+        runs = {name: expected_runs(c.model_dump(mode="json"), p) for name, c in zip(names, configs)}
+        runnable = {name: cfg for name, cfg in runs.items() if cfg is not None}
+        if not runnable:
+            with pytest.raises(NoKernelError, match="can run") as caught:
                 selector.select(problem, registry)
+            assert set(caught.value.blocking) == set(names)
             continue
-        result = selector.select(problem, registry, k=5)
-        assert {r.name for r in result.top} <= supported and result.feasible == len(supported)
+        result = selector.select(problem, registry, k=len(registry))
+        assert result.feasible == len(runnable) and len(result.top) == len(runnable)
+        for ranked in result.top:
+            family = ranked.family or ranked.name
+            want = runnable[family]
+            got = GemmConfig.from_name(ranked.name, "gfx950", tagged=False) if ranked.family else \
+                configs[names.index(family)]
+            assert (got.vec_a, got.vec_b, got.vec_c) == (want["vec_a"], want["vec_b"], want["vec_c"])
+            assert (ranked.family is None) == ref.supports(configs[names.index(family)].model_dump(mode="json"), p)
 
 
 def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -129,9 +163,13 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
                  "--candidates", str(names), "--top", "2", "--format", "json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["pick"] in names.read_text().splitlines() and len(answer["top"]) == 2
-    assert set(answer["top"][0]) == {"name", "predicted_tflops"}
+    assert set(answer["top"][0]) == {"name", "family", "predicted_tflops"}
     assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
-                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names)]) == 2
+                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names), "--format", "json"]) == 0
+    fallback = json.loads(capsys.readouterr().out)
+    assert fallback["family"] in names.read_text().splitlines() and "_vec4_4_8" in fallback["pick"]
+    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
+                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1,k_batch=2", "--candidates", str(names)]) == 1
     assert "none of the 2 candidates" in capsys.readouterr().err
 
 

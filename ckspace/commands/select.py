@@ -71,15 +71,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         candidates = list(selector.default_candidates)
     selection = selector.select(problem, candidates, k=args.top)
     if args.format == "json":
-        out.write(json.dumps({"pick": selection.pick,
-                              "top": [{"name": r.name, "predicted_tflops": r.predicted_tflops} for r in selection.top],
+        out.write(json.dumps({"pick": selection.pick, "family": selection.family,
+                              "top": [{"name": r.name, "family": r.family, "predicted_tflops": r.predicted_tflops}
+                                      for r in selection.top],
                               "source": selection.source, "feasible": selection.feasible,
-                              "candidates": selection.candidates}) + "\n")
+                              "fallbacks": selection.fallbacks, "candidates": selection.candidates}) + "\n")
         return 0
     if selection.source == "analytical":
         out.write(f"no model for {selector.arch} {selector.variant.value} {selector.dtype.value}: "
                   "ranked by the analytical roofline score\n")
-    out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem\n")
+    through = f" ({selection.fallbacks} through a narrower-vector variant)" if selection.fallbacks else ""
+    out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem{through}\n")
     for rank, ranked in enumerate(selection.top, 1):
-        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  {ranked.name}\n")
+        stands_for = f"  (vector fallback of {ranked.family})" if ranked.family else ""
+        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  {ranked.name}{stands_for}\n")
     return 0

@@ -26,3 +26,13 @@ class InvalidChoiceError(CkspaceError, ValueError):
 
 class KernelNameError(CkspaceError, ValueError):
     """A kernel name does not follow the kernel-name grammar (:mod:`ckspace.core.naming`)."""
+
+
+class NoKernelError(CkspaceError):
+    """A valid question with a negative answer: no candidate kernel (nor a vector-width variant of
+    one) can run the problem. The CLI exits 1, not 2. ``blocking`` maps each candidate to the
+    problem rules that block it."""
+
+    def __init__(self, message: str, blocking: dict[str, tuple[str, ...]]) -> None:
+        super().__init__(message)
+        self.blocking = blocking

@@ -19,14 +19,15 @@ share of compute units its grid keeps busy and by its last-wave efficiency, or i
 global traffic at full memory bandwidth, whichever takes longer. It needs only spec-sheet facts, so
 it ranks kernels on an arch without measurements; cross-validation scores it beside the model.
 
-Config columns depend on the candidates only, so a selector computes them once
-(:class:`ConfigTable`); per problem it adds the scalars and the interactions in a handful of
-numpy operations over all candidates at once.
+The problem and interaction features are stated once, as formulas
+(:mod:`ckspace.select.formula`): the Python selector evaluates them, the generated C dispatcher
+is rendered from them. Config columns depend on the candidates only, so a selector computes them
+once (:class:`ConfigTable`, emitted as data into the dispatcher); per problem it adds the scalars and
+the interactions in a handful of numpy operations over all candidates at once.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.select.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
 from ckspace.select.hardware import HardwareFacts
 
 FEATURE_VERSION = 1
@@ -58,26 +60,6 @@ INTERACTION_FEATURES: tuple[str, ...] = (
 )
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + INTERACTION_FEATURES
 ANALYTICAL_FEATURE = "log2_roofline_tflops"
-
-
-def problem_values(problem: ConvProblem, variant: Variant, dtype: Dtype) -> np.ndarray:
-    """The problem block, in :data:`PROBLEM_FEATURES` order."""
-    m, n, k = problem.gemm_mnk(variant)
-    out_sizes = {d: problem.output_size(d) for d in problem.dims}
-    size = element_size(dtype)
-    in_elems = problem.N * problem.C * problem.input_volume
-    wei_elems = problem.K * problem.Cg * problem.filter_volume
-    out_elems = problem.N * problem.K * problem.output_volume
-    moved = (in_elems + wei_elems + out_elems) * size
-    values = (
-        problem.N, problem.G, problem.Cg, problem.Kg, problem.Di, problem.Hi, problem.Wi,
-        problem.Z, problem.Y, problem.X, out_sizes.get("d", 1), out_sizes.get("h", 1), out_sizes["w"],
-        problem.stride_d, problem.stride_h, problem.stride_w, problem.pad_d, problem.pad_h, problem.pad_w,
-        problem.dil_d, problem.dil_h, problem.dil_w,
-        m, n, k, math.log2(m), math.log2(n), math.log2(k),
-        math.log2(problem.flops), math.log2(moved), problem.flops / moved,
-    )
-    return np.asarray(values, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -111,54 +93,109 @@ class ConfigTable:
         return len(self.configs)
 
 
-def _ceil_div(a: np.ndarray | float, b: np.ndarray) -> np.ndarray:
-    return np.ceil(a / b)
+_DIMS = ("d", "h", "w")
+_IN, _FILTER = {"d": "Di", "h": "Hi", "w": "Wi"}, {"d": "Z", "h": "Y", "w": "X"}
 
 
-def _vec_pad_eff(channels: int, vec: np.ndarray) -> np.ndarray:
+def _output_size(d: str) -> Formula:
+    """CK's output size along ``d``; an absent dimension (size 1, filter 1, no pad) gives 1."""
+    p = problem
+    return floor((p(_IN[d]) + 2 * p(f"pad_{d}") - p(f"dil_{d}") * (p(_FILTER[d]) - 1) - 1) / p(f"stride_{d}")) + 1
+
+
+def _product(factors: list[Formula]) -> Formula:
+    out = factors[0]
+    for f in factors[1:]:
+        out = out * f
+    return out
+
+
+def _vec_pad_eff(channels: Formula, vec: Formula) -> Formula:
     """Share of useful channels when ``channels`` are padded up to a multiple of ``vec``."""
-    return channels / (np.ceil(channels / vec) * vec)
+    return channels / (ceil(channels / vec) * vec)
+
+
+def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple[Formula, ...]:
+    """The problem and interaction features of a cell, in :data:`PROBLEM_FEATURES` then
+    :data:`INTERACTION_FEATURES` order (the config block is data, :class:`ConfigTable`)."""
+    p, c = problem, config
+    sizes = {"N": p("N"), "Cg": p("C") / p("G"), "Kg": p("K") / p("G"),
+             "input": p("Di") * p("Hi") * p("Wi"), "filter": p("Z") * p("Y") * p("X")}
+    out_size = {d: _output_size(d) for d in _DIMS}
+    sizes["output"] = out_size["d"] * out_size["h"] * out_size["w"]
+    gemm = OPERANDS[variant]
+    m, n, k = (_product([sizes[f] for f in factors]) for factors in (gemm.m, gemm.n, gemm.k))
+    flops = 2 * p("G") * p("N") * sizes["output"] * sizes["Kg"] * sizes["Cg"] * sizes["filter"]
+    moved = (p("N") * p("C") * sizes["input"] + p("K") * sizes["Cg"] * sizes["filter"]
+             + p("N") * p("K") * sizes["output"]) * element_size(dtype)
+    problem_block = (
+        p("N"), p("G"), sizes["Cg"], sizes["Kg"], p("Di"), p("Hi"), p("Wi"), p("Z"), p("Y"), p("X"),
+        out_size["d"], out_size["h"], out_size["w"],
+        *(p(f"{prefix}_{d}") for prefix in ("stride", "pad", "dil") for d in _DIMS),
+        m, n, k, log2(m), log2(n), log2(k), log2(flops), log2(moved), flops / moved,
+    )
+    tm, tn, tk = c("tile_m"), c("tile_n"), c("tile_k")
+    tiles_m, tiles_n, k_loop = ceil(m / tm), ceil(n / tn), ceil(k / tk)
+    eff_m, eff_n, eff_k = m / (tiles_m * tm), n / (tiles_n * tn), k / (k_loop * tk)
+    eff = eff_m * eff_n * eff_k
+    tiles = tiles_m * tiles_n * p("G")
+    cus = float(hw.compute_units)
+    blocks_lds = floor(hw.lds_bytes_per_cu / c("lds_bytes"))
+    slots = cus * maximum(minimum(blocks_lds, c("block_per_cu_hint")), 1.0)
+    rounds = ceil(tiles / slots)
+    last_wave = tiles / (rounds * slots)
+    vec_a, vec_b, vec_c = (_vec_pad_eff(sizes[gemm.operand(f).channels], c(f)) for f in ("vec_a", "vec_b", "vec_c"))
+    traffic = p("G") * c("elem") * (tiles_n * m * k + tiles_m * n * k + m * n)
+    # roofline: the padded work at peak over the CUs the grid keeps busy, or the tile traffic at
+    # full bandwidth, whichever takes longer
+    busy = minimum(tiles, slots) / slots
+    compute_s = flops / (eff * vec_a * vec_c) / (hw.peak_tflops(dtype) * 1e12 * busy * last_wave)
+    memory_s = traffic / (hw.memory_bandwidth_gbs * 1e9)
+    roofline = flops / maximum(compute_s, memory_s) / 1e12
+    interaction_block = (
+        eff_m, eff_n, eff_k, eff, 1.0 - eff,
+        tiles_m, tiles_n, log2(tiles), tiles / cus, last_wave, tiles / slots,
+        k_loop, blocks_lds, vec_a, vec_b, vec_c,
+        log2(traffic), flops / traffic, log2(roofline),
+    )
+    assert len(problem_block) == len(PROBLEM_FEATURES) and len(interaction_block) == len(INTERACTION_FEATURES)
+    return problem_block + interaction_block
+
+
+def feature_program(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> Program:
+    """The compiled features of a cell on ``hw`` (memoised: a selector evaluates it per problem)."""
+    key = (variant, dtype, hw.model_dump_json())
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = _PROGRAMS[key] = Program(feature_formulas(variant, dtype, hw))
+    return program
+
+
+_PROGRAMS: dict[tuple, Program] = {}
+
+
+PROBLEM_VALUES: tuple[str, ...] = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
+                                   "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
+                                   "dil_d", "dil_h", "dil_w")
+"""The problem quantities the features read."""
 
 
 def feature_matrix(problem: ConvProblem, variant: Variant, dtype: Dtype, table: ConfigTable,
                    hw: HardwareFacts) -> np.ndarray:
     """Features of ``problem`` with every candidate of ``table``: (n, len(FEATURE_NAMES)) float64."""
-    n_cand = len(table)
-    p = problem_values(problem, variant, dtype)
-    m, n, k = p[22], p[23], p[24]
-    c = table.col
-    tm, tn, tk = c["tile_m"], c["tile_n"], c["tile_k"]
-    tiles_m, tiles_n, k_loop = _ceil_div(m, tm), _ceil_div(n, tn), _ceil_div(k, tk)
-    eff_m, eff_n, eff_k = m / (tiles_m * tm), n / (tiles_n * tn), k / (k_loop * tk)
-    eff = eff_m * eff_n * eff_k
-    tiles = tiles_m * tiles_n * problem.G
-    cus = float(hw.compute_units)
-    blocks_lds = np.floor(hw.lds_bytes_per_cu / c["lds_bytes"])
-    slots = cus * np.maximum(np.minimum(blocks_lds, c["block_per_cu_hint"]), 1.0)
-    rounds = np.ceil(tiles / slots)
-    last_wave = tiles / (rounds * slots)
-    gemm = OPERANDS[variant]
-    ch_a, ch_b, ch_c = (getattr(problem, operand.channels) for operand in (gemm.a, gemm.b, gemm.c))
-    vec_a, vec_b, vec_c = (_vec_pad_eff(ch, c[f]) for ch, f in ((ch_a, "vec_a"), (ch_b, "vec_b"), (ch_c, "vec_c")))
-    elem = c["elem"]
-    traffic = problem.G * elem * (tiles_n * m * k + tiles_m * n * k + m * n)
-    flops = float(problem.flops)
-    # roofline: the padded work at peak over the CUs the grid keeps busy, or the tile traffic at
-    # full bandwidth, whichever takes longer
-    busy = np.minimum(tiles, slots) / slots
-    compute_s = flops / (eff * vec_a * vec_c) / (hw.peak_tflops(dtype) * 1e12 * busy * last_wave)
-    memory_s = traffic / (hw.memory_bandwidth_gbs * 1e9)
-    roofline = flops / np.maximum(compute_s, memory_s) / 1e12
-    inter = np.column_stack([
-        eff_m, eff_n, eff_k, eff, 1.0 - eff,
-        tiles_m, tiles_n, np.log2(tiles), tiles / cus, last_wave, tiles / slots,
-        k_loop, blocks_lds, vec_a, vec_b, vec_c,
-        np.log2(traffic), flops / traffic, np.log2(roofline),
-    ])
-    out = np.empty((n_cand, len(FEATURE_NAMES)), dtype=np.float64)
-    out[:, :len(PROBLEM_FEATURES)] = p
-    out[:, len(PROBLEM_FEATURES):len(PROBLEM_FEATURES) + table.block.shape[1]] = table.block
-    out[:, len(PROBLEM_FEATURES) + table.block.shape[1]:] = inter
+    values = {name: getattr(problem, name) for name in PROBLEM_VALUES}
+    return assemble(feature_program(variant, dtype, hw), values, table)
+
+
+def assemble(program: Program, values: dict[str, int], table: ConfigTable) -> np.ndarray:
+    """The feature matrix from a compiled :func:`feature_program`."""
+    outputs = program(values, table.col)
+    n_problem, n_config = len(PROBLEM_FEATURES), table.block.shape[1]
+    out = np.empty((len(table), len(FEATURE_NAMES)), dtype=np.float64)
+    out[:, :n_problem] = outputs[:n_problem]
+    out[:, n_problem:n_problem + n_config] = table.block
+    for j, value in enumerate(outputs[n_problem:], start=n_problem + n_config):
+        out[:, j] = value
     return out
 
 

@@ -2,36 +2,48 @@
 
 ``Selector.load(arch, variant, dtype)`` loads the shipped model of the cell (verified, see
 :mod:`ckspace.select.store`) or, when the package has none, falls back to the analytical roofline
-score (:data:`ckspace.select.features.ANALYTICAL_FEATURE`) and says so (``selector.source``). ``select(problem,
-candidates, k)`` keeps the candidates whose config passes CK's ``IsSupportedArgument`` checks for
-the problem (:func:`~ckspace.constraints.problem_rules.gemm_problem_rules`), ranks them, and
-returns the pick and the top k with predicted TFLOPS. Everything that depends on the candidates
-only (configs, feature columns, rule columns) is computed once per candidate list and reused.
+score (:data:`ckspace.select.features.ANALYTICAL_FEATURE`) and says so (``selector.source``).
+``select(problem, candidates, k)``
+
+1. keeps the candidates whose config passes CK's ``IsSupportedArgument`` checks for the problem
+   (:func:`~ckspace.constraints.problem_rules.gemm_problem_templates`, bound to the problem);
+2. replaces a candidate that fails only on vector alignment by its family's widest vector variant
+   that passes every check (:mod:`ckspace.select.fallbacks`), and says so (``Ranked.family``);
+3. ranks what is left and returns the pick and the top k with predicted TFLOPS; raises
+   :class:`~ckspace.core.errors.NoKernelError` naming the blocking rules when nothing can run.
+
+Everything that depends on the candidates only (configs, feature columns, rule columns, the
+vector variants) is computed once per candidate list and reused; per problem the work is a few
+dozen numpy operations over all candidates at once, two tree-ensemble calls and no validation.
+The generated C dispatcher (:mod:`ckspace.emit.dispatcher`) implements these same steps.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
 
-from ckspace.constraints.classify import columns, rule_masks
-from ckspace.constraints.problem_rules import gemm_problem_rules
+from ckspace.constraints.classify import columns
+from ckspace.constraints.expr import Const, bind, evaluate
+from ckspace.constraints.problem_rules import ProblemRule, gemm_problem_templates, problem_values
 from ckspace.core.config import GemmConfig
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.select.fallbacks import vector_variants
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
     ConfigTable,
-    feature_matrix,
+    assemble,
+    feature_program,
 )
 from ckspace.select.hardware import HardwareFacts, hardware_facts
 from ckspace.select.predictor import FastPredictor
@@ -44,29 +56,93 @@ _ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 Candidate = str | GemmConfig
 
 
+class SelectorError(CkspaceError, ValueError):
+    """Bad input to the selector: no candidates, a candidate of another cell, a bad ``k``."""
+
+
 class Ranked(BaseModel):
+    """One ranked kernel: ``name`` is the kernel to run; ``family`` the candidate it stands for when
+    it is that candidate's vector-width variant (else None)."""
+
     name: str
+    family: str | None = None
     predicted_tflops: float
 
 
 class Selection(BaseModel):
-    """The answer: the pick (the candidate's name exactly as given) and the top candidates."""
+    """The answer: the kernel to run, the top candidates, and how many could run the problem."""
 
     pick: str
+    family: str | None = None
     top: list[Ranked]
     source: str  # "model" or "analytical"
     feasible: int
+    fallbacks: int = 0
     candidates: int
 
 
 @dataclass(frozen=True)
-class CandidateSet:
-    """Candidates resolved to configs with their per-candidate columns."""
+class Rows:
+    """Configs as the selector reads them: feature columns and rule columns."""
 
-    names: tuple[str, ...]
     table: ConfigTable
     rule_columns: dict[str, np.ndarray]
+
+    @classmethod
+    def build(cls, configs: Sequence[GemmConfig]) -> "Rows":
+        return cls(ConfigTable.build(configs), columns([c.row() for c in configs], GEMM_FIELD_NAMES))
+
+
+@dataclass
+class CandidateSet:
+    """Candidates resolved to configs with their per-candidate columns; the vector variants of
+    their families are worked out on first need."""
+
+    names: tuple[str, ...]
+    rows: Rows
     ndim: np.ndarray
+    _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
+
+    @property
+    def table(self) -> ConfigTable:
+        return self.rows.table
+
+    def variants(self) -> tuple[Rows, np.ndarray, np.ndarray, list[str]]:
+        """(rows of every family's variants, widest first per family; the family of each row; the
+        offsets of each family's block; their names)."""
+        if self._variants is None:
+            per_family = vector_variants(self.table.configs)
+            flat = [v for family in per_family for v in family]
+            owner = np.repeat(np.arange(len(per_family)), [len(f) for f in per_family])
+            offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])])
+            rows = Rows.build(flat) if flat else Rows(ConfigTable.build([]), {})
+            self._variants = (rows, owner, offsets, [v.name for v in flat])
+        return self._variants
+
+
+def _masks(rules: Sequence[tuple[ProblemRule, object]], cols: dict[str, np.ndarray], size: int,
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(passes every non-vector check, passes every vector-alignment check) per row."""
+    other, vector = np.ones(size, dtype=bool), np.ones(size, dtype=bool)
+    for rule, expr in rules:
+        target = vector if rule.vector_field else other
+        if isinstance(expr, Const):
+            if not expr.value:
+                target[:] = False
+            continue
+        target &= evaluate(expr, cols)
+    return other, vector
+
+
+def _take(table: ConfigTable, index: np.ndarray) -> ConfigTable:
+    """The rows ``index`` of a config table (no recomputation)."""
+    return ConfigTable(tuple(table.configs[i] for i in index), np.ascontiguousarray(table.block[index]),
+                       {name: values[index] for name, values in table.col.items()})
+
+
+def _stack(first: ConfigTable, second: ConfigTable) -> ConfigTable:
+    return ConfigTable(first.configs + second.configs, np.ascontiguousarray(np.vstack([first.block, second.block])),
+                       {name: np.concatenate([first.col[name], second.col[name]]) for name in first.col})
 
 
 class Selector:
@@ -83,6 +159,7 @@ class Selector:
         self.tflops_predictor = FastPredictor(regressor, num_threads) if regressor is not None else None
         """Predicts log TFLOPS of the listed candidates."""
         self._prepared: dict[tuple, CandidateSet] = {}
+        self._program = feature_program(variant, dtype, hw)
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
@@ -102,7 +179,7 @@ class Selector:
             return cls(arch, variant, dtype, hw, num_threads=num_threads)
         ranker, regressor, card = load_model(directory)
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
-            raise CkspaceError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
+            raise SelectorError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
                                f"not {arch} {variant.value} {dtype.value}")
         return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads)
 
@@ -118,58 +195,111 @@ class Selector:
         prepared = self._prepared.get(key)
         if prepared is None:
             if not key:
-                raise CkspaceError("no candidate kernels to select from")
+                raise SelectorError("no candidate kernels to select from")
             configs, names = [], []
             for item in key:
                 config = item if isinstance(item, GemmConfig) else config_from_any_name(str(item), self.arch)
                 if config.variant is not self.variant or config.dtype is not self.dtype or config.arch != self.arch:
-                    raise CkspaceError(f"candidate {config.name} is a {config.arch} {config.variant.value} "
-                                       f"{config.dtype.value} kernel; the selector is for {self.arch} "
-                                       f"{self.variant.value} {self.dtype.value}")
+                    raise SelectorError(f"candidate {config.name} is a {config.arch} {config.variant.value} "
+                                        f"{config.dtype.value} kernel; the selector is for {self.arch} "
+                                        f"{self.variant.value} {self.dtype.value}")
                 configs.append(config)
                 names.append(item.name if isinstance(item, GemmConfig) else str(item))
-            table = ConfigTable.build(configs)
-            prepared = CandidateSet(tuple(names), table, columns([c.row() for c in configs], GEMM_FIELD_NAMES),
-                                    np.asarray([c.ndim for c in configs]))
+            prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]))
             self._prepared[key] = prepared
         return prepared
 
+    def _bound(self, problem: ConvProblem) -> list[tuple[ProblemRule, object]]:
+        values = problem_values(problem)
+        return [(t, bind(t.expr, values)) for t in gemm_problem_templates(self.variant, problem.ndim, self.dtype)]
+
     def feasible(self, problem: ConvProblem, prepared: CandidateSet) -> np.ndarray:
-        """Mask of the candidates that can run ``problem`` (every problem rule of their cell holds)."""
-        mask = prepared.ndim == problem.ndim
-        if not mask.any():
-            return mask
-        rules = gemm_problem_rules(problem, self.variant, problem.ndim, self.dtype)
-        for ok in rule_masks(rules, prepared.rule_columns, len(prepared.names)).values():
-            mask &= ok
-        return mask
+        """Mask of the candidates that can run ``problem`` as they are (every problem rule of their
+        cell holds), before any vector fallback."""
+        other, vector = _masks(self._bound(problem), prepared.rows.rule_columns, len(prepared.names))
+        return (prepared.ndim == problem.ndim) & other & vector
+
+    def runnable(self, problem: ConvProblem, prepared: CandidateSet,
+                 ) -> tuple[np.ndarray, np.ndarray, list[tuple[ProblemRule, object]]]:
+        """(indices of the candidates that run ``problem`` as they are; for candidates that fail
+        only on vector alignment, pairs (candidate, index of the variant that replaces it)), and
+        the bound rules."""
+        bound = self._bound(problem)
+        other, vector = _masks(bound, prepared.rows.rule_columns, len(prepared.names))
+        other &= prepared.ndim == problem.ndim
+        direct = np.flatnonzero(other & vector)
+        needs = np.flatnonzero(other & ~vector)
+        if needs.size == 0:
+            return direct, np.empty((0, 2), dtype=np.int64), bound
+        rows, owner, offsets, _ = prepared.variants()
+        picked = []
+        candidates_rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in needs])
+        if candidates_rows.size:
+            cols = {name: col[candidates_rows] for name, col in rows.rule_columns.items()}
+            ok_other, ok_vector = _masks(bound, cols, candidates_rows.size)
+            ok = np.flatnonzero(ok_other & ok_vector)
+            seen: set[int] = set()
+            for j in ok:  # widest first within each family: the first passing row of a family wins
+                family = int(owner[candidates_rows[j]])
+                if family not in seen:
+                    seen.add(family)
+                    picked.append((family, int(candidates_rows[j])))
+        return direct, np.asarray(picked, dtype=np.int64).reshape(-1, 2), bound
 
     def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5) -> Selection:
-        """The best feasible candidate for ``problem`` and the top ``k`` with predicted TFLOPS."""
-        if k < 1:
-            raise CkspaceError(f"k must be at least 1, not {k}")
+        """The best kernel for ``problem`` among the candidates and their vector fallbacks, and the
+        top ``k`` with predicted TFLOPS."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise SelectorError(f"k must be an integer of at least 1, not {k!r}")
         problem = problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem)
         prepared = self.prepare(candidates)
-        mask = self.feasible(problem, prepared)
-        index = np.flatnonzero(mask)
-        if index.size == 0:
-            raise CkspaceError(f"none of the {len(prepared.names)} candidates can run {problem.text()} "
-                               "(see `ckspace explain --problem` for the rules they break)")
-        table = prepared.table if index.size == len(prepared.names) else _take(prepared.table, index)
-        matrix = feature_matrix(problem, self.variant, self.dtype, table, self.hw)
+        direct, fallback, bound = self.runnable(problem, prepared)
+        if direct.size == 0 and fallback.size == 0:
+            raise self._no_kernel(problem, prepared, bound)
+        table = prepared.table if direct.size == len(prepared.names) else _take(prepared.table, direct)
+        names = [prepared.names[i] for i in direct]
+        families: list[str | None] = [None] * len(names)
+        family_index = direct
+        if fallback.size:
+            rows, _, _, variant_names = prepared.variants()
+            table = _stack(table, _take(rows.table, fallback[:, 1]))
+            names += [variant_names[j] for j in fallback[:, 1]]
+            families += [prepared.names[i] for i in fallback[:, 0]]
+            family_index = np.concatenate([direct, fallback[:, 0]])
+            order = np.argsort(family_index, kind="stable")  # candidate order, variants in their family's place
+            table = _take(table, order)
+            names = [names[i] for i in order]
+            families = [families[i] for i in order]
+        matrix = assemble(self._program, problem_values(problem), table)
         if self.rank_predictor is not None:
             order = np.argsort(-self.rank_predictor(matrix), kind="stable")[:k]
             tflops = np.exp(self.tflops_predictor(np.ascontiguousarray(matrix[order])))
         else:
             order = np.argsort(-matrix[:, _ANALYTICAL], kind="stable")[:k]
             tflops = np.exp2(matrix[order, _ANALYTICAL])
-        top = [Ranked(name=prepared.names[index[i]], predicted_tflops=float(t)) for i, t in zip(order, tflops)]
-        return Selection(pick=top[0].name, top=top, source=self.source, feasible=int(index.size),
-                         candidates=len(prepared.names))
+        top = [Ranked.model_construct(name=names[i], family=families[i], predicted_tflops=float(t))
+               for i, t in zip(order, tflops)]
+        return Selection.model_construct(pick=top[0].name, family=top[0].family, top=top, source=self.source,
+                                         feasible=len(names), fallbacks=int(fallback.shape[0]),
+                                         candidates=len(prepared.names))
 
-
-def _take(table: ConfigTable, index: np.ndarray) -> ConfigTable:
-    """The rows ``index`` of a config table (no recomputation)."""
-    return ConfigTable(tuple(table.configs[i] for i in index), np.ascontiguousarray(table.block[index]),
-                       {name: values[index] for name, values in table.col.items()})
-
+    def _no_kernel(self, problem: ConvProblem, prepared: CandidateSet, bound) -> NoKernelError:
+        """The error naming, for each candidate, the checks that block it (for a family whose
+        variants were tried, the checks its narrowest variant still fails)."""
+        blocking: dict[str, tuple[str, ...]] = {}
+        rows, _, offsets, _ = prepared.variants()
+        for i, name in enumerate(prepared.names):
+            if prepared.ndim[i] != problem.ndim:
+                blocking[name] = ("problem_ndim",)
+                continue
+            source, j = (rows, offsets[i + 1] - 1) if offsets[i + 1] > offsets[i] else (prepared.rows, i)
+            cols = {f: col[j:j + 1] for f, col in source.rule_columns.items()}
+            blocking[name] = tuple(rule.name for rule, expr in bound
+                                   if not bool(np.asarray(evaluate(expr, cols)).reshape(-1)[0]))
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name, rules in blocking.items():
+            groups.setdefault(rules, []).append(name)
+        detail = "; ".join(f"{', '.join(rules)} blocks {len(names)} ({', '.join(names[:3])}"
+                           f"{', ...' if len(names) > 3 else ''})" for rules, names in groups.items())
+        return NoKernelError(f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
+                             f"can run {problem.text()}: {detail}", blocking)

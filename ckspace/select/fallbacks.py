@@ -1,0 +1,76 @@
+"""Vector-width fallbacks: the variant of a kernel family that runs a problem its kernel cannot.
+
+A CK Tile kernel family (tile, waves, warp tile, pipeline, ... everything but the three vector
+widths) runs any GEMM size: the kernel pads M/N/K tails itself. What it cannot do is load or store
+vectors wider than the channels per group allow (:mod:`ckspace.constraints.problem_rules`,
+``vec_*_divides_*``). Upstream's runner measured every family on every problem by instantiating a
+variant with narrower vectors (its VecStrategy); the ``full`` rule set holds such variants.
+
+A family's *variants* are the configs that differ from its kernel only in narrower (or equal)
+vector widths from the vector-width domain of the rule tables, and that break no validity rule
+the kernel itself keeps: for a valid kernel, valid configs of the space; for a measured kernel that
+some rule already rejects (the benchmark registry has such), no new reason to reject it. They are
+ordered widest first (the largest product of the three widths, then vec_a, vec_b, vec_c), and a
+problem is served by the first variant that passes every problem rule. The Python selector and the
+generated dispatcher use this one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import product
+
+import numpy as np
+
+from ckspace.constraints.classify import columns, rule_masks
+from ckspace.constraints.validity import gemm_rules
+from ckspace.core.config import GemmConfig
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.operands import VECTOR_FIELDS
+from ckspace.core.tables import table
+
+VECTOR_WIDTHS: tuple[int, ...] = tuple(table("full")["vec_gate"]["widths"])
+"""The vector widths the rule tables know (``full.json`` ``vec_gate.widths``)."""
+
+_VEC_INDEX = tuple(GEMM_FIELD_NAMES.index(f) for f in VECTOR_FIELDS)
+
+
+def _narrower(config: GemmConfig) -> list[tuple[int, int, int]]:
+    """Vector triples no wider than ``config``'s in any field, widest first, its own excluded."""
+    own = tuple(getattr(config, f) for f in VECTOR_FIELDS)
+    triples = [t for t in product(*([w for w in VECTOR_WIDTHS if w <= v] for v in own)) if t != own]
+    return sorted(triples, key=lambda t: (-(t[0] * t[1] * t[2]), -t[0], -t[1], -t[2]))
+
+
+def vector_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
+    """For each config, its family's other vector variants (see the module doc), widest first.
+
+    All configs must share one cell (arch, variant, dtype); the validity rules are evaluated once
+    over every candidate variant at once."""
+    if not configs:
+        return []
+    first = configs[0]
+    rules = gemm_rules(first.arch, first.variant, first.dtype)
+    own_rows = [c.row() for c in configs]
+    own_masks = rule_masks(rules, columns(own_rows, GEMM_FIELD_NAMES), len(own_rows))
+    rows, owner, triples = [], [], []
+    for i, (config, row) in enumerate(zip(configs, own_rows)):
+        for triple in _narrower(config):
+            changed = list(row)
+            for index, width in zip(_VEC_INDEX, triple):
+                changed[index] = width
+            rows.append(tuple(changed))
+            owner.append(i)
+            triples.append(triple)
+    if not rows:
+        return [[] for _ in configs]
+    owner_index = np.asarray(owner)
+    masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
+    keep = np.ones(len(rows), dtype=bool)
+    for name, ok in masks.items():
+        keep &= ok | ~own_masks[name][owner_index]  # a rule the kernel breaks may stay broken
+    out: list[list[GemmConfig]] = [[] for _ in configs]
+    for j in np.flatnonzero(keep):
+        base = configs[owner[j]]
+        out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j]))))
+    return out
