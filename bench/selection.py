@@ -76,7 +76,7 @@ def main() -> None:
     prepared = selector.prepare(registries["30-kernel registry (measured kernels)"])
     shapes = [p for p in shapes if selector.feasible(p, prepared).all()]
     matrices = [feature_matrix(p, selector.variant, selector.dtype, prepared.table, selector.hw) for p in shapes]
-    ranker = selector.rank_predictor.booster
+    ranker = selector.ranker
     report("30 kernels: features only", timed(lambda p: feature_matrix(p, selector.variant, selector.dtype,
                                                                        prepared.table, selector.hw),
                                               shapes, args.repeats))
@@ -85,7 +85,7 @@ def main() -> None:
     report("30 kernels: ranker, Booster.predict", timed(ranker.predict, matrices, args.repeats))
     report("30 kernels: ranker, Booster.predict(num_threads=1)",
            timed(lambda m: ranker.predict(m, num_threads=1), matrices, args.repeats))
-    report("30 kernels: ranker, direct C-API call", timed(selector.rank_predictor, matrices, args.repeats))
+    report("30 kernels: ranker, compiled trees", timed(selector.scores, matrices, args.repeats))
 
 
 if __name__ == "__main__":

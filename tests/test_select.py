@@ -73,7 +73,11 @@ def test_direct_prediction_equals_lightgbm_predict(selector: Selector) -> None:
 
     prepared = selector.prepare(selector.default_candidates)
     matrix = feature_matrix(ConvProblem.parse(PROBLEM), selector.variant, selector.dtype, prepared.table, selector.hw)
-    assert np.array_equal(selector.rank_predictor(matrix), selector.rank_predictor.booster.predict(matrix))
+    assert selector.engine == "compiled"
+    assert np.array_equal(selector.scores(matrix), selector.ranker.predict(matrix))
+    assert np.array_equal(selector.log_tflops(matrix), selector.regressor.predict(matrix))
+    lightgbm = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
+    assert lightgbm.engine == "lightgbm" and np.array_equal(lightgbm.scores(matrix), selector.ranker.predict(matrix))
 
 
 def test_damaged_or_mismatched_models_are_refused(tmp_path: Path) -> None:

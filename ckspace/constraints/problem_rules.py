@@ -17,7 +17,7 @@ Kg; the backward variants read the output gradient along Kg.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 from ckspace.constraints.expr import (
     Const,
@@ -25,11 +25,13 @@ from ckspace.constraints.expr import (
     Field,
     Not,
     Param,
+    Partial,
     all_of,
     bind,
     gcd,
     implies,
     minimum,
+    partial,
 )
 from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
@@ -87,6 +89,12 @@ class ProblemRule:
     source: str
     reads: tuple[TableValue, ...] = ()
     vector_field: str | None = None
+
+    @cached_property
+    def check(self) -> Partial:
+        """The check as a function of (problem values, config columns): see
+        :func:`~ckspace.constraints.expr.partial`."""
+        return partial(self.expr)
 
     def bind(self, values: dict[str, int], words: dict[str, object]) -> Rule:
         return Rule(self.name, Predicate.PROBLEM, bind(self.expr, values), self.text.format(**words), self.source,

@@ -59,6 +59,9 @@ INTERACTION_FEATURES: tuple[str, ...] = (
     "log2_tile_traffic", "tile_intensity", "log2_roofline_tflops",
 )
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + INTERACTION_FEATURES
+FORMULA_COLUMNS: tuple[str, ...] = ("block_per_cu_hint", "elem", "lds_bytes", "tile_k", "tile_m", "tile_n",
+                                    "vec_a", "vec_b", "vec_c")
+"""The config columns the feature formulas read, in the order the generated C receives them."""
 ANALYTICAL_FEATURE = "log2_roofline_tflops"
 
 
@@ -68,7 +71,12 @@ class ConfigTable:
 
     configs: tuple[GemmConfig, ...]
     block: np.ndarray  # (n, len(CONFIG_FEATURES)) float64
-    col: dict[str, np.ndarray]  # float64 columns used by the interactions
+    formula_columns: np.ndarray  # (n, len(FORMULA_COLUMNS)) float64: the columns the formulas read
+
+    @property
+    def col(self) -> dict[str, np.ndarray]:
+        """The columns the formulas read, by name (views of :attr:`formula_columns`)."""
+        return {name: self.formula_columns[:, i] for i, name in enumerate(FORMULA_COLUMNS)}
 
     @classmethod
     def build(cls, configs: Sequence[GemmConfig]) -> "ConfigTable":
@@ -87,7 +95,19 @@ class ConfigTable:
         ]) if configs else np.empty((0, 6))
         block = np.ascontiguousarray(np.hstack([rows, derived]))
         col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem}
-        return cls(configs, block, col)
+        matrix = np.ascontiguousarray(np.column_stack([col[name] for name in FORMULA_COLUMNS])) if configs \
+            else np.empty((0, len(FORMULA_COLUMNS)))
+        return cls(configs, block, matrix)
+
+    def take(self, index: np.ndarray) -> "ConfigTable":
+        """The rows ``index`` (no recomputation)."""
+        return ConfigTable(tuple(self.configs[i] for i in index), np.ascontiguousarray(self.block[index]),
+                           np.ascontiguousarray(self.formula_columns[index]))
+
+    def stack(self, other: "ConfigTable") -> "ConfigTable":
+        """These rows, then ``other``'s."""
+        return ConfigTable(self.configs + other.configs, np.ascontiguousarray(np.vstack([self.block, other.block])),
+                           np.ascontiguousarray(np.vstack([self.formula_columns, other.formula_columns])))
 
     def __len__(self) -> int:
         return len(self.configs)

@@ -129,3 +129,14 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
             raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
                                f"the feature spec has {len(expected['names'])}")
     return ranker, regressor, card
+
+
+def model_texts(directory: Path, card: ModelCard) -> dict[str, str]:
+    """The two booster files of a model directory as text, checked against the card's sha256."""
+    out = {}
+    for name in (RANKER_FILE, TFLOPS_FILE):
+        data = (Path(directory) / name).read_bytes()
+        if sha256(data) != card.files.get(name):
+            raise CkspaceError(f"model {directory}: {name} changed while it was being loaded")
+        out[name] = data.decode()
+    return out
