@@ -28,6 +28,7 @@ _EXPORTS = {
     "rules_revision_names": "ckspace.core.revisions",
     "CkspaceError": "ckspace.core.errors",
     "InvalidChoiceError": "ckspace.core.errors",
+    "InvalidInputError": "ckspace.core.errors",
     "KernelNameError": "ckspace.core.errors",
     "Variant": "ckspace.core.vocab",
     "Dtype": "ckspace.core.vocab",
