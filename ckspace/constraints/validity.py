@@ -23,7 +23,8 @@ The parameters come from the shipped tables (``validity.json``, ``arch.json``, `
 as a rule revision has them (:mod:`ckspace.core.revisions`), each read with
 :func:`~ckspace.constraints.rule.read` so that the rule lists it and its words are built from it; the
 logic lives here and only here. A rule that upstream changed between revisions has one formulation
-per state (:data:`FORMULATIONS`), and each revision names the one it uses. ``docs/rules.md`` lists the rules of one cell.
+per state (:data:`FORMULATIONS`), and each revision names the one it uses. ``docs/rules.md`` lists
+the rules of one cell.
 """
 
 from __future__ import annotations
