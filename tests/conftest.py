@@ -12,6 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 ORACLE = SHARED / "oracle"
+ORACLE_REVISION = "7cd53015"
+"""The rules revision the oracle fixtures, RULES.md and the reference implementations in tests/ pin."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from conftest import ORACLE_REVISION
 from hypothesis import strategies as st
 
 from ckspace.core.config import DepthwiseConfig, GemmConfig
@@ -82,8 +83,9 @@ def depthwise_configs(draw, arch: str | None = None) -> DepthwiseConfig:
 
 @cache
 def kernels(arch: str, rule_set: str, raw: bool = False) -> tuple[Kernel, ...]:
-    """What ckspace lists for one whole-arch request (all variants, ndims, dtypes)."""
-    return tuple(Space(arch, rule_set=rule_set).kernels(raw=raw))
+    """What ckspace lists for one whole-arch request (all variants, ndims, dtypes), under the rules
+    revision the reference implementations restate."""
+    return tuple(Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION).kernels(raw=raw))
 
 
 def to_config(kernel: Kernel) -> GemmConfig | DepthwiseConfig:

@@ -1,9 +1,10 @@
-"""Parity with the upstream generator: every oracle cell, valid AND rejected names."""
+"""Parity with the upstream generator: every oracle cell, valid AND rejected names, under the rules
+revision the oracle was produced with."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import oracle_lines
+from conftest import ORACLE_REVISION, oracle_lines
 
 from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.core.cells import Cell, Request
@@ -31,10 +32,11 @@ def test_oracle_parity(fixture: str) -> None:
         cell = Cell(Variant(line["variant"]), line["ndim"], Dtype(line["dtype"]))
         if combined:
             if line["arch"] not in per_arch:  # one call per arch for all cells, as upstream
-                per_arch[line["arch"]] = enumerate_cells(Request.build(line["arch"], rule_set), use_cache=False)
+                per_arch[line["arch"]] = enumerate_cells(Request.build(line["arch"], rule_set, rules_revision=ORACLE_REVISION),
+                                                         use_cache=False)
             result = per_arch[line["arch"]][cell]
         else:
-            request = Request.build(line["arch"], rule_set, [cell.variant], [cell.ndim], [cell.dtype])
+            request = Request.build(line["arch"], rule_set, [cell.variant], [cell.ndim], [cell.dtype], ORACLE_REVISION)
             result = enumerate_cells(request, use_cache=False)[cell]
         valid, rejected = _names(line["arch"], cell, result)
         if valid != set(line["names"]) or rejected != set(line["names_rejected"]):

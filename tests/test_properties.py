@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 import reference_rules as ref
-from conftest import load_nested_loop
+from conftest import ORACLE_REVISION, load_nested_loop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -55,7 +55,7 @@ def reference_violations(config: GemmConfig) -> set[str]:
 
 @cache
 def space(arch: str, rule_set: str) -> Space:
-    return Space(arch, rule_set=rule_set)
+    return Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION)
 
 
 @cache

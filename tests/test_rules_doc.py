@@ -15,6 +15,7 @@ from ckspace.commands.rules import DEFAULT_ARCH, DEFAULT_DTYPE
 from ckspace.constraints import rule as rule_module
 from ckspace.constraints.lint import QUIRKS
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.core.revisions import default_rules_revision, rules_revision_names
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Variant, arch_names
 
@@ -39,7 +40,9 @@ def test_json_lists_every_validity_rule_with_source_and_words() -> None:
     out = run("--format", "json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["cell"] == {"arch": DEFAULT_ARCH, "dtype": DEFAULT_DTYPE, "variants": [v.value for v in Variant]}
+    assert data["cell"] == {"arch": DEFAULT_ARCH, "dtype": DEFAULT_DTYPE, "variants": [v.value for v in Variant],
+                            "rules_revision": default_rules_revision()}
+    assert [r["name"] for r in data["revisions"]] == list(rules_revision_names())
     listed = {(r["variant"], r["name"]) for r in data["rules"] if r["section"] == "validity"}
     expected = {(v.value, r.name) for v in Variant for r in gemm_rules(DEFAULT_ARCH, v, Dtype(DEFAULT_DTYPE))}
     expected |= {(None, r.name) for r in depthwise_rules()}

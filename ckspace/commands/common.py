@@ -6,11 +6,19 @@ import argparse
 
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
+from ckspace.core.revisions import default_rules_revision, rules_revision_names
 from ckspace.core.vocab import Variant
 
 
+def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
+    """--rules-revision: which upstream state of the validity rules (default: the newest)."""
+    parser.add_argument("--rules-revision", metavar="R",
+                        help=f"upstream state of the validity rules: {', '.join(rules_revision_names())} "
+                             f"(default: {default_rules_revision()}, the newest; `ckspace rules` lists them)")
+
+
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
-    """--arch, --variant, --ndim, --dtype, --rule-set, --no-cache."""
+    """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem."""
     parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
     parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
                         help="forward, bwd_data, bwd_weight or all (one or more)")
@@ -18,6 +26,7 @@ def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bo
     parser.add_argument("--dtype", nargs="+", action="extend", help="fp16, bf16, fp32 (default: all)")
     parser.add_argument("--rule-set", default="full",
                         help=f"one of {', '.join(rule_set_names())} (default: full)")
+    add_rules_revision_argument(parser)
     parser.add_argument("--no-cache", action="store_true", help="recompute instead of reading the cache")
     parser.add_argument("--where", action="append", default=[], metavar="EXPR",
                         help="filter on config fields, e.g. 'tile_m * tile_n >= 8192 and pipeline in [compv3, "
@@ -39,7 +48,8 @@ def variants(values: list[str] | None) -> list[str] | None:
 
 def request_from_args(args: argparse.Namespace) -> Request:
     """The upstream-style request the space arguments describe (validated)."""
-    return Request.build(args.arch, get_rule_set(args.rule_set).name, variants(args.variant), args.ndim, args.dtype)
+    return Request.build(args.arch, get_rule_set(args.rule_set).name, variants(args.variant), args.ndim, args.dtype,
+                         args.rules_revision)
 
 
 def add_ck_argument(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +66,7 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
 
     space = Space(args.arch, variant if variant is not None else variants(args.variant),
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
-                  args.rule_set, where=args.where, use_cache=not args.no_cache)
+                  args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision)
     if getattr(args, "ck_space", None) is not None:
         from ckspace.hip_runtime.ck_headers import find_revision
 

@@ -1,4 +1,5 @@
-"""``ckspace diff``: what one space has that another lacks (two rule sets, archs or cells)."""
+"""``ckspace diff``: what one space has that another lacks (two rule sets, rule revisions, archs or
+cells)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from ckspace.core.fields import FIELD_INDEX
 from ckspace.space.listing import Kernel
 
 NAME = "diff"
-HELP = "compare the kernels of two rule sets, two archs or two cells"
+HELP = "compare the kernels of two rule sets, two rule revisions, two archs or two cells"
 FORMATS = ("text", "json")
-_SIDES = ("arch", "rule_set", "variant", "ndim", "dtype")
+_SIDES = ("arch", "rule_set", "rules_revision", "variant", "ndim", "dtype")
 _TAGGED = FIELD_INDEX["tagged"]
 
 
@@ -27,6 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser)
     parser.add_argument("--against-arch", help="the other side's arch (default: the same)")
     parser.add_argument("--against-rule-set", help="the other side's rule set")
+    parser.add_argument("--against-rules-revision", metavar="R",
+                        help="the other side's rules revision (what a revision changes: diff it against its parent)")
     parser.add_argument("--against-variant", nargs="+", action="extend", help="the other side's variants")
     parser.add_argument("--against-ndim", nargs="+", action="extend", help="the other side's ndims")
     parser.add_argument("--against-dtype", nargs="+", action="extend", help="the other side's dtypes")
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     left_request, right_request = request_from_args(args), request_from_args(other)
     if left_request == right_request:
         raise CkspaceError("both sides are the same space: give --against-arch, --against-rule-set, "
-                           "--against-variant, --against-ndim or --against-dtype")
+                           "--against-rules-revision, --against-variant, --against-ndim or --against-dtype")
     # Cell dimensions that differ between the sides (one value each) are left out of the key, so
     # that e.g. 2D and 3D kernels of the same config match.
     ignore = {dim for dim, a, b in (("variant", left_request.variants, right_request.variants),
@@ -77,5 +80,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _describe(request: Request) -> str:
-    return (f"{request.arch} {request.rule_set} {','.join(v.value for v in request.variants)} "
+    return (f"{request.arch} {request.rule_set} (rules {request.rules_revision}) "
+            f"{','.join(v.value for v in request.variants)} "
             f"ndim {','.join(map(str, request.ndims))} {','.join(d.value for d in request.dtypes)}")

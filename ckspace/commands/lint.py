@@ -6,7 +6,9 @@ import argparse
 import json
 from typing import TextIO
 
+from ckspace.commands.common import add_rules_revision_argument
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+from ckspace.core.revisions import rules_revision
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.vocab import arch_names, parse_arch
 
@@ -18,6 +20,7 @@ FORMATS = ("text", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule-set", nargs="+", action="extend", help="rule sets (default: all)")
     parser.add_argument("--arch", nargs="+", action="extend", help="archs (default: all)")
+    add_rules_revision_argument(parser)
     parser.add_argument("--format", default="text", help="text or json (default: text)")
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when there are findings")
 
@@ -27,9 +30,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidChoiceError("format", args.format, FORMATS)
     rule_sets = [get_rule_set(r).name for r in args.rule_set or rule_set_names()]
     archs = [parse_arch(a) for a in args.arch or arch_names()]
+    revision = rules_revision(args.rules_revision).name
     from ckspace.constraints.lint import lint  # deferred: numpy
 
-    findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch)]
+    findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch, revision)]
     if args.format == "json":
         json.dump([f.model_dump() for f in findings], out, indent=1)
         out.write("\n")
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for f in findings:
             if (f.rule_set, f.arch) != current:
                 current = (f.rule_set, f.arch)
-                out.write(f"{f.rule_set} on {f.arch}:\n")
+                out.write(f"{f.rule_set} on {f.arch} (rules {revision}):\n")
             spec = f" [quirk {f.spec}, docs/rules.md]" if f.spec else ""
             out.write(f"  {f.code}: {f.message}{spec}\n")
         out.write(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)\n")

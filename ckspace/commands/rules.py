@@ -4,7 +4,9 @@ For one cell (an arch and a dtype; every variant unless ``--variant`` says other
 rule's name, predicate, kind, the config fields it reads, its words, its upstream source and the table
 values it reads, with the cell's constants folded in: the validity rules of GEMM and depthwise configs,
 the problem rules of one convolution (an example one unless ``--problem`` is given), the CK-revision
-rules with ``--ck-root``, and the upstream quirks that rules and lint findings are tagged with.
+rules with ``--ck-root``, the rule revisions (upstream states ckspace reproduces; the rules are those of
+``--rules-revision``, the newest by default) and the upstream quirks that rules and lint findings are
+tagged with.
 ``docs/rules.md`` is this command's markdown output for the defaults, so the words a user reads there
 are the ones the code uses.
 """
@@ -16,8 +18,14 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from ckspace.commands.common import add_ck_argument, variants
+from ckspace.commands.common import add_ck_argument, add_rules_revision_argument, variants
 from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.revisions import (
+    RulesRevision,
+    default_rules_revision,
+    rules_revision,
+    rules_revision_names,
+)
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 
 if TYPE_CHECKING:
@@ -66,6 +74,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default=DEFAULT_DTYPE, help=f"the cell's dtype (default: {DEFAULT_DTYPE})")
     parser.add_argument("--problem", metavar="TEXT",
                         help=f"the convolution of the problem rules (default: {EXAMPLE_PROBLEM})")
+    add_rules_revision_argument(parser)
     add_ck_argument(parser)
 
 
@@ -75,6 +84,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     arch = parse_arch(args.arch)
     chosen = list(dict.fromkeys(Variant.parse(v) for v in variants(args.variant) or list(Variant)))
     dtype = Dtype.parse(args.dtype)
+    rules = rules_revision(args.rules_revision)
     from ckspace.core.problem import ConvProblem  # deferred: pydantic
 
     problem = ConvProblem.parse(args.problem or EXAMPLE_PROBLEM)
@@ -83,22 +93,29 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from ckspace.hip_runtime.ck_headers import find_revision
 
         revision = find_revision(args.ck_space or None)
-    entries = _entries(arch, chosen, dtype, problem, revision)
+    entries = _entries(arch, chosen, dtype, problem, revision, rules.name)
     from ckspace.constraints.lint import QUIRKS  # deferred: numpy
 
-    cell = {"arch": arch, "dtype": dtype.value, "variants": [v.value for v in chosen]}
+    cell = {"arch": arch, "dtype": dtype.value, "variants": [v.value for v in chosen], "rules_revision": rules.name}
     ck = revision.label if revision else None
+    revisions = [rules_revision(name) for name in rules_revision_names()]
     if args.format == "json":
         json.dump({"cell": cell, "problem": problem.text(), "ck": ck, "rules": [e.record() for e in entries],
-                   "quirks": QUIRKS}, out, indent=1)
+                   "revisions": [_revision_record(r) for r in revisions], "quirks": QUIRKS}, out, indent=1)
         out.write("\n")
     else:
-        out.write(_markdown(cell, problem.text(), ck, entries, QUIRKS))
+        out.write(_markdown(cell, problem.text(), ck, entries, QUIRKS, revisions))
     return 0
 
 
+def _revision_record(revision: RulesRevision) -> dict:
+    return {"name": revision.name, "parent": revision.parent, "default": revision.name == default_rules_revision(),
+            "upstream": revision.upstream, "summary": revision.summary, "fixes": list(revision.fixes),
+            "rules": revision.rules, "tables": revision.tables}
+
+
 def _entries(arch: str, chosen: list[Variant], dtype: Dtype, problem: ConvProblem,
-             revision: CkRevision | None) -> list[Entry]:
+             revision: CkRevision | None, rules: str) -> list[Entry]:
     """Every rule of the cell, in the order the code builds them."""
     from ckspace.constraints.ck_rules import ck_depthwise_rules, ck_rules
     from ckspace.constraints.problem_rules import (
@@ -107,7 +124,7 @@ def _entries(arch: str, chosen: list[Variant], dtype: Dtype, problem: ConvProble
     )
     from ckspace.constraints.validity import depthwise_rules, gemm_rules
 
-    entries = [Entry("validity", "gemm", v.value, r) for v in chosen for r in gemm_rules(arch, v, dtype)]
+    entries = [Entry("validity", "gemm", v.value, r) for v in chosen for r in gemm_rules(arch, v, dtype, rules)]
     entries += [Entry("validity", "depthwise", None, r) for r in depthwise_rules()]
     entries += [Entry("problem", "gemm", v.value, r) for v in chosen
                 for r in gemm_problem_rules(problem, v, problem.ndim, dtype)]
@@ -119,7 +136,8 @@ def _entries(arch: str, chosen: list[Variant], dtype: Dtype, problem: ConvProble
     return entries
 
 
-def _markdown(cell: dict, problem: str, ck: str | None, entries: list[Entry], quirks: dict[str, str]) -> str:
+def _markdown(cell: dict, problem: str, ck: str | None, entries: list[Entry], quirks: dict[str, str],
+              revisions: list[RulesRevision]) -> str:
     notes = {
         "problem": "The problem's numbers are folded in; `--problem TEXT` lists the rules for another convolution.",
         "ck_revision": ("What a CK revision cannot build depends on the CK headers in use, so these rules are "
@@ -135,14 +153,38 @@ def _markdown(cell: dict, problem: str, ck: str | None, entries: list[Entry], qu
         chosen = [e for e in entries if e.section == section and config in (None, e.config)]
         for name in dict.fromkeys(e.rule.name for e in chosen):
             lines += _rule_lines([e for e in chosen if e.rule.name == name])
+    lines += _revision_lines(revisions, cell["rules_revision"])
     lines += ["## Upstream quirks", "",
               ("The upstream generator's inconsistencies that rules (*quirk*) and `ckspace lint` findings "
                "(`[quirk ID, docs/rules.md]`) are tagged with, in ckspace's words."), "",
-              "| id | what | rules tagged with it here |", "|---|---|---|"]
+              "| id | what | fixed in rules revision | rules tagged with it here |", "|---|---|---|---|"]
     for quirk, what in quirks.items():
         tagged = ", ".join(f"`{n}`" for n in dict.fromkeys(e.rule.name for e in entries if e.rule.quirk == quirk))
-        lines.append(f"| {quirk} | {what} | {tagged or '-'} |")
+        fixed = ", ".join(r.name for r in revisions if quirk in r.fixes)
+        lines.append(f"| {quirk} | {what} | {fixed or '-'} | {tagged or '-'} |")
     return "\n".join(lines) + "\n"
+
+
+def _revision_lines(revisions: list[RulesRevision], shown: str) -> list[str]:
+    """The rule revisions, oldest first, each as the delta it is on its parent."""
+    lines = ["## Rule revisions", "",
+             (f"The upstream states of the rules ckspace reproduces, oldest first (`ckspace/data/tables/revisions.json`). "
+              f"`--rules-revision R` (CLI) or `Space(..., rules_revision=R)` chooses one; the default is the newest, "
+              f"**{default_rules_revision()}**. This page shows **{shown}**. Each revision is a delta on its parent: "
+              "the formulation it gives each rule it changes and JSON merge patches on its parent's tables. "
+              "`ckspace diff --against-rules-revision R` lists the kernels a revision adds or removes."), ""]
+    for revision in revisions:
+        lines += [f"### `{revision.name}`", "",
+                  f"{revision.summary}. Upstream: {revision.upstream}.", ""]
+        if revision.parent is not None:
+            lines.append(f"- parent: `{revision.parent}`")
+        lines += [f"- rule `{rule}`: formulation `{form}`" for rule, form in revision.rules.items()]
+        lines += [f"- table `{name}.json` patched with `{json.dumps(patch, sort_keys=True)}`"
+                  for name, patch in revision.tables.items()]
+        if revision.fixes:
+            lines.append(f"- fixes quirk {', '.join(revision.fixes)}")
+        lines.append("")
+    return lines
 
 
 def _intro(cell: dict) -> list[str]:
@@ -153,11 +195,12 @@ def _intro(cell: dict) -> list[str]:
             "config *fields* it reads, its words, its upstream *source*, and the table values it *reads* as "
             "`table key.path = value`; the words are built from those values.")
     which = (f"Rules are built per cell, with the cell's constants folded in. This page shows arch "
-             f"**{cell['arch']}**, dtype **{cell['dtype']}**, variants {', '.join(cell['variants'])}. A rule "
-             "marked *cannot fail here* folds to true in that cell and bites in others. `ckspace rules --arch A "
-             "--dtype D [--variant V] [--problem TEXT] [--ck-root PATH] [--format json]` lists another cell.")
+             f"**{cell['arch']}**, dtype **{cell['dtype']}**, variants {', '.join(cell['variants'])}, rules revision "
+             f"**{cell['rules_revision']}** (see *Rule revisions* below). A rule marked *cannot fail here* folds to "
+             "true in that cell and bites in others. `ckspace rules --arch A --dtype D [--variant V] [--problem TEXT] "
+             "[--rules-revision R] [--ck-root PATH] [--format json]` lists another cell.")
     sources = (f"Upstream sources are files of {UPSTREAM} at the commits the shipped tables record under "
-               "`_source_commits` (`ckspace/data/tables/*.json`). `is_config_valid` is "
+               "`_source_commits` (`ckspace/data/tables/*.json`), as the rule revision changes them. `is_config_valid` is "
                "`UnifiedGroupedConvCodegen.is_config_valid` in `unified_grouped_conv_codegen.py`: it runs "
                "`arch_filter.py ArchFilter.is_kernel_valid` in non-strict mode with wave_k forced to 1. Problem "
                "and CK-revision rules cite CK Tile headers (`include/ck_tile/...`) and their lines.")

@@ -1,7 +1,8 @@
 """On-disk cache of enumerated cells: the seam between the enumerator and everything that lists.
 
 One JSON file per cell and rule set. The key lists everything that can change the answer: the
-ckspace version, the hash of the rule tables, the arch, the rule set, the cell, and for rule sets
+ckspace version, the hash of the rule tables (revision deltas included), the rules revision, the
+arch, the rule set, the cell, and for rule sets
 whose cells depend on the whole request (the sampling ones) the request itself. Files are written
 atomically; an entry that does not parse, belongs to another key or fails its checksum is rebuilt,
 never trusted. Reading the cache imports neither the solver nor numpy.
@@ -32,6 +33,7 @@ def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
         "format": FORMAT,
         "ckspace": __version__,
         "tables": tables_hash(),
+        "rules_revision": request.rules_revision,
         "arch": request.arch,
         "rule_set": request.rule_set,
         "cell": cell.label(),

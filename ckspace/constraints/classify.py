@@ -47,13 +47,13 @@ def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
     return out
 
 
-def classify_group(arch: str, variant: Variant, dtype: Dtype,
-                   proposals: list[CellProposals]) -> list[CellResult]:
+def classify_group(arch: str, variant: Variant, dtype: Dtype, proposals: list[CellProposals],
+                   revision: str | None = None) -> list[CellResult]:
     """Classify the proposals of several cells that share (variant, dtype), hence their rules,
     in one pass: the rule set's output (candidates passing the predicates it applies itself) and,
-    for each config of it, whether the generator emits it."""
+    for each config of it, whether the generator of rule revision ``revision`` emits it."""
     rows = [row for p in proposals for row in p.candidates]
-    masks = predicate_masks(gemm_rules(arch, variant, dtype), rows, GEMM_FIELD_NAMES)
+    masks = predicate_masks(gemm_rules(arch, variant, dtype, revision), rows, GEMM_FIELD_NAMES)
     valid_all = np.logical_and.reduce([masks[p] for p in EMITTED_PREDICATES])
     dw_rows = [row for p in proposals for row in p.depthwise]
     dw_valid = predicate_masks(depthwise_rules(), dw_rows, DEPTHWISE_FIELDS)[Predicate.DEPTHWISE].tolist()

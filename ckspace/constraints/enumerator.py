@@ -62,8 +62,9 @@ def classify_cells(request: Request, proposals: Mapping[Cell, CellProposals]) ->
     for variant in request.variants:
         for dtype in request.dtypes:
             cells = [c for c in request.cells if c.variant is variant and c.dtype is dtype]
-            for cell, result in zip(cells, classify_group(request.arch, variant, dtype, [proposals[c] for c in cells])):
+            for cell, result in zip(cells, classify_group(request.arch, variant, dtype, [proposals[c] for c in cells],
+                                                        request.rules_revision)):
                 out[cell] = result
-                log.debug("%s %s %s: %d raw, %d valid", request.arch, request.rule_set, cell.label(),
-                          result.count_raw, result.count_valid)
+                log.debug("%s %s %s (rules %s): %d raw, %d valid", request.arch, request.rule_set, cell.label(),
+                          request.rules_revision, result.count_raw, result.count_valid)
     return {cell: out[cell] for cell in request.cells}

@@ -131,11 +131,13 @@ class In(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Lookup(Expr):
-    """``mapping[key]`` for an integer key expression (``default`` when absent)."""
+    """``mapping[key]`` for an integer key expression (``default`` when absent); ``name`` is what
+    failure messages call the table (``limit[pipeline]``)."""
 
     key: Expr
     mapping: tuple[tuple[int, int], ...]
     default: int
+    name: str = "limit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +187,8 @@ def implies(condition: Expr, consequence: Expr) -> Expr:
     return Or((Not(condition), consequence))
 
 
-def lookup(key: Expr, mapping: Mapping[int, int], default: int) -> Expr:
-    return Lookup(key, tuple(sorted(mapping.items())), default)
+def lookup(key: Expr, mapping: Mapping[int, int], default: int, name: str = "limit") -> Expr:
+    return Lookup(key, tuple(sorted(mapping.items())), default, name)
 
 
 def in_table(items: Iterable[Expr], rows: Iterable[Iterable[int]]) -> Expr:

@@ -84,12 +84,15 @@ def _label(cells: Iterable[Cell]) -> list[str]:
     return [c.label() for c in cells]
 
 
-def lint(rule_set: str, arch: str) -> list[Finding]:
-    """Findings for one rule set on one arch (all variants, ndims and dtypes in one request)."""
-    request = Request.build(arch, get_rule_set(rule_set).name)
+def lint(rule_set: str, arch: str, rules_revision: str | None = None) -> list[Finding]:
+    """Findings for one rule set on one arch (all variants, ndims and dtypes in one request) under
+    rule revision ``rules_revision`` (None: the newest): a quirk that revision fixes is not reported,
+    because no rule of it carries the quirk any more."""
+    request = Request.build(arch, get_rule_set(rule_set).name, rules_revision=rules_revision)
+    revision = request.rules_revision
     proposals = propose(request)
     results = classify_cells(request, proposals)
-    facts = arch_facts(arch)
+    facts = arch_facts(arch, revision)
     findings: list[Finding] = []
 
     def add(code: str, message: str, count: int, cells: Iterable[Cell] = (), rules: Iterable[str] = (),
@@ -121,7 +124,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
         rows = results[cell].gemm
         if not rows:
             continue
-        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in EMITTED_PREDICATES]
+        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype, revision) if r.predicate in EMITTED_PREDICATES]
         masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
         broken = np.stack([~masks[r.name] for r in rules], axis=1)
         for i, row in enumerate(rows):
@@ -134,7 +137,7 @@ def lint(rule_set: str, arch: str) -> list[Finding]:
                 quirk_of[names] = next((r.quirk for r in failing if r.quirk), None)
                 if WAVE_K_FORCED in quirks and row[_I["wave_k"]] != 1:
                     forced_wave_k += 1
-                budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]))  # type: ignore[arg-type]
+                budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]), revision)  # type: ignore[arg-type]
                 if LDS_ARCH_BLIND in quirks and facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
                     lds_blind += 1
             tile = (cell.variant.value, f"{row[0]}x{row[1]}x{row[2]}")

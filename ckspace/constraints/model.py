@@ -150,9 +150,10 @@ class CellModel:
 
 
 def cell_model(arch: str, cell: Cell, proposal: CellProposals, depthwise: bool,
-               extra: Sequence[Rule] = ()) -> CellModel:
+               extra: Sequence[Rule] = (), revision: str | None = None) -> CellModel:
     """The model of one cell's GEMM (or depthwise) configs: the rules the rule set and the
-    generator apply (as the enumerator classifies with them), the ``extra`` rules (filters, a
+    generator of rule revision ``revision`` (None: the newest) apply (as the enumerator classifies
+    with them), the ``extra`` rules (filters, a
     problem's checks, a CK revision's rules) and the rule set's table (its candidates, before the
     predicates it runs itself). An extra rule on fields this kind of config lacks excludes the
     kind, by name."""
@@ -163,7 +164,7 @@ def cell_model(arch: str, cell: Cell, proposal: CellProposals, depthwise: bool,
     else:
         fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
         wanted = set(EMITTED_PREDICATES) | set(proposal.applies)
-        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype) if r.predicate in wanted]
+        rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype, revision) if r.predicate in wanted]
     for rule in extra:
         rules.append(rule if set(rule.fields) <= set(fields) else
                      dataclasses.replace(rule, expr=Const(0), text=f"{rule.text} (fields {kind} configs lack)"))

@@ -54,7 +54,7 @@ def text(expr: Expr, enum_field: str | None = None, parent: int = 0) -> str:
         inner = f"{text(expr.left, parent=level)} {expr.op} {text(expr.right, parent=level + 1)}"
         return f"({inner})" if level < parent else inner
     if isinstance(expr, Lookup):
-        return f"limit[{text(expr.key)}]"
+        return f"{expr.name}[{text(expr.key)}]"
     if isinstance(expr, Cmp):
         field = _enum_field(expr.left) or _enum_field(expr.right)
         return f"{text(expr.left, field)} {expr.op} {text(expr.right, field)}"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ckspace.constraints.expr import TRUE, Expr, Field, fields_of
+from ckspace.core.revisions import RulesRevision
 from ckspace.core.tables import table
 from ckspace.core.vocab import Predicate
 
@@ -36,13 +37,17 @@ class TableValue:
         return f"{self.table} {self.path} = {json.dumps(self.value)}"
 
 
-def read(name: str, *keys: str, default: Any = _REQUIRED) -> TableValue:
-    """The value at ``keys`` in the shipped table ``name``, with its place, for a rule's ``reads``.
+def read(name: str, *keys: str, default: Any = _REQUIRED, revision: RulesRevision | None = None) -> TableValue:
+    """The value at ``keys`` in table ``name``, with its place, for a rule's ``reads``: the shipped
+    table, or the table as rule revision ``revision`` has it (a value a revision's delta changed is
+    labelled with that revision).
 
     ``default`` stands in for a missing key (the arch tables leave out the dtypes an arch has no warp
     tiles for); without it a missing key raises ``KeyError``.
     """
-    value: Any = table(name)
+    value: Any = table(name) if revision is None else revision.patched(name, table(name))
+    changed = None if revision is None else revision.changed_by(name, keys)
+    label = f"{name}.json" if changed is None or changed.parent is None else f"{name}.json (rules revision {changed.name})"
     try:
         for key in keys:
             value = value[key]
@@ -50,7 +55,7 @@ def read(name: str, *keys: str, default: Any = _REQUIRED) -> TableValue:
         if default is _REQUIRED:
             raise
         value = default
-    return TableValue(f"{name}.json", ".".join(keys), value)
+    return TableValue(label, ".".join(keys), value)
 
 
 @dataclass(frozen=True)

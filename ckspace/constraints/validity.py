@@ -19,18 +19,22 @@ of ROCm/rocm-libraries ``projects/composablekernel/dispatcher/codegen/``, at the
 * ``depthwise`` -- ``grouped_conv/tile_math.py`` ``is_valid_depthwise_config``, which
   ``grouped_config_rules_full.py`` ``get_depthwise_configs`` asserts for its parameter sets.
 
-The parameters come from the shipped tables (``validity.json``, ``arch.json``, ``depthwise.json``),
-each read with :func:`~ckspace.constraints.rule.read` so that the rule lists it and its words are
-built from it; the logic lives here and only here. ``docs/rules.md`` lists the rules of one cell.
+The parameters come from the shipped tables (``validity.json``, ``arch.json``, ``depthwise.json``)
+as a rule revision has them (:mod:`ckspace.core.revisions`), each read with
+:func:`~ckspace.constraints.rule.read` so that the rule lists it and its words are built from it; the
+logic lives here and only here. A rule that upstream changed between revisions has one formulation
+per state (:data:`FORMULATIONS`), and each revision names the one it uses. ``docs/rules.md`` lists
+the rules of one cell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from functools import cache
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache, partial
 
 from ckspace.constraints.expr import (
     TRUE,
+    Const,
     Expr,
     Field,
     Not,
@@ -41,7 +45,8 @@ from ckspace.constraints.expr import (
     lookup,
 )
 from ckspace.constraints.rule import TILE, WARP, WAVE, Rule, TableValue, read
-from ckspace.core.arch import arch_facts, lds_bytes, lds_limit_bytes
+from ckspace.core.arch import arch_facts, lds_bytes
+from ckspace.core.revisions import rules_revision
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,
@@ -105,20 +110,64 @@ def _blocked(by_variant: dict[str, list[str]]) -> str:
 def _lds_limits(limits: dict[str, int]) -> str:
     """The per-pipeline LDS limits of the pipelines ckspace knows, grouped by limit."""
     by_limit: dict[int, list[str]] = {}
-    for pipeline in Pipeline:
-        by_limit.setdefault(lds_limit_bytes(pipeline), []).append(pipeline.value)
     default = limits["default"]
+    for pipeline in Pipeline:
+        by_limit.setdefault(limits.get(pipeline.value, default), []).append(pipeline.value)
     named = [f"{limit} B for {_or(p)}" for limit, p in by_limit.items() if limit != default]
     return "; ".join([*named, f"{default} B for the others"])
 
 
+Reader = Callable[..., TableValue]
+"""``read`` bound to a rule revision: (table, *keys, default=...) -> TableValue."""
+LdsBudget = tuple[Expr, str, list[TableValue], "str | None"]
+"""An LDS-budget formulation's expression, words, table values read and quirk."""
+
+
+def _lds_per_pipeline(revised: Reader, arch: str, size: TableValue) -> LdsBudget:
+    """Upstream at 7cd53015: a budget per pipeline (64 KiB unless the table lists it), whatever the
+    arch's LDS and whether the pipeline double-buffers it."""
+    table = revised("arch", "lds_limit_bytes_by_pipeline")
+    limits = {p.code: table.value.get(p.value, table.value["default"]) for p in Pipeline}
+    return (lds_bytes(*TILE, size.value) <= lookup(F("pipeline"), limits, max(limits.values())),
+            f"(tile_m + tile_n) x tile_k x {size.value} B fits the pipeline's LDS limit "
+            f"({_lds_limits(table.value)}), whatever the arch's LDS", [table, size], "14.5")
+
+
+def _lds_arch_capacity(revised: Reader, arch: str, size: TableValue) -> LdsBudget:
+    """Upstream since PR #12173: the arch's LDS capacity, halved for a pipeline that double-buffers
+    LDS (some always do, some only with double_smem_buffer set)."""
+    capacity = revised("arch", "archs", arch, "lds_capacity_kb_arch_specs_json")
+    double = revised("arch", "lds_double_buffered_pipelines")
+    always, optional = double.value["always"], double.value["with_double_smem_buffer"]
+    buffers = (lookup(F("pipeline"), dict.fromkeys(_codes(always), 2), 1, "buffers")
+               + lookup(F("pipeline"), dict.fromkeys(_codes(optional), 1), 0, "extra_buffer_with_dsb")
+               * F("double_smem_buffer"))
+    single = [p.value for p in Pipeline if p.value not in always + optional]
+    return (lds_bytes(*TILE, size.value) <= Const(capacity.value * 1024) // buffers,
+            f"(tile_m + tile_n) x tile_k x {size.value} B fits {arch}'s {capacity.value} KiB of LDS, halved when "
+            f"the pipeline double-buffers it: {_or(always)} always, {_or(optional)} with double_smem_buffer "
+            f"({_or(single)} single-buffered)", [capacity, double, size], None)
+
+
+LDS_BUDGETS: dict[str, Callable[[Reader, str, TableValue], LdsBudget]] = {
+    "per_pipeline": _lds_per_pipeline,
+    "arch_capacity": _lds_arch_capacity,
+}
+FORMULATIONS: dict[str, dict[str, Callable]] = {"lds_budget": LDS_BUDGETS}
+"""Per rule that has more than one, its formulations by the name a rule revision gives them
+(``revisions.json`` ``rules``)."""
+
+
 @cache
-def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
-    """The rules of a GEMM config in cell (arch, variant, *, dtype), in upstream check order."""
-    facts = arch_facts(arch)
+def gemm_rules(arch: str, variant: Variant, dtype: Dtype, revision: str | None = None) -> tuple[Rule, ...]:
+    """The rules of a GEMM config in cell (arch, variant, *, dtype), in upstream check order, as rule
+    revision ``revision`` (None: the newest) has them: its tables and its formulation of each rule."""
+    rev = rules_revision(revision)
+    revised = partial(read, revision=rev)
+    facts = arch_facts(arch, rev.name)
     arch = facts.name
     w = facts.warp_size
-    warp_size_rule = read("arch", "warp_size_rule")
+    warp_size_rule = revised("arch", "warp_size_rule")
     rules: list[Rule] = []
 
     def add(name: str, predicate: Predicate, expr: Expr, text: str, source: str, reads: Iterable[TableValue] = (),
@@ -126,10 +175,10 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         rules.append(Rule(name, predicate, expr, text, source, quirk, tuple(reads)))
 
     def for_arch(*keys: str) -> TableValue:
-        return read("validity", "is_valid_for_arch", *keys)
+        return revised("validity", "is_valid_for_arch", *keys)
 
     def config_valid(*keys: str) -> TableValue:
-        return read("validity", "is_config_valid", *keys)
+        return revised("validity", "is_config_valid", *keys)
 
     # -- structure: fields of ckspace's own model that must agree with each other --------------
     add("streamk_fields", Predicate.STRUCTURE,
@@ -146,7 +195,7 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         "codegen_common.py TileConfig.is_valid")
 
     # -- GroupedConvKernelConfig.is_valid_for_arch ---------------------------------------------------
-    invalid = read("validity", "trait_invalid_combos")
+    invalid = revised("validity", "trait_invalid_combos")
     add("trait_combo", Predicate.IS_VALID_FOR_ARCH, Not(in_table(TRAIT, _trait_rows(invalid.value))),
         f"no {_combos(invalid.value)}",
         f"{FOR_ARCH} step 1: codegen_common.py TraitConfigBase.is_valid", [invalid])
@@ -165,7 +214,7 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         all_of(*(any_of(v.isin(odd.value), (v % 2).eq(0)) for v in (F("vec_a"), F("vec_b"), F("vec_c")))),
         f"every vector width is even or {_or(odd.value)}", f"{FOR_ARCH} step 4: {FULL_RULES} check_vectors",
         [odd])
-    combos = read("arch", "archs", arch, "wave_combos")
+    combos = revised("arch", "archs", arch, "wave_combos")
     add("wave_combo", Predicate.IS_VALID_FOR_ARCH, in_table(WAVE, combos.value),
         f"(wave_m, wave_n, wave_k) is one of {arch}'s wave combos: {_shapes(combos.value)}",
         f"{FOR_ARCH} step 5: arch_specs_generated.py WARP_SUPPORTED_COMBINATIONS", [combos])
@@ -237,7 +286,7 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         f"(wave_m, wave_n, {wave_k.value}) is one of {arch}'s wave combos (wave_k forced to {wave_k.value}): "
         f"{_shapes((m, n, wave_k.value) for m, n in forced)}",
         _config_check(3, "_validate_warp_config"), [wave_k, combos], quirk="14.2")
-    tiles = read("arch", "archs", arch, "warp_tiles", dtype.key, default=None)
+    tiles = revised("arch", "archs", arch, "warp_tiles", dtype.key, default=None)
     add("warp_tile_list", Predicate.IS_CONFIG_VALID, in_table(WARP, tiles.value) if tiles.value is not None else TRUE,
         f"the warp tile is one of {arch}'s {dtype.key} warp tiles: {_shapes(tiles.value)}" if tiles.value is not None
         else f"{arch} has no {dtype.key} warp tiles, which the config check lets pass with a warning",
@@ -247,19 +296,18 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         F("pipeline").isin(_codes(allowed.value)) if variant.value in backward.value else TRUE,
         f"{' and '.join(backward.value)} only run {_or(allowed.value)}",
         _config_check(5, "_validate_trait_combo"), [backward, allowed], quirk="14.1")
-    unsupported = read("arch", "trait_unsupported_combos")
+    unsupported = revised("arch", "trait_unsupported_combos")
     add("arch_trait_table", Predicate.IS_CONFIG_VALID, Not(in_table(TRAIT, _trait_rows(unsupported.value))),
         f"no {_combos(unsupported.value)} (the arch table's unsupported combos)",
         _config_check(5, "_validate_trait_combo") + " with arch_specs_generated.py TRAIT_UNSUPPORTED_COMBINATIONS",
         [unsupported])
-    limits_table, size = read("arch", "lds_limit_bytes_by_pipeline"), read("arch", "element_size_bytes", dtype.value)
-    limits = {p.code: lds_limit_bytes(p) for p in Pipeline}
-    add("lds_budget", Predicate.IS_CONFIG_VALID,
-        lds_bytes(F("tile_m"), F("tile_n"), F("tile_k"), size.value)
-        <= lookup(F("pipeline"), limits, max(limits.values())),
-        f"(tile_m + tile_n) x tile_k x {size.value} B fits the pipeline's LDS limit "
-        f"({_lds_limits(limits_table.value)}), whatever the arch's LDS",
-        _config_check(6, "_validate_lds_capacity"), [limits_table, size], quirk="14.5")
+    size = revised("arch", "element_size_bytes", dtype.value)
+    formulation, introduced = rev.formulation("lds_budget")
+    expr, text, reads, quirk = LDS_BUDGETS[formulation](revised, arch, size)
+    source = _config_check(6, "_validate_lds_capacity")
+    if introduced.parent is not None:
+        source += f", rules revision {introduced.name}: {introduced.upstream}"
+    add("lds_budget", Predicate.IS_CONFIG_VALID, expr, text, source, reads, quirk=quirk)
     alignment_check = _config_check(7, "_validate_dimension_alignment")
     add("align_m", Predicate.IS_CONFIG_VALID, (F("tile_m") % (F("wave_m") * F("warp_tile_m"))).eq(0),
         "tile_m is a multiple of wave_m x warp_tile_m", alignment_check)

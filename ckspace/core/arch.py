@@ -1,5 +1,7 @@
-"""Architecture facts, read from the shipped arch table (upstream ``arch_specs_generated.py`` and
-``arch_specs.json``)."""
+"""Architecture facts, read from the arch table (upstream ``arch_specs_generated.py`` and
+``arch_specs.json``) as a rule revision has it (:mod:`ckspace.core.revisions`): a later upstream
+state can correct a fact (gfx1250's LDS), so facts are read through the revision, the newest by
+default."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ckspace.core.revisions import rules_revision
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Pipeline, parse_arch
 
@@ -21,6 +24,8 @@ class ArchFacts(BaseModel):
     ``warp_size`` is the value the validity rules use (64 for gfx9*, else 32). ``warp_tiles`` maps a
     dtype to its supported MFMA/WMMA shapes in upstream list order, which the ``full`` rule set's
     pairing depends on; a dtype missing from it means "no table", which upstream treats as a pass.
+    ``lds_capacity_kb`` is the LDS per compute unit that arch_specs.json lists (in the revision's
+    table: the newest says 320 KiB for gfx1250, the oldest 64).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -38,10 +43,17 @@ class ArchFacts(BaseModel):
 
 
 @cache
-def arch_facts(name: str) -> ArchFacts:
-    """The facts of ``name``; raises :class:`InvalidChoiceError` for an unknown arch."""
+def arch_table(revision: str | None = None) -> dict:
+    """The arch table as rule revision ``revision`` has it (None: the newest)."""
+    return rules_revision(revision).patched("arch", table("arch"))
+
+
+@cache
+def arch_facts(name: str, revision: str | None = None) -> ArchFacts:
+    """The facts of ``name`` in rule revision ``revision`` (None: the newest); raises
+    :class:`InvalidChoiceError` for an unknown arch or revision."""
     name = parse_arch(name)
-    data = table("arch")
+    data = arch_table(revision)
     entry = data["archs"][name]
     rule = data["warp_size_rule"]
     warp_size = rule["warp_size_if_prefix"] if name.startswith(rule["prefix"]) else rule["warp_size_otherwise"]
@@ -60,10 +72,10 @@ def arch_facts(name: str) -> ArchFacts:
     )
 
 
-def lds_limit_bytes(pipeline: Pipeline) -> int:
-    """Per-pipeline LDS budget of the config check (``ArchFilter._validate_lds_capacity``): arch-blind
-    upstream, quirk 14.5 of ``docs/rules.md``."""
-    limits = table("arch")["lds_limit_bytes_by_pipeline"]
+def lds_limit_bytes(pipeline: Pipeline, revision: str | None = None) -> int:
+    """Per-pipeline LDS budget of the oldest revision's config check (``ArchFilter._validate_lds_capacity``):
+    arch-blind, quirk 14.5 of ``docs/rules.md``."""
+    limits = arch_table(revision)["lds_limit_bytes_by_pipeline"]
     return limits.get(pipeline.value, limits["default"])
 
 

@@ -13,6 +13,7 @@ from itertools import product
 from typing import NamedTuple
 
 from ckspace.core.fields import Row
+from ckspace.core.revisions import rules_revision as rules_revision_of
 from ckspace.core.vocab import NDIMS, Dtype, Predicate, Variant, parse_arch, parse_ndim
 
 
@@ -38,7 +39,8 @@ class Request:
     Order matters and is kept as given: upstream emits cells variant-major, then ndim, then dtype,
     and the sampling rule sets (full-tests, tiny) select from that emission order, so the same cell
     can get a different subset in a different request. ``rule_set`` is a rule set's canonical name
-    (:func:`ckspace.constraints.rulesets.get_rule_set` validates user text).
+    (:func:`ckspace.constraints.rulesets.get_rule_set` validates user text); ``rules_revision`` names
+    the upstream state of the validity rules (:mod:`ckspace.core.revisions`).
     """
 
     arch: str
@@ -46,17 +48,21 @@ class Request:
     variants: tuple[Variant, ...]
     ndims: tuple[int, ...]
     dtypes: tuple[Dtype, ...]
+    rules_revision: str
 
     @classmethod
     def build(cls, arch: str, rule_set: str, variants: Iterable[object] | None = None,
-              ndims: Iterable[object] | None = None, dtypes: Iterable[object] | None = None) -> "Request":
-        """Validate and order the parts (variant, ndim and dtype default to all values)."""
+              ndims: Iterable[object] | None = None, dtypes: Iterable[object] | None = None,
+              rules_revision: str | None = None) -> "Request":
+        """Validate and order the parts (variant, ndim and dtype default to all values, the rules
+        revision to the newest)."""
         return cls(
             arch=parse_arch(arch),
             rule_set=rule_set,
             variants=_unique(Variant.parse(v) for v in (variants or list(Variant))),
             ndims=_unique(parse_ndim(n) for n in (ndims or NDIMS)),
             dtypes=_unique(Dtype.parse(d) for d in (dtypes or list(Dtype))),
+            rules_revision=rules_revision_of(rules_revision).name,
         )
 
     @property
@@ -66,7 +72,7 @@ class Request:
     def key(self) -> str:
         """Text that identifies the request in cache keys."""
         return "|".join([
-            self.arch, self.rule_set, ",".join(v.value for v in self.variants),
+            self.arch, self.rule_set, self.rules_revision, ",".join(v.value for v in self.variants),
             ",".join(map(str, self.ndims)), ",".join(d.value for d in self.dtypes),
         ])
 

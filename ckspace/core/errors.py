@@ -13,7 +13,12 @@ class CkspaceError(Exception):
     """Base class of the errors ckspace raises on bad input or bad state."""
 
 
-class InvalidChoiceError(CkspaceError, ValueError):
+class InvalidInputError(CkspaceError, ValueError):
+    """A value the caller passed is wrong (an empty candidate list, k < 1, a model for another cell):
+    bad input, so also a ``ValueError`` for callers that catch the standard type."""
+
+
+class InvalidChoiceError(InvalidInputError):
     """A value is not one of the allowed choices; the message names both."""
 
     def __init__(self, what: str, value: object, choices: Iterable[object]) -> None:
@@ -24,7 +29,7 @@ class InvalidChoiceError(CkspaceError, ValueError):
         super().__init__(f"unknown {what} {value!r}; valid: {listed}")
 
 
-class KernelNameError(CkspaceError, ValueError):
+class KernelNameError(InvalidInputError):
     """A kernel name does not follow the kernel-name grammar (:mod:`ckspace.core.naming`)."""
 
 

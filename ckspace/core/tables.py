@@ -1,7 +1,8 @@
 """The shipped data: the upstream rule tables and the hardware spec sheet.
 
 The JSON files under ``ckspace/data/tables/`` are the facts of the upstream generator (arch facts,
-rule-set tables, sampling parameters); ``ckspace/data/hardware.json`` holds spec-sheet facts the
+rule-set tables, sampling parameters) and, in ``revisions.json``, the later upstream states as deltas
+on them (:mod:`ckspace.core.revisions`); ``ckspace/data/hardware.json`` holds spec-sheet facts the
 selector needs. The installed package reads only these copies. The rule tables' combined hash is
 part of every cache key, so editing a table invalidates cached enumerations.
 """
@@ -14,7 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-TABLE_NAMES = ("arch", "common", "default", "depthwise", "full", "sampling", "validity")
+TABLE_NAMES = ("arch", "common", "default", "depthwise", "full", "sampling", "validity", "revisions")
 
 
 @cache

@@ -2,7 +2,9 @@
 
 The rule tables say which kernels exist; choosing between them also needs how big and how fast the
 GPU is. These numbers come from public spec sheets (each entry names its source) and feed the
-selector's features and its analytical fallback.
+selector's features and its analytical fallback. The LDS per compute unit is the one arch fact both
+sides need, so it is read from the arch facts (:mod:`ckspace.core.arch`, newest rules revision), not
+stated twice.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ckspace.core.arch import arch_facts
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.tables import hardware_table
 from ckspace.core.vocab import Dtype, parse_arch
@@ -25,10 +28,15 @@ class HardwareFacts(BaseModel):
     product: str
     compute_units: int = Field(gt=0)
     peak_clock_mhz: int = Field(gt=0)
-    lds_bytes_per_cu: int = Field(gt=0)
     memory_bandwidth_gbs: float = Field(gt=0)
     peak_dense_tflops: dict[str, float]
     source: str
+
+    @property
+    def lds_bytes_per_cu(self) -> int:
+        """LDS per compute unit: the arch facts' capacity (arch_specs.json as the newest rules revision
+        has it)."""
+        return arch_facts(self.arch).lds_capacity_kb * 1024
 
     def peak_tflops(self, dtype: Dtype | str) -> float:
         """Dense matrix peak for ``dtype``; raises for a dtype the sheet does not list."""

@@ -49,6 +49,7 @@ class CellExplanation(BaseModel):
     ndim: int
     dtype: str
     rule_set: str
+    rules_revision: str
     config_kind: Literal["gemm", "depthwise"]
     valid: bool
     completions: int
@@ -56,7 +57,7 @@ class CellExplanation(BaseModel):
     closest: list[str]
 
     def text(self, partial: bool) -> str:
-        head = f"{self.arch} {self.variant}/{self.ndim}d/{self.dtype} ({self.rule_set}): "
+        head = f"{self.arch} {self.variant}/{self.ndim}d/{self.dtype} ({self.rule_set}, rules {self.rules_revision}): "
         if self.valid:
             more = f"; {self.completions} valid completion(s)" if partial else ""
             return head + "VALID" + more
@@ -174,7 +175,7 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
     fixed = [(fields.index(f), v) for f, v in values.items()]
     completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
     base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
-                rule_set=request.rule_set, config_kind="depthwise" if depthwise else "gemm")
+                rule_set=request.rule_set, rules_revision=request.rules_revision, config_kind="depthwise" if depthwise else "gemm")
     if model.feasible(values):
         return CellExplanation(**base, valid=True, completions=completions, blame=[], closest=[])
     correction = model.minimal_correction(values)

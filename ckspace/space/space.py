@@ -44,20 +44,23 @@ class Space:
     Every argument takes one value or a list. ``variant``, ``ndim`` and ``dtype`` default to all
     values; ``rule_set`` to ``full``. A list of variants/ndims/dtypes is one upstream request, so
     the sampling rule sets (full-tests, tiny) sample over all of it; several archs or rule sets
-    are separate requests whose kernels are united.
+    are separate requests whose kernels are united. ``rules_revision`` names the upstream state of
+    the validity rules (``ckspace rules`` lists them; default: the newest).
     """
 
     def __init__(self, arch: str | Sequence[str], variant: object = None, ndim: object = None,
                  dtype: object = None, rule_set: str | Sequence[str] = "full", *,
-                 where: str | Sequence[str] = (), use_cache: bool = True) -> None:
+                 where: str | Sequence[str] = (), use_cache: bool = True,
+                 rules_revision: str | None = None) -> None:
         archs = _listify(arch) or []
         rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
             raise CkspaceError("a Space needs at least one arch and one rule set")
         variants, ndims, dtypes = _listify(variant), _listify(ndim), _listify(dtype)
         self.requests: tuple[Request, ...] = tuple(
-            Request.build(a, rs, variants, ndims, dtypes) for a, rs in product(archs, rule_sets)
+            Request.build(a, rs, variants, ndims, dtypes, rules_revision) for a, rs in product(archs, rule_sets)
         )
+        self.rules_revision: str = self.requests[0].rules_revision
         self.use_cache = use_cache
         self.filters: tuple[Rule, ...] = ()
         if where:
@@ -313,7 +316,8 @@ class Space:
 
     def violated_rules(self, config: "KernelConfig") -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal
-        membership aside): empty for a config the generator would accept if proposed."""
+        membership aside): empty for a config the generator of this space's rules revision would
+        accept if proposed."""
         from ckspace.constraints.classify import columns, rule_masks
         from ckspace.constraints.validity import depthwise_rules, gemm_rules
         from ckspace.core.config import DepthwiseConfig
@@ -321,7 +325,7 @@ class Space:
         if isinstance(config, DepthwiseConfig):
             rules, fields, row = depthwise_rules(), DEPTHWISE_FIELDS, config.row()
         else:
-            rules = gemm_rules(config.arch, config.variant, config.dtype)
+            rules = gemm_rules(config.arch, config.variant, config.dtype, self.rules_revision)
             fields, row = GEMM_FIELD_NAMES, config.row()
         masks = rule_masks(rules, columns([row], fields), 1)
         return [name for name, ok in masks.items() if not ok[0]]
@@ -359,5 +363,6 @@ class Space:
             from ckspace.constraints.model import cell_model
 
             extra = self.cell_rules(request, cell)[1 if depthwise else 0]
-            self._models[key] = cell_model(request.arch, cell, self.proposals(request)[cell], depthwise, extra)
+            self._models[key] = cell_model(request.arch, cell, self.proposals(request)[cell], depthwise, extra,
+                                           request.rules_revision)
         return self._models[key]
