@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     described = {"arch": request.arch, "rule_set": request.rule_set,
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
-                 "problem": args.problem}
+                 "problem": args.problem, "rules_revision": request.rules_revision}
     result = emit(kernels, args.out, revision, arch=request.arch, request=described)
     manifest = result.manifest
     out.write(f"{len(manifest.kernels)} kernels emitted to {args.out} "

@@ -170,7 +170,7 @@ def problem_values(problem: ConvProblem) -> dict[str, int]:
 PARAMS: tuple[str, ...] = ("ndim", "N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
                            "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
                            "dil_d", "dil_h", "dil_w", "k_batch")
-"""Every problem quantity a check may read: the fields of ``ckspace_conv_problem`` in C."""
+"""Every problem quantity a check may read: the fields of ``ckspace_conv_problem`` in the dispatcher C API."""
 
 
 def describe(problem: ConvProblem, values: dict[str, int]) -> dict[str, object]:

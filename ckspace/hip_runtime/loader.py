@@ -28,7 +28,7 @@ _STT_FUNC = 2
 
 
 class ProblemArgs(ctypes.Structure):
-    """Mirror of ``ckspace_conv_problem`` in the emitted ``ckspace_registry.hpp``: the C form of a
+    """Mirror of ``ckspace_kernel_args`` in the emitted ``ckspace_registry.hpp``: the C form of a
     :class:`~ckspace.core.problem.ConvProblem` (spatial arrays outermost first, unused slots 0)."""
 
     _fields_ = [("ndim", ctypes.c_int32), ("G", ctypes.c_int64), ("N", ctypes.c_int64),

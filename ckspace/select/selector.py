@@ -32,7 +32,7 @@ from ckspace.constraints.classify import columns
 from ckspace.constraints.expr import bind, evaluate, fields_of
 from ckspace.constraints.problem_rules import ProblemRule, gemm_problem_templates, problem_values
 from ckspace.core.config import GemmConfig
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, NoKernelError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -67,8 +67,9 @@ Candidate = str | GemmConfig
 ENGINES = ("auto", "compiled", "lightgbm")
 
 
-class SelectorError(CkspaceError, ValueError):
-    """Bad input to the selector: no candidates, a candidate of another cell, a bad ``k``."""
+class SelectorError(InvalidInputError):
+    """Bad input to the selector: no candidates, a candidate of another cell, a bad ``k``, a
+    model of another cell (a ``ValueError`` too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +111,16 @@ class Rows:
 @dataclass
 class CandidateSet:
     """Candidates resolved to configs with their per-candidate columns; the vector variants of
-    their families are worked out on first need."""
+    their families are worked out on first need (restricted to ``pool`` when one is given)."""
 
     names: tuple[str, ...]
     rows: Rows
     ndim: np.ndarray
+    pool: frozenset[tuple] | None = None
     _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
     family_rows: list[np.ndarray] = field(default_factory=list, repr=False)
+    same_as_candidate: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
+    """Per variant row: the candidate with the same config, or -1."""
 
     @property
     def table(self) -> ConfigTable:
@@ -127,13 +131,22 @@ class CandidateSet:
         offsets of each family's block; their names)."""
         if self._variants is None:
             per_family = vector_variants(self.table.configs)
+            if self.pool is not None:
+                per_family = [[v for v in family if _identity(v) in self.pool] for family in per_family]
             flat = [v for family in per_family for v in family]
             owner = np.repeat(np.arange(len(per_family)), [len(f) for f in per_family])
-            offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])])
+            offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])]).astype(np.int64)
             rows = Rows.build(flat) if flat else Rows(ConfigTable.build([]), {})
             self._variants = (rows, owner, offsets, [v.name for v in flat])
             self.family_rows = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(per_family))]
+            candidates = {_identity(c): i for i, c in enumerate(self.table.configs)}
+            self.same_as_candidate = np.asarray([candidates.get(_identity(v), -1) for v in flat], dtype=np.int64)
         return self._variants
+
+
+def _identity(config: GemmConfig) -> tuple:
+    """What makes two configs the same kernel (names are output, never identity)."""
+    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
 
 
 def _masks(rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str, np.ndarray], size: int,
@@ -243,16 +256,20 @@ class Selector:
         """The kernels the model was trained on (its measured registry); empty without a model."""
         return tuple(self.card.kernels) if self.card else ()
 
-    def prepare(self, candidates: Sequence[Candidate]) -> CandidateSet:
+    def prepare(self, candidates: Sequence[Candidate], pool: Sequence[GemmConfig] | None = None) -> CandidateSet:
         """Resolve candidates (kernel names — ckspace or tile-engine benchmark names — or configs)
-        and compute their columns; memoised per candidate list."""
-        key = tuple(candidates)
+        and compute their columns; memoised per candidate list and pool.
+
+        ``pool`` limits the vector-width fallbacks to these configs (a built library's kernels);
+        without it a family may fall back to any variant the validity rules allow."""
+        pool_key = None if pool is None else frozenset(_identity(c) for c in pool)
+        key = (tuple(candidates), pool_key)
         prepared = self._prepared.get(key)
         if prepared is None:
-            if not key:
+            if not key[0]:
                 raise SelectorError("no candidate kernels to select from")
             configs, names = [], []
-            for item in key:
+            for item in key[0]:
                 config = item if isinstance(item, GemmConfig) else config_from_any_name(str(item), self.arch)
                 if config.variant is not self.variant or config.dtype is not self.dtype or config.arch != self.arch:
                     raise SelectorError(f"candidate {config.name} is a {config.arch} {config.variant.value} "
@@ -260,7 +277,8 @@ class Selector:
                                         f"{self.variant.value} {self.dtype.value}")
                 configs.append(config)
                 names.append(item.name if isinstance(item, GemmConfig) else str(item))
-            prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]))
+            prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]),
+                                    pool_key)
             self._prepared[key] = prepared
         return prepared
 
@@ -292,20 +310,23 @@ class Selector:
                     for name in _check_fields(self.variant, problem.ndim, self.dtype)}
             ok_other, ok_vector = _masks(rules, values, cols, candidate_rows.size)
             seen: set[int] = set()
+            direct_set = set(direct.tolist())
             for j in np.flatnonzero(ok_other & ok_vector):  # widest first: a family's first passing row wins
                 family = int(owner[candidate_rows[j]])
                 if family not in seen:
                     seen.add(family)
-                    picked.append((family, int(candidate_rows[j])))
+                    if int(prepared.same_as_candidate[candidate_rows[j]]) not in direct_set:
+                        picked.append((family, int(candidate_rows[j])))  # else ranked on its own already
         return direct, np.asarray(picked, dtype=np.int64).reshape(-1, 2)
 
-    def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5) -> Selection:
-        """The best kernel for ``problem`` among the candidates and their vector fallbacks, and the
-        top ``k`` with predicted TFLOPS."""
+    def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5,
+               pool: Sequence[GemmConfig] | None = None) -> Selection:
+        """The best kernel for ``problem`` among the candidates and their vector fallbacks (from
+        ``pool`` when given, see :meth:`prepare`), and the top ``k`` with predicted TFLOPS."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise SelectorError(f"k must be an integer of at least 1, not {k!r}")
         problem = problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem)
-        prepared = self.prepare(candidates)
+        prepared = self.prepare(candidates, pool)
         direct, fallback = self.runnable(problem, prepared)
         if direct.size == 0 and fallback.size == 0:
             raise self._no_kernel(problem, prepared)

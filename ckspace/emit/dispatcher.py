@@ -1,0 +1,192 @@
+"""The generated C/C++ dispatcher: ``ckspace emit --with-selector``.
+
+Beside the kernels, the emitted tree gets
+
+* ``ckspace_dispatch.h`` — the C API (:file:`templates/ckspace_dispatch.h.j2` documents it);
+* ``ckspace_dispatch.c`` — host C: the kernel table, the IsSupportedArgument checks rendered from
+  their rule expressions (:mod:`ckspace.constraints.cexpr`), the vector-width fallbacks
+  (:mod:`ckspace.select.fallbacks`), the features rendered from their formulas
+  (:mod:`ckspace.select.cfeatures`) and the selection loop;
+* ``ckspace_model/`` — each cell's ranker and regressor compiled to C by TL2cgen
+  (:mod:`ckspace.select.compiled`);
+* ``ckspace_dispatch_run.cpp`` — ``ckspace_run``, compiled with the kernels by a HIP compiler.
+
+Nothing here is written by hand per kernel or per rule: regenerate after any change. The Python
+:class:`~ckspace.select.selector.Selector` given the same candidates and the library as its
+fallback pool returns the same kernel (tests compare them on real and drawn problems).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckspace import __version__
+from ckspace.constraints.cexpr import C_HELPERS, to_c
+from ckspace.constraints.problem_rules import PARAMS, gemm_problem_templates
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.operands import OPERANDS
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.select.cfeatures import c_double, features_c
+from ckspace.select.compiled import model_sources
+from ckspace.select.fallbacks import vector_variants
+from ckspace.select.features import (
+    ANALYTICAL_FEATURE,
+    CONFIG_FEATURES,
+    FEATURE_NAMES,
+    FORMULA_COLUMNS,
+    PROBLEM_VALUES,
+    ConfigTable,
+    feature_formulas,
+)
+from ckspace.select.hardware import hardware_facts
+from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
+
+log = logging.getLogger(__name__)
+
+HEADER = "ckspace_dispatch.h"
+HOST_SOURCE = "ckspace_dispatch.c"
+RUN_SOURCE = "ckspace_dispatch_run.cpp"
+MODEL_DIR = "ckspace_model"
+
+FIELD_DOCS: dict[str, str] = {
+    "variant": "CKSPACE_FORWARD, CKSPACE_BWD_DATA or CKSPACE_BWD_WEIGHT",
+    "dtype": "CKSPACE_DTYPE_*",
+    "ndim": "spatial dimensions: 1, 2 or 3",
+    "N": "batch size (images)",
+    "G": "groups; C and K are multiples of G",
+    "C": "input channels, all groups together",
+    "K": "output channels, all groups together",
+    "Di": "input depth (3D)", "Hi": "input height (2D, 3D)", "Wi": "input width",
+    "Z": "filter depth (3D)", "Y": "filter height (2D, 3D)", "X": "filter width",
+    "stride_d": "stride along depth, >= 1", "stride_h": "stride along height, >= 1",
+    "stride_w": "stride along width, >= 1",
+    "pad_d": "padding before and after along depth, >= 0", "pad_h": "padding along height, >= 0",
+    "pad_w": "padding along width, >= 0",
+    "dil_d": "dilation along depth, >= 1", "dil_h": "dilation along height, >= 1",
+    "dil_w": "dilation along width, >= 1",
+    "k_batch": "split-K factor: 1, or more for bwd_weight kernels that split the reduction",
+}
+STRUCT_FIELDS: tuple[str, ...] = ("variant", "dtype", *PARAMS)
+"""The fields of ``ckspace_conv_problem``, in order (all ``int64_t``)."""
+assert set(FIELD_DOCS) == set(STRUCT_FIELDS), "every field of the C problem is documented"
+
+
+@dataclass(frozen=True)
+class Library:
+    """What the dispatcher serves: the kernels in table order (name order), which of them the
+    selector ranks (the others are only vector-width fallbacks), and each candidate's fallbacks."""
+
+    kernels: tuple[GemmConfig, ...]
+    candidate: tuple[bool, ...]
+    fallbacks: tuple[tuple[int, ...], ...]
+
+    @classmethod
+    def build(cls, kernels: Sequence[GemmConfig], fallback_only: frozenset[str] = frozenset()) -> "Library":
+        kernels = tuple(sorted(kernels, key=lambda c: c.name))
+        index = {(c.arch, c.variant, c.ndim, c.dtype, c.row()): i for i, c in enumerate(kernels)}
+        fallbacks: list[tuple[int, ...]] = [() for _ in kernels]
+        by_cell: dict[tuple, list[int]] = {}
+        for i, c in enumerate(kernels):
+            by_cell.setdefault((c.arch, c.variant, c.dtype), []).append(i)
+        for members in by_cell.values():
+            variants = vector_variants([kernels[i] for i in members])
+            for i, family in zip(members, variants):
+                found = [index.get((v.arch, v.variant, v.ndim, v.dtype, v.row())) for v in family]
+                fallbacks[i] = tuple(j for j in found if j is not None)
+        return cls(kernels, tuple(c.name not in fallback_only for c in kernels), tuple(fallbacks))
+
+
+def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str,
+                 model_dirs: Mapping[tuple[Variant, Dtype], Path]) -> dict[tuple[Variant, Dtype], dict[str, str] | None]:
+    """Per cell the two model files' text (verified), or None for the analytical score."""
+    out: dict[tuple[Variant, Dtype], dict[str, str] | None] = {}
+    for variant, dtype in cells:
+        directory = model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value)
+        if not Path(directory).is_dir():
+            log.info("no model for %s %s %s: the dispatcher ranks that cell by the analytical score",
+                     arch, variant.value, dtype.value)
+            out[variant, dtype] = None
+            continue
+        _, _, card = load_model(Path(directory))
+        if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
+            raise CkspaceError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, not for the "
+                               f"library's {arch} {variant.value} {dtype.value} kernels")
+        out[variant, dtype] = model_texts(Path(directory), card)
+    return out
+
+
+def dispatcher_sources(library: Library, arch: str, environment,
+                       model_dirs: Mapping[tuple[Variant, Dtype], Path] = {}) -> dict[str, bytes]:
+    """The dispatcher's files (path in the tree -> bytes) for ``library``."""
+    if not library.kernels:
+        raise CkspaceError("the dispatcher needs at least one GEMM kernel; the request emitted none")
+    hw = hardware_facts(arch)
+    cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
+    cell_index = {cell: i for i, cell in enumerate(cells)}
+    models = _cell_models(cells, arch, model_dirs)
+    table = ConfigTable.build(library.kernels)
+    flat: list[int] = []
+    kernels = []
+    for i, config in enumerate(library.kernels):
+        begin = len(flat)
+        flat += library.fallbacks[i]
+        kernels.append({
+            "name": config.name, "cell": cell_index[config.variant, config.dtype], "candidate": int(library.candidate[i]),
+            "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
+            "formula_columns": [c_double(v) for v in table.formula_columns[i]],
+            "block": [c_double(v) for v in table.block[i]],
+        })
+    checks = []
+    for variant, dtype in cells:
+        for ndim in sorted({c.ndim for c in library.kernels if (c.variant, c.dtype) == (variant, dtype)}):
+            rules = [{"name": r.name, "source": r.source.replace("*/", "* /"), "vector": r.vector_field is not None,
+                      "c": to_c(r.expr, lambda f: f"k->{f}", lambda p: f"p->{p}")}
+                     for r in gemm_problem_templates(variant, ndim, dtype)]
+            checks.append({"cell": f"{variant.value} {ndim}D {dtype.value}", "cell_index": cell_index[variant, dtype],
+                           "ndim": ndim, "function": f"cks_checks_{variant.value}_{ndim}d_{dtype.value}",
+                           "rules": rules})
+    files: dict[str, bytes] = {}
+    cell_context = []
+    for variant, dtype in cells:
+        prefix = f"cks_{variant.value}_{dtype.value}"
+        texts = models[variant, dtype]
+        function = f"{prefix}_features"
+        cell_context.append({"prefix": prefix, "model": texts is not None, "variant_code": variant.code,
+                             "dtype_code": dtype.code, "features_function": function,
+                             "features": features_c(function, feature_formulas(variant, dtype, hw))})
+        if texts is not None:
+            for role, name in (("ranker", RANKER_FILE), ("tflops", TFLOPS_FILE)):
+                for path, text in model_sources(texts[name], f"{prefix}_{role}", len(FEATURE_NAMES)).items():
+                    files[f"{MODEL_DIR}/{path}"] = text.encode()
+    base = {"version": __version__}
+    variants = [(v.value, v.code) for v in Variant]
+    dtypes = [(d.value, d.code) for d in Dtype]
+    files[HEADER] = environment.get_template("ckspace_dispatch.h.j2").render(
+        {**base, "variants": variants, "dtypes": dtypes,
+         "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
+    files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
+        {**base, "kernels": kernels, "fields": GEMM_FIELD_NAMES, "fallbacks": flat, "checks": checks,
+         "cells": cell_context, "helpers": C_HELPERS, "variants": variants, "dtypes": dtypes,
+         "n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
+         "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),
+         "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
+         "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE)}).encode()
+    operand_map = []
+    for variant in Variant:  # per variant code: the operand (0 = a, 1 = b, 2 = c) of In, Wei, Out
+        gemm = OPERANDS[variant]
+        tensors = [gemm.a.tensor, gemm.b.tensor, gemm.c.tensor]
+        operand_map.append([tensors.index(t) for t in ("In", "Wei", "Out")])
+    files[RUN_SOURCE] = environment.get_template("ckspace_dispatch_run.cpp.j2").render(
+        {**base, "kernels": kernels, "operand_map": operand_map}).encode()
+    return files
+
+
+def host_units(files: Sequence[str]) -> list[str]:
+    """The C translation units of the host part among a tree's files."""
+    return [HOST_SOURCE] + sorted(f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1
+                                  and f.endswith(".c"))
