@@ -12,20 +12,32 @@ HELP = "compile an emitted tree (batched, cached) into a shared library with a J
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, help="a directory written by ckspace emit")
-    parser.add_argument("--arch", required=True, help="offload target, e.g. gfx942")
+    parser.add_argument("--arch", help="offload target, e.g. gfx942 (required unless --host-only)")
+    parser.add_argument("--host-only", action="store_true",
+                        help="build only the dispatcher's host part (tree emitted --with-selector) with the host "
+                             "C compiler: build/host/libckspace_dispatch.so, no HIP needed")
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores / 2)")
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.errors import CkspaceError
     from ckspace.core.vocab import parse_arch
     from ckspace.hip_runtime.build import (
         REPORT_NAME,
         build,
+        build_host,
         default_jobs,
         stderr_is_terminal,
     )
+
+    if args.host_only:
+        library = build_host(args.dir)
+        out.write(f"library: {library}\n")
+        return 0
+    if not args.arch:
+        raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
 
     report = build(args.dir, parse_arch(args.arch), jobs=args.jobs or default_jobs(), batch=args.batch,
                    ck_root=args.ck_root, progress=stderr_is_terminal())

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from ckspace.core.errors import CkspaceError
 from ckspace.commands.common import (
     add_space_arguments,
     request_from_args,
@@ -20,10 +21,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser)
     parser.add_argument("--out", required=True, type=Path, help="output directory")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
+    parser.add_argument("--with-selector", action="store_true",
+                        help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the "
+                             "rankers compiled to C")
+    parser.add_argument("--model", type=Path, metavar="DIR",
+                        help="with --with-selector: the model directory of one cell (default: the shipped "
+                             "models; cells without one rank by the analytical score)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.emit.emitter import emit
+    from ckspace.emit.emitter import SelectorOptions, emit
     from ckspace.hip_runtime.ck_headers import find_revision
 
     request = request_from_args(args)
@@ -33,7 +40,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
                  "problem": args.problem, "rules_revision": request.rules_revision}
-    result = emit(kernels, args.out, revision, arch=request.arch, request=described)
+    if args.model is not None and not args.with_selector:
+        raise CkspaceError("--model is for the dispatcher: add --with-selector")
+    selector = SelectorOptions(model=args.model) if args.with_selector else None
+    result = emit(kernels, args.out, revision, arch=request.arch, request=described, selector=selector)
     manifest = result.manifest
     out.write(f"{len(manifest.kernels)} kernels emitted to {args.out} "
               f"({len(result.written)} files written, {result.unchanged} unchanged, "
@@ -47,6 +57,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         listed = ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))
         out.write(f"{len(manifest.excluded)} configs excluded by this CK's rules ({listed}); "
                   "see manifest.json 'excluded'\n")
+    if manifest.dispatcher is not None:
+        models = ", ".join(f"{cell}: {source}" for cell, source in manifest.dispatcher.models.items())
+        out.write(f"dispatcher: {len(manifest.dispatcher.kernels)} kernels behind ckspace_dispatch.h ({models})\n")
     if manifest.depthwise_note:
         out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")
     return 0

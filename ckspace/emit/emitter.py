@@ -30,8 +30,10 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.files import sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
+from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
 from ckspace.emit.manifest import (
     MANIFEST_NAME,
+    DispatcherRecord,
     EmittedKernel,
     ExcludedKernel,
     FileRecord,
@@ -60,6 +62,14 @@ def _environment() -> jinja2.Environment:
 
 def include_all_name(variant: Variant) -> str:
     return f"include_all_grouped_conv_{variant.value}_kernels.hpp"
+
+
+@dataclass(frozen=True)
+class SelectorOptions:
+    """``--with-selector``: write the dispatcher (:mod:`ckspace.emit.dispatcher`); ``model`` is one
+    cell's model directory (the others use the shipped models or the analytical score)."""
+
+    model: Path | None = None
 
 
 @dataclass
@@ -97,6 +107,29 @@ def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[Gem
     return configs, excluded, depthwise
 
 
+def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dtype], Path]:
+    """``--model`` as the model of its cell, which must be one of the library's."""
+    if model is None:
+        return {}
+    from ckspace.select.store import load_model
+
+    _, _, card = load_model(model)
+    cell = (Variant.parse(card.variant), Dtype.parse(card.dtype))
+    if cell not in {(c.variant, c.dtype) for c in library.kernels}:
+        raise CkspaceError(f"--model {model} is a {card.variant} {card.dtype} model; the emitted kernels have no "
+                           "such cell")
+    return {cell: model}
+
+
+def _model_sources(files: Mapping[str, bytes], library: Library) -> dict[str, str]:
+    cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
+    out = {}
+    for variant, dtype in cells:
+        ranker = files.get(f"{MODEL_DIR}/cks_{variant.value}_{dtype.value}_ranker/main.c")
+        out[f"{variant.value} {dtype.value}"] = f"model {sha256(ranker)}" if ranker else "analytical"
+    return out
+
+
 def _previous_files(out: Path) -> set[str]:
     path = out / MANIFEST_NAME
     if not path.is_file():
@@ -109,7 +142,7 @@ def _previous_files(out: Path) -> set[str]:
 
 
 def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
-         arch: str, request: Mapping[str, Any]) -> EmitResult:
+         arch: str, request: Mapping[str, Any], selector: SelectorOptions | None = None) -> EmitResult:
     """Write the tree for ``kernels`` under ``out``; see the module docstring."""
     if out.exists() and not out.is_dir():
         raise CkspaceError(f"--out {str(out)!r} exists and is not a directory")
@@ -145,13 +178,20 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
             {**base, "variant": variant.value, "kernels": per_variant[variant]}).encode()
     shared[REGISTER_ALL] = env.get_template("register_all.hpp.j2").render(
         {**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)}).encode()
+    record = None
+    if selector is not None:
+        library = Library.build(configs)
+        dispatch = dispatcher_sources(library, arch, env, _model_dirs(selector.model, library))
+        shared.update(dispatch)
+        record = DispatcherRecord(kernels=[c.name for c in library.kernels], models=_model_sources(dispatch, library),
+                                  host_units=host_units(list(dispatch)), run_unit=RUN_SOURCE)
     files.update(shared)
 
     manifest = Manifest(
         ckspace_version=__version__, arch=arch, request=dict(request), ck_revision=revision,
         kernels=emitted, shared=[FileRecord(path=p, sha256=sha256(d)) for p, d in sorted(shared.items())],
         excluded=excluded, depthwise_skipped=depthwise,
-        depthwise_note=depthwise_note(revision) if depthwise else None,
+        depthwise_note=depthwise_note(revision) if depthwise else None, dispatcher=record,
     )
     files[MANIFEST_NAME] = (json.dumps(manifest.model_dump(mode="json"), indent=1, sort_keys=True) + "\n").encode()
 

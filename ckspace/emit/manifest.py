@@ -39,6 +39,22 @@ class ExcludedKernel(BaseModel):
     """The ``ck_revision`` rules the config breaks."""
 
 
+class DispatcherRecord(BaseModel):
+    """What ``--with-selector`` generated: the dispatcher's kernel table and where each cell's
+    ranking comes from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kernels: list[str]
+    """Kernel names in table order (the indices of the C API)."""
+    models: dict[str, str]
+    """Per cell (``variant dtype``): ``model <sha256 of the ranker>`` or ``analytical``."""
+    host_units: list[str]
+    """The C translation units of the host part (``ckspace build --host-only`` compiles these)."""
+    run_unit: str
+    """The HIP translation unit of ``ckspace_run``."""
+
+
 class Manifest(BaseModel):
     """The whole tree; kernels and exclusions sorted by name so equal requests give equal bytes."""
 
@@ -51,6 +67,7 @@ class Manifest(BaseModel):
     excluded: list[ExcludedKernel]
     depthwise_skipped: int
     depthwise_note: str | None
+    dispatcher: DispatcherRecord | None = None
 
     def files(self) -> list[str]:
         """Every file of the tree (manifest excluded)."""

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import write_atomic, write_if_changed
+from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.hip_runtime import objcache
@@ -189,10 +190,7 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
           progress: bool = False) -> BuildReport:
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring."""
     started = time.monotonic()
-    manifest_path = tree / MANIFEST_NAME
-    if not manifest_path.is_file():
-        raise CkspaceError(f"{tree} has no {MANIFEST_NAME} (run ckspace emit --out {tree} first)")
-    manifest = Manifest.model_validate_json(manifest_path.read_bytes())
+    manifest = _read_manifest(tree)
     if jobs < 1 or batch < 1:
         raise CkspaceError("--jobs and --batch must be at least 1")
     revision = find_revision(ck_root)
@@ -236,6 +234,8 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
                 error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)")))
     results.sort(key=lambda r: r.name)
 
+    if manifest.dispatcher is not None and objects:
+        objects += _dispatcher_objects(tree, build_dir, manifest, toolchain, revision, includes, jobs, progress)
     library, link_error = _link(build_dir, arch, toolchain, sorted(objects))
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
@@ -245,6 +245,86 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
         cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
     return report
+
+
+def _read_manifest(tree: Path) -> Manifest:
+    path = tree / MANIFEST_NAME
+    if not path.is_file():
+        raise CkspaceError(f"{tree} has no {MANIFEST_NAME} (run ckspace emit --out {tree} first)")
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise CkspaceError(f"{path} is not a ckspace manifest ({str(exc).splitlines()[0]}); re-emit the tree") from None
+
+
+def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
+    """The dispatcher's host C units compiled with the host C compiler (cached like the kernels)."""
+    from ckspace.select.compiled import FLAGS, compiler_identity, host_c_compiler
+
+    compiler = host_c_compiler()
+    if compiler is None:
+        raise CkspaceError("the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found")
+    identity = compiler_identity(compiler)
+    objects = []
+    for unit in units:
+        source = tree / unit
+        included = sorted(p for p in source.parent.glob(f"{source.stem}/*") if p.is_file())
+        key = objcache.object_key([source.read_bytes(), *(p.read_bytes() for p in included),
+                                   (tree / DISPATCH_HEADER).read_bytes()], identity, FLAGS, "host", "")
+        cached = objcache.lookup(key)
+        if cached is None:
+            obj = build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run([compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", str(obj)],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise CkspaceError(f"compiling the dispatcher's {unit} failed: "
+                                   f"{first_error(done.stderr) or done.stderr.strip()[-300:]}")
+            objcache.store(key, obj)
+            cached = objcache.lookup(key)
+        objects.append(str(cached))
+    return objects
+
+
+def _dispatcher_objects(tree: Path, build_dir: Path, manifest: Manifest, toolchain: Toolchain,
+                        revision: CkRevision, includes: tuple[str, ...], jobs: int, progress: bool) -> list[str]:
+    """The host objects and the HIP ``ckspace_run`` unit of a tree emitted ``--with-selector``."""
+    assert manifest.dispatcher is not None
+    text = f'#include "{manifest.dispatcher.run_unit}"\n'
+    sources = [text.encode(), (tree / manifest.dispatcher.run_unit).read_bytes(), (tree / DISPATCH_HEADER).read_bytes(),
+               (tree / REGISTRY_HEADER).read_bytes()]
+    key = objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch, revision.fingerprint)
+    unit = Unit(name="dispatch_run", kernels=[], text=text, key=key)
+    if objcache.lookup(key) is None:
+        _compile(build_dir, "dispatch.ninja", [unit], toolchain, includes, jobs, progress, "compiling ckspace_run")
+    run_object = objcache.lookup(key)
+    if run_object is None:
+        log_file = build_dir / "logs" / "dispatch_run.log"
+        error = first_error(log_file.read_text(errors="replace")) if log_file.is_file() else None
+        raise CkspaceError(f"compiling ckspace_run failed: {error or 'see ' + str(log_file)}")
+    return [*_host_objects(tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
+
+
+def build_host(tree: Path) -> Path:
+    """``ckspace build DIR --host-only``: the dispatcher's host part alone (no HIP, no kernels) as
+    ``build/host/libckspace_dispatch.so``; ``ckspace_run`` is absent from it."""
+    from ckspace.select.compiled import host_c_compiler
+
+    manifest = _read_manifest(tree)
+    if manifest.dispatcher is None:
+        raise CkspaceError(f"{tree} has no dispatcher: emit it with --with-selector")
+    tree = tree.resolve()
+    build_dir = tree / "build" / "host"
+    objects = _host_objects(tree, build_dir, manifest.dispatcher.host_units)
+    output = build_dir / "libckspace_dispatch.so"
+    tmp = output.with_suffix(".so.tmp")
+    done = subprocess.run([host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise CkspaceError(f"linking the dispatcher failed: {first_error(done.stderr) or done.stderr.strip()[-300:]}")
+    os.replace(tmp, output)
+    return output
 
 
 def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) -> tuple[str | None, str | None]:

@@ -106,7 +106,8 @@ def host_c_compiler() -> str | None:
     return None
 
 
-def _compiler_identity(compiler: str) -> str:
+def compiler_identity(compiler: str) -> str:
+    """The first line of ``compiler --version`` (part of every cache key of compiled C)."""
     try:
         return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30,
                               check=True).stdout.splitlines()[0]
@@ -130,7 +131,7 @@ def features_unit(formulas: Sequence[Formula]) -> str:
 def compile_library(sources: dict[str, str], units: Sequence[str], compiler: str) -> Path:
     """The shared library of ``units`` (names in ``sources``), built with ``compiler`` into the
     cache directory once per distinct sources and compiler; concurrent builders are safe."""
-    digest = sha256("\0".join([_compiler_identity(compiler), *FLAGS, *units,
+    digest = sha256("\0".join([compiler_identity(compiler), *FLAGS, *units,
                                 *(f"{name}\0{text}" for name, text in sorted(sources.items()))]).encode())
     target = cache_dir() / "compiled-selectors" / digest[:32]
     library = target / "selector.so"
