@@ -22,10 +22,11 @@ from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
-from ckspace.emit.emitter import emit
+from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.hip_runtime.build import build
 from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
-from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs
+from ckspace.hip_runtime.dispatcher import Dispatcher
+from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs, exported_functions
 from ckspace.hip_runtime.toolchain import discover
 from ckspace.space.space import Space
 
@@ -146,7 +147,8 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     revision = find_revision()
     kernels, probes = sample_kernels("gfx942", revision)
     request = sample_request("gfx942", revision, kernels, probes)
-    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request)
+    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request,
+                  selector=SelectorOptions())
     configs = [GemmConfig(**{k: v for k, v in e.config.items() if k != "name"}) for e in result.manifest.kernels]
     assert len(configs) == len(kernels)  # nothing of the sample is excluded by a ck_revision rule
     covered = set().union(*(tags(c) for c in configs))
@@ -176,3 +178,15 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not library.loaded  # listing never loads the HIP library
     problem = ProblemArgs.from_problem(ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1"))
     assert problem.ndim == 2 and problem.filter[2] == 0
+
+    # the dispatcher went in with the kernels: the whole C API is exported, and it answers
+    exported = set(exported_functions(Path(report.library)))
+    assert {"ckspace_kernel_count", "ckspace_kernel_name", "ckspace_is_supported", "ckspace_select",
+            "ckspace_run"} <= exported
+    dispatcher = Dispatcher.load(report.library)
+    assert dispatcher.has_run and dispatcher.kernel_names == tuple(result.manifest.dispatcher.kernels)
+    forward = ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1")
+    for variant, dtype in {(c.variant, c.dtype) for c in configs}:
+        choice = dispatcher.select(forward, variant, dtype)
+        if choice is not None:
+            assert dispatcher.is_supported(choice.kernel, forward, variant, dtype)

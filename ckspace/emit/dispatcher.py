@@ -136,7 +136,8 @@ def dispatcher_sources(library: Library, arch: str, environment,
         begin = len(flat)
         flat += library.fallbacks[i]
         kernels.append({
-            "name": config.name, "cell": cell_index[config.variant, config.dtype], "candidate": int(library.candidate[i]),
+            "name": config.name, "cell": cell_index[config.variant, config.dtype], "ndim": config.ndim,
+            "candidate": int(library.candidate[i]),
             "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
             "formula_columns": [c_double(v) for v in table.formula_columns[i]],
             "block": [c_double(v) for v in table.block[i]],

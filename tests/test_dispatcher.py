@@ -1,0 +1,209 @@
+"""The generated C dispatcher against the Python selector and the Python problem rules.
+
+Two implementations of one fact (which kernel runs a convolution, and whether a kernel can): the C
+is rendered from the same rule expressions, feature formulas and models, the Python evaluates them
+with numpy and LightGBM. They must agree on real problems and on drawn ones, pick for pick, with
+predicted TFLOPS equal to float precision.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SHARED
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ckspace.cli import main
+from ckspace.constraints.expr import evaluate
+from ckspace.constraints.classify import columns
+from ckspace.constraints.problem_rules import gemm_problem_rules
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError, NoKernelError
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
+from ckspace.emit.emitter import _environment
+from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
+from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.select.compiled import compile_library, host_c_compiler
+from ckspace.select.selector import Selector
+from ckspace.space.space import Space
+
+DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
+
+
+def compiled(library: Library, arch: str) -> Dispatcher:
+    """The host part of ``library``'s dispatcher, built with the host C compiler."""
+    compiler = host_c_compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    sources = {path: data.decode() for path, data in dispatcher_sources(library, arch, _environment()).items()}
+    return Dispatcher.load(compile_library(sources, host_units(list(sources)), compiler))
+
+
+@cache
+def measured() -> tuple[Library, Dispatcher, Selector]:
+    """The 30 measured gfx950 kernels, their dispatcher and the Python selector (LightGBM engine:
+    numpy features and LightGBM's trees, independent of the generated C)."""
+    selector = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
+    library = Library.build([config_from_any_name(n, "gfx950") for n in selector.default_candidates])
+    return library, compiled(library, "gfx950"), selector
+
+
+@cache
+def whole_arch() -> tuple[Library, Dispatcher]:
+    """Every GEMM kernel of the default rule set on gfx950: all variants, 1-3D, every dtype, so
+    that split-K, 3D and narrower-vector kernels are in the library."""
+    configs = [c for c in Space("gfx950", rule_set="default") if c.kind == "gemm"]
+    library = Library.build(configs)
+    return library, compiled(library, "gfx950")
+
+
+@cache
+def python_selector(variant: Variant, dtype: Dtype) -> Selector:
+    return Selector.load("gfx950", variant, dtype, engine="lightgbm")
+
+
+def agree(dispatcher: Dispatcher, library: Library, selector: Selector, problem: ConvProblem) -> None:
+    cell = [c for c in library.kernels if (c.variant, c.dtype) == (selector.variant, selector.dtype)]
+    choice = dispatcher.select(problem, selector.variant, selector.dtype)
+    try:
+        expected = selector.select(problem, cell, k=1, pool=list(library.kernels))
+    except NoKernelError:
+        assert choice is None, f"C picked {choice} where Python finds no kernel for {problem.text()}"
+        return
+    assert choice is not None and choice.name == expected.pick, problem.text()
+    assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
+
+
+def test_same_pick_on_every_real_problem() -> None:
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} is absent")
+    library, dispatcher, selector = measured()
+    with DATA.open(newline="") as handle:
+        shapes = {tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)}
+    assert len(shapes) == 230
+    for shape in sorted(shapes):
+        agree(dispatcher, library, selector, ConvProblem.from_values(dict(zip(KEYS, shape))))
+
+
+@st.composite
+def hard_problems(draw) -> tuple[ConvProblem, Variant, Dtype]:
+    """Odd and even channels per group around the vector widths, groups, 1-3D, strides, pads,
+    dilations and split-K."""
+    ndim = draw(st.sampled_from([1, 2, 2, 3]))
+    g = draw(st.sampled_from([1, 1, 2, 3, 4, 32]))
+    per_group = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 52, 64, 96, 156])
+    values = {"ndim": ndim, "N": draw(st.sampled_from([1, 2, 3, 8])), "G": g,
+              "C": g * draw(per_group), "K": g * draw(per_group)}
+    variant = draw(st.sampled_from(list(Variant)))
+    values["k_batch"] = draw(st.sampled_from([1, 2, 4])) if variant is Variant.BWD_WEIGHT else 1
+    for d, (size, filt) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X"))):
+        if d not in "dhw"[3 - ndim:]:
+            continue
+        values[size] = draw(st.integers(1, 64))
+        values[filt] = draw(st.sampled_from([1, 1, 3, 5, 7]))
+        values[f"stride_{d}"] = draw(st.sampled_from([1, 1, 2, 3]))
+        values[f"pad_{d}"] = draw(st.sampled_from([0, 0, 1, 3]))
+        values[f"dil_{d}"] = draw(st.sampled_from([1, 1, 2]))
+    try:
+        problem = ConvProblem.from_values(values)
+    except CkspaceError:
+        assume(False)
+        raise
+    return problem, variant, draw(st.sampled_from([Dtype.BF16, Dtype.FP16, Dtype.FP32]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hard_problems())
+def test_same_pick_on_drawn_problems(drawn: tuple[ConvProblem, Variant, Dtype]) -> None:
+    problem, variant, dtype = drawn
+    library, dispatcher = whole_arch()
+    agree(dispatcher, library, python_selector(variant, dtype), problem)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hard_problems(), st.integers(0, 10_000))
+def test_is_supported_equals_the_python_rules(drawn: tuple[ConvProblem, Variant, Dtype], pick: int) -> None:
+    problem, variant, dtype = drawn
+    library, dispatcher = whole_arch()
+    cell = [i for i, c in enumerate(library.kernels) if (c.variant, c.dtype) == (variant, dtype)]
+    assume(cell)
+    index = cell[pick % len(cell)]
+    config: GemmConfig = library.kernels[index]
+    cols = columns([config.row()], GEMM_FIELD_NAMES)
+    expected = all(bool(np.asarray(evaluate(rule.expr, cols)).reshape(-1)[0])
+                   for rule in gemm_problem_rules(problem, variant, config.ndim, dtype))
+    assert dispatcher.is_supported(index, problem, variant, dtype) == expected
+    other = Variant.FORWARD if variant is not Variant.FORWARD else Variant.BWD_DATA
+    assert not dispatcher.is_supported(index, problem, other, dtype)  # another cell's kernel
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({name: st.integers(-2, 9) for name in ("N", "G", "C", "K", "Hi", "Wi", "Y", "X",
+                                                                  "stride_h", "stride_w", "pad_h", "pad_w",
+                                                                  "dil_h", "dil_w", "k_batch")}))
+def test_malformed_problems_are_refused_like_the_python_model(values: dict[str, int]) -> None:
+    """C's problem check and ConvProblem's validation accept exactly the same 2D problems."""
+    _, dispatcher = whole_arch()
+    try:
+        ConvProblem.from_values({**values, "ndim": 2})
+        valid = True
+    except CkspaceError:
+        valid = False
+    raw = ConvProblemC(variant=0, dtype=Dtype.BF16.code, ndim=2, Di=1, Z=1, stride_d=1, pad_d=0, dil_d=1, **values)
+    status, _, _ = dispatcher.select_raw(raw)
+    assert (status != 3) == valid
+
+
+def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
+    """A library whose candidates are the full rule set's vec-8 kernels and whose other kernels are
+    fallbacks only: a problem with 4 channels per group runs on a narrower variant of the library,
+    the same one the Python selector picks with the library as its pool."""
+    configs = [c for c in Space("gfx950", "forward", 2, "bf16", "full") if c.kind == "gemm"]
+    wide = [c for c in configs if (c.vec_a, c.vec_b, c.vec_c) == (8, 8, 8)]
+    library = Library.build(configs, fallback_only=frozenset(c.name for c in configs if c not in wide))
+    dispatcher = compiled(library, "gfx950")
+    problem = ConvProblem.parse("N=2,C=4,K=12,Hi=32,Wi=32,Y=3,X=3,pad=1")
+    choice = dispatcher.select(problem, "forward", "bf16")
+    chosen = library.kernels[choice.kernel]
+    assert not library.candidate[choice.kernel] and (chosen.vec_a, chosen.vec_b, chosen.vec_c) == (4, 4, 4)
+    assert dispatcher.is_supported(choice.kernel, problem, "forward", "bf16")
+    expected = python_selector(Variant.FORWARD, Dtype.BF16).select(problem, wide, pool=configs)
+    assert expected.pick == choice.name and expected.family in {c.name for c in wide}
+    assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
+    assert dispatcher.select(ConvProblem.parse("N=2,C=3,K=12,Hi=32,Wi=32,Y=3,X=3"), "forward", "bf16") is not None
+
+
+def test_emit_with_selector_and_host_only_build(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import fake_ck
+
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
+    tree = tmp_path / "tree"
+    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
+                 "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    manifest = json.loads((tree / "manifest.json").read_text())
+    configs = [GemmConfig(**{k: v for k, v in e["config"].items() if k != "name"}) for e in manifest["kernels"]]
+    assert f"dispatcher: {len(configs)} kernels" in capsys.readouterr().out
+    assert manifest["dispatcher"]["kernels"] == sorted(c.name for c in configs)
+    header = (tree / "ckspace_dispatch.h").read_text()
+    assert "do not edit" in header and "int ckspace_select(const ckspace_conv_problem* problem" in header
+    assert main(["build", str(tree), "--host-only"]) == 0
+    library = tree / "build" / "host" / "libckspace_dispatch.so"
+    assert f"library: {library}" in capsys.readouterr().out
+    dispatcher = Dispatcher.load(library)
+    assert not dispatcher.has_run and list(dispatcher.kernel_names) == manifest["dispatcher"]["kernels"]
+    selector = Selector.load("gfx950", "forward", "bf16")
+    problem = ConvProblem.parse("N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,pad=1")
+    assert dispatcher.select(problem, "forward", "bf16").name == selector.select(problem, configs, pool=configs).pick
+    assert main(["build", str(tmp_path), "--host-only"]) == 2  # not an emitted tree
+    assert "no manifest.json" in capsys.readouterr().err
