@@ -23,7 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
+from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
+from ckspace.emit.emitter import _environment
+from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
+from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.select.compiled import compile_library, host_c_compiler
 from ckspace.select.features import feature_matrix
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
@@ -51,7 +57,15 @@ def timed(call, inputs, repeats: int) -> np.ndarray:
 
 
 def report(label: str, ms: np.ndarray) -> None:
-    print(f"{label:<44} p50 {np.percentile(ms, 50):7.3f} ms   p99 {np.percentile(ms, 99):7.3f} ms   (n={ms.size})")
+    print(f"{label:<48} p50 {np.percentile(ms, 50) * 1e3:8.1f} us   p99 {np.percentile(ms, 99) * 1e3:8.1f} us"
+          f"   (n={ms.size})")
+
+
+def dispatcher_for(configs: list) -> Dispatcher:
+    """The generated dispatcher's host part for ``configs``, compiled with the host C compiler."""
+    library = Library.build(configs)
+    sources = {path: data.decode() for path, data in dispatcher_sources(library, "gfx950", _environment()).items()}
+    return Dispatcher.load(compile_library(sources, host_units(list(sources)), host_c_compiler()))
 
 
 def main() -> None:
@@ -60,32 +74,40 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     selector = Selector.load("gfx950", "forward", "bf16")
-    print(f"load shipped model: {(time.perf_counter() - start) * 1e3:.1f} ms (source: {selector.source})")
+    print(f"load shipped model: {(time.perf_counter() - start) * 1e3:.1f} ms (engine: {selector.engine})")
+    reference = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
     shapes = problems()
-    registries = {"30-kernel registry (measured kernels)": list(selector.default_candidates),
+    measured = [config_from_any_name(n, "gfx950") for n in selector.default_candidates]
+    registries = {"30 measured kernels": measured,
                   "full rule set (forward 2D bf16)": [c for c in Space("gfx950", "forward", 2, "bf16", "full")
                                                       if c.kind == "gemm"]}
     for label, candidates in registries.items():
-        prepared = selector.prepare(candidates)
-        counts = [int(selector.feasible(p, prepared).sum()) for p in shapes]
-        runnable = [p for p, n in zip(shapes, counts) if n]
-        print(f"{label}: {len(candidates)} kernels; {len(runnable)} of {len(shapes)} problems have a feasible "
-              f"kernel ({np.mean([n for n in counts if n]):.1f} feasible on average)")
-        selector.select(runnable[0], candidates)  # warm-up
-        report("  select, k=5", timed(lambda p: selector.select(p, candidates, k=5), runnable, args.repeats))
-    prepared = selector.prepare(registries["30-kernel registry (measured kernels)"])
-    shapes = [p for p in shapes if selector.feasible(p, prepared).all()]
-    matrices = [feature_matrix(p, selector.variant, selector.dtype, prepared.table, selector.hw) for p in shapes]
-    ranker = selector.ranker
-    report("30 kernels: features only", timed(lambda p: feature_matrix(p, selector.variant, selector.dtype,
-                                                                       prepared.table, selector.hw),
-                                              shapes, args.repeats))
-    report("30 kernels: feasibility (problem rules)", timed(lambda p: selector.feasible(p, prepared), shapes,
-                                                            args.repeats))
-    report("30 kernels: ranker, Booster.predict", timed(ranker.predict, matrices, args.repeats))
-    report("30 kernels: ranker, Booster.predict(num_threads=1)",
-           timed(lambda m: ranker.predict(m, num_threads=1), matrices, args.repeats))
-    report("30 kernels: ranker, compiled trees", timed(selector.scores, matrices, args.repeats))
+        answered = []
+        for p in shapes:
+            try:
+                selector.select(p, candidates)
+                answered.append(p)
+            except NoKernelError:
+                pass
+        print(f"{label}: {len(candidates)} kernels; {len(answered)} of {len(shapes)} problems answered "
+              "(vector fallbacks included)")
+        python = timed(lambda p: selector.select(p, candidates, k=5), answered, args.repeats)
+        report("  Python select, compiled engine, k=5", python)
+        report("  Python select, LightGBM engine, k=5",
+               timed(lambda p: reference.select(p, candidates, k=5), answered, args.repeats))
+        dispatcher = dispatcher_for(candidates)
+        structs = [ConvProblemC.of(p, "forward", "bf16") for p in answered]
+        compiled = timed(dispatcher.select_raw, structs, args.repeats)
+        report("  compiled ckspace_select (via ctypes)", compiled)
+        print(f"  compiled vs Python select: {np.percentile(python, 50) / np.percentile(compiled, 50):.1f}x at p50")
+        if len(candidates) == 30:
+            prepared = reference.prepare(candidates)
+            matrices = [feature_matrix(p, reference.variant, reference.dtype, prepared.table, reference.hw)
+                        for p in answered if reference.feasible(p, prepared).all()]
+            lightgbm = timed(lambda m: reference.ranker.predict(m, num_threads=1), matrices, args.repeats)
+            report("  LightGBM Booster.predict, the same 30 rows", lightgbm)
+            print(f"  compiled select vs LightGBM predict alone: "
+                  f"{np.percentile(lightgbm, 50) / np.percentile(compiled, 50):.1f}x at p50")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     selection = selector.select(problem, candidates, k=args.top)
     if args.format == "json":
         out.write(json.dumps({"pick": selection.pick, "family": selection.family,
-                              "top": [{"name": r.name, "family": r.family, "predicted_tflops": r.predicted_tflops}
+                              "top": [{"name": r.name, "family": r.family, "score": r.score, "predicted_tflops": r.predicted_tflops}
                                       for r in selection.top],
                               "source": selection.source, "feasible": selection.feasible,
                               "fallbacks": selection.fallbacks, "candidates": selection.candidates}) + "\n")
@@ -84,5 +84,5 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem{through}\n")
     for rank, ranked in enumerate(selection.top, 1):
         stands_for = f"  (vector fallback of {ranked.family})" if ranked.family else ""
-        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  {ranked.name}{stands_for}\n")
+        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  {ranked.name}{stands_for}\n")
     return 0

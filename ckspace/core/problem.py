@@ -14,7 +14,7 @@ from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.operands import OPERANDS
 from ckspace.core.vocab import Variant
 
@@ -149,15 +149,15 @@ class ConvProblem(BaseModel):
             key, sep, value = item.partition("=")
             name = canonical.get(key.strip().lower())
             if not sep:
-                raise CkspaceError(f"problem {text!r}: {item!r} is not KEY=VALUE")
+                raise InvalidInputError(f"problem {text!r}: {item!r} is not KEY=VALUE")
             if name is None:
                 raise InvalidChoiceError("problem key", key.strip(), _KEYS)
             if name in values:
-                raise CkspaceError(f"problem {text!r}: {name} is given twice")
+                raise InvalidInputError(f"problem {text!r}: {name} is given twice")
             try:
                 values[name] = int(value.strip())
             except ValueError:
-                raise CkspaceError(f"problem {text!r}: {name}={value.strip()!r} is not an integer") from None
+                raise InvalidInputError(f"problem {text!r}: {name}={value.strip()!r} is not an integer") from None
         return cls.from_values(values, text)
 
     @classmethod
@@ -188,4 +188,4 @@ class ConvProblem(BaseModel):
                 detail = f"{where}: {first['msg']}" if where else first["msg"].removeprefix("Value error, ")
             else:
                 detail = str(exc)
-            raise CkspaceError(f"problem {text or values!r}: {detail}") from None
+            raise InvalidInputError(f"problem {text or values!r}: {detail}") from None

@@ -75,11 +75,18 @@ class SelectorError(InvalidInputError):
 @dataclass(frozen=True, slots=True)
 class Ranked:
     """One ranked kernel: ``name`` is the kernel to run; ``family`` the candidate it stands for when
-    it is that candidate's vector-width variant (else None). A plain dataclass: built per select
+    it is that candidate's vector-width variant (else None); ``score`` what the list is ordered by
+    (the ranker's raw score, or the analytical log2 TFLOPS).
+
+    ``predicted_tflops`` agrees with the order: the regressor's estimate, capped at the estimate
+    shown for the kernel ranked above, so a later kernel never shows a higher number (the ranker
+    and the regressor are separate models and disagree on close calls). The pick's number is the
+    regressor's own estimate, as the C dispatcher returns it. A plain dataclass: built per select
     call, where a pydantic model's construction alone cost ~5 us."""
 
     name: str
     family: str | None
+    score: float
     predicted_tflops: float
 
 
@@ -346,12 +353,14 @@ class Selector:
             families = [families[i] for i in order]
         matrix = self.feature_matrix(problem, table)
         if self._rank is not None:
-            order = np.argsort(-self.scores(matrix), kind="stable")[:k]
-            tflops = np.exp(self.log_tflops(np.ascontiguousarray(matrix[order])))
+            scores = self.scores(matrix)
+            order = np.argsort(-scores, kind="stable")[:k]
+            tflops = np.minimum.accumulate(np.exp(self.log_tflops(np.ascontiguousarray(matrix[order]))))
         else:
-            order = np.argsort(-matrix[:, _ANALYTICAL], kind="stable")[:k]
-            tflops = np.exp2(matrix[order, _ANALYTICAL])
-        top = [Ranked(names[i], families[i], float(t)) for i, t in zip(order, tflops)]
+            scores = matrix[:, _ANALYTICAL]
+            order = np.argsort(-scores, kind="stable")[:k]
+            tflops = np.exp2(scores[order])
+        top = [Ranked(names[i], families[i], float(scores[i]), float(t)) for i, t in zip(order, tflops)]
         return Selection(top[0].name, top[0].family, top, self.source, len(names), int(fallback.shape[0]),
                          len(prepared.names))
 
