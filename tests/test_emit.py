@@ -17,7 +17,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.emitter import buildable, emit
+from ckspace.emit.emitter import SelectorOptions, buildable, emit
 from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -73,6 +73,22 @@ def test_golden_sources(tmp_path: Path) -> None:
                 expected.write_text(produced)
             assert expected.is_file(), f"missing golden file {expected.name}"
             assert produced == expected.read_text(), f"{record.path} differs from {expected}"
+
+
+def test_golden_dispatcher(tmp_path: Path) -> None:
+    """The dispatcher of the golden configs (gfx942 has no shipped model: analytical ranking, so no
+    TL2cgen output here): header, host C and ckspace_run, byte for byte."""
+    configs = golden_configs()
+    result = emit([kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={},
+                  selector=SelectorOptions())
+    assert result.manifest.dispatcher is not None
+    assert set(result.manifest.dispatcher.models.values()) == {"analytical"}
+    for name in ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_dispatch_run.cpp"):
+        produced = (tmp_path / name).read_text()
+        expected = GOLDEN / name
+        if os.environ.get("CKSPACE_UPDATE_GOLDEN"):
+            expected.write_text(produced)
+        assert produced == expected.read_text(), f"{name} differs from {expected}"
 
 
 def test_banner_and_traits(tmp_path: Path) -> None:

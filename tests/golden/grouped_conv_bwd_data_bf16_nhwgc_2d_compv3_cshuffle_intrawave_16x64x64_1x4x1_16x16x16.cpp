@@ -10,7 +10,7 @@
 #include "ckspace_registry.hpp"
 
 extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(
-    const ckspace_conv_problem* problem, void* in, void* wei, void* out, int k_batch, void* stream)
+    const ckspace_kernel_args* problem, void* in, void* wei, void* out, int k_batch, void* stream)
 {
     try
     {
@@ -26,7 +26,7 @@ extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_bwd_data_bf16_nhwgc_2d_
     }
 }
 
-extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_conv_problem* problem, int k_batch)
+extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_kernel_args* problem, int k_batch)
 {
     try
     {

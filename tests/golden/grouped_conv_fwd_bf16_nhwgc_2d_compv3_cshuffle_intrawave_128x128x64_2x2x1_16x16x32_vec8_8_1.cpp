@@ -10,7 +10,7 @@
 #include "ckspace_registry.hpp"
 
 extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1(
-    const ckspace_conv_problem* problem, void* in, void* wei, void* out, int k_batch, void* stream)
+    const ckspace_kernel_args* problem, void* in, void* wei, void* out, int k_batch, void* stream)
 {
     try
     {
@@ -26,7 +26,7 @@ extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv
     }
 }
 
-extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1(const ckspace_conv_problem* problem, int k_batch)
+extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1(const ckspace_kernel_args* problem, int k_batch)
 {
     try
     {

@@ -10,7 +10,7 @@
 #include "ckspace_registry.hpp"
 
 extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor(
-    const ckspace_conv_problem* problem, void* in, void* wei, void* out, int k_batch, void* stream)
+    const ckspace_kernel_args* problem, void* in, void* wei, void* out, int k_batch, void* stream)
 {
     try
     {
@@ -26,7 +26,7 @@ extern "C" CKSPACE_EXPORT float ckspace_run_grouped_conv_fwd_fp16_nhwgc_2d_mem_c
     }
 }
 
-extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor(const ckspace_conv_problem* problem, int k_batch)
+extern "C" CKSPACE_EXPORT int ckspace_supports_grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor(const ckspace_kernel_args* problem, int k_batch)
 {
     try
     {
