@@ -275,8 +275,9 @@ class Tally:
         groups: dict[str, list[str]] = {}
         for f in self.fields:
             groups.setdefault(root(f), []).append(f)
-        ordered = sorted(groups.values(), key=lambda g: min((self.first.index(f) for f in g if f in self.first),
-                                                            default=len(self.first)))
+        ordered = sorted(groups.values(), key=lambda g: (
+            min((self.first.index(f) for f in g if f in self.first), default=len(self.first)),
+            prod(len(self.domains[f]) for f in g)))  # small blocks first: listing expands them while few
         return [tuple(g) for g in ordered]
 
     # -- ranks to rows ----------------------------------------------------------------------------
@@ -290,7 +291,7 @@ class Tally:
         return out[::-1]
 
     def _rows(self, chosen: Mapping[str, np.ndarray], n: int) -> np.ndarray:
-        rows = np.empty((n, len(self.fields)), dtype=np.int64)
+        rows = np.empty((n, len(self.fields)), dtype=np.int64, order="F")  # filled column by column
         for f, pick in chosen.items():
             rows[:, self._column[f]] = self.domains[f][np.asarray(pick, dtype=np.int64)]
         return rows
@@ -302,16 +303,46 @@ class Tally:
             chosen.update(block.unrank(block_ranks))
         return self._rows(chosen, len(ranks))
 
-    def iter_rows(self, start: int = 0, stop: int | None = None, chunk: int = 1 << 15) -> Iterator[np.ndarray]:
+    def range_rows(self, start: int, stop: int) -> np.ndarray:
+        """The configs of ranks ``start`` to ``stop`` (excluded), in rank order.
+
+        Consecutive ranks share their most significant fields, so rather than unranking each rank
+        the prefixes are expanded field by field, keeping only those whose ranks meet the range:
+        the work per config is a few operations on the last fields' values, not a pass over every
+        field's domain.
+        """
+        kind = object if self.count >= EXACT_INT64 else np.int64
+        offsets = np.zeros(1, dtype=kind)
+        levels: list[tuple[str, np.ndarray, np.ndarray]] = []  # (field, value positions, parent prefix)
+        for j, block in enumerate(self.blocks):
+            tail = prod(b.count for b in self.blocks[j + 1:])
+            current = np.full(len(offsets), block.count, dtype=block.dtype)
+            buckets = block.buckets[::-1]
+            live: dict[str, np.ndarray] = {}  # positions of the fields later buckets of the block read
+            for k, bucket in enumerate(buckets):
+                counts = block._counts(bucket, live, current)
+                span = counts.astype(kind) * tail
+                low = offsets[:, None] + np.cumsum(span, axis=1) - span
+                parent, value = np.nonzero((span > 0) & (low < stop) & (low + span > start))
+                needed = {g for later in buckets[k + 1:] for g in later.given}
+                live = {f: pick[parent] for f, pick in live.items() if f in needed}
+                if bucket.field in needed:
+                    live[bucket.field] = value
+                levels.append((bucket.field, value, parent))
+                offsets, current = low[parent, value], counts[parent, value]
+        chosen: dict[str, np.ndarray] = {}
+        index = np.arange(len(offsets))
+        for field, value, parent in reversed(levels):
+            chosen[field] = value[index]
+            index = parent[index]
+        return self._rows(chosen, len(offsets))
+
+    def iter_rows(self, start: int = 0, stop: int | None = None, chunk: int = 1 << 16) -> Iterator[np.ndarray]:
         """Every config from rank ``start`` to ``stop`` in rank order, ``chunk`` rows at a time: memory
         stays bounded by the chunk whatever the count."""
         stop = self.count if stop is None else min(stop, self.count)
-        position = start
-        while position < stop:
-            end = min(stop, position + chunk)
-            yield self.rows(np.arange(position, end, dtype=np.int64) if self.count < EXACT_INT64
-                            else np.array(range(position, end), dtype=object))
-            position = end
+        for position in range(start, stop, chunk):
+            yield self.range_rows(position, min(stop, position + chunk))
 
     # -- strata -----------------------------------------------------------------------------------
     def _stratum_blocks(self, fields: Sequence[str]) -> list[tuple[Block, tuple[str, ...]]]:
