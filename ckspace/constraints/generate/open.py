@@ -33,12 +33,19 @@ CONV_CONFIGS = "CK example/ck_tile/20_grouped_convolution/conv_configs.hpp"
 FEATURE_FLAGS = ("split_image", "explicit_gemm", "two_stage")
 
 
-def _tile_extents(axis: int, base: TableValue) -> tuple[tuple[int, ...], int, int]:
-    """Multiples of the smallest curated extent along ``axis`` up to twice the largest."""
-    values = {tile[axis] for by_ndim in base.value.values() for by_dtype in by_ndim.values()
-              for tiles in by_dtype.values() for tile in tiles}
-    step, top = min(values), 2 * max(values)
-    return tuple(range(step, top + 1, step)), step, top
+def _tile_extents(axis: int, field: str) -> tuple[tuple[int, ...], TableValue]:
+    """Multiples of the smallest curated extent along ``axis`` up to twice the largest, and the
+    curated extents they come from."""
+    base = read("full", "base_tiles").value
+    values = sorted({tile[axis] for by_ndim in base.values() for by_dtype in by_ndim.values()
+                     for tiles in by_dtype.values() for tile in tiles})
+    step, top = values[0], 2 * values[-1]
+    return tuple(range(step, top + 1, step)), TableValue("full.json", f"base_tiles.*.*.*[{field}]", values)
+
+
+def _or(values: tuple[int, ...]) -> str:
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 def _projection(triples: list[list[int]], axis: int) -> tuple[int, ...]:
@@ -56,15 +63,15 @@ def domain_rules(arch: str, cell: Cell) -> tuple[Rule, ...]:
         rules[field] = Rule(f"open_{field}", Predicate.DOMAIN, Field(field).isin(codes), text, source,
                             reads=tuple(reads))
 
-    base = read("full", "base_tiles")
     for axis, field in enumerate(("tile_m", "tile_n", "tile_k")):
-        values, step, top = _tile_extents(axis, base)
-        add(field, values, f"a multiple of {step} from {step} to {top}: the smallest {field} upstream's full "
-            f"tables curate, up to twice the largest (a choice: beyond it the rules still hold but no tile "
-            f"is curated)", "full.json base_tiles", base)
+        values, curated = _tile_extents(axis, field)
+        add(field, values, f"a multiple of {values[0]} from {values[0]} to {values[-1]}: the smallest {field} "
+            f"upstream's full tables curate, up to twice the largest (a choice: beyond it the rules still hold "
+            f"but no tile is curated)", "full.json base_tiles", curated)
     combos = read("arch", "archs", arch, "wave_combos")
     for axis, field in enumerate(("wave_m", "wave_n", "wave_k")):
-        add(field, _projection(combos.value, axis), f"a {field} of one of {arch}'s wave combos",
+        values = _projection(combos.value, axis)
+        add(field, values, f"{_or(values)}: a {field} of one of {arch}'s wave combos",
             "arch.json wave_combos (upstream arch_specs_generated.py WARP_SUPPORTED_COMBINATIONS)", combos)
     tiles = read("arch", "archs", arch, "warp_tiles", dtype.key, default=None)
     every = read("arch", "archs", arch, "warp_tiles")
@@ -72,7 +79,8 @@ def domain_rules(arch: str, cell: Cell) -> tuple[Rule, ...]:
     shapes = source.value if tiles.value is not None else [t for v in every.value.values() for t in v]
     for axis, field in enumerate(("warp_tile_m", "warp_tile_n", "warp_tile_k")):
         what = f"{dtype.key} warp tiles" if tiles.value is not None else "warp tiles of any dtype (none for this one)"
-        add(field, _projection(shapes, axis), f"a {field} of one of {arch}'s {what}",
+        values = _projection(shapes, axis)
+        add(field, values, f"{_or(values)}: a {field} of one of {arch}'s {what}",
             "arch.json warp_tiles (upstream arch_specs_generated.py WARP_TILE_SUPPORTED_COMBINATIONS)", source)
     gate = read("full", "vec_gate")
     size = element_size(dtype)
@@ -87,19 +95,20 @@ def domain_rules(arch: str, cell: Cell) -> tuple[Rule, ...]:
     for field in ("pad_m", "pad_n", "pad_k", "double_smem_buffer"):
         add(field, (False, True), f"{field} on or off: a template flag of every CK Tile GEMM pipeline",
             "ck_tile TileGemmTraits / GemmPipelineProblem")
-    features = read("full", "features", variant.value)
+    features = read("full", "features").value
     for field in FEATURE_FLAGS:
-        used = any(f[field] for f in features.value)
-        add(field, (False, True) if used else (False,),
-            f"{field} on or off" if used else f"off: upstream's full tables have no {field} pass for {variant.value}",
-            "full.json features", features)
-    merged = read("full", "features")
-    largest = max(f["num_groups_to_merge"] for fs in merged.value.values() for f in fs)
-    merges = any(f["num_groups_to_merge"] > 1 for f in features.value)
+        used = sorted({bool(f[field]) for f in features[variant.value]} | {False})
+        add(field, used, f"{field} on or off" if len(used) > 1 else
+            f"off: upstream's full tables have no {field} pass for {variant.value}", "full.json features",
+            TableValue("full.json", f"features.{variant.value}[*].{field}", used))
+    merged = {v: sorted({f["num_groups_to_merge"] for f in fs} | {1}) for v, fs in features.items()}
+    largest = max(max(values) for values in merged.values())
+    merges = len(merged[variant.value]) > 1
     powers = [1 << i for i in range(largest.bit_length())] if merges else [1]
     add("num_groups_to_merge", powers,
         f"a power of two up to {largest}, the most groups any of upstream's feature passes merges"
-        if merges else f"1: upstream's full tables merge no groups for {variant.value}", "full.json features", merged)
+        if merges else f"1: upstream's full tables merge no groups for {variant.value}", "full.json features",
+        TableValue("full.json", "features.*[*].num_groups_to_merge", merged))
     add("specialization", list(Specialization), "any convolution specialization", "ckspace vocabulary")
     add("streamk_enabled", (False, True), "stream-K on or off", "ckspace model")
     add("streamk_strategy", list(StreamKStrategy), "no stream-K, tree or linear reduction", "ckspace vocabulary")
