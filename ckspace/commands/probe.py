@@ -45,15 +45,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="parallel compiles (default: 1)")
 
 
+def _words(text: str) -> str:
+    """An error's words with every template instance collapsed, with the member a failed requirement
+    names (``GemmPipelineAgBgCrMem<...>::kPadM`` reads ``T<...>``), and numbers blanked."""
+    collapsed, depth = [], 0
+    for char in text:
+        if char == "<":
+            depth += 1
+            if depth == 1:
+                collapsed.append("<...>")
+        elif char == ">" and depth:
+            depth -= 1
+        elif not depth:
+            collapsed.append(char)
+    words = re.sub(r"[\w:]*<\.\.\.>(::\w+)?", "T<...>", "".join(collapsed))
+    return re.sub(r"\d+", "N", words)
+
+
 def signature(error: str) -> tuple[str, str]:
-    """Where a first error was raised (header path from ``ck_tile/`` on, and line) and its words with
-    numbers blanked: what makes two failures the same finding."""
+    """Where a first error was raised (header path from ``ck_tile/`` on, and line) and its words
+    (:func:`_words`): what makes two failures the same finding (one static_assert failing with
+    different template arguments is one missing rule)."""
     match = LOCATION.match(error.strip())
     if match is None:
-        return "", re.sub(r"\d+", "N", error.strip())
+        return "", _words(error.strip())
     path = match["file"]
     path = path[path.index("ck_tile/"):] if "ck_tile/" in path else Path(path).name
-    return f"{path}:{match['line']}", re.sub(r"\d+", "N", match["text"])
+    return f"{path}:{match['line']}", _words(match["text"])
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
