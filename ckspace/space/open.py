@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ckspace.constraints.count import Tally
 from ckspace.constraints.expr import Field
@@ -25,13 +25,18 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import EMITTED_PREDICATES, Predicate
 from ckspace.space.listing import Kernel
 
-if TYPE_CHECKING:
-    from ckspace.space.space import Space
-
 Place = tuple[Request, Cell]
 
 
-def cell_rules(space: "Space", request: Request, cell: Cell) -> tuple[Rule, ...] | None:
+class Space(Protocol):
+    """What these functions read of a :class:`ckspace.space.space.Space` (which imports this module)."""
+
+    requests: tuple[Request, ...]
+
+    def cell_rules(self, request: Request, cell: Cell) -> tuple[Sequence[Rule], Sequence[Rule]]: ...
+
+
+def cell_rules(space: Space, request: Request, cell: Cell) -> tuple[Rule, ...] | None:
     """Every rule of one cell's GEMM configs: domains, validity predicates and the space's extra rules;
     None when an extra rule reads a field GEMM configs lack (then no config of the cell satisfies it,
     as in listings of the other rule sets)."""
@@ -48,22 +53,22 @@ def _tally(rules: tuple[Rule, ...], first: tuple[str, ...]) -> Tally:
     return Tally(GEMM_FIELD_NAMES, rules, first)
 
 
-def tally(space: "Space", request: Request, cell: Cell, first: Sequence[str] = ()) -> Tally | None:
+def tally(space: Space, request: Request, cell: Cell, first: Sequence[str] = ()) -> Tally | None:
     """The cell's tally (None: the cell is empty because a rule reads fields it lacks)."""
     rules = cell_rules(space, request, cell)
     return None if rules is None else _tally(rules, tuple(first))
 
 
-def places(space: "Space") -> list[Place]:
+def places(space: Space) -> list[Place]:
     return [(request, cell) for request in space.requests for cell in request.cells]
 
 
-def count(space: "Space") -> int:
+def count(space: Space) -> int:
     """The exact number of configs of the space (arbitrary size)."""
     return sum(t.count for t in (tally(space, r, c) for r, c in places(space)) if t is not None)
 
 
-def iter_kernels(space: "Space", chunk: int = 1 << 14) -> Iterator[Kernel]:
+def iter_kernels(space: Space, chunk: int = 1 << 14) -> Iterator[Kernel]:
     """Every config, in request, cell and rank order, ``chunk`` at a time."""
     for request, cell in places(space):
         cell_tally = tally(space, request, cell)
@@ -74,7 +79,7 @@ def iter_kernels(space: "Space", chunk: int = 1 << 14) -> Iterator[Kernel]:
                 yield Kernel(request.arch, cell, False, tuple(row), True)
 
 
-def completions(space: "Space", request: Request, cell: Cell, values: dict[str, int]) -> int:
+def completions(space: Space, request: Request, cell: Cell, values: dict[str, int]) -> int:
     """How many configs of the cell agree with ``values``: the cell's count with each value fixed."""
     rules = cell_rules(space, request, cell)
     if rules is None:
@@ -84,7 +89,7 @@ def completions(space: "Space", request: Request, cell: Cell, values: dict[str, 
     return Tally(GEMM_FIELD_NAMES, rules + fixed).count
 
 
-def sample(space: "Space", n: int, seed: int, stratify_by: Sequence[str]) -> list[Kernel]:
+def sample(space: Space, n: int, seed: int, stratify_by: Sequence[str]) -> list[Kernel]:
     """``n`` distinct configs, deterministic for a seed. Without strata, uniform over the space (random
     ranks without replacement). With strata (combinations of values of ``stratify_by``), strata take
     turns in a seeded order and each yields configs drawn uniformly without replacement inside it,

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from ckspace.space.optimum import Optimum
 
 
+OPEN_LIST_LIMIT = 10_000_000
+"""Most kernels of an ``open`` space that list-returning methods (``kernels``, ``names``) hold."""
+
+
 def _listify(value: object) -> list | None:
     if value is None:
         return None
@@ -133,6 +137,10 @@ class Space:
         if self.open:
             if raw:
                 raise CkspaceError("rule set open proposes no table, so it has no raw proposals")
+            if self.count() > OPEN_LIST_LIMIT:
+                raise CkspaceError(f"this open space holds {self.count():,} kernels, too many to hold as a list "
+                                   f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
+                                   "it with where()")
             return list(self.iter_kernels())
         narrowed = bool(self.filters) or self.problem is not None or self.ck is not None
         return list_kernels(self.requests, raw=raw, use_cache=self.use_cache,
