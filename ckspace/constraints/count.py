@@ -76,6 +76,7 @@ class _Bucket:
     field: str
     given: tuple[str, ...]
     table: np.ndarray
+    sums: np.ndarray  # table summed over ``field``: the message it left, kept for unranking
 
 
 class Block:
@@ -99,8 +100,8 @@ class Block:
             pending = [p for p in pending if field not in p.scope]
             given = tuple(f for f in remaining if f != field and any(f in p.scope for p in using))
             table = self._multiply(using, given + (field,))
-            self.buckets.append(_Bucket(field, given, table))
             message = table.sum(axis=-1)
+            self.buckets.append(_Bucket(field, given, table, message))
             if given:
                 pending.append(_Factor(given, message))
             else:
@@ -135,11 +136,12 @@ class Block:
         """Per query and value of ``bucket.field``: how many configs of the block agree with the
         positions ``chosen`` so far (whose number is ``current``) and take that value."""
         if bucket.given:
-            weights = bucket.table[tuple(chosen[g] for g in bucket.given)]
+            index = tuple(chosen[g] for g in bucket.given)
+            weights, sums = bucket.table[index], bucket.sums[index]
         else:
             weights = np.broadcast_to(bucket.table, (len(current), bucket.table.shape[0]))
-        scale = current // np.maximum(weights.sum(axis=1), 1)
-        return weights * scale[:, None]
+            sums = np.broadcast_to(bucket.sums, (len(current),))
+        return weights * (current // np.maximum(sums, 1))[:, None]
 
     def unrank(self, ranks: np.ndarray, forced: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """The domain positions of every field for each rank. ``forced`` fixes the positions of some
@@ -176,6 +178,14 @@ class Block:
             chosen[bucket.field] = forced[bucket.field]
             current = counts[rows, forced[bucket.field]]
         return current
+
+
+def _row_starts(before: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """For entries grouped by ``parent`` (sorted), the value of ``before`` at each group's first
+    entry: subtracting it turns a running sum over all entries into one within each group."""
+    first = np.ones(len(parent), dtype=bool)
+    first[1:] = parent[1:] != parent[:-1]
+    return before[np.maximum.accumulate(np.where(first, np.arange(len(parent)), 0))]
 
 
 class Tally:
@@ -321,15 +331,20 @@ class Tally:
             live: dict[str, np.ndarray] = {}  # positions of the fields later buckets of the block read
             for k, bucket in enumerate(buckets):
                 counts = block._counts(bucket, live, current)
-                span = counts.astype(kind) * tail
-                low = offsets[:, None] + np.cumsum(span, axis=1) - span
-                parent, value = np.nonzero((span > 0) & (low < stop) & (low + span > start))
+                parent, value = np.nonzero(counts)
+                current = counts[parent, value]
+                span = current.astype(kind) * tail if tail != 1 or kind is object else current
+                before = np.cumsum(span) - span  # children in rank order: a parent's first rank plus
+                low = offsets[parent] + before - _row_starts(before, parent)  # its earlier children's
+                first = int(np.searchsorted(low + span, start, side="right"))
+                last = int(np.searchsorted(low, stop, side="left"))
+                parent, value, current, offsets = parent[first:last], value[first:last], current[first:last], \
+                    low[first:last]
                 needed = {g for later in buckets[k + 1:] for g in later.given}
                 live = {f: pick[parent] for f, pick in live.items() if f in needed}
                 if bucket.field in needed:
                     live[bucket.field] = value
                 levels.append((bucket.field, value, parent))
-                offsets, current = low[parent, value], counts[parent, value]
         chosen: dict[str, np.ndarray] = {}
         index = np.arange(len(offsets))
         for field, value, parent in reversed(levels):
