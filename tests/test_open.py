@@ -263,6 +263,9 @@ PROBED = {
     # cshuffle_epilogue.hpp:642 -> static_encoding_pattern.hpp:157 (X0 = 128 threads > the wave)
     "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_32x512x32_1x4x1_32x32x16_vec16_8_1_gm32":
         "ck_epilogue_pattern",
+    # transpose_tile.hpp:160 (in_offset % vec_length_in); the same config with one wave group compiles
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1_wg2":
+        "ck_wave_groups_transpose",
 }
 """Configs of open that the CK headers' rules accepted and the compiler rejected in the recorded
 probe (docs/open.md), with the rule each finding led to."""
@@ -276,6 +279,12 @@ def test_probe_findings_are_rules(name: str) -> None:
     assert space.contains(config)
     blamed = {b.constraint for b in space.for_ck(revision).explain(config).cells[0].blame}
     assert PROBED[name] in blamed
+
+
+def test_the_compiling_twin_of_the_wave_group_finding_passes() -> None:
+    twin = GemmConfig.from_name(
+        "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1", "gfx942")
+    assert Space("gfx942", "bwd_data", 2, "bf16", rule_set="open").for_ck(AITER).contains(twin)
 
 
 PROBE_COMPILER = f"""#!{sys.executable}

@@ -276,6 +276,18 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "ops/grouped_convolution/kernel/grouped_convolution_forward_kernel.hpp 482-483, "
              "grouped_convolution_backward_data_kernel.hpp 549-550, grouped_convolution_backward_weight_kernel.hpp "
              "405-406"),
+        rule("ck_wave_groups_transpose",
+             implies(F("pipeline").isin(codes(shuffling)), F("num_wave_groups").eq(1))
+             if shuffling and (a_layout == "col" or b_layout == "row") else TRUE,
+             f"with two wave groups, the register transpose of {'column-major A' if a_layout == 'col' else 'row-major B'} "
+             f"({', '.join(shuffling)}) reads its input vectors at offsets that are not multiples of the vector "
+             "length: transpose_tile2d static_asserts in_offset % vec_length_in == 0 (found by `ckspace probe` on "
+             "rule set open: bwd_data compv3 112x64x32 1x2x1 16x16x32 vec1_8_1 with 2 wave groups fails, the same "
+             "config with 1 compiles; CK pairs two wave groups only with compv5 on forward, which transposes nothing)",
+             "core/tensor/transpose_tile.hpp 147-160 (static_assert), "
+             f"{PATTERN} 168-201 (the wave-group distributions); {POLICY} 603-643; example/ck_tile/"
+             "20_grouped_convolution/conv_configs.hpp 190-207",
+             reads=("shuffle_always", "shuffle_without_load_tr", "load_tr_archs")),
         rule("ck_epilogue_pattern", epilogue_pattern,
              "the CShuffle epilogue stores C as an MPerIterationShuffle x NPerIterationShuffle tile (N: warp_tile_n x "
              "wave_n; M: warp_tile_m x wave_m times min(vec_c / elements per thread, tile_m / (warp_tile_m x wave_m)) "
