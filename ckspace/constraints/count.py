@@ -228,7 +228,7 @@ class Tally:
                                        domains[field].shape)
                 domains[field] = domains[field][keep]
         factors = [self._tabulate(c, domains) for c in conjuncts if len(fields_of(c)) > 1]
-        self.domains = self._prune(domains, factors)
+        self.domains = self._prune(domains, factors)  # then tabulate again over the pruned values
         factors = [self._tabulate(c, self.domains) for c in conjuncts if len(fields_of(c)) > 1]
         self.empty |= any(len(v) == 0 for v in self.domains.values())
         self.blocks: list[Block] = []
