@@ -220,6 +220,8 @@ def test_open_rejects_what_it_cannot_answer() -> None:
     space = Space("gfx942", "forward", 2, "bf16", rule_set="open")
     with pytest.raises(Exception, match="no raw proposals"):
         space.raw()
+    with pytest.raises(Exception, match="too many to hold as a list"):
+        space.names()
     with pytest.raises(CountError):
         space.where("tile_m + tile_n + tile_k + vec_a + vec_b + vec_c + warp_tile_m > 100").count()
 
