@@ -47,7 +47,7 @@ def test_json_lists_every_validity_rule_with_source_and_words() -> None:
     expected = {(v.value, r.name) for v in Variant for r in gemm_rules(DEFAULT_ARCH, v, Dtype(DEFAULT_DTYPE))}
     expected |= {(None, r.name) for r in depthwise_rules()}
     assert listed == expected
-    assert {r["section"] for r in data["rules"]} == {"validity", "problem"}  # CK rules only with --ck-root
+    assert {r["section"] for r in data["rules"]} == {"validity", "problem", "domain"}  # CK rules only with --ck-root
     assert all(r["source"] and r["text"] and r["kind"] for r in data["rules"])
     assert all(r["quirk"] in QUIRKS for r in data["rules"] if r["quirk"])
 

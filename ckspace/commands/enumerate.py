@@ -1,10 +1,16 @@
-"""``ckspace enumerate``: count or list the kernels a rule set emits."""
+"""``ckspace enumerate``: count or list the kernels a rule set emits.
+
+A rule set without a table (``open``) is counted exactly without listing, and its listing is
+streamed to stdout as it is produced, in rank order (not sorted by name), with constant memory:
+it can be far larger than memory, so it is the one output not assembled before it is written.
+"""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import json
+import sys
 from typing import TextIO
 
 from ckspace.commands.common import (
@@ -33,7 +39,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    kernels = space_from_args(args).kernels(raw=args.raw)
+    space = space_from_args(args)
+    if space.open and not args.raw:
+        if args.count:
+            out.write(f"{space.count()}\n")
+            return 0
+        _stream(space, args.format, sys.stdout)
+        return 0
+    kernels = space.kernels(raw=args.raw)
     if args.count:
         out.write(f"{sum(1 for _ in kernels)}\n")
         return 0
@@ -55,3 +68,39 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         writer.writeheader()
         writer.writerows(records)
     return 0
+
+
+def _stream(space, fmt: str, sink: TextIO, chunk: int = 4096) -> None:
+    """Write an ``open`` listing as it is produced, ``chunk`` kernels per write, with a rich progress
+    bar on stderr when it is a terminal."""
+    from itertools import islice
+
+    from rich.progress import Progress
+
+    kernels = space.iter_kernels()
+    total = space.count()
+    columns = None
+    with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
+        task = progress.add_task("listing", total=total)
+        if fmt == "json":
+            sink.write("[")
+        first = True
+        while batch := list(islice(kernels, chunk)):
+            if fmt == "names":
+                sink.write("".join(f"{k.name}\n" for k in batch))
+            else:
+                records = [{key: v for key, v in k.record().items() if key != "valid"} for k in batch]
+                if fmt == "jsonl":
+                    sink.write("".join(json.dumps(r) + "\n" for r in records))
+                elif fmt == "json":
+                    sink.write(("" if first else ",") + ",".join("\n" + json.dumps(r) for r in records))
+                else:
+                    if columns is None:
+                        columns = list(records[0])
+                        sink.write(",".join(columns) + "\n")
+                    writer = csv.DictWriter(sink, fieldnames=columns, lineterminator="\n")
+                    writer.writerows(records)
+            first = False
+            progress.advance(task, len(batch))
+        if fmt == "json":
+            sink.write("\n]\n")

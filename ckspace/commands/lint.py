@@ -28,7 +28,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    rule_sets = [get_rule_set(r).name for r in args.rule_set or rule_set_names()]
+    tabled = [r for r in rule_set_names() if get_rule_set(r).has_table]  # lint reads proposal tables
+    rule_sets = [get_rule_set(r).name for r in args.rule_set or tabled]
+    if any(not get_rule_set(r).has_table for r in rule_sets):
+        raise InvalidChoiceError("rule set to lint", next(r for r in rule_sets if not get_rule_set(r).has_table),
+                                 tabled)
     archs = [parse_arch(a) for a in args.arch or arch_names()]
     revision = rules_revision(args.rules_revision).name
     from ckspace.constraints.lint import lint  # deferred: numpy

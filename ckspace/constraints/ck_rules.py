@@ -158,6 +158,24 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
     else:
         atomic_vector = all_of(implies(F("two_stage").eq(1), F("vec_c").isin([1, 2, 4])),
                                implies(F("two_stage").eq(0), any_of((F("vec_c") % 2).eq(1), F("vec_c").isin([2, 4, 8]))))
+    # The CShuffle epilogue stores an (MPerIterationShuffle x NPerIterationShuffle) tile with vec_c-wide
+    # stores over wave_m x wave_n waves (its kBlockSize has no wave_k): N is warp_tile_n x wave_n, M is
+    # warp_tile_m x wave_m times the XDL tiles one shuffle gathers, unless that does not divide tile_m.
+    base_m = F("warp_tile_m") * F("wave_m")
+    gathered = F("vec_c") // e_per_thread
+    per_block = tile_m // base_m
+
+    def epilogue_store(m_tiles: Expr) -> Expr:
+        m_val = base_m * m_tiles
+        store = F("warp_tile_n") * F("wave_n")
+        return any_of(all_of((tile_m % m_val).eq(0), _load_pattern(m_val, store, F("vec_c"), F("wave_m") * F("wave_n"),
+                                                                   groups, warp_size)),
+                      all_of((tile_m % m_val).ne(0), _load_pattern(base_m, store, F("vec_c"),
+                                                                   F("wave_m") * F("wave_n"), groups, warp_size)))
+
+    epilogue_pattern = any_of(all_of(e_per_thread >= F("vec_c"), epilogue_store(Const(1))),
+                              all_of(e_per_thread < F("vec_c"), gathered <= per_block, epilogue_store(gathered)),
+                              all_of(e_per_thread < F("vec_c"), gathered > per_block, epilogue_store(per_block)))
     return (
         rule("ck_pipeline", Not(F("pipeline").isin(missing)) if missing else TRUE,
              "the pipeline's class and dispatch base exist in this CK: "
@@ -251,6 +269,33 @@ def ck_rules(revision: CkRevision, variant: Variant, dtype: Dtype, arch: str | N
              "kernels compile that body out)",
              "core/arch/amd_buffer_addressing.hpp 2277-2281 (static_assert 'wrong! not implemented'); "
              "kernel/grouped_convolution_backward_weight_kernel.hpp 902-904 (odd vec_c compiled out)"),
+        rule("ck_padding", all_of(F("pad_m").eq(1), F("pad_n").eq(1), F("pad_k").eq(1)),
+             "every grouped-conv kernel static_asserts GemmPipeline::kPadM && kPadN && kPadK: the implicit GEMM's "
+             "M, N and K are padded whatever the problem (found by `ckspace probe` on rule set open, where the "
+             "pads range over both values)",
+             "ops/grouped_convolution/kernel/grouped_convolution_forward_kernel.hpp 482-483, "
+             "grouped_convolution_backward_data_kernel.hpp 549-550, grouped_convolution_backward_weight_kernel.hpp "
+             "405-406"),
+        rule("ck_wave_groups_transpose",
+             implies(F("pipeline").isin(codes(shuffling)), F("num_wave_groups").eq(1))
+             if shuffling and (a_layout == "col" or b_layout == "row") else TRUE,
+             f"with two wave groups, the register transpose of {'column-major A' if a_layout == 'col' else 'row-major B'} "
+             f"({', '.join(shuffling)}) reads its input vectors at offsets that are not multiples of the vector "
+             "length: transpose_tile2d static_asserts in_offset % vec_length_in == 0 (found by `ckspace probe` on "
+             "rule set open: bwd_data compv3 112x64x32 1x2x1 16x16x32 vec1_8_1 with 2 wave groups fails, the same "
+             "config with 1 compiles; CK pairs two wave groups only with compv5 on forward, which transposes nothing)",
+             "core/tensor/transpose_tile.hpp 147-160 (static_assert), "
+             f"{PATTERN} 168-201 (the wave-group distributions); {POLICY} 603-643; example/ck_tile/"
+             "20_grouped_convolution/conv_configs.hpp 190-207",
+             reads=("shuffle_always", "shuffle_without_load_tr", "load_tr_archs")),
+        rule("ck_epilogue_pattern", epilogue_pattern,
+             "the CShuffle epilogue stores C as an MPerIterationShuffle x NPerIterationShuffle tile (N: warp_tile_n x "
+             "wave_n; M: warp_tile_m x wave_m times min(vec_c / elements per thread, tile_m / (warp_tile_m x wave_m)) "
+             "when vec_c exceeds the warp tile's elements per thread and that divides tile_m, else times 1) with "
+             "vec_c-wide stores by wave_m x wave_n waves: the tile distribution pattern's static_asserts as for A and "
+             "B (found by `ckspace probe` on rule set open: vec_c = 1 with warp_tile_n x wave_n = 128 > the wave)",
+             "ops/epilogue/cshuffle_epilogue.hpp 49 (kBlockSize), 151-156 (FixedVectorSize), 206-249 "
+             f"(MNPerIterationShuffle), 641-647; {PATTERN} 148-166"),
         rule("ck_epilogue_shuffle",
              implies(F("vec_c") > e_per_thread,
                      all_of((tile_m % (F("warp_tile_m") * F("wave_m"))).eq(0), (tile_m % shuffles).eq(0))),

@@ -149,21 +149,22 @@ class CellModel:
         return name, int(round(solver.ObjectiveValue())), {n: solver.Value(v) for n, v in fields.items()}
 
 
-def cell_model(arch: str, cell: Cell, proposal: CellProposals, depthwise: bool,
+def cell_model(arch: str, cell: Cell, proposal: CellProposals | None, depthwise: bool,
                extra: Sequence[Rule] = (), revision: str | None = None) -> CellModel:
     """The model of one cell's GEMM (or depthwise) configs: the rules the rule set and the
     generator of rule revision ``revision`` (None: the newest) apply (as the enumerator classifies
     with them), the ``extra`` rules (filters, a
     problem's checks, a CK revision's rules) and the rule set's table (its candidates, before the
-    predicates it runs itself). An extra rule on fields this kind of config lacks excludes the
+    predicates it runs itself; None for a rule set without a table, whose domain rules come as
+    ``extra`` rules). An extra rule on fields this kind of config lacks excludes the
     kind, by name."""
     kind = "depthwise" if depthwise else "GEMM"
     if depthwise:
-        fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise
+        fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise if proposal else None
         rules = list(depthwise_rules())
     else:
-        fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates
-        wanted = set(EMITTED_PREDICATES) | set(proposal.applies)
+        fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates if proposal else None
+        wanted = set(EMITTED_PREDICATES) | set(proposal.applies if proposal else ())
         rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype, revision) if r.predicate in wanted]
     for rule in extra:
         rules.append(rule if set(rule.fields) <= set(fields) else

@@ -167,6 +167,8 @@ class Predicate(Choice):
     """A check of CK Tile's ``IsSupportedArgument`` for one problem."""
     CK_REVISION = "ck_revision"
     """What the CK revision in use cannot compile."""
+    DOMAIN = "domain"
+    """The values a field ranges over in a rule set without a proposal table (``open``)."""
 
     @property
     def kind(self) -> RuleKind:
@@ -183,6 +185,7 @@ _PREDICATE_KIND = {
     Predicate.WHERE: RuleKind.FILTER,
     Predicate.PROBLEM: RuleKind.PROBLEM,
     Predicate.CK_REVISION: RuleKind.CK,
+    Predicate.DOMAIN: RuleKind.RULE_SET,
 }
 
 EMITTED_PREDICATES: tuple[Predicate, ...] = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH,

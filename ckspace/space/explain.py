@@ -11,7 +11,7 @@ filters, problem checks and what the CK headers in use cannot compile.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -160,9 +160,11 @@ class PartialQuery:
 
 
 def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[str, int], depthwise: bool, *,
-                 valid_rows: Sequence[tuple[int, ...]], proposal_rows: Sequence[tuple[int, ...]]) -> CellExplanation:
+                 valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int],
+                 proposal_rows: Sequence[tuple[int, ...]]) -> CellExplanation:
     """One cell's answer: valid (with the valid kernels among ``valid_rows`` that agree with
-    ``values``) or a minimal correction set of ``model``'s constraints with the offending values;
+    ``values``, or their number as ``valid_rows(values)`` counts it where the rows are never listed)
+    or a minimal correction set of ``model``'s constraints with the offending values;
     ``proposal_rows`` (the rule set's table) supply the closest proposals when the rule set is
     blamed."""
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
@@ -173,10 +175,11 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
         return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
 
     fixed = [(fields.index(f), v) for f, v in values.items()]
-    completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
     base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
                 rule_set=request.rule_set, rules_revision=request.rules_revision, config_kind="depthwise" if depthwise else "gemm")
     if model.feasible(values):
+        completions = (valid_rows(values) if callable(valid_rows)
+                       else sum(all(row[i] == v for i, v in fixed) for row in valid_rows))
         return CellExplanation(**base, valid=True, completions=completions, blame=[], closest=[])
     correction = model.minimal_correction(values)
     if correction is None:

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from ckspace.space.optimum import Optimum
 
 
+OPEN_LIST_LIMIT = 10_000_000
+"""Most kernels of an ``open`` space that list-returning methods (``kernels``, ``names``) hold."""
+
+
 def _listify(value: object) -> list | None:
     if value is None:
         return None
@@ -56,6 +60,10 @@ class Space:
         rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
             raise CkspaceError("a Space needs at least one arch and one rule set")
+        self.open = not get_rule_set(rule_sets[0]).has_table
+        if any(get_rule_set(rs).has_table == self.open for rs in rule_sets):
+            raise CkspaceError("a rule set without a table (open) cannot share a Space with other rule sets: "
+                               "their union is not countable without listing it")
         variants, ndims, dtypes = _listify(variant), _listify(ndim), _listify(dtype)
         self.requests: tuple[Request, ...] = tuple(
             Request.build(a, rs, variants, ndims, dtypes, rules_revision) for a, rs in product(archs, rule_sets)
@@ -129,6 +137,14 @@ class Space:
 
     # -- listing --------------------------------------------------------------------------------
     def _listing(self, raw: bool) -> list[Kernel]:
+        if self.open:
+            if raw:
+                raise CkspaceError("rule set open proposes no table, so it has no raw proposals")
+            if self.count() > OPEN_LIST_LIMIT:
+                raise CkspaceError(f"this open space holds {self.count():,} kernels, too many to hold as a list "
+                                   f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
+                                   "it with where()")
+            return list(self.iter_kernels())
         narrowed = bool(self.filters) or self.problem is not None or self.ck is not None
         return list_kernels(self.requests, raw=raw, use_cache=self.use_cache,
                             filters=self.cell_rules if narrowed else None)
@@ -146,13 +162,27 @@ class Space:
         return list(self._raw if raw else self._valid)
 
     def count(self) -> int:
-        """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch)."""
+        """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch).
+        For ``open``, counted exactly without listing (:mod:`ckspace.constraints.count`)."""
+        if self.open:
+            from ckspace.space import open as open_space
+
+            return open_space.count(self)
         return len(self._valid)
 
     __len__ = count
 
+    def iter_kernels(self) -> Iterator[Kernel]:
+        """The valid kernels one at a time, in listing order; for ``open``, produced lazily in rank
+        order with constant memory whatever the count."""
+        if self.open:
+            from ckspace.space import open as open_space
+
+            return open_space.iter_kernels(self)
+        return iter(self._valid)
+
     def __iter__(self) -> Iterator["KernelConfig"]:
-        return (k.config() for k in self._valid)
+        return (k.config() for k in self.iter_kernels())
 
     def names(self) -> list[str]:
         """Sorted names of the valid kernels (names carry no arch: equal names of two archs
@@ -205,6 +235,15 @@ class Space:
             out.setdefault((k.arch, k.cell, k.depthwise), []).append(k.row)
         return out
 
+    def _completions(self, request: Request, cell: Cell, depthwise: bool):
+        """What explain counts a partial config's valid completions in: the cell's valid rows, or
+        for ``open`` a counter of them (the rows are never listed)."""
+        if not self.open:
+            return self.rows_of(request.arch, cell, depthwise)
+        from ckspace.space import open as open_space
+
+        return (lambda values: 0) if depthwise else (lambda values: open_space.completions(self, request, cell, values))
+
     def rows_of(self, arch: str, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
         """The rows of the valid kernels of one cell of one arch."""
         return self._rows_by_cell.get((arch, cell, depthwise), [])
@@ -253,22 +292,28 @@ class Space:
             if not targets:
                 raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
         cells = [explain_cell(self.cell_model(request, cell, depthwise), request, cell, values, depthwise,
-                              valid_rows=self.rows_of(request.arch, cell, depthwise),
+                              valid_rows=self._completions(request, cell, depthwise),
                               proposal_rows=self.proposal_rows(request, cell, depthwise))
                  for request, cell, values, depthwise in targets]
         return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
                            cells=cells)
 
-    def sample(self, n: int, seed: int = 0,
-               stratify_by: Sequence[str] = ("pipeline", "tile_m", "tile_n", "tile_k")) -> list["KernelConfig"]:
+    def sample(self, n: int, seed: int = 0, stratify_by: Sequence[str] | None = None) -> list["KernelConfig"]:
         """``n`` valid kernels, deterministic for a seed and spread over the strata of the given
         fields (e.g. to choose what to benchmark): strata take turns, each yielding its kernels in
-        a seeded random order. Depthwise kernels form their own stratum."""
+        a seeded random order. Depthwise kernels form their own stratum. ``stratify_by`` defaults to
+        pipeline and tile; on ``open`` to no strata: a uniform sample drawn from the exact counts."""
         import random
 
+        if stratify_by is None:
+            stratify_by = () if self.open else ("pipeline", "tile_m", "tile_n", "tile_k")
         unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
         if unknown:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
+        if self.open:
+            from ckspace.space import open as open_space
+
+            return [k.config() for k in open_space.sample(self, n, seed, stratify_by)]
         index = [GEMM_FIELD_NAMES.index(f) for f in stratify_by]
         strata: dict[tuple, list[Kernel]] = {}
         for k in self._valid:
@@ -344,6 +389,8 @@ class Space:
 
     def proposals(self, request: Request) -> dict[Cell, CellProposals]:
         """The rule set's proposals per cell of ``request`` (memoised: explanations reuse them)."""
+        if self.open:  # no table: the domain rules stand in for it (cell_model)
+            return {cell: CellProposals() for cell in request.cells}
         if request not in self._proposals:
             from ckspace.constraints.enumerator import propose
 
@@ -363,6 +410,9 @@ class Space:
             from ckspace.constraints.model import cell_model
 
             extra = self.cell_rules(request, cell)[1 if depthwise else 0]
-            self._models[key] = cell_model(request.arch, cell, self.proposals(request)[cell], depthwise, extra,
-                                           request.rules_revision)
+            proposal = self.proposals(request)[cell]
+            if self.open and not depthwise:
+                extra = [*get_rule_set(request.rule_set).domain_rules(request.arch, cell), *extra]
+                proposal = None
+            self._models[key] = cell_model(request.arch, cell, proposal, depthwise, extra, request.rules_revision)
         return self._models[key]

@@ -10,6 +10,7 @@ from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 
 if TYPE_CHECKING:
     from ckspace.constraints.generate.sampling import Entry
+    from ckspace.constraints.rule import Rule
 
 
 class RuleSet(ABC):
@@ -28,6 +29,14 @@ class RuleSet(ABC):
     tags_dtype: ClassVar[bool] = True
     request_wide: ClassVar[bool] = False
     derives_from: ClassVar[str | None] = None
+    has_table: ClassVar[bool] = True
+    """False for a rule set that proposes no table (``open``): its fields range over the domains
+    :meth:`domain_rules` states, and its cells are counted, listed and sampled by
+    :mod:`ckspace.constraints.count` instead of the enumerator."""
+
+    def domain_rules(self, arch: str, cell: Cell) -> tuple["Rule", ...]:
+        """The named rules stating each field's domain in a cell (rule sets without a table only)."""
+        raise NotImplementedError(f"rule set {self.name} proposes a table, not domains")
 
     @abstractmethod
     def propose(self, request: Request,

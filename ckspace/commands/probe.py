@@ -1,0 +1,121 @@
+"""``ckspace probe``: compile a sample of a space and report what the rules accept but the compiler
+rejects, grouped by the first error.
+
+Soundness of the rules against the compiler: a config the rules (validity, and the CK revision's
+rules) accept must compile. The probe draws ``--sample`` configs spread evenly over the requested
+cells, uniformly inside each (seeded; for ``open`` from the exact counts), emits them, builds them
+one per translation unit (so every failure is its own) and groups the failures by the first
+compiler error: its header and line, and its words with numbers blanked, since one static_assert
+failing with different values is one missing rule. Each group is then a missing rule (add it to
+:mod:`ckspace.constraints.ck_rules`, named, citing the header and line) or a documented CK defect.
+The groups are written to ``probe.json`` in the output directory; the exit status is 0 whatever
+they hold (findings are not failures of the command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from math import ceil
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.commands.common import (
+    add_ck_argument,
+    add_space_arguments,
+    space_from_args,
+)
+from ckspace.core.errors import CkspaceError
+
+NAME = "probe"
+HELP = "compile a sample of a space; report configs the rules accept but the compiler rejects, by first error"
+REPORT = "probe.json"
+LOCATION = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal )?error:\s*(?P<text>.*)$")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_space_arguments(parser, variant_required=False)
+    parser.set_defaults(rule_set="open")
+    add_ck_argument(parser)
+    parser.add_argument("--sample", type=int, required=True, metavar="N",
+                        help="configs to compile, spread evenly over the cells, uniform inside each")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    parser.add_argument("--out", type=Path, required=True, help="directory for the emitted tree, build and probe.json")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel compiles (default: 1)")
+
+
+def _words(text: str) -> str:
+    """An error's words with every template instance collapsed, with the member a failed requirement
+    names (``GemmPipelineAgBgCrMem<...>::kPadM`` reads ``T<...>``), and numbers blanked."""
+    collapsed, depth = [], 0
+    for char in text:
+        if char == "<":
+            depth += 1
+            if depth == 1:
+                collapsed.append("<...>")
+        elif char == ">" and depth:
+            depth -= 1
+        elif not depth:
+            collapsed.append(char)
+    words = re.sub(r"[\w:]*<\.\.\.>(::\w+)?", "T<...>", "".join(collapsed))
+    return re.sub(r"\d+", "N", words)
+
+
+def signature(error: str) -> tuple[str, str]:
+    """Where a first error was raised (header path from ``ck_tile/`` on, and line) and its words
+    (:func:`_words`): what makes two failures the same finding (one static_assert failing with
+    different template arguments is one missing rule)."""
+    match = LOCATION.match(error.strip())
+    if match is None:
+        return "", _words(error.strip())
+    path = match["file"]
+    path = path[path.index("ck_tile/"):] if "ck_tile/" in path else Path(path).name
+    return f"{path}:{match['line']}", _words(match["text"])
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.files import write_atomic
+    from ckspace.emit.emitter import emit
+    from ckspace.hip_runtime.build import build, stderr_is_terminal
+    from ckspace.hip_runtime.ck_headers import find_revision
+    from ckspace.space.listing import Kernel
+
+    if args.sample < 1:
+        raise CkspaceError(f"--sample must be at least 1, not {args.sample}")
+    args.ck_space = args.ck_space or ""  # the rules the probe tests include the CK revision's, always
+    revision = find_revision(args.ck_space or None)
+    space = space_from_args(args)
+    cells = [(request, cell) for request in space.requests for cell in request.cells]
+    per_cell = ceil(args.sample / len(cells))
+    kernels: list[Kernel] = []
+    for request, cell in cells:
+        one = space_from_args(args, variant=[cell.variant.value], ndim=[cell.ndim], dtype=[cell.dtype.value])
+        for config in one.sample(per_cell, seed=args.seed, stratify_by=()):
+            kernels.append(Kernel(request.arch, cell, False, config.row(), True))
+    request = space.requests[0]
+    emitted = emit(kernels, args.out, revision, arch=request.arch,
+                   request={"probe": True, "rule_set": request.rule_set, "sample": args.sample, "seed": args.seed,
+                            "cells": [cell.label() for _, cell in cells], "where": list(args.where)})
+    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_space or None,
+                   progress=stderr_is_terminal())
+    by_name = {k.name: k for k in kernels}
+    groups: dict[tuple[str, str], list[str]] = {}
+    for kernel in report.kernels:
+        if kernel.status == "failed":
+            groups.setdefault(signature(kernel.error or ""), []).append(kernel.name)
+    findings = [{"where": where, "error": text, "count": len(names), "kernels": sorted(names),
+                 "fields": [by_name[n].record() for n in sorted(names)[:3] if n in by_name]}
+                for (where, text), names in sorted(groups.items(), key=lambda item: -len(item[1]))]
+    summary = {"arch": request.arch, "rule_set": request.rule_set, "ck_revision": revision.label,
+               "sampled": len(kernels), "emitted": len(emitted.manifest.kernels),
+               "excluded_by_ck_rules": len(emitted.manifest.excluded), "compiled_ok": report.ok,
+               "rejected": report.failed, "seconds": report.seconds, "groups": findings}
+    write_atomic(args.out / REPORT, (json.dumps(summary, indent=1) + "\n").encode())
+    out.write(f"{len(kernels)} sampled, {report.ok} compiled, {report.failed} rejected by the compiler "
+              f"in {report.seconds} s (CK {revision.label})\n")
+    for finding in findings:
+        out.write(f"{finding['count']:4d}  {finding['where'] or '?'}: {finding['error']}\n")
+        out.write(f"      e.g. {finding['kernels'][0]}\n")
+    out.write(f"report: {args.out / REPORT}\n")
+    return 0
