@@ -207,3 +207,30 @@ def test_emit_with_selector_and_host_only_build(tmp_path: Path, capsys: pytest.C
     assert dispatcher.select(problem, "forward", "bf16").name == selector.select(problem, configs, pool=configs).pick
     assert main(["build", str(tmp_path), "--host-only"]) == 2  # not an emitted tree
     assert "no manifest.json" in capsys.readouterr().err
+
+
+def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``emit --fallbacks``: the default rule set's kernels all have (4, 8, 8) vectors; with their
+    serving variants added as fallback-only kernels the library runs problems with odd channels,
+    and the C pick is the Python selector's with the same candidates and the library as its pool."""
+    from conftest import fake_ck
+
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
+    tree = tmp_path / "tree"
+    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
+                 "--rule-set", "default", "--with-selector", "--fallbacks", "--out", str(tree)]) == 0
+    assert main(["build", str(tree), "--host-only"]) == 0
+    dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
+    manifest = json.loads((tree / "manifest.json").read_text())
+    configs = [GemmConfig(**{k: v for k, v in e["config"].items() if k != "name"}) for e in manifest["kernels"]]
+    fallback_only = set(manifest["dispatcher"]["fallback_only"])
+    assert fallback_only and all(c.name in fallback_only or (c.vec_a, c.vec_b, c.vec_c) == (4, 8, 8) for c in configs)
+    families = [c for c in configs if c.name not in fallback_only]
+    selector = python_selector(Variant.FORWARD, Dtype.BF16)
+    for channels in [(3, 5), (52, 156), (6, 64), (64, 12), (1, 1)]:
+        problem = ConvProblem.parse(f"N=2,C={channels[0]},K={channels[1]},Hi=32,Wi=32,Y=3,X=3,pad=1")
+        choice = dispatcher.select(problem, "forward", "bf16")
+        expected = selector.select(problem, families, pool=configs)
+        assert choice is not None and choice.name == expected.pick and expected.family is not None
+        assert choice.name in fallback_only and dispatcher.is_supported(choice.kernel, problem, "forward", "bf16")

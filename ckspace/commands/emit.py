@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with-selector", action="store_true",
                         help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the "
                              "rankers compiled to C")
+    parser.add_argument("--fallbacks", action="store_true",
+                        help="with --with-selector: also emit, as fallback-only kernels, the narrower-vector variants "
+                             "that let every kernel's family serve any channel count")
     parser.add_argument("--model", type=Path, metavar="DIR",
                         help="with --with-selector: the model directory of one cell (default: the shipped "
                              "models; cells without one rank by the analytical score)")
@@ -40,9 +43,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
                  "problem": args.problem, "rules_revision": request.rules_revision}
-    if args.model is not None and not args.with_selector:
-        raise CkspaceError("--model is for the dispatcher: add --with-selector")
-    selector = SelectorOptions(model=args.model) if args.with_selector else None
+    if (args.model is not None or args.fallbacks) and not args.with_selector:
+        raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
+    selector = SelectorOptions(model=args.model, fallbacks=args.fallbacks) if args.with_selector else None
     result = emit(kernels, args.out, revision, arch=request.arch, request=described, selector=selector)
     manifest = result.manifest
     out.write(f"{len(manifest.kernels)} kernels emitted to {args.out} "
@@ -59,7 +62,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                   "see manifest.json 'excluded'\n")
     if manifest.dispatcher is not None:
         models = ", ".join(f"{cell}: {source}" for cell, source in manifest.dispatcher.models.items())
-        out.write(f"dispatcher: {len(manifest.dispatcher.kernels)} kernels behind ckspace_dispatch.h ({models})\n")
+        extra = (f", {len(manifest.dispatcher.fallback_only)} of them vector-width fallbacks only"
+                 if manifest.dispatcher.fallback_only else "")
+        out.write(f"dispatcher: {len(manifest.dispatcher.kernels)} kernels behind ckspace_dispatch.h{extra} ({models})\n")
     if manifest.depthwise_note:
         out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -31,6 +31,7 @@ from ckspace.core.files import sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
+from ckspace.select.fallbacks import serving_variants
 from ckspace.emit.manifest import (
     MANIFEST_NAME,
     DispatcherRecord,
@@ -70,6 +71,9 @@ class SelectorOptions:
     cell's model directory (the others use the shipped models or the analytical score)."""
 
     model: Path | None = None
+    fallbacks: bool = False
+    """Also emit, as fallback-only kernels, the narrower-vector variants the kernels' families need
+    to serve every channel count (:func:`with_fallbacks`)."""
 
 
 @dataclass
@@ -80,31 +84,58 @@ class EmitResult:
     removed: list[str] = field(default_factory=list)
 
 
+def ck_broken(configs: Sequence[GemmConfig], revision: CkRevision) -> list[list[str]]:
+    """For each config, the ``ck_revision`` rules it breaks (empty: the CK revision can build it)."""
+    by_cell: dict[tuple[str, Variant, int, Dtype], list[int]] = defaultdict(list)
+    for i, config in enumerate(configs):
+        by_cell[config.arch, config.variant, config.ndim, config.dtype].append(i)
+    broken: list[list[str]] = [[] for _ in configs]
+    for (arch, variant, ndim, dtype), members in by_cell.items():
+        rules = [r for r in ck_rules(revision, variant, dtype, arch=arch, ndim=ndim) if not r.vacuous]
+        if not rules:
+            continue
+        rows = [configs[i].row() for i in members]
+        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
+        for j, i in enumerate(members):
+            broken[i] = [name for name, mask in masks.items() if not mask[j]]
+    return broken
+
+
 def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
     """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
-    by_cell: dict[tuple[str, Variant, int, Dtype], list[Kernel]] = defaultdict(list)
     depthwise = 0
+    listed: list[GemmConfig] = []
     for kernel in kernels:
         if kernel.depthwise:
             depthwise += 1
         elif kernel.valid:
-            by_cell[kernel.arch, kernel.cell.variant, kernel.cell.ndim, kernel.cell.dtype].append(kernel)
+            cell = kernel.cell
+            listed.append(GemmConfig.from_row(kernel.arch, cell.variant, cell.ndim, cell.dtype, kernel.row))
     configs: list[GemmConfig] = []
     excluded: list[ExcludedKernel] = []
-    for (arch, variant, ndim, dtype), group in by_cell.items():
-        rules = [r for r in ck_rules(revision, variant, dtype, arch=arch, ndim=ndim) if not r.vacuous]
-        rows = [k.row for k in group]
-        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows)) if rules else {}
-        for i, kernel in enumerate(group):
-            broken = [name for name, mask in masks.items() if not mask[i]]
-            if broken:
-                excluded.append(ExcludedKernel(name=kernel.name, rules=broken))
-            else:
-                cell = kernel.cell
-                configs.append(GemmConfig.from_row(kernel.arch, cell.variant, cell.ndim, cell.dtype, kernel.row))
+    for config, broken in zip(listed, ck_broken(listed, revision)):
+        if broken:
+            excluded.append(ExcludedKernel(name=config.name, rules=broken))
+        else:
+            configs.append(config)
     configs.sort(key=lambda c: c.name)
     excluded.sort(key=lambda e: e.name)
     return configs, excluded, depthwise
+
+
+def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[list[GemmConfig], frozenset[str]]:
+    """``--fallbacks``: the configs plus, as fallback-only kernels, the vector-width variants their
+    families need to serve every channel count (:func:`~ckspace.select.fallbacks.serving_variants`)
+    that this CK can build."""
+    have = {c.name for c in configs}
+    extra: dict[str, GemmConfig] = {}
+    for family in serving_variants(configs):
+        for variant in family:
+            if variant.name not in have:
+                extra.setdefault(variant.name, variant)
+    candidates = list(extra.values())
+    added = [c for c, broken in zip(candidates, ck_broken(candidates, revision)) if not broken]
+    return sorted(configs + added, key=lambda c: c.name), frozenset(c.name for c in added)
 
 
 def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dtype], Path]:
@@ -147,6 +178,9 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
     if out.exists() and not out.is_dir():
         raise CkspaceError(f"--out {str(out)!r} exists and is not a directory")
     configs, excluded, depthwise = buildable(kernels, revision)
+    fallback_only: frozenset[str] = frozenset()
+    if selector is not None and selector.fallbacks:
+        configs, fallback_only = with_fallbacks(configs, revision)
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         raise CkspaceError("duplicate kernel names in the request (several archs or rule sets?)")
@@ -180,10 +214,11 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
         {**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)}).encode()
     record = None
     if selector is not None:
-        library = Library.build(configs)
+        library = Library.build(configs, fallback_only)
         dispatch = dispatcher_sources(library, arch, env, _model_dirs(selector.model, library))
         shared.update(dispatch)
-        record = DispatcherRecord(kernels=[c.name for c in library.kernels], models=_model_sources(dispatch, library),
+        record = DispatcherRecord(kernels=[c.name for c in library.kernels], fallback_only=sorted(fallback_only),
+                                  models=_model_sources(dispatch, library),
                                   host_units=host_units(list(dispatch)), run_unit=RUN_SOURCE)
     files.update(shared)
 

@@ -47,6 +47,8 @@ class DispatcherRecord(BaseModel):
 
     kernels: list[str]
     """Kernel names in table order (the indices of the C API)."""
+    fallback_only: list[str] = []
+    """Kernels emitted only as vector-width fallbacks of the others (``--fallbacks``)."""
     models: dict[str, str]
     """Per cell (``variant dtype``): ``model <sha256 of the ranker>`` or ``analytical``."""
     host_units: list[str]

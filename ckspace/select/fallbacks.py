@@ -26,7 +26,7 @@ from ckspace.constraints.classify import columns, rule_masks
 from ckspace.constraints.validity import gemm_rules
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.operands import VECTOR_FIELDS
+from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.tables import table
 
 VECTOR_WIDTHS: tuple[int, ...] = tuple(table("full")["vec_gate"]["widths"])
@@ -73,4 +73,30 @@ def vector_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
     for j in np.flatnonzero(keep):
         base = configs[owner[j]]
         out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j]))))
+    return out
+
+
+def serving_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
+    """For each config, the variants its family falls back to for some channel count: a vector
+    width divides a channel count exactly when it is at most the count's largest power-of-two
+    divisor, so for every pair of such caps (on Cg and on Kg) the widest variant within them is the
+    one a problem with those channels gets. Fewer than the family's variants: the ones a library
+    needs to serve every channel count by vector alignment."""
+    out = []
+    for config, family in zip(configs, vector_variants(configs)):
+        gemm = OPERANDS[config.variant]
+        channels = {f: gemm.operand(f).channels for f in VECTOR_FIELDS}
+        chosen: dict[tuple[int, ...], GemmConfig] = {}
+        own = tuple(getattr(config, f) for f in VECTOR_FIELDS)
+        for caps in product(VECTOR_WIDTHS, repeat=2):
+            cap = dict(zip(("Cg", "Kg"), caps))
+            if all(getattr(config, f) <= cap[channels[f]] for f in VECTOR_FIELDS):
+                continue  # the kernel itself serves these channels
+            for variant in family:
+                triple = tuple(getattr(variant, f) for f in VECTOR_FIELDS)
+                if all(getattr(variant, f) <= cap[channels[f]] for f in VECTOR_FIELDS):
+                    if triple != own:
+                        chosen.setdefault(triple, variant)
+                    break
+        out.append(list(chosen.values()))
     return out
