@@ -1,0 +1,242 @@
+"""Choosing a kernel set for a workload with CP-SAT: the model behind ``ckspace plan``.
+
+A *plan instance* holds, per problem of the workload, the items (candidate kernels) that can run
+it, in the order the selector would prefer them (best first), and each one's *efficiency*: the
+value the workload gets when that item is the selector's pick. Choosing a set S of items then
+means, per problem, that the pick is the first item of its order inside S, and the workload's value
+is the weighted mean of the picks' efficiencies. Two questions are asked of it:
+
+* ``budget=K``: the set of at most K items with the highest value, such that every problem that
+  any item can run is run by some item of S (coverage); among the sets of that value, a smallest.
+* ``min_efficiency=E``: the smallest set reaching value E (with coverage); among those, the one of
+  highest value.
+
+The CP-SAT model has a literal x[c] per item and, per problem, a literal y[p, c] per item kept for
+it ("c is the pick of p"): y[p, c] <= x[c], at most one y per problem, and for each kept item c,
+x[c] <= sum of y[p, c'] over c' up to c in the order — if c is in S, the pick is c or before it.
+Together they force y onto the first chosen item, so the objective is exactly the selector's
+value, not an optimistic "best item in the set". Each coverage clause is stated once, however many
+problems share it.
+
+Large workloads stay tractable by *pruning*: the model keeps only each problem's first ``top``
+items of its order. The pick is still exact when S meets them (nothing pruned comes before them);
+a problem whose kept items all miss S counts 0 in the model, so the model's value is a lower
+bound, and :meth:`PlanInstance.value_of` reports the true value of the chosen set afterwards.
+The solver runs with a fixed seed and a deterministic time limit, so a plan depends only on its
+input, and the status says whether it is proven optimal or how far from the bound it may be.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ckspace.core.errors import CkspaceError, InvalidInputError
+
+log = logging.getLogger(__name__)
+
+SCALE = 1_000_000
+"""The objective is integral: each problem's share of the weight times an efficiency, times SCALE."""
+DEFAULT_TIME_LIMIT = 30.0
+"""CP-SAT deterministic time units per solve (about seconds on this machine, but reproducible)."""
+
+
+class PlanInfeasibleError(CkspaceError):
+    """A valid question with a negative answer: no set within the budget covers every runnable
+    problem, or no set reaches the asked efficiency. The CLI exits 1."""
+
+
+@dataclass(frozen=True)
+class PlanInstance:
+    """Per problem: ``order[p]`` the items that can run it, best first, and ``value[p]`` their
+    efficiencies (fractions) in the same order; ``weights[p]`` how much the problem counts."""
+
+    items: int
+    order: tuple[np.ndarray, ...]
+    value: tuple[np.ndarray, ...]
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        if len(self.order) != len(self.value) or len(self.order) != len(self.weights):
+            raise InvalidInputError("plan instance: order, value and weights differ in length")
+        if np.any(self.weights < 0) or not np.all(np.isfinite(self.weights)):
+            raise InvalidInputError("plan weights must be finite and not negative")
+
+    @property
+    def runnable(self) -> np.ndarray:
+        """Mask of the problems some item can run."""
+        return np.asarray([o.size > 0 for o in self.order], dtype=bool)
+
+    def coefficients(self) -> list[np.ndarray]:
+        """The integral objective terms: per problem and item of its order, its value times the
+        problem's share of the runnable problems' weight, times :data:`SCALE`."""
+        total = float(self.weights[self.runnable].sum())
+        share = self.weights / total if total > 0 else np.zeros_like(self.weights)
+        return [np.rint(v * share[p] * SCALE).astype(np.int64) for p, v in enumerate(self.value)]
+
+    def picks(self, chosen: np.ndarray | list[int]) -> np.ndarray:
+        """Per problem, the position in its order of the selector's pick inside ``chosen`` (-1: none)."""
+        mask = np.zeros(self.items, dtype=bool)
+        mask[np.asarray(chosen, dtype=np.int64)] = True
+        out = np.full(len(self.order), -1, dtype=np.int64)
+        for p, order in enumerate(self.order):
+            hit = np.flatnonzero(mask[order])
+            if hit.size:
+                out[p] = hit[0]
+        return out
+
+    def efficiencies(self, chosen: np.ndarray | list[int]) -> np.ndarray:
+        """Per problem, the efficiency of the pick inside ``chosen`` (0 when it runs nothing)."""
+        return np.asarray([self.value[p][i] if i >= 0 else 0.0 for p, i in enumerate(self.picks(chosen))])
+
+    def value_of(self, chosen: np.ndarray | list[int]) -> float:
+        """The weighted mean efficiency of ``chosen`` over the runnable problems (fraction)."""
+        runnable = self.runnable
+        weights = self.weights[runnable]
+        if weights.sum() <= 0:
+            return 0.0
+        return float(np.dot(self.efficiencies(chosen)[runnable], weights) / weights.sum())
+
+    def covers(self, chosen: np.ndarray | list[int]) -> bool:
+        """Whether ``chosen`` runs every problem some item can run."""
+        return bool(np.all(self.picks(chosen)[self.runnable] >= 0))
+
+    def pruned(self, top: int) -> "PlanInstance":
+        """Each problem's first ``top`` items only (for the objective; coverage keeps them all)."""
+        return PlanInstance(self.items, tuple(o[:top] for o in self.order), tuple(v[:top] for v in self.value),
+                            self.weights)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A chosen set and how sure the solver is of it."""
+
+    chosen: tuple[int, ...]
+    status: str  # "optimal" or "feasible"
+    model_value: float  # the model's objective (a lower bound of the true value when pruned), fraction
+    bound: float  # the solver's best bound on the model objective, fraction (budget mode), else the size bound
+    gap: float  # relative gap of the objective that decided the set (0 when optimal)
+    seconds: float
+    time_limit: float
+    pruned_to: int | None
+
+
+def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficiency: float | None = None,
+               top: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
+               seed: int = 0) -> PlanResult:
+    """The plan for ``instance``: exactly one of ``budget`` (at most that many items) and
+    ``min_efficiency`` (a fraction in (0, 1]). ``top`` prunes each problem's order (see the module
+    docstring); coverage always holds over every item that can run a problem."""
+    if (budget is None) == (min_efficiency is None):
+        raise InvalidInputError("give exactly one of a budget and a minimum efficiency")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise InvalidInputError(f"the budget must be an integer of at least 1, not {budget!r}")
+    if min_efficiency is not None and not 0.0 < min_efficiency <= 1.0:
+        raise InvalidInputError(f"the minimum efficiency must be in (0, 1], not {min_efficiency!r}")
+    started = time.perf_counter()
+    model_instance = instance.pruned(top) if top is not None else instance
+    coefficients = model_instance.coefficients()
+    build = _Model(instance, model_instance, coefficients)
+    if budget is not None:
+        build.model.Add(build.size <= budget)
+        first = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
+        if first is None:
+            raise PlanInfeasibleError(f"no set of {budget} kernel(s) runs every problem some candidate can run "
+                                      f"(the smallest such set has {minimum_cover(instance, time_limit, workers, seed)})")
+        status, value, bound = first
+        gap = 0.0 if status == "optimal" else (bound - value) / max(bound, 1)
+        if status == "optimal":  # the smallest set of that value
+            build.model.Add(build.objective >= value)
+            second = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
+            status = "optimal" if second is not None and second[0] == "optimal" else "feasible"
+        chosen = build.chosen()
+        result_bound = bound / SCALE
+    else:
+        target = int(np.ceil(min_efficiency * SCALE - 1e-6))
+        build.model.Add(build.objective >= target)
+        first = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
+        if first is None:
+            best = instance.value_of(np.arange(instance.items))
+            raise PlanInfeasibleError(f"no kernel set reaches {100 * min_efficiency:.2f} % predicted efficiency"
+                                      f"{' within the kept candidates' if top is not None else ''}; every "
+                                      f"candidate together reaches {100 * best:.2f} %")
+        status, size, bound = first
+        gap = 0.0 if status == "optimal" else (size - bound) / max(size, 1)
+        result_bound = float(bound)
+        if status == "optimal":  # the best value at that size
+            build.model.Add(build.size <= size)
+            second = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
+            status = "optimal" if second is not None and second[0] == "optimal" else "feasible"
+        chosen = build.chosen()
+    model_value = float(sum(int(coefficients[p][i]) for p, i in enumerate(model_instance.picks(chosen)) if i >= 0))
+    seconds = time.perf_counter() - started
+    log.info("plan: %d of %d items, %s, model value %.4f in %.2f s", len(chosen), instance.items, status,
+             model_value / SCALE, seconds)
+    return PlanResult(chosen=chosen, status=status, model_value=model_value / SCALE, bound=result_bound, gap=gap,
+                      seconds=seconds, time_limit=time_limit, pruned_to=top)
+
+
+def minimum_cover(instance: PlanInstance, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
+                  seed: int = 0) -> int:
+    """The size of the smallest set running every problem some item can run."""
+    build = _Model(instance, instance.pruned(0), [np.zeros(0, dtype=np.int64)] * len(instance.order))
+    answer = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
+    return int(answer[1]) if answer is not None else instance.items
+
+
+class _Model:
+    """The CP-SAT model of a (possibly pruned) instance, kept so a second objective can follow."""
+
+    def __init__(self, instance: PlanInstance, kept: PlanInstance, coefficients: list[np.ndarray]) -> None:
+        self.model = cp_model.CpModel()
+        self.x = [self.model.NewBoolVar(f"x{c}") for c in range(instance.items)]
+        self.size = sum(self.x)
+        clauses = sorted({tuple(sorted(o.tolist())) for o in instance.order if o.size})
+        for clause in clauses:
+            self.model.AddBoolOr([self.x[c] for c in clause])
+        terms = []
+        for p, order in enumerate(kept.order):
+            if order.size == 0:
+                continue
+            y = [self.model.NewBoolVar(f"y{p}_{i}") for i in range(order.size)]
+            self.model.AddAtMostOne(y)
+            for i, c in enumerate(order.tolist()):
+                self.model.AddImplication(y[i], self.x[c])
+                self.model.Add(self.x[c] <= sum(y[: i + 1]))  # if c is chosen, the pick is c or before it
+                if coefficients[p][i]:
+                    terms.append(int(coefficients[p][i]) * y[i])
+        self.objective = sum(terms) if terms else 0
+        self.solver: cp_model.CpSolver | None = None
+
+    def solve(self, objective, *, maximize: bool, time_limit: float, workers: int, seed: int,
+              ) -> tuple[str, int, int] | None:
+        """(status, objective value, best bound), or None when infeasible."""
+        if maximize:
+            self.model.Maximize(objective)
+        else:
+            self.model.Minimize(objective)
+        if self.solver is not None:  # start from the previous answer
+            self.model.ClearHints()
+            for var in self.x:
+                self.model.AddHint(var, self.solver.Value(var))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = seed
+        solver.parameters.max_deterministic_time = time_limit
+        status = solver.Solve(self.model)
+        if status == cp_model.INFEASIBLE:
+            return None
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            raise CkspaceError(f"the plan solver found no kernel set within its time limit ({time_limit:g} "
+                               "deterministic seconds): raise --time-limit or prune harder (--top)")
+        self.solver = solver
+        return ("optimal" if status == cp_model.OPTIMAL else "feasible", int(round(solver.ObjectiveValue())),
+                int(round(solver.BestObjectiveBound())))
+
+    def chosen(self) -> tuple[int, ...]:
+        assert self.solver is not None
+        return tuple(c for c, var in enumerate(self.x) if self.solver.Value(var))
