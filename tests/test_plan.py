@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from ckspace.select.plan import PlanInfeasibleError, PlanInstance, solve_plan
+from ckspace.select.plan import SCALE, PlanInfeasibleError, PlanInstance, solve_plan
 
 
 def random_instance(rng: np.random.Generator, items: int, problems: int) -> PlanInstance:
@@ -21,16 +21,18 @@ def random_instance(rng: np.random.Generator, items: int, problems: int) -> Plan
 
 
 def integral_value(instance: PlanInstance, chosen: tuple[int, ...], top: int | None = None) -> int:
-    """The model's objective of ``chosen``, computed from the definition: the pick is the first
-    chosen item of each problem's (kept) order."""
-    kept = instance.pruned(top) if top is not None else instance
-    coefficients = kept.coefficients()
+    """The model's objective of ``chosen``, from the definition: per problem, the value of the
+    first chosen item of its order when it is among the first ``top``, else the lowest value past
+    them; values scaled by the problem's share of the runnable problems' weight."""
+    runnable = [p for p, order in enumerate(instance.order) if len(order)]
+    total_weight = sum(instance.weights[p] for p in runnable)
     total = 0
-    for p, order in enumerate(kept.order):
-        for i, c in enumerate(order):
-            if c in chosen:
-                total += int(coefficients[p][i])
-                break
+    for p in runnable:
+        scaled = [round(float(v) * instance.weights[p] / total_weight * SCALE) for v in instance.value[p]]
+        keep = len(scaled) if top is None else min(top, len(scaled))
+        first = next((i for i, c in enumerate(instance.order[p]) if c in chosen), None)
+        if first is not None:
+            total += scaled[first] if first < keep else min(scaled[keep:])
     return total
 
 
@@ -77,7 +79,7 @@ def test_min_efficiency_plan_equals_brute_force(seed: int) -> None:
     instance = random_instance(rng, int(rng.integers(3, 8)), int(rng.integers(2, 9)))
     top = None if seed % 3 else 2
     for efficiency in (0.2, 0.5, 0.7, 0.9):
-        target = int(np.ceil(efficiency * 1_000_000 - 1e-6))
+        target = int(np.ceil(efficiency * SCALE - 1e-6))
         expected = brute_force(instance, None, target, top)
         if expected is None:
             with pytest.raises(PlanInfeasibleError):
