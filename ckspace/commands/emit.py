@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with-selector", action="store_true",
                         help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the "
                              "rankers compiled to C")
+    parser.add_argument("--kernels", type=Path, metavar="FILE",
+                        help="emit exactly these kernels of the space (names, one per line, '#' comments: "
+                             "the output of `ckspace plan`)")
     parser.add_argument("--model", type=Path, metavar="DIR",
                         help="with --with-selector: the model directory of one cell (default: the shipped "
                              "models; cells without one rank by the analytical score)")
@@ -36,10 +39,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     request = request_from_args(args)
     revision = find_revision(args.ck_root)
     kernels = space_from_args(args).kernels()
+    if args.kernels is not None:
+        kernels = _named(kernels, args.kernels)
     described = {"arch": request.arch, "rule_set": request.rule_set,
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
-                 "problem": args.problem, "rules_revision": request.rules_revision}
+                 "problem": args.problem, "rules_revision": request.rules_revision,
+                 **({"kernels_file": str(args.kernels)} if args.kernels is not None else {})}
     if args.model is not None and not args.with_selector:
         raise CkspaceError("--model is for the dispatcher: add --with-selector")
     selector = SelectorOptions(model=args.model) if args.with_selector else None
@@ -63,3 +69,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if manifest.depthwise_note:
         out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")
     return 0
+
+
+def _named(kernels: list, path: Path) -> list:
+    """The kernels of the space named in ``path``; a name outside the space is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CkspaceError(f"cannot read --kernels {path}: {exc.strerror}") from None
+    wanted = {line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+    if not wanted:
+        raise CkspaceError(f"--kernels {path} names no kernel")
+    by_name = {k.name: k for k in kernels}
+    missing = sorted(wanted - by_name.keys())
+    if missing:
+        raise CkspaceError(f"--kernels {path}: {len(missing)} name(s) not in the requested space (arch, variant, "
+                           f"ndim, dtype, rule set, filters), e.g. {missing[0]}")
+    return [k for k in kernels if k.name in wanted]

@@ -299,45 +299,32 @@ class Selector:
                                len(prepared.names))
         return (prepared.ndim == problem.ndim) & other & vector
 
-    def runs(self, problem: ConvProblem, prepared: CandidateSet) -> tuple[np.ndarray, np.ndarray]:
-        """What each candidate alone does with ``problem``: (indices of the candidates that can run
-        it, ascending; per such candidate the variant row that runs it, or -1 when it runs as it
-        is). A candidate failing only on vector alignment runs through its family's widest variant
-        that passes every check. Unlike :meth:`runnable`, a family whose variant is itself a
-        candidate keeps its entry: choosing kernel sets (:mod:`ckspace.select.plan`) needs what
-        each candidate can do without the others."""
+    def runnable(self, problem: ConvProblem, prepared: CandidateSet) -> tuple[np.ndarray, np.ndarray]:
+        """(indices of the candidates that run ``problem`` as they are; for candidates that fail
+        only on vector alignment, pairs (candidate, index of the variant that replaces it))."""
         rules, values = self._rules(problem), problem_values(problem)
         other, vector = _masks(rules, values, prepared.rows.rule_columns, len(prepared.names))
         other &= prepared.ndim == problem.ndim
         direct = np.flatnonzero(other & vector)
         needs = np.flatnonzero(other & ~vector)
         if needs.size == 0:
-            return direct, np.full(direct.size, -1, dtype=np.int64)
-        rows, owner, _, _ = prepared.variants()
-        candidate_rows = np.concatenate([prepared.family_rows[i] for i in needs])
-        if candidate_rows.size == 0:
-            return direct, np.full(direct.size, -1, dtype=np.int64)
-        cols = {name: rows.rule_columns[name][candidate_rows]
-                for name in _check_fields(self.variant, problem.ndim, self.dtype)}
-        ok_other, ok_vector = _masks(rules, values, cols, candidate_rows.size)
-        passing = candidate_rows[ok_other & ok_vector]
-        families, first = np.unique(owner[passing], return_index=True)  # widest first: a family's first row wins
-        index = np.concatenate([direct, families])
-        variant = np.concatenate([np.full(direct.size, -1, dtype=np.int64), passing[first]])
-        order = np.argsort(index, kind="stable")
-        return index[order], variant[order]
-
-    def runnable(self, problem: ConvProblem, prepared: CandidateSet) -> tuple[np.ndarray, np.ndarray]:
-        """(indices of the candidates that run ``problem`` as they are; for candidates that fail
-        only on vector alignment, pairs (candidate, index of the variant that replaces it)). A
-        variant that is itself a runnable candidate is left out: it is ranked on its own already."""
-        index, variant = self.runs(problem, prepared)
-        through = variant >= 0
-        direct = index[~through]
-        if not through.any():
             return direct, np.empty((0, 2), dtype=np.int64)
-        kept = through & ~np.isin(prepared.same_as_candidate[np.maximum(variant, 0)], direct)
-        return direct, np.stack([index[kept], variant[kept]], axis=1).astype(np.int64).reshape(-1, 2)
+        rows, owner, offsets, _ = prepared.variants()
+        picked = []
+        candidate_rows = np.concatenate([prepared.family_rows[i] for i in needs])
+        if candidate_rows.size:
+            cols = {name: rows.rule_columns[name][candidate_rows]
+                    for name in _check_fields(self.variant, problem.ndim, self.dtype)}
+            ok_other, ok_vector = _masks(rules, values, cols, candidate_rows.size)
+            seen: set[int] = set()
+            direct_set = set(direct.tolist())
+            for j in np.flatnonzero(ok_other & ok_vector):  # widest first: a family's first passing row wins
+                family = int(owner[candidate_rows[j]])
+                if family not in seen:
+                    seen.add(family)
+                    if int(prepared.same_as_candidate[candidate_rows[j]]) not in direct_set:
+                        picked.append((family, int(candidate_rows[j])))  # else ranked on its own already
+        return direct, np.asarray(picked, dtype=np.int64).reshape(-1, 2)
 
     def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5,
                pool: Sequence[GemmConfig] | None = None) -> Selection:

@@ -131,12 +131,13 @@ def _weight(row: dict[str, str], column: str | None, path: Path, line: int) -> f
 
 @dataclass(frozen=True)
 class Predictions:
-    """The instance and, per problem and item of its order, the kernel that runs (the candidate or
-    its vector variant) and its predicted TFLOPS; ``best_tflops`` per problem."""
+    """The instance over ``kernels`` (the registry's candidates, then the vector variants its
+    fallbacks reach: ``registry`` of them are candidates) and, per problem and item of its order,
+    the predicted TFLOPS; ``best_tflops`` per problem."""
 
     instance: PlanInstance
-    candidate_names: tuple[str, ...]
-    kernel_names: tuple[tuple[str, ...], ...]
+    kernels: tuple[str, ...]
+    registry: int
     tflops: tuple[np.ndarray, ...]
     best_tflops: np.ndarray
     source: str
@@ -144,38 +145,49 @@ class Predictions:
 
 def predicted_instance(selector: Selector, candidates: Sequence[Candidate], workload: Workload,
                        advance: Callable[[], None] | None = None) -> Predictions:
-    """Every (problem, candidate) pair that can run, scored in one batch per problem."""
+    """Every (problem, kernel) pair that can run, scored in one batch per problem.
+
+    The items are kernels to build: the registry's candidates, plus each vector variant the
+    selector's fallbacks reach for a problem of the workload (a candidate failing only on vector
+    alignment runs through its family's widest variant that passes, :meth:`Selector.runnable`).
+    A library runs a problem with the kernels it holds, and its dispatcher falls back only to
+    those, so an item runs a problem as it is: a variant is chosen, and counted, like any kernel."""
     prepared = selector.prepare(candidates)
-    variant_rows, _, _, variant_names = prepared.variants()
-    table = prepared.table.stack(variant_rows.table)
-    names = list(prepared.table.configs[i].name for i in range(len(prepared.names))) + list(variant_names)
-    analytical = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
-    order, value, kernels, tflops, best = [], [], [], [], []
+    configs = list(prepared.table.configs)
+    known = {c.name for c in configs}
     for problem in workload.problems:
-        index, variant = selector.runs(problem, prepared)
+        _, fallback = selector.runnable(problem, prepared)
+        if fallback.size:
+            variant_configs = prepared.variants()[0].table.configs
+            for j in fallback[:, 1].tolist():
+                if variant_configs[j].name not in known:
+                    known.add(variant_configs[j].name)
+                    configs.append(variant_configs[j])
+    universe = selector.prepare(configs)
+    analytical = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    order, value, tflops, best = [], [], [], []
+    for problem in workload.problems:
+        index = np.flatnonzero(selector.feasible(problem, universe))
         if index.size == 0:
             order.append(index)
             value.append(np.empty(0))
-            kernels.append(())
             tflops.append(np.empty(0))
             best.append(0.0)
         else:
-            rows = np.where(variant >= 0, len(prepared.names) + variant, index)
-            matrix = selector.feature_matrix(problem, table.take(rows))
+            matrix = selector.feature_matrix(problem, universe.table.take(index))
             if selector.source == "model":
                 score, predicted = selector.scores(matrix), np.exp(selector.log_tflops(matrix))
             else:
                 score = matrix[:, analytical]
                 predicted = np.exp2(score)
-            ranked = np.argsort(-score, kind="stable")  # candidate order breaks ties, as select does
+            ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
             order.append(index[ranked])
             top = float(predicted.max())
             value.append(predicted[ranked] / top)
-            kernels.append(tuple(names[rows[i]] for i in ranked))
             tflops.append(predicted[ranked])
             best.append(top)
         if advance is not None:
             advance()
-    instance = PlanInstance(len(prepared.names), tuple(order), tuple(value), workload.weights)
-    return Predictions(instance, tuple(prepared.table.configs[i].name for i in range(len(prepared.names))),
-                       tuple(kernels), tuple(tflops), np.asarray(best), selector.source)
+    instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
+    return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
+                       np.asarray(best), selector.source)
