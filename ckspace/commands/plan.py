@@ -143,7 +143,8 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
         "source": predictions.source,
         "what_drives_what": ("the ranker's score orders the candidates of each problem (the pick inside the set "
                              "is the first of that order, as the selector picks); the regressor's predicted "
-                             "TFLOPS give the efficiency: the pick's over the best of the whole registry"
+                             "TFLOPS, capped at the kernel ranked above as the selector shows them, give the "
+                             "efficiency: the pick's over the best of the whole registry"
                              if predictions.source == "model" else
                              "no model: the analytical roofline both orders and values the candidates"),
         "status": result.status, "gap": round(100.0 * result.gap, 4), "time_limit": result.time_limit,

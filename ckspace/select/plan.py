@@ -47,6 +47,16 @@ pruning against no pruning and proves optimality in seconds (no pruning takes mi
 """CP-SAT deterministic time units per solve (about seconds on this machine, but reproducible)."""
 
 
+def shown_tflops(ranked_tflops: np.ndarray) -> np.ndarray:
+    """Predicted TFLOPS in the ranker's order as the selector's list shows them: each capped at the
+    one ranked above it (:class:`~ckspace.select.selector.Ranked`). Plans value picks by these, over
+    the first (the registry's best): the ranker judges kernels better than the regressor (97.8 %
+    against 95.5 % mean in grouped CV), so a plan must never drop a kernel the ranker prefers for one
+    only the regressor likes. On the real data this lifts the selector-inside-plan efficiency from
+    93.9 to 96.9 % at 4 kernels and from 96.9 to 97.8 % at 8 (``ckspace evaluate --plan-budgets``)."""
+    return np.minimum.accumulate(ranked_tflops)
+
+
 class PlanInfeasibleError(CkspaceError):
     """A valid question with a negative answer: no set within the budget covers every runnable
     problem, or no set reaches the asked efficiency. The CLI exits 1."""

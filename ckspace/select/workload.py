@@ -10,9 +10,11 @@ list that repeats a shape weighs it more (as a weight column does).
 :func:`predicted_instance` turns a workload and a candidate registry into a
 :class:`~ckspace.select.plan.PlanInstance` with the selector's two models, each used for what it
 is for: the *ranker's* score orders the candidates of a problem (the pick inside any set is the
-first of that order, as :meth:`Selector.select` picks), and the *regressor's* predicted TFLOPS give
-the value: a pick's efficiency is its predicted TFLOPS over the highest predicted TFLOPS of any
-candidate of the registry for that problem. Without a model both come from the analytical roofline.
+first of that order, as :meth:`Selector.select` picks), and the *regressor's* predicted TFLOPS,
+as the selector's list shows them (capped at the kernel ranked above:
+:func:`~ckspace.select.plan.shown_tflops`), give the value: a pick's efficiency is its shown
+TFLOPS over the registry's best shown (the top-ranked kernel's) for that problem. Without a model
+both come from the analytical roofline.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
-from ckspace.select.plan import PlanInstance
+from ckspace.select.plan import PlanInstance, shown_tflops
 from ckspace.select.selector import Candidate, Selector
 
 log = logging.getLogger(__name__)
@@ -181,11 +183,11 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
                 score = matrix[:, analytical]
                 predicted = np.exp2(score)
             ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
+            shown = shown_tflops(predicted[ranked]) if selector.source == "model" else predicted[ranked]
             order.append(index[ranked])
-            top = float(predicted.max())
-            value.append(predicted[ranked] / top)
-            tflops.append(predicted[ranked])
-            best.append(top)
+            value.append(shown / shown[0])
+            tflops.append(shown)
+            best.append(float(shown[0]))
         if advance is not None:
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
