@@ -38,9 +38,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     request = request_from_args(args)
     revision = find_revision(args.ck_root)
-    kernels = space_from_args(args).kernels()
-    if args.kernels is not None:
-        kernels = _named(kernels, args.kernels)
+    space = space_from_args(args)
+    kernels = space.kernels() if args.kernels is None else _named(space, args.kernels)
     described = {"arch": request.arch, "rule_set": request.rule_set,
                  "variants": [v.value for v in request.variants], "ndims": list(request.ndims),
                  "dtypes": [d.value for d in request.dtypes], "where": list(args.where),
@@ -71,8 +70,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _named(kernels: list, path: Path) -> list:
-    """The kernels of the space named in ``path``; a name outside the space is an error."""
+def _named(space, path: Path) -> list:
+    """The kernels named in ``path`` (a `ckspace plan` output): those of the space, and valid
+    kernels of its cells the rule set does not propose (the vector-width variants a plan's
+    fallbacks reach); a name that is neither is an error naming the rules it breaks."""
+    from ckspace.core.cells import Cell
+    from ckspace.core.config import GemmConfig
+    from ckspace.space.listing import Kernel
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -80,9 +85,14 @@ def _named(kernels: list, path: Path) -> list:
     wanted = {line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
     if not wanted:
         raise CkspaceError(f"--kernels {path} names no kernel")
-    by_name = {k.name: k for k in kernels}
-    missing = sorted(wanted - by_name.keys())
-    if missing:
-        raise CkspaceError(f"--kernels {path}: {len(missing)} name(s) not in the requested space (arch, variant, "
-                           f"ndim, dtype, rule set, filters), e.g. {missing[0]}")
-    return [k for k in kernels if k.name in wanted]
+    chosen = [k for k in space.kernels() if k.name in wanted]
+    cells = {(r.arch, cell) for r in space.requests for cell in r.cells}
+    for name in sorted(wanted - {k.name for k in chosen}):
+        for config in space.configs_from_name(name):
+            cell = Cell(config.variant, config.ndim, config.dtype) if isinstance(config, GemmConfig) else None
+            broken = space.violated_rules(config)
+            if cell is None or (config.arch, cell) not in cells or broken:
+                why = f"breaks {', '.join(broken)}" if broken else "is outside the requested cells"
+                raise CkspaceError(f"--kernels {path}: {name} {why} (arch, variant, ndim, dtype as given)")
+            chosen.append(Kernel(config.arch, cell, False, config.row(), True))
+    return chosen

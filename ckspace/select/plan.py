@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,13 @@ def shown_tflops(ranked_tflops: np.ndarray) -> np.ndarray:
     return np.minimum.accumulate(ranked_tflops)
 
 
-class PlanInfeasibleError(CkspaceError):
+class PlanInfeasibleError(NoKernelError):
     """A valid question with a negative answer: no set within the budget covers every runnable
-    problem, or no set reaches the asked efficiency. The CLI exits 1."""
+    problem, or no set reaches the asked efficiency. The CLI exits 1, as for a problem no kernel
+    can run (hence the base class; no candidate is blocked by a rule, so ``blocking`` is empty)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, {})
 
 
 @dataclass(frozen=True)
