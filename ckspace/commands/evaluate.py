@@ -81,14 +81,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _plans_text(cv) -> str:
     """The plan table: per budget, (a) best measured inside the plan and (b) the selector's pick
     inside it, each over the best measured overall, mean / P10, for the plan and its baselines."""
-    names = ("plan", "hindsight", "frequent_winners", "random")
+    from ckspace.select.plan_evaluation import PLANS as names
+
     lines = ["kernel-set plans for each fold's held-out problems: (a) best measured kernel inside the plan, "
              "(b) the selector's pick inside the plan, over the best measured overall (mean / P10, percent)",
              f"{'budget':>6}  " + "  ".join(f"{name + ' (a)':>22} {name + ' (b)':>22}" for name in names)]
     for budget, result in cv.plans.items():
-        rows = {"plan": {"plan_oracle": result.plan_oracle, "plan_selector": result.plan_selector},
-                **result.baselines}
-        cells = [f"{rows[n][key].mean:12.2f} / {rows[n][key].p10:6.2f}"
+        cells = [f"{result.figures(n)[key].mean:12.2f} / {result.figures(n)[key].p10:6.2f}"
                  for n in names for key in ("plan_oracle", "plan_selector")]
         lines.append(f"{budget:>6}  " + "  ".join(f"{c:>22}" for c in cells))
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features
 from ckspace.select.dataset import Measurements
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
-from ckspace.select.plan_evaluation import BudgetResult, fold_plans, measured_efficiency, summarize_plans
+from ckspace.select.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
 from ckspace.select.metrics import (
     Scores,
     per_problem_efficiency,
@@ -108,7 +108,7 @@ def _plans(budget: int, fold: np.ndarray, ranker: np.ndarray, log_tflops: np.nda
            seed: int) -> BudgetResult:
     """Every fold's plans of ``budget`` kernels for its held-out problems, measured."""
     efficiency = {name: {"oracle": np.zeros(len(tflops)), "selector": np.zeros(len(tflops))}
-                  for name in ("plan", "hindsight", "frequent_winners", "random")}
+                  for name in PLANS}
     for f in range(int(fold.max()) + 1):
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         chosen = fold_plans(budget, ranker[test], log_tflops[test], tflops[test], tflops[train], seed + f)

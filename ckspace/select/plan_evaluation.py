@@ -40,11 +40,20 @@ class PlanFigures(BaseModel):
 
 
 class BudgetResult(BaseModel):
-    """One budget: per plan, the oracle-inside-plan and selector-inside-plan efficiencies."""
+    """One budget: the plan's oracle-inside-plan and selector-inside-plan efficiencies, and the
+    same two (``plan_oracle``, ``plan_selector``) for each baseline."""
 
     plan_oracle: PlanFigures
     plan_selector: PlanFigures
-    baselines: dict[str, dict[str, PlanFigures]]  # hindsight, frequent_winners, random -> same two
+    hindsight: dict[str, PlanFigures]
+    frequent_winners: dict[str, PlanFigures]
+    random: dict[str, PlanFigures]
+
+    def figures(self, name: str) -> dict[str, PlanFigures]:
+        """``plan_oracle`` and ``plan_selector`` of one of :data:`PLANS`."""
+        if name == "plan":
+            return {"plan_oracle": self.plan_oracle, "plan_selector": self.plan_selector}
+        return getattr(self, name)
 
 
 def _instance(order_scores: np.ndarray, values: np.ndarray, measured: np.ndarray, capped: bool) -> PlanInstance:
@@ -104,4 +113,4 @@ def summarize_plans(efficiency: dict[str, dict[str, np.ndarray]]) -> BudgetResul
         return {"plan_oracle": _figures(efficiency[name]["oracle"]),
                 "plan_selector": _figures(efficiency[name]["selector"])}
 
-    return BudgetResult(**both("plan"), baselines={name: both(name) for name in PLANS[1:]})
+    return BudgetResult(**both("plan"), **{name: both(name) for name in PLANS[1:]})

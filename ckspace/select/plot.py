@@ -40,7 +40,7 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
               "frequent_winners": "most frequent winners", "random": "random"}
     for color, (name, label) in enumerate(labels.items()):
         for key, style, what in (("plan_oracle", "-", "best in plan"), ("plan_selector", "--", "selector's pick")):
-            means = [(getattr(r, key) if name == "plan" else r.baselines[name][key]).mean for r in cv.plans.values()]
+            means = [r.figures(name)[key].mean for r in cv.plans.values()]
             axis.plot(budgets, means, style, color=f"C{color}", marker="o", label=f"{label}: {what}")
     axis.set_xscale("log", base=2)
     axis.set_xticks(budgets, [str(b) for b in budgets])
