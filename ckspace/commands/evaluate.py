@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.train import add_data_arguments
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "evaluate"
 HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on benchmark CSVs"
@@ -21,22 +21,47 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="text", help="text or json (default: text)")
     parser.add_argument("--plot", type=Path, metavar="FILE.png",
                         help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS")
+    parser.add_argument("--plan-budgets", metavar="K,K,...",
+                        help="also judge kernel-set plans of these sizes (e.g. 1,2,4,8,16) for each fold's "
+                             "held-out problems, beside the hindsight, frequent-winners and random plans")
+    parser.add_argument("--plan-plot", type=Path, metavar="FILE.png",
+                        help="with --plan-budgets: write efficiency against budget")
+
+
+def _budgets(text: str | None) -> tuple[int, ...]:
+    if text is None:
+        return ()
+    try:
+        budgets = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise CkspaceError(f"--plan-budgets takes integers separated by commas, not {text!r}") from None
+    if not budgets or budgets[0] < 1:
+        raise CkspaceError(f"--plan-budgets must list budgets of at least 1, not {text!r}")
+    return budgets
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
+    budgets = _budgets(args.plan_budgets)
+    if args.plan_plot is not None and not budgets:
+        raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
     from ckspace.select.dataset import infer_cell, load_measurements
     from ckspace.select.evaluation import cross_validate
     from ckspace.select.metrics import HEADER
 
     arch, variant, dtype = infer_cell(args.data, args.arch, args.variant, args.dtype)
     data = load_measurements(args.data, arch, variant, dtype)
-    cv = cross_validate(data, args.folds, args.seed)
+    cv = cross_validate(data, args.folds, args.seed, budgets)
     if args.plot:
         from ckspace.select.plot import write_plot
 
         write_plot(cv, args.plot, f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
+    if args.plan_plot:
+        from ckspace.select.plot import write_plan_plot
+
+        write_plan_plot(cv, args.plan_plot, f"{arch} {variant.value} {dtype.value}: kernel-set plans, "
+                                            f"{cv.folds}-fold grouped CV")
     if args.format == "json":
         out.write(json.dumps({**cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
         return 0
@@ -48,4 +73,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         out.write(scores.row(name) + "\n")
     out.write(f"model = {cv.objective} (better mean efficiency); log-TFLOPS regressor median |error| "
               f"{cv.tflops_median_error:.1f} %\n")
+    if cv.plans:
+        out.write(_plans_text(cv))
     return 0
+
+
+def _plans_text(cv) -> str:
+    """The plan table: per budget, (a) best measured inside the plan and (b) the selector's pick
+    inside it, each over the best measured overall, mean / P10, for the plan and its baselines."""
+    from ckspace.select.plan_evaluation import PLANS as names
+
+    lines = ["kernel-set plans for each fold's held-out problems: (a) best measured kernel inside the plan, "
+             "(b) the selector's pick inside the plan, over the best measured overall (mean / P10, percent)",
+             f"{'budget':>6}  " + "  ".join(f"{name + ' (a)':>22} {name + ' (b)':>22}" for name in names)]
+    for budget, result in cv.plans.items():
+        cells = [f"{result.figures(n)[key].mean:12.2f} / {result.figures(n)[key].p10:6.2f}"
+                 for n in names for key in ("plan_oracle", "plan_selector")]
+        lines.append(f"{budget:>6}  " + "  ".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features
 from ckspace.select.dataset import Measurements
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
+from ckspace.select.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
 from ckspace.select.metrics import (
     Scores,
     per_problem_efficiency,
@@ -41,12 +42,14 @@ class CrossValidation(BaseModel):
     tflops_median_error: float  # regression's out-of-fold TFLOPS error, percent
     predicted_log_tflops: list[float]  # regression's out-of-fold predictions per measured pair
     measured_log_tflops: list[float]
+    plans: dict[str, BudgetResult] = {}  # per budget (as text), when asked for
 
     def summary(self) -> dict[str, object]:
         """The model's figures at the top level (the ``--format json`` contract), the rest nested."""
         return {**self.scores["model"].model_dump(), "objective": self.objective, "folds": self.folds,
                 "seed": self.seed, "tflops_median_error": self.tflops_median_error,
-                "selectors": {k: v.model_dump() for k, v in self.scores.items()}}
+                "selectors": {k: v.model_dump() for k, v in self.scores.items()},
+                **({"plans": {k: v.model_dump() for k, v in self.plans.items()}} if self.plans else {})}
 
 
 def fold_of_groups(groups: tuple[str, ...], folds: int, seed: int) -> np.ndarray:
@@ -60,7 +63,10 @@ def fold_of_groups(groups: tuple[str, ...], folds: int, seed: int) -> np.ndarray
     return np.asarray([fold[g] for g in groups])
 
 
-def cross_validate(data: Measurements, folds: int = 5, seed: int = 0) -> CrossValidation:
+def cross_validate(data: Measurements, folds: int = 5, seed: int = 0,
+                   plan_budgets: tuple[int, ...] = ()) -> CrossValidation:
+    """Out-of-fold scores; with ``plan_budgets``, the kernel-set plans of
+    :mod:`ckspace.select.plan_evaluation` per budget, from the same out-of-fold predictions."""
     per_problem = problem_features(data)
     fold = fold_of_groups(data.groups, folds, seed)
     n_problems, n_kernels = data.tflops.shape
@@ -90,6 +96,25 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0) -> CrossVa
     efficiency["random"] = random_eff.tolist()
     measured = ~np.isnan(data.tflops)
     predicted, actual = outputs["regression"][measured], np.log(data.tflops[measured])
+    plans = {str(k): _plans(k, fold, outputs[winner], outputs["regression"], data.tflops, seed)
+             for k in plan_budgets}
     return CrossValidation(folds=folds, seed=seed, problems=n_problems, objective=winner, scores=scores,
                            efficiency=efficiency, tflops_median_error=tflops_error(predicted, actual),
-                           predicted_log_tflops=predicted.tolist(), measured_log_tflops=actual.tolist())
+                           predicted_log_tflops=predicted.tolist(), measured_log_tflops=actual.tolist(),
+                           plans=plans)
+
+
+def _plans(budget: int, fold: np.ndarray, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray,
+           seed: int) -> BudgetResult:
+    """Every fold's plans of ``budget`` kernels for its held-out problems, measured."""
+    efficiency = {name: {"oracle": np.zeros(len(tflops)), "selector": np.zeros(len(tflops))}
+                  for name in PLANS}
+    for f in range(int(fold.max()) + 1):
+        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        chosen = fold_plans(budget, ranker[test], log_tflops[test], tflops[test], tflops[train], seed + f)
+        for name, kernels in chosen.items():
+            oracle, selector = measured_efficiency(kernels, ranker[test], tflops[test])
+            efficiency[name]["oracle"][test] = oracle
+            efficiency[name]["selector"][test] = selector
+        log.info("fold %d, budget %d: %s", f, budget, {n: len(k) for n, k in chosen.items()})
+    return summarize_plans(efficiency)

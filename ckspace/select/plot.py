@@ -11,14 +11,48 @@ from ckspace.core.errors import CkspaceError
 from ckspace.select.evaluation import CrossValidation
 
 
-def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
+def _pyplot():
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CkspaceError("--plot needs matplotlib: pip install 'ckspace[plot]'") from None
+        raise CkspaceError("plotting needs matplotlib: pip install 'ckspace[plot]'") from None
+    return plt
+
+
+def _save(fig, plt, path: Path) -> None:
+    """Atomically: a temporary file beside the target, then a rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
+    """Mean efficiency against budget: (a) solid, (b) dashed, for the plan and each baseline."""
+    plt = _pyplot()
+    fig, axis = plt.subplots(figsize=(8, 5.5))
+    budgets = [int(b) for b in cv.plans]
+    labels = {"plan": "plan (predicted)", "hindsight": "hindsight (measured)",
+              "frequent_winners": "most frequent winners", "random": "random"}
+    for color, (name, label) in enumerate(labels.items()):
+        for key, style, what in (("plan_oracle", "-", "best in plan"), ("plan_selector", "--", "selector's pick")):
+            means = [r.figures(name)[key].mean for r in cv.plans.values()]
+            axis.plot(budgets, means, style, color=f"C{color}", marker="o", label=f"{label}: {what}")
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(budgets, [str(b) for b in budgets])
+    axis.set(xlabel="kernels in the plan (budget)", ylabel="mean efficiency vs best measured (%)", title=title)
+    axis.grid(alpha=0.3)
+    axis.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
+def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
+    plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))
     labels = {"model": f"model ({cv.objective})", "analytical": "analytical fallback",
               "single_best_kernel": "single best kernel", "random": "random (expected)"}
@@ -38,8 +72,4 @@ def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
     right.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    tmp.replace(path)
+    _save(fig, plt, path)

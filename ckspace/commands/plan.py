@@ -1,0 +1,181 @@
+"""``ckspace plan``: choose the kernel set a workload needs, with CP-SAT over the selector's
+predictions (:mod:`ckspace.select.plan`, :mod:`ckspace.select.workload`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.commands.common import add_ck_argument
+from ckspace.core.errors import CkspaceError, InvalidChoiceError
+
+NAME = "plan"
+HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"
+FORMATS = ("names", "json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
+    parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
+    parser.add_argument("--problems", required=True, type=Path, metavar="CSV",
+                        help="the workload: a problems CSV (N, G, total C and K, Hi, Wi, Y, X, optional Di/Z, "
+                             "stride/pad/dil columns; the format of MIOpen's and upstream's problem lists)")
+    parser.add_argument("--weights", metavar="COLUMN", help="the column saying how much each problem counts")
+    goal = parser.add_mutually_exclusive_group(required=True)
+    goal.add_argument("--budget", type=int, metavar="K", help="at most K kernels: the best predicted efficiency")
+    goal.add_argument("--min-efficiency", type=float, metavar="E",
+                      help="the fewest kernels whose weighted mean predicted efficiency reaches E percent")
+    registry = parser.add_mutually_exclusive_group()
+    registry.add_argument("--candidates", type=Path, metavar="FILE",
+                          help="the registry: kernel names (one per line) or a build manifest; default: the "
+                               "rule set's kernels")
+    registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set (default: full)")
+    parser.add_argument("--where", action="append", default=[], metavar="EXPR",
+                        help="with --rule-set: filter on config fields (repeatable)")
+    add_ck_argument(parser)
+    parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
+    parser.add_argument("--top", type=int, default=None, metavar="T",
+                        help="keep each problem's T best-ranked candidates in the model (default: 64; 0: all)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="CP-SAT deterministic time per solve (about seconds; default: 20)")
+    parser.add_argument("--seed", type=int, default=0, help="the solver's seed (default: 0)")
+    parser.add_argument("--format", default="names",
+                        help="names (the kernels to emit, with the report as '#' comments; feeds "
+                             "`ckspace emit --kernels`) or json (default: names)")
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.format not in FORMATS:
+        raise InvalidChoiceError("format", args.format, FORMATS)
+    if args.budget is not None and args.budget < 1:
+        raise CkspaceError(f"--budget must be at least 1, not {args.budget}")
+    if args.min_efficiency is not None and not 0 < args.min_efficiency <= 100:
+        raise CkspaceError(f"--min-efficiency is a percentage in (0, 100], not {args.min_efficiency:g}")
+    if args.top is not None and args.top < 0:
+        raise CkspaceError(f"--top must be 0 (keep all) or more, not {args.top}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise CkspaceError(f"--time-limit must be positive, not {args.time_limit:g}")
+    if args.candidates is not None and (args.where or args.ck_space is not None):
+        raise CkspaceError("--where and --ck-root narrow a rule set: not with --candidates")
+
+
+def _registry(args: argparse.Namespace, selector, ndims: list[int]) -> list:
+    if args.candidates is not None:
+        from ckspace.commands.select import read_candidates
+
+        return read_candidates(args.candidates, selector.arch)
+    from ckspace.space.space import Space
+
+    space = Space(selector.arch, selector.variant.value, ndims, selector.dtype.value, args.rule_set or "full",
+                  where=args.where)
+    if args.ck_space is not None:
+        from ckspace.hip_runtime.ck_headers import find_revision
+
+        space = space.for_ck(find_revision(args.ck_space or None))
+    candidates = [c for c in space if c.kind == "gemm"]
+    if not candidates:
+        raise CkspaceError(f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "
+                           f"of rule set {args.rule_set or 'full'} for {selector.arch} "
+                           f"{'/'.join(f'{n}D' for n in ndims)}{' matches --where' if args.where else ''}")
+    return candidates
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    _check(args)
+    from ckspace.select.plan import DEFAULT_TIME_LIMIT, DEFAULT_TOP, solve_plan
+    from ckspace.select.selector import Selector
+    from ckspace.select.workload import read_workload
+
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)
+    workload = read_workload(args.problems, selector.variant, args.weights)
+    candidates = _registry(args, selector, sorted({p.ndim for p in workload.problems}))
+    predictions = _predict(selector, candidates, workload)
+    top = DEFAULT_TOP if args.top is None else (args.top or None)
+    result = solve_plan(predictions.instance, budget=args.budget,
+                        min_efficiency=None if args.min_efficiency is None else args.min_efficiency / 100.0,
+                        top=top, time_limit=args.time_limit or DEFAULT_TIME_LIMIT, workers=1, seed=args.seed)
+    report = _report(args, selector, workload, predictions, result, len(candidates))
+    if args.format == "json":
+        out.write(json.dumps(report) + "\n")
+    else:
+        out.write(_names_text(report))
+    return 0
+
+
+def _predict(selector, candidates, workload):
+    """The predictions, with a progress bar on a terminal (a 1,000-problem workload over a whole
+    registry takes seconds)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ckspace.select.workload import predicted_instance
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("predict", total=len(workload.problems))
+        return predicted_instance(selector, candidates, workload, advance=lambda: bar.advance(task))
+
+
+def _report(args, selector, workload, predictions, result, registry_size: int) -> dict:
+    """Everything the plan says, JSON-friendly and deterministic (no timings)."""
+    instance = predictions.instance
+    picks = instance.picks(result.chosen)
+    efficiencies = instance.efficiencies(result.chosen)
+    problems, unrunnable = [], []
+    for p, problem in enumerate(workload.problems):
+        if picks[p] < 0:
+            unrunnable.append(problem.text())
+            continue
+        problems.append({"problem": problem.text(), "weight": float(workload.weights[p]),
+                         "kernel": predictions.kernels[int(instance.order[p][picks[p]])],
+                         "predicted_tflops": float(predictions.tflops[p][picks[p]]),
+                         "best_predicted_tflops": float(predictions.best_tflops[p]),
+                         "efficiency": round(100.0 * float(efficiencies[p]), 4)})
+    kernels = sorted(predictions.kernels[c] for c in result.chosen)
+    variants = sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry)
+    mode = {"budget": args.budget} if args.budget is not None else {"min_efficiency": args.min_efficiency}
+    return {
+        "arch": selector.arch, "variant": selector.variant.value, "dtype": selector.dtype.value, **mode,
+        "source": predictions.source,
+        "what_drives_what": ("the ranker's score orders the candidates of each problem (the pick inside the set "
+                             "is the first of that order, as the selector picks); the regressor's predicted "
+                             "TFLOPS, capped at the kernel ranked above as the selector shows them, give the "
+                             "efficiency: the pick's over the best of the whole registry"
+                             if predictions.source == "model" else
+                             "no model: the analytical roofline both orders and values the candidates"),
+        "status": result.status, "gap": round(100.0 * result.gap, 4), "time_limit": result.time_limit,
+        "pruned_to": result.pruned_to,
+        "registry": registry_size, "fallback_variants": predictions.instance.items - predictions.registry,
+        "rows": workload.rows, "distinct_problems": len(workload.problems),
+        "skipped_rows": list(workload.skipped),
+        "efficiency": round(100.0 * instance.value_of(result.chosen), 4),
+        "model_efficiency": round(100.0 * result.model_value, 4),
+        "kernels": kernels, "vector_variants": variants,
+        "unrunnable": unrunnable, "problems": problems,
+    }
+
+
+def _names_text(report: dict) -> str:
+    goal = (f"budget {report['budget']}" if "budget" in report
+            else f"min efficiency {report['min_efficiency']:g} %")
+    status = ("optimal" if report["status"] == "optimal" else
+              f"feasible (gap {report['gap']:.2f} %, time limit {report['time_limit']:g} deterministic s)")
+    pruning = (f"each problem pruned to its {report['pruned_to']} best-ranked candidates (the model's value "
+               f"{report['model_efficiency']:.2f} % is a lower bound)" if report["pruned_to"] else "no pruning")
+    lines = [f"# ckspace plan {report['arch']} {report['variant']} {report['dtype']}, {goal}: {status}",
+             f"# {len(report['kernels'])} kernels of {report['registry']} candidates and {report['fallback_variants']} "
+             f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); weighted mean predicted efficiency {report['efficiency']:.2f} % over "
+             f"{len(report['problems'])} problems; {pruning}",
+             f"# {report['what_drives_what']}"]
+    if report["unrunnable"]:
+        lines.append(f"# {len(report['unrunnable'])} problems nothing can run: " + "; ".join(report["unrunnable"]))
+    if report["skipped_rows"]:
+        lines.append(f"# {len(report['skipped_rows'])} rows describe no convolution: " + "; ".join(report["skipped_rows"]))
+    lines += [f"# {p['efficiency']:7.2f} %  {p['predicted_tflops']:8.2f} TFLOPS  {p['problem']}  -> {p['kernel']}"
+              for p in report["problems"]]
+    lines += report["kernels"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,195 @@
+"""A workload (problems with weights) and the selector's predictions for it: the input of a plan.
+
+Problems come as CSV in the format of the problem lists MIOpen and upstream publish: a row per
+convolution with N, G, total C and K, spatial sizes and filter sizes, and optional stride, pad and
+dilation columns per dimension (``stride_h``, ``pad_d``, ...). A row is 3D when an ``ndim`` column
+says so or when its depth columns (Di, Z, stride_d, pad_d, dil_d) are not the neutral 1/1/1/0/1
+those lists write for 2D shapes; else 2D. Identical problems are merged, their weights added, so a
+list that repeats a shape weighs it more (as a weight column does).
+
+:func:`predicted_instance` turns a workload and a candidate registry into a
+:class:`~ckspace.select.plan.PlanInstance` with the selector's two models, each used for what it
+is for: the *ranker's* score orders the candidates of a problem (the pick inside any set is the
+first of that order, as :meth:`Selector.select` picks), and the *regressor's* predicted TFLOPS,
+as the selector's list shows them (capped at the kernel ranked above:
+:func:`~ckspace.select.plan.shown_tflops`), give the value: a pick's efficiency is its shown
+TFLOPS over the registry's best shown (the top-ranked kernel's) for that problem. Without a model
+both come from the analytical roofline.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Variant
+from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
+from ckspace.select.plan import PlanInstance, shown_tflops
+from ckspace.select.selector import Candidate, Selector
+
+log = logging.getLogger(__name__)
+
+_KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h", "stride_w",
+         "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+_REQUIRED = ("N", "C", "K", "Wi", "X")
+_DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Distinct problems in first-seen order with their summed weights, and where they came from."""
+
+    problems: tuple[ConvProblem, ...]
+    weights: np.ndarray
+    rows: int
+    weight_column: str | None
+    skipped: tuple[str, ...]
+    """Rows that describe no convolution (e.g. a filter larger than the padded input: real lists
+    hold a few), each as "line N: why"; they are left out and reported, not guessed at."""
+
+
+def read_workload(path: Path, variant: Variant, weight_column: str | None = None) -> Workload:
+    """The problems of a CSV (see the module docstring); bad rows are errors naming the row."""
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise CkspaceError(f"cannot read --problems {path}: {exc.strerror}") from None
+    with handle:
+        reader = csv.DictReader(handle)
+        columns = tuple(reader.fieldnames or ())
+        missing = [c for c in _REQUIRED if c not in columns]
+        if missing:
+            raise CkspaceError(f"{path}: not a problems CSV (missing columns {', '.join(missing)}; "
+                               f"it has {', '.join(columns) or 'none'})")
+        if weight_column is not None and weight_column not in columns:
+            raise CkspaceError(f"{path}: no weight column {weight_column!r}; columns: {', '.join(columns)}")
+        merged: dict[ConvProblem, float] = {}
+        skipped: list[str] = []
+        rows = 0
+        for number, row in enumerate(reader, start=2):
+            rows += 1
+            direction = (row.get("direction") or "").strip()
+            if direction and direction != variant.value:
+                raise CkspaceError(f"{path}: line {number} is a {direction} problem; the plan is for {variant.value}")
+            weight = _weight(row, weight_column, path, number)
+            try:
+                problem = _problem(row, path, number)
+            except InvalidInputError as exc:
+                skipped.append(f"line {number}: {str(exc).rpartition(': ')[2]}")
+                continue
+            merged[problem] = merged.get(problem, 0.0) + weight
+    if not merged:
+        raise CkspaceError(f"{path}: no problems" + (f" ({skipped[0]})" if skipped else ""))
+    if skipped:
+        log.warning("%s: %d row(s) describe no convolution and are left out (%s)", path, len(skipped), skipped[0])
+    return Workload(tuple(merged), np.asarray(list(merged.values())), rows, weight_column, tuple(skipped))
+
+
+def _number(row: dict[str, str], key: str, path: Path, line: int) -> int | None:
+    text = (row.get(key) or "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if value.is_integer():
+            return int(value)
+        raise CkspaceError(f"{path}: line {line}: {key}={text!r} is not an integer") from None
+
+
+def _problem(row: dict[str, str], path: Path, line: int) -> ConvProblem:
+    values = {k: v for k in _KEYS if (v := _number(row, k, path, line)) is not None}
+    ndim = _number(row, "ndim", path, line)
+    if ndim is None:
+        ndim = 3 if any(values.get(k, neutral) != neutral for k, neutral in _DEPTH_NEUTRAL.items()) else 2
+    if ndim < 3:
+        values = {k: v for k, v in values.items() if k not in _DEPTH_NEUTRAL}
+    return ConvProblem.from_values({**values, "ndim": ndim})
+
+
+def _weight(row: dict[str, str], column: str | None, path: Path, line: int) -> float:
+    if column is None:
+        return 1.0
+    text = (row.get(column) or "").strip()
+    try:
+        weight = float(text)
+    except ValueError:
+        raise CkspaceError(f"{path}: line {line}: weight {column}={text!r} is not a number") from None
+    if not np.isfinite(weight) or weight < 0:
+        raise CkspaceError(f"{path}: line {line}: weight {column}={text!r} must be finite and not negative")
+    return weight
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """The instance over ``kernels`` (the registry's candidates, then the vector variants its
+    fallbacks reach: ``registry`` of them are candidates) and, per problem and item of its order,
+    the predicted TFLOPS; ``best_tflops`` per problem."""
+
+    instance: PlanInstance
+    kernels: tuple[str, ...]
+    registry: int
+    tflops: tuple[np.ndarray, ...]
+    best_tflops: np.ndarray
+    source: str
+
+
+def predicted_instance(selector: Selector, candidates: Sequence[Candidate], workload: Workload,
+                       advance: Callable[[], None] | None = None) -> Predictions:
+    """Every (problem, kernel) pair that can run, scored in one batch per problem.
+
+    The items are kernels to build: the registry's candidates, plus each vector variant the
+    selector's fallbacks reach for a problem of the workload (a candidate failing only on vector
+    alignment runs through its family's widest variant that passes, :meth:`Selector.runnable`).
+    A library runs a problem with the kernels it holds, and its dispatcher falls back only to
+    those, so an item runs a problem as it is: a variant is chosen, and counted, like any kernel."""
+    prepared = selector.prepare(candidates)
+    configs = list(prepared.table.configs)
+    known = {c.name for c in configs}
+    for problem in workload.problems:
+        _, fallback = selector.runnable(problem, prepared)
+        if fallback.size:
+            variant_configs = prepared.variants()[0].table.configs
+            for j in fallback[:, 1].tolist():
+                if variant_configs[j].name not in known:
+                    known.add(variant_configs[j].name)
+                    configs.append(variant_configs[j])
+    universe = selector.prepare(configs)
+    analytical = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    order, value, tflops, best = [], [], [], []
+    for problem in workload.problems:
+        index = np.flatnonzero(selector.feasible(problem, universe))
+        if index.size == 0:
+            order.append(index)
+            value.append(np.empty(0))
+            tflops.append(np.empty(0))
+            best.append(0.0)
+        else:
+            matrix = selector.feature_matrix(problem, universe.table.take(index))
+            if selector.source == "model":
+                score, predicted = selector.scores(matrix), np.exp(selector.log_tflops(matrix))
+            else:
+                score = matrix[:, analytical]
+                predicted = np.exp2(score)
+            ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
+            shown = shown_tflops(predicted[ranked]) if selector.source == "model" else predicted[ranked]
+            order.append(index[ranked])
+            value.append(shown / shown[0])
+            tflops.append(shown)
+            best.append(float(shown[0]))
+        if advance is not None:
+            advance()
+    instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
+    return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
+                       np.asarray(best), selector.source)
