@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.train import add_data_arguments
+from ckspace.commands.train import add_data_arguments, check_data_arguments
 from ckspace.core.errors import InvalidChoiceError
 
 NAME = "evaluate"
@@ -19,7 +19,7 @@ FORMATS = ("text", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--format", default="text", help="text or json (default: text)")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+    parser.add_argument("--plot", metavar="FILE.png",
                         help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS")
 
 
@@ -30,13 +30,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.evaluation import cross_validate
     from ckspace.select.metrics import HEADER
 
+    check_data_arguments(args)
+    if args.plot is not None:
+        from ckspace.core.files import output_path
+        from ckspace.select.plot import check_plot_target
+
+        check_plot_target(output_path(args.plot, "--plot"))
     arch, variant, dtype = infer_cell(args.data, args.arch, args.variant, args.dtype)
     data = load_measurements(args.data, arch, variant, dtype)
     cv = cross_validate(data, args.folds, args.seed)
-    if args.plot:
+    if args.plot is not None:
         from ckspace.select.plot import write_plot
 
-        write_plot(cv, args.plot, f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
+        write_plot(cv, Path(args.plot), f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
     if args.format == "json":
         out.write(json.dumps({**cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
         return 0

@@ -3,15 +3,23 @@ out-of-fold predicted vs measured TFLOPS."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
 from ckspace.core.errors import CkspaceError
+from ckspace.core.files import refuse_foreign, write_atomic
 from ckspace.select.evaluation import CrossValidation
 
 
+def check_plot_target(path: Path) -> None:
+    """Refuse a ``--plot`` path that is not a (new or) regular file before any work is done."""
+    refuse_foreign(Path(path), "--plot")
+
+
 def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
+    """Render the PNG in memory and write it atomically (never over a device, link or directory)."""
     try:
         import matplotlib
 
@@ -38,8 +46,7 @@ def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
     right.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png")
+    image = io.BytesIO()
+    fig.savefig(image, dpi=110, format="png")
     plt.close(fig)
-    tmp.replace(path)
+    write_atomic(Path(path), image.getvalue(), "--plot")
