@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, Request
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
 from ckspace.space.listing import Kernel, list_kernels
@@ -215,9 +215,16 @@ class Space:
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.naming import parse_kernel_name
 
+        from pydantic import ValidationError
+
         kind = DepthwiseConfig if is_depthwise_name(name) else GemmConfig
         values = parse_kernel_name(name) if fields is None else fields
-        return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
+        try:
+            return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
+        except ValidationError as exc:  # the grammar matched, a value is out of its domain (a tile of 0)
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise KernelNameError(f"kernel name {name!r}: {where} {first.get('input')!r}: {first['msg']}") from None
 
     # -- queries --------------------------------------------------------------------------------
     def explain(self, item: "KernelConfig | str | Mapping[str, object]", *,
@@ -266,6 +273,12 @@ class Space:
         a seeded random order. Depthwise kernels form their own stratum."""
         import random
 
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidInputError(f"sample size {n!r}: valid: an integer of at least 0")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidInputError(f"seed {seed!r}: valid: an integer")
+        if isinstance(stratify_by, str):
+            stratify_by = [stratify_by]
         unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
         if unknown:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
