@@ -39,6 +39,9 @@ def read_candidates(path: Path, arch: str) -> list:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CkspaceError(f"cannot read --candidates {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CkspaceError(f"--candidates {path} is not UTF-8 text (kernel names, one per line, or a build "
+                           "manifest)") from None
     if text.lstrip().startswith("{"):
         try:
             kernels = json.loads(text)["kernels"]

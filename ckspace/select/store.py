@@ -104,6 +104,9 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     import lightgbm as lgb
 
     directory = Path(directory)
+    if not directory.is_dir():
+        raise InvalidInputError(f"--model {str(directory)!r} is not a model directory (it holds {CARD_FILE}, "
+                                f"{RANKER_FILE}, {TFLOPS_FILE} and {FEATURES_FILE}; `ckspace train --out` writes one)")
     try:
         card = ModelCard.model_validate_json((directory / CARD_FILE).read_bytes())
     except FileNotFoundError:
@@ -127,13 +130,41 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     if spec.get("names") != expected["names"]:
         raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
                            f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
-    ranker = lgb.Booster(model_str=contents[RANKER_FILE].decode())
-    regressor = lgb.Booster(model_str=contents[TFLOPS_FILE].decode())
+    texts = {name: _booster_text(directory, name, contents[name]) for name in (RANKER_FILE, TFLOPS_FILE)}
+    ranker = lgb.Booster(model_str=texts[RANKER_FILE])
+    regressor = lgb.Booster(model_str=texts[TFLOPS_FILE])
     for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
         if booster.num_feature() != len(expected["names"]):
             raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
                                f"the feature spec has {len(expected['names'])}")
     return ranker, regressor, card
+
+
+def _booster_text(directory: Path, name: str, data: bytes) -> str:
+    """The text of a LightGBM model file, checked to be whole before LightGBM parses it: LightGBM
+    trusts the header's ``tree_sizes`` and aborts the process (or worse) on a file that lies, so
+    each tree must start where the sizes say and the file must end with ``end of trees``."""
+    problem = f"model {directory}: {name} is not a whole LightGBM model file; retrain or reinstall"
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise CkspaceError(problem) from None
+    header, _, _ = text.partition("\nTree=0\n")
+    sizes_line = next((line for line in header.splitlines() if line.startswith("tree_sizes=")), None)
+    if not text.startswith("tree\n") or sizes_line is None:
+        raise CkspaceError(problem)
+    try:
+        sizes = [int(size) for size in sizes_line.removeprefix("tree_sizes=").split()]
+    except ValueError:
+        raise CkspaceError(problem) from None
+    position = len(header) + 1
+    for index, size in enumerate(sizes):
+        if size <= 0 or not text.startswith(f"Tree={index}\n", position):
+            raise CkspaceError(problem)
+        position += size
+    if not text.startswith("end of trees", position):
+        raise CkspaceError(problem)
+    return text
 
 
 def model_texts(directory: Path, card: ModelCard) -> dict[str, str]:

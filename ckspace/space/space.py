@@ -344,12 +344,21 @@ class Space:
         return [name for name, ok in masks.items() if not ok[0]]
 
     # -- models ---------------------------------------------------------------------------------
-    def model(self, variant: object, ndim: int, dtype: object, arch: str | None = None,
+    def model(self, variant: object = None, ndim: int | None = None, dtype: object = None, arch: str | None = None,
               depthwise: bool = False) -> "CellModel":
-        """The CP-SAT model of one cell of this space (first request of ``arch``)."""
-        from ckspace.core.vocab import Dtype, Variant
+        """The CP-SAT model of one cell of this space (first request of ``arch``); the cell may be
+        left out when the space has only one."""
+        from ckspace.core.vocab import Dtype, Variant, parse_ndim
 
-        cell = Cell(Variant.parse(variant), int(ndim), Dtype.parse(dtype))
+        if variant is None and ndim is None and dtype is None:
+            cells = {cell for request in self.requests for cell in request.cells}
+            if len(cells) != 1:
+                raise InvalidInputError(f"{self!r} has {len(cells)} cells: give variant, ndim and dtype")
+            cell = cells.pop()
+        elif variant is None or ndim is None or dtype is None:
+            raise InvalidInputError("give the cell's variant, ndim and dtype (or none, for a one-cell space)")
+        else:
+            cell = Cell(Variant.parse(variant), parse_ndim(ndim), Dtype.parse(dtype))
         for request in self.requests:
             if (arch is None or request.arch == arch) and cell in request.cells:
                 return self.cell_model(request, cell, depthwise)
