@@ -80,7 +80,7 @@ def _main(argv: Sequence[str] | None) -> int:
             sys.stdout.write(parser.format_help())
             return 0
         logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
-                            format="ckspace: %(message)s")
+                            format="ckspace: %(levelname)s: %(message)s", force=True)
         if getattr(args, "cache_dir", None) is not None:
             if not args.cache_dir.strip():
                 raise CkspaceError("--cache-dir is empty; give a directory")

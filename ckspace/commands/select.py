@@ -35,6 +35,8 @@ def read_candidates(path: Path, arch: str) -> list:
     """Kernel names from a names file, or configs from a build manifest's ``kernels``."""
     from ckspace.core.config import GemmConfig
 
+    if path.exists() and not path.is_file():  # a directory, a device, a fifo (reading one would block)
+        raise CkspaceError(f"--candidates {path} is not a regular file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
