@@ -65,11 +65,12 @@ def _write(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm), signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return _main(argv)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -79,7 +79,7 @@ def build_world(root: Path) -> dict[str, str]:
         "csv": "small_gfx950.csv", "bom": "bom.csv", "utf16": "utf16.csv", "binary": "binary.bin",
         "empty": "empty.txt", "names": "names.txt", "foreign": FOREIGN, "link": "link", "dangling": "dangling",
         "fifo": "fifo", "model": "model", "model_damaged": "model_damaged", "devnull": "/dev/null",
-        "under_file": "small_gfx950.csv/sub", "new": "new_output", "dot": ".", **trees,
+        "under_file": "small_gfx950.csv/sub", "new": "new_output", "new_model": "new_model", "dot": ".", **trees,
     }
 
 
@@ -111,7 +111,7 @@ def lost(before: dict[str, Entry], after: dict[str, Entry], root: Path) -> list[
     out = []
     for path, entry in before.items():
         relative = Path(path).relative_to(root).parts
-        if relative and relative[0] in ("model", "tree", "new_output") and entry.kind != "special":
+        if relative and relative[0] in ("model", "tree", "new_output", "new_model") and entry.kind != "special":
             continue
         if after.get(path) != entry and entry.kind != "dir":
             out.append(path)
