@@ -79,7 +79,7 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     broken = result.manifest.kernels[1].name
     with (tree / f"{broken}.cpp").open("a") as handle:
         handle.write("// BROKEN\n")
-    report = build(tree, "gfx942", jobs=2, batch=3)
+    report = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True)  # the edit is the point
     assert (report.ok, report.failed, report.units) == (4, 1, 2 + 3)
     failed = [k for k in report.kernels if k.status == "failed"]
     assert failed[0].name == broken and "broken kernel" in failed[0].error
@@ -87,7 +87,7 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     saved = json.loads((tree / "build" / "gfx942" / "report.json").read_text())
     assert saved["failed"] == 1 and len(saved["kernels"]) == 5
     assert (tree / "build" / "gfx942" / failed[0].log).read_text().count("broken kernel") == 1
-    again = build(tree, "gfx942", jobs=2, batch=3)
+    again = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True)
     assert again.cached == 4 and again.failed == 1  # the healthy kernels come from the cache
 
 

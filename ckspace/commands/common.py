@@ -83,7 +83,7 @@ def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
     """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem."""
-    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
     parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
                         help="forward, bwd_data, bwd_weight or all (one or more)")
     parser.add_argument("--ndim", nargs="+", action="extend", help="spatial dims (default: 1 2 3)")

@@ -17,6 +17,7 @@ from typing import Any
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellResult, Request
+from ckspace.core.errors import CkspaceError
 from ckspace.core.files import cache_dir, sha256, write_atomic
 from ckspace.core.tables import tables_hash
 
@@ -113,6 +114,6 @@ def store(request: Request, cell: Cell, result: CellResult) -> None:
     }, separators=(",", ":"))
     text = json.dumps({"key": key, "checksum": sha256(payload.encode()), "payload": payload})
     try:
-        write_atomic(path, text.encode())
-    except OSError as exc:
+        write_atomic(path, text.encode(), "cache entry")
+    except (OSError, CkspaceError) as exc:  # a read-only, full or misplaced cache costs speed, not the answer
         log.warning("could not write cache entry %s (%s); continuing without it", path, exc)
