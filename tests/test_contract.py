@@ -356,3 +356,14 @@ def test_api_gaps_of_the_issue() -> None:
 def test_toolchain_script_exports_the_variable_the_code_reads() -> None:
     script = (ROOT / "scripts" / "install-toolchain-gfx942.sh").read_text()
     assert "export CKSPACE_CXX=" in script and "CKSPACE_CLANG" not in script
+
+
+def test_emit_into_a_directory_it_may_not_write_is_one_line(tmp_path, ck, monkeypatch) -> None:
+    """A read-only directory (root ignores modes, so the refusal is the file system's, simulated)."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", kwargs.get("dir"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    fails(["emit", *TINY, "--ck-root", str(ck), "--out", str(tmp_path / "ro")], "Permission denied", "ro")
