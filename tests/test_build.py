@@ -118,6 +118,7 @@ def test_build_cli_exit_status(tmp_path: Path, fake_env: Path, capsys: pytest.Ca
 
 def test_no_toolchain_error_lists_what_was_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CKSPACE_CXX", raising=False)
+    monkeypatch.delenv("CKSPACE_CLANG", raising=False)  # what older env.sh files export, read as a fallback
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
     with pytest.raises(CkspaceError) as error:
