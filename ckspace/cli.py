@@ -1,8 +1,10 @@
 """The ``ckspace`` command line.
 
-Bad input is one line on stderr naming the bad value and the valid choices, and exit status 2.
-Output is assembled first and written at the end, so a failing command prints nothing half-done.
-Answers served from the cache load neither numpy, pydantic nor the solver.
+Bad input is one line on stderr naming the bad value and the valid choices, and exit status 2; a
+valid question with a negative answer exits 1. Output is assembled first and written at the end,
+so a failing command prints nothing half-done. Ctrl-C and SIGTERM end quietly with 130 and 143
+(every file ckspace writes is written whole or not at all). Answers served from the cache load
+neither numpy, pydantic nor the solver.
 """
 
 from __future__ import annotations
@@ -11,53 +13,113 @@ import argparse
 import importlib
 import io
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from ckspace import __version__
 from ckspace.commands import COMMANDS
+from ckspace.commands.common import StrictParser, help_epilog
 from ckspace.core.errors import CkspaceError, NoKernelError
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but errors are the one line the rest of the CLI prints too."""
+class _Terminated(BaseException):
+    """SIGTERM, raised where the process is, so cleanup handlers (temporary files) run."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise CkspaceError(message)
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict]:
-    parser = _Parser(prog="ckspace", description="The space of AMD CK Tile grouped-convolution kernels.")
+    parser = StrictParser(prog="ckspace", description="The space of AMD CK Tile grouped-convolution kernels.",
+                          epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ckspace {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="log progress (-vv: debug)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_globals(parser, argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=StrictParser)
     modules = {}
     for name in COMMANDS:
         module = importlib.import_module(f"ckspace.commands.{name}")
-        module.configure(sub.add_parser(module.NAME, help=module.HELP, description=module.HELP))
+        command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        _add_globals(command, argparse.SUPPRESS)
+        module.configure(command)
         modules[module.NAME] = module
     return parser, modules
 
 
+def _add_globals(parser: argparse.ArgumentParser, default: object) -> None:
+    """-v and --cache-dir, accepted before or after the subcommand (SUPPRESS: a subcommand's
+    parser does not reset what the main parser read)."""
+    parser.add_argument("-v", "--verbose", action="count", default=default, help="log progress (-vv: debug)")
+    parser.add_argument("--cache-dir", metavar="DIR", default=default,
+                        help="cache directory for this run (default: $CKSPACE_CACHE_DIR, ~/.cache/ckspace)")
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (AttributeError, ValueError):  # stdout closed (no file, or closed file object)
+        raise CkspaceError("stdout is closed") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    previous = signal.signal(signal.SIGTERM, _on_sigterm), signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser, modules = _parser()
         args = parser.parse_args(argv)
-        logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
-                            format="ckspace: %(message)s")
+        if args.command is None:
+            sys.stdout.write(parser.format_help())
+            return 0
+        logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
+                            format="ckspace: %(levelname)s: %(message)s", force=True)
+        if getattr(args, "cache_dir", None) is not None:
+            if not args.cache_dir.strip():
+                raise CkspaceError("--cache-dir is empty; give a directory")
+            os.environ["CKSPACE_CACHE_DIR"] = args.cache_dir
         buffer = io.StringIO()
         status = modules[args.command].run(args, buffer)
-        sys.stdout.write(buffer.getvalue())
-        sys.stdout.flush()
+        _write(buffer.getvalue())
         return status
     except NoKernelError as exc:  # a valid question with a negative answer
-        print(f"ckspace: {exc}", file=sys.stderr)
-        return 1
+        return _fail(f"ckspace: {exc}", 1)
     except CkspaceError as exc:
-        print(f"ckspace: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(f"ckspace: error: {exc}", 2)
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except OSError as exc:  # the file system said no: a full disk, a read-only directory, a closed stdout
+        where = f": {exc.filename!r}" if exc.filename else ""
+        return _fail(f"ckspace: error: {exc.strerror or exc}{where}", 2)
+    except KeyboardInterrupt:
+        return _fail("ckspace: interrupted", 130)
+    except _Terminated:
+        return _fail("ckspace: terminated", 143)
+
+
+def _fail(line: str, status: int) -> int:
+    try:
+        print(" ".join(line.split("\n")), file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return status
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

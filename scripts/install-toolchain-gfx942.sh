@@ -4,7 +4,7 @@
 #
 # Usage: install-toolchain-gfx942.sh [PREFIX]     (default PREFIX: /opt/ckspace-toolchain)
 # Result: PREFIX/ck/include (CK headers), PREFIX/devlibs (ROCm device bitcode incl. gfx942 ISA file),
-#         PREFIX/env.sh (exports CKSPACE_CLANG, CKSPACE_DEVICE_LIBS, CK_ROOT). Needs root for apt.
+#         PREFIX/env.sh (exports CKSPACE_CXX, CKSPACE_DEVICE_LIBS, CK_ROOT). Needs root for apt.
 set -euo pipefail
 PREFIX="${1:-/opt/ckspace-toolchain}"
 AITER_VERSION="0.1.7.post2.dev18"
@@ -55,7 +55,7 @@ LL
 fi
 
 cat > "$PREFIX/env.sh" <<ENV
-export CKSPACE_CLANG=$(command -v clang++-19)
+export CKSPACE_CXX=$(command -v clang++-19)
 export CKSPACE_DEVICE_LIBS=$PREFIX/devlibs
 export CK_ROOT=$PREFIX/ck
 ENV

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("CKSPACE_SHARED") or ROOT.parent / "shared")
+"""The reference material: $CKSPACE_SHARED, else ../shared beside the checkout."""
 ORACLE = SHARED / "oracle"
 ORACLE_REVISION = "7cd53015"
 """The rules revision the oracle fixtures, RULES.md and the reference implementations in tests/ pin."""

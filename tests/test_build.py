@@ -79,7 +79,7 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     broken = result.manifest.kernels[1].name
     with (tree / f"{broken}.cpp").open("a") as handle:
         handle.write("// BROKEN\n")
-    report = build(tree, "gfx942", jobs=2, batch=3)
+    report = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True)  # the edit is the point
     assert (report.ok, report.failed, report.units) == (4, 1, 2 + 3)
     failed = [k for k in report.kernels if k.status == "failed"]
     assert failed[0].name == broken and "broken kernel" in failed[0].error
@@ -87,7 +87,7 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     saved = json.loads((tree / "build" / "gfx942" / "report.json").read_text())
     assert saved["failed"] == 1 and len(saved["kernels"]) == 5
     assert (tree / "build" / "gfx942" / failed[0].log).read_text().count("broken kernel") == 1
-    again = build(tree, "gfx942", jobs=2, batch=3)
+    again = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True)
     assert again.cached == 4 and again.failed == 1  # the healthy kernels come from the cache
 
 
@@ -118,6 +118,7 @@ def test_build_cli_exit_status(tmp_path: Path, fake_env: Path, capsys: pytest.Ca
 
 def test_no_toolchain_error_lists_what_was_looked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CKSPACE_CXX", raising=False)
+    monkeypatch.delenv("CKSPACE_CLANG", raising=False)  # what older env.sh files export, read as a fallback
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
     with pytest.raises(CkspaceError) as error:

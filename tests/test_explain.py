@@ -98,10 +98,11 @@ def test_cli_explain_name_and_partial_json() -> None:
     name = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv4_cshuffle_intrawave_16x16x32_1x1x1_16x16x32_vec1_1_1"
     out = subprocess.run([sys.executable, "-m", "ckspace", "explain", name, "--arch", "gfx950"],
                          capture_output=True, text=True, env=env)
-    assert out.returncode == 0 and "backward_pipeline" in out.stdout and "NOT VALID" in out.stdout
+    assert out.returncode == 1 and "backward_pipeline" in out.stdout and "NOT VALID" in out.stdout
     out = subprocess.run([sys.executable, "-m", "ckspace", "explain", "--arch", "gfx950", "--variant", "bwd_weight",
                           "--ndim", "2", "--dtype", "fp16", "--set", "pipeline=compv4", "--set", "tile_k=32",
                           "--format", "json"], capture_output=True, text=True, env=env)
+    assert out.returncode == 1  # a valid question, answered "not valid"
     data = json.loads(out.stdout)
     assert data["partial"] and not data["valid"]
     assert data["cells"][0]["blame"][0]["constraint"] == "backward_pipeline"

@@ -6,4 +6,4 @@ dependencies inside ``run`` so that every command starts fast.
 """
 
 COMMANDS = ("enumerate", "explain", "lint", "rules", "diff", "emit", "build", "probe", "train", "evaluate", "select",
-            "plan")
+            "plan", "info", "cache")

@@ -19,6 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores / 2)")
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
+    parser.add_argument("--allow-edited", action="store_true",
+                        help="build sources whose sha256 differs from manifest.json (edited by hand)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -33,14 +35,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
 
     if args.host_only:
-        library = build_host(args.dir)
+        library = build_host(args.dir, args.allow_edited)
         out.write(f"library: {library}\n")
         return 0
     if not args.arch:
         raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
 
     report = build(args.dir, parse_arch(args.arch), jobs=args.jobs or default_jobs(), batch=args.batch,
-                   ck_root=args.ck_root, progress=stderr_is_terminal())
+                   ck_root=args.ck_root, progress=stderr_is_terminal(), allow_edited=args.allow_edited)
     out.write(f"{report.ok} ok, {report.failed} failed ({report.cached} from cache) in {report.seconds} s; "
               f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}\n")
     for kernel in report.kernels:

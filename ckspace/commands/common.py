@@ -1,4 +1,5 @@
-"""Arguments shared by every command that works on a part of the space."""
+"""Arguments shared by every command that works on a part of the space, and the strict parser
+every command's arguments go through."""
 
 from __future__ import annotations
 
@@ -6,8 +7,71 @@ import argparse
 
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
+from ckspace.core.errors import CkspaceError
 from ckspace.core.revisions import default_rules_revision, rules_revision_names
-from ckspace.core.vocab import Variant
+from ckspace.core.vocab import Dtype, Variant, arch_names
+
+ENVIRONMENT = {
+    "CKSPACE_CACHE_DIR": "cache directory (cells, compiled objects); default $XDG_CACHE_HOME/ckspace or "
+                         "~/.cache/ckspace; --cache-dir overrides it",
+    "CKSPACE_BUILD_CACHE": "object cache of ckspace build (default: objects/ in the cache directory)",
+    "CKSPACE_CXX": "HIP compiler or wrapper for ckspace build (default: amdclang++, hipcc, clang++ of ROCm)",
+    "CKSPACE_DEVICE_LIBS": "ROCm device-library directory passed to the compiler",
+    "CKSPACE_HIP_FLAGS": "extra compiler flags for ckspace build (shell words)",
+    "CK_ROOT": "CK tree or include directory (default: ROCm, then the amd-aiter wheel)",
+    "CC": "host C compiler of the dispatcher's host part and the compiled selector trees",
+}
+"""Every environment variable ckspace reads, with what it means (``ckspace --help`` lists them)."""
+
+
+def help_epilog() -> str:
+    """What ``ckspace --help`` shows below the commands: the valid values and the environment."""
+    lines = [f"archs: {', '.join(arch_names())}",
+             f"variants: {', '.join(v.value for v in Variant)}; ndims: 1, 2, 3; dtypes: {', '.join(d.value for d in Dtype)}",
+             f"rule sets: {', '.join(rule_set_names())}",
+             f"rules revisions: {', '.join(rules_revision_names())} (default {default_rules_revision()})",
+             "formats: enumerate names|json|jsonl|csv; explain, lint, diff, select, evaluate text|json; "
+             "rules markdown|json",
+             "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
+             "findings with --strict), 2 bad input, 130/143 interrupted",
+             "environment:"]
+    lines += [f"  {name}: {meaning}" for name, meaning in ENVIRONMENT.items()]
+    return "\n".join(lines)
+
+
+class _StoreOnce(argparse.Action):
+    """``store`` that refuses a second value: a repeated single-valued option is a mistake, not
+    "the last one wins"."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = namespace.__dict__.setdefault("_given", set())
+        if self.dest in seen:
+            raise CkspaceError(f"{option_string or self.dest} is given twice; it takes one value "
+                               "(options that take several say so in --help)")
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+class StrictParser(argparse.ArgumentParser):
+    """argparse, but errors are the one line the rest of the CLI prints, single-valued options may
+    be given once, and no option takes an empty string (an empty value is not "unset")."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)  # --arc is not --arch
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CkspaceError(message)
+
+    def _get_values(self, action, arg_strings):  # noqa: ANN001 - argparse's own hook
+        if not isinstance(action, argparse._SubParsersAction):
+            for value in arg_strings if isinstance(arg_strings, list) else [arg_strings]:
+                if isinstance(value, str) and not value.strip():
+                    name = "/".join(action.option_strings) or action.metavar or action.dest
+                    raise CkspaceError(f"{name}: empty value {value!r}; give a value (see --help)")
+        return super()._get_values(action, arg_strings)
 
 
 def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +83,7 @@ def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
     """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem."""
-    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
     parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
                         help="forward, bwd_data, bwd_weight or all (one or more)")
     parser.add_argument("--ndim", nargs="+", action="extend", help="spatial dims (default: 1 2 3)")

@@ -19,7 +19,9 @@ HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manif
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser)
-    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--out", required=True, help="output directory (new, empty, or an emitted tree)")
+    parser.add_argument("--force", action="store_true",
+                        help="emit into a non-empty directory that is not an emitted tree (only ckspace files change)")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
     parser.add_argument("--with-selector", action="store_true",
                         help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the "
@@ -36,9 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.files import output_path
     from ckspace.emit.emitter import SelectorOptions, emit
     from ckspace.hip_runtime.ck_headers import find_revision
 
+    target = output_path(args.out, "--out")
     request = request_from_args(args)
     revision = find_revision(args.ck_root)
     space = space_from_args(args)
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if (args.model is not None or args.fallbacks) and not args.with_selector:
         raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
     selector = SelectorOptions(model=args.model, fallbacks=args.fallbacks) if args.with_selector else None
-    result = emit(kernels, args.out, revision, arch=request.arch, request=described, selector=selector)
+    result = emit(kernels, target, revision, arch=request.arch, request=described, selector=selector,
+                  force=args.force)
     manifest = result.manifest
     out.write(f"{len(manifest.kernels)} kernels emitted to {args.out} "
               f"({len(result.written)} files written, {result.unchanged} unchanged, "

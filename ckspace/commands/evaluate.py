@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.train import add_data_arguments
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.commands.train import add_data_arguments, check_data_arguments
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 
 NAME = "evaluate"
 HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on benchmark CSVs"
@@ -19,12 +19,12 @@ FORMATS = ("text", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--format", default="text", help="text or json (default: text)")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+    parser.add_argument("--plot", metavar="FILE.png",
                         help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS")
     parser.add_argument("--plan-budgets", metavar="K,K,...",
                         help="also judge kernel-set plans of these sizes (e.g. 1,2,4,8,16) for each fold's "
                              "held-out problems, beside the hindsight, frequent-winners and random plans")
-    parser.add_argument("--plan-plot", type=Path, metavar="FILE.png",
+    parser.add_argument("--plan-plot", metavar="FILE.png",
                         help="with --plan-budgets: write efficiency against budget")
 
 
@@ -34,9 +34,9 @@ def _budgets(text: str | None) -> tuple[int, ...]:
     try:
         budgets = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
     except ValueError:
-        raise CkspaceError(f"--plan-budgets takes integers separated by commas, not {text!r}") from None
+        raise InvalidInputError(f"--plan-budgets takes integers separated by commas, not {text!r}") from None
     if not budgets or budgets[0] < 1:
-        raise CkspaceError(f"--plan-budgets must list budgets of at least 1, not {text!r}")
+        raise InvalidInputError(f"--plan-budgets must list budgets of at least 1, not {text!r}")
     return budgets
 
 
@@ -50,18 +50,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.evaluation import cross_validate
     from ckspace.select.metrics import HEADER
 
+    check_data_arguments(args)
+    from ckspace.core.files import output_path
+    from ckspace.select.plot import check_plot_target
+
+    for option, path in (("--plot", args.plot), ("--plan-plot", args.plan_plot)):
+        if path is not None:
+            check_plot_target(output_path(path, option), option)
     arch, variant, dtype = infer_cell(args.data, args.arch, args.variant, args.dtype)
     data = load_measurements(args.data, arch, variant, dtype)
     cv = cross_validate(data, args.folds, args.seed, budgets)
-    if args.plot:
+    if args.plot is not None:
         from ckspace.select.plot import write_plot
 
-        write_plot(cv, args.plot, f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
-    if args.plan_plot:
+        write_plot(cv, Path(args.plot), f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
+    if args.plan_plot is not None:
         from ckspace.select.plot import write_plan_plot
 
-        write_plan_plot(cv, args.plan_plot, f"{arch} {variant.value} {dtype.value}: kernel-set plans, "
-                                            f"{cv.folds}-fold grouped CV")
+        write_plan_plot(cv, Path(args.plan_plot), f"{arch} {variant.value} {dtype.value}: kernel-set plans, "
+                                                  f"{cv.folds}-fold grouped CV")
     if args.format == "json":
         out.write(json.dumps({**cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
         return 0

@@ -9,7 +9,8 @@ from ckspace.commands.common import add_ck_argument, add_space_arguments
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "explain"
-HELP = "say why a kernel name or a partial config is or is not valid, naming a minimal set of rules"
+HELP = ("say why a kernel name or a partial config is or is not valid, naming a minimal set of rules "
+        "(exit 0 valid, 1 not valid)")
 FORMATS = ("text", "json")
 
 
@@ -28,6 +29,8 @@ def _partial(pairs: list[str]) -> dict[str, str]:
         field, sep, value = pair.partition("=")
         if not sep or not field.strip() or not value.strip():
             raise CkspaceError(f"--set {pair!r}: expected FIELD=VALUE, e.g. --set tile_k=32")
+        if field.strip() in out:
+            raise CkspaceError(f"--set {field.strip()} is given twice ({out[field.strip()]!r} and {value.strip()!r})")
         out[field.strip()] = value.strip()
     return out
 
@@ -52,4 +55,4 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             raise CkspaceError("explain needs a kernel name or at least one --set FIELD=VALUE")
         explanation = space_from_args(args).explain(_partial(args.set))
     out.write(explanation.model_dump_json(indent=1) + "\n" if args.format == "json" else explanation.text() + "\n")
-    return 0
+    return 0 if explanation.valid else 1

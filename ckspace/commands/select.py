@@ -35,10 +35,15 @@ def read_candidates(path: Path, arch: str) -> list:
     """Kernel names from a names file, or configs from a build manifest's ``kernels``."""
     from ckspace.core.config import GemmConfig
 
+    if path.exists() and not path.is_file():  # a directory, a device, a fifo (reading one would block)
+        raise CkspaceError(f"--candidates {path} is not a regular file")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CkspaceError(f"cannot read --candidates {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CkspaceError(f"--candidates {path} is not UTF-8 text (kernel names, one per line, or a build "
+                           "manifest)") from None
     if text.lstrip().startswith("{"):
         try:
             kernels = json.loads(text)["kernels"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellResult, Request
+from ckspace.core.errors import CkspaceError
 from ckspace.core.files import cache_dir, sha256, write_atomic
 from ckspace.core.tables import tables_hash
 
@@ -46,30 +47,61 @@ def _path(key: dict[str, Any]) -> Path:
 
 
 def load(request: Request, cell: Cell) -> CellResult | None:
-    """The cached result, or None when absent, stale or corrupt."""
+    """The cached result, or None when absent, stale or corrupt (bad bytes, bad JSON, another key,
+    a wrong checksum or a payload of the wrong shape): a bad entry is rebuilt, never fatal."""
     key = cell_key(request, cell)
     path = _path(key)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
         log.warning("cache entry %s unreadable (%s): rebuilding", path, exc)
         return None
     try:
-        entry = json.loads(text)
+        entry = json.loads(data.decode("utf-8"))
         if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
             raise ValueError("key or checksum mismatch")
-        data = json.loads(entry["payload"])
-        return CellResult(
-            gemm=[tuple(r) for r in data["gemm"]],
-            gemm_valid=[bool(v) for v in data["gemm_valid"]],
-            depthwise=[tuple(r) for r in data["depthwise"]],
-            depthwise_valid=[bool(v) for v in data["depthwise_valid"]],
+        payload = json.loads(entry["payload"])
+        result = CellResult(
+            gemm=[tuple(_ints(r)) for r in payload["gemm"]],
+            gemm_valid=[bool(v) for v in _ints(payload["gemm_valid"])],
+            depthwise=[tuple(_ints(r)) for r in payload["depthwise"]],
+            depthwise_valid=[bool(v) for v in _ints(payload["depthwise_valid"])],
         )
-    except (ValueError, KeyError, TypeError) as exc:
+        if len(result.gemm) != len(result.gemm_valid) or len(result.depthwise) != len(result.depthwise_valid):
+            raise ValueError("rows and validity flags differ in length")
+        return result
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("cache entry %s is stale or corrupt (%s): rebuilding", path, exc)
         return None
+
+
+def _ints(values: object) -> list[int]:
+    """A list of plain integers, or ValueError (a hand-edited or foreign entry)."""
+    if not isinstance(values, list) or not all(type(v) is int for v in values):
+        raise ValueError("expected a list of integers")
+    return values
+
+
+def info() -> dict[str, object]:
+    """Where the cell cache is, how many entries it holds and their size in bytes."""
+    root = cache_dir() / "cells"
+    entries = [p for p in root.glob("*.json") if p.is_file()] if root.is_dir() else []
+    return {"directory": str(root), "entries": len(entries), "bytes": sum(p.stat().st_size for p in entries)}
+
+
+def clear() -> int:
+    """Delete the cell cache's entries (only ``cells/*.json`` and stray temporary files: nothing
+    else under the cache directory); returns how many were removed."""
+    root = cache_dir() / "cells"
+    removed = 0
+    if root.is_dir():
+        for path in [*root.glob("*.json"), *root.glob(".*.tmp")]:
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def store(request: Request, cell: Cell, result: CellResult) -> None:
@@ -82,6 +114,6 @@ def store(request: Request, cell: Cell, result: CellResult) -> None:
     }, separators=(",", ":"))
     text = json.dumps({"key": key, "checksum": sha256(payload.encode()), "payload": payload})
     try:
-        write_atomic(path, text.encode())
-    except OSError as exc:
+        write_atomic(path, text.encode(), "cache entry")
+    except (OSError, CkspaceError) as exc:  # a read-only, full or misplaced cache costs speed, not the answer
         log.warning("could not write cache entry %s (%s); continuing without it", path, exc)

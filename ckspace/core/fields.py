@@ -8,10 +8,12 @@ vectorised evaluator work on, and what the cache stores; the pydantic models of
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from functools import cache
 from typing import NamedTuple
 
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.tables import table
 from ckspace.core.vocab import (
     Epilogue,
@@ -105,6 +107,54 @@ def encode(name: str, value: object) -> int:
     if kind is int:
         return int(value)  # type: ignore[call-overload]
     return _enum_code(kind, value)
+
+
+_TRUE, _FALSE = ("true", "1"), ("false", "0")
+
+
+def parse_bool(what: str, value: object) -> bool:
+    """A boolean from a user: ``True``/``False``, 1/0 or their text (any case); anything else
+    (``no``, ``yes``, ``2``, ``""``) is an error, never its truthiness."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise InvalidChoiceError(what, value, ("true", "false", "1", "0"))
+
+
+def parse_int(what: str, value: object, low: int, high: int) -> int:
+    """An integer from a user, within [low, high]: an int or its decimal text; a bool, a float
+    (``1.5``, even ``2.0``) or other text is an error."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        raise InvalidInputError(f"{what} {value!r} is not an integer; valid: an integer from {low} to {high}")
+    if not low <= number <= high:
+        raise InvalidInputError(f"{what} {number} is out of range; valid: an integer from {low} to {high}")
+    return number
+
+
+def parse_field(name: str, value: object) -> int:
+    """The encoded value of GEMM field ``name`` from user input, parsed strictly (see
+    :func:`parse_bool`, :func:`parse_int`; enums list their values when wrong)."""
+    kind = FIELD_KIND[name]
+    if kind is bool:
+        return int(parse_bool(name, value))
+    if kind is int:
+        return parse_int(name, value, *GEMM_BOUNDS[name])
+    if not isinstance(value, (str, kind)):
+        raise InvalidChoiceError(name, value, [m.value for m in kind])  # type: ignore[attr-defined]
+    return _enum_code(kind, value)
+
+
+def parse_depthwise_field(name: str, value: object) -> int:
+    """A depthwise config field (all integers) from user input, parsed strictly."""
+    return parse_int(name, value, *DEPTHWISE_BOUNDS[name])
 
 
 @cache

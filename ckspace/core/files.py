@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+from ckspace.core.errors import InvalidInputError
 
 
 def sha256(data: bytes) -> str:
@@ -43,8 +48,47 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (temp file in the same folder + os.replace)."""
+def output_path(value: object, what: str) -> Path:
+    """A path the user named for output: not empty (``--out ""`` is not "the current directory")."""
+    text = str(value) if value is not None else ""
+    if not text.strip():
+        raise InvalidInputError(f"{what} is empty; give a path")
+    return Path(text)
+
+
+def refuse_foreign(path: Path, what: str, kind: str = "file") -> None:
+    """Refuse to write over ``path`` when it is a symlink, a device, a fifo or a socket, or an
+    existing entry of the other kind (``file`` vs ``directory``): ckspace replaces only what it could
+    have written itself, so it never follows a link or clobbers a device node."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InvalidInputError(f"{what} {str(path)!r}: {exc.strerror}") from None
+    if stat.S_ISLNK(mode):
+        raise InvalidInputError(f"{what} {str(path)!r} is a symbolic link; ckspace does not write through "
+                                "links, give the target path")
+    if kind == "file" and not stat.S_ISREG(mode):
+        found = "a directory" if stat.S_ISDIR(mode) else "a device, fifo or socket"
+        raise InvalidInputError(f"{what} {str(path)!r} is {found}, not a regular file")
+    if kind == "directory" and not stat.S_ISDIR(mode):
+        raise InvalidInputError(f"{what} {str(path)!r} exists and is not a directory")
+
+
+def _writable_parent(parent: Path, what: str) -> None:
+    for ancestor in (parent, *parent.parents):
+        if ancestor.exists() or ancestor.is_symlink():
+            if not ancestor.is_dir():
+                raise InvalidInputError(f"{what}: {str(ancestor)!r} is not a directory")
+            return
+
+
+def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
+    """Replace ``path`` with ``data`` atomically (temp file in the same folder + os.replace);
+    refuses links and non-regular files (:func:`refuse_foreign`)."""
+    refuse_foreign(path, what)
+    _writable_parent(path.parent, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -57,12 +101,48 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_if_changed(path: Path, data: bytes) -> bool:
+def write_if_changed(path: Path, data: bytes, what: str = "output") -> bool:
     """Write ``data`` unless ``path`` already holds exactly it; True when the file was written."""
+    refuse_foreign(path, what)
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
             return False
     except FileNotFoundError:
         pass
-    write_atomic(path, data)
+    write_atomic(path, data, what)
     return True
+
+
+def write_directory(directory: Path, contents: Mapping[str, bytes], owned: bool) -> None:
+    """Write the files ``contents`` as the directory ``directory``.
+
+    A new or ckspace-``owned`` directory is built as a temporary sibling and renamed into place, so a
+    reader sees the old or the new directory, never a mix. Otherwise (a directory holding files of
+    others, the caller's ``--force``) only the named files are replaced, each atomically, and
+    everything else in it stays."""
+    directory = Path(os.path.abspath(directory))  # "." and "x/.." have no name to stage beside
+    what = f"output directory {str(directory)!r}"
+    refuse_foreign(directory, "output directory", "directory")
+    _writable_parent(directory.parent, what)
+    if directory.exists() and not owned:
+        for name, data in contents.items():
+            write_atomic(directory / name, data, what)
+        return
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    retired = None
+    try:
+        staging.chmod(0o777 & ~_umask())  # mkdtemp makes it private; outputs are ordinary directories
+        for name, data in contents.items():
+            (staging / name).write_bytes(data)
+        if directory.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
+            os.replace(directory, retired / directory.name)
+        os.replace(staging, directory)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+        if retired is not None:
+            if not directory.exists() and (retired / directory.name).exists():
+                os.replace(retired / directory.name, directory)  # the swap failed half-way: put it back
+            shutil.rmtree(retired, ignore_errors=True)

@@ -27,32 +27,39 @@ _KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride", "pad", "
          "k_batch", "ndim")
 
 
+INDEX_MAX = 2**31 - 1
+"""Largest size along any one dimension (and of N, G, C, K): CK Tile's ``index_t`` is a 32-bit int."""
+ELEMENTS_MAX = 2**63 - 1
+"""Largest element count of any one tensor: CK Tile's ``long_index_t`` (64-bit) offsets. Tensors
+beyond 2^31 elements are CK's split-image territory (the ``split_image`` field), not an error."""
+
+
 class ConvProblem(BaseModel):
     """A grouped convolution: N images, G groups, C input and K output channels in total."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ndim: int = Field(ge=1, le=3)
-    N: int = Field(ge=1)
-    G: int = Field(default=1, ge=1)
-    C: int = Field(ge=1)
-    K: int = Field(ge=1)
-    Di: int = Field(default=1, ge=1)
-    Hi: int = Field(default=1, ge=1)
-    Wi: int = Field(ge=1)
-    Z: int = Field(default=1, ge=1)
-    Y: int = Field(default=1, ge=1)
-    X: int = Field(ge=1)
-    stride_d: int = Field(default=1, ge=1)
-    stride_h: int = Field(default=1, ge=1)
-    stride_w: int = Field(default=1, ge=1)
-    pad_d: int = Field(default=0, ge=0)
-    pad_h: int = Field(default=0, ge=0)
-    pad_w: int = Field(default=0, ge=0)
-    dil_d: int = Field(default=1, ge=1)
-    dil_h: int = Field(default=1, ge=1)
-    dil_w: int = Field(default=1, ge=1)
-    k_batch: int = Field(default=1, ge=1, description="split-K factor (bwd_weight)")
+    N: int = Field(ge=1, le=INDEX_MAX)
+    G: int = Field(default=1, ge=1, le=INDEX_MAX)
+    C: int = Field(ge=1, le=INDEX_MAX)
+    K: int = Field(ge=1, le=INDEX_MAX)
+    Di: int = Field(default=1, ge=1, le=INDEX_MAX)
+    Hi: int = Field(default=1, ge=1, le=INDEX_MAX)
+    Wi: int = Field(ge=1, le=INDEX_MAX)
+    Z: int = Field(default=1, ge=1, le=INDEX_MAX)
+    Y: int = Field(default=1, ge=1, le=INDEX_MAX)
+    X: int = Field(ge=1, le=INDEX_MAX)
+    stride_d: int = Field(default=1, ge=1, le=INDEX_MAX)
+    stride_h: int = Field(default=1, ge=1, le=INDEX_MAX)
+    stride_w: int = Field(default=1, ge=1, le=INDEX_MAX)
+    pad_d: int = Field(default=0, ge=0, le=INDEX_MAX)
+    pad_h: int = Field(default=0, ge=0, le=INDEX_MAX)
+    pad_w: int = Field(default=0, ge=0, le=INDEX_MAX)
+    dil_d: int = Field(default=1, ge=1, le=INDEX_MAX)
+    dil_h: int = Field(default=1, ge=1, le=INDEX_MAX)
+    dil_w: int = Field(default=1, ge=1, le=INDEX_MAX)
+    k_batch: int = Field(default=1, ge=1, le=INDEX_MAX, description="split-K factor (bwd_weight)")
 
     @model_validator(mode="after")
     def _consistent(self) -> "ConvProblem":
@@ -68,6 +75,12 @@ class ConvProblem(BaseModel):
         for dim in self.dims:
             if self.output_size(dim) < 1:
                 raise ValueError(f"the output is empty along {dim}: the filter does not fit the padded input")
+        for tensor, elements in (("input", self.N * self.C * self.input_volume),
+                                 ("output", self.N * self.K * self.output_volume),
+                                 ("weight", self.K * self.Cg * self.filter_volume)):
+            if elements > ELEMENTS_MAX:
+                raise ValueError(f"the {tensor} tensor has {elements} elements, beyond what CK Tile can index "
+                                 f"(2^63-1, long_index_t)")
         return self
 
     # -- derived sizes --------------------------------------------------------------------------
@@ -186,6 +199,8 @@ class ConvProblem(BaseModel):
                 first = errors[0]
                 where = ".".join(str(p) for p in first.get("loc", ()))
                 detail = f"{where}: {first['msg']}" if where else first["msg"].removeprefix("Value error, ")
+                if first.get("type") == "less_than_equal" and where != "ndim":
+                    detail += " (CK Tile's index_t is a 32-bit int)"
             else:
                 detail = str(exc)
             raise InvalidInputError(f"problem {text or values!r}: {detail}") from None

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,7 @@ from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import write_atomic, write_if_changed
+from ckspace.core.files import sha256_file, write_atomic, write_if_changed
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
@@ -187,12 +188,14 @@ def _compile(build_dir: Path, ninja_file: str, units: list[Unit], toolchain: Too
 
 
 def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None = None,
-          progress: bool = False) -> BuildReport:
+          progress: bool = False, allow_edited: bool = False) -> BuildReport:
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring."""
     started = time.monotonic()
     manifest = _read_manifest(tree)
     if jobs < 1 or batch < 1:
         raise CkspaceError("--jobs and --batch must be at least 1")
+    verify_sources(tree, manifest, allow_edited)
+    _check_object_cache()
     revision = find_revision(ck_root)
     if revision.fingerprint != manifest.ck_revision.fingerprint:
         raise CkspaceError(f"{tree} was emitted for CK {manifest.ck_revision.label}, but the CK headers "
@@ -247,12 +250,48 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
     return report
 
 
+def verify_sources(tree: Path, manifest: Manifest, allow_edited: bool) -> None:
+    """Refuse a tree whose sources are missing or differ from the sha256 the manifest recorded
+    (edited by hand, half-written, or from another emit), unless ``allow_edited``: what is built is
+    then what ckspace emitted."""
+    records = [*manifest.shared, *(r for k in manifest.kernels for r in (k.header, k.source, k.wrapper))]
+    missing, edited = [], []
+    for record in records:
+        try:
+            if sha256_file(tree / record.path) != record.sha256:
+                edited.append(record.path)
+        except OSError:
+            missing.append(record.path)
+    if missing:
+        raise CkspaceError(f"{tree}: {len(missing)} source(s) of {MANIFEST_NAME} are missing or unreadable "
+                           f"(e.g. {missing[0]}); re-emit the tree")
+    if edited and not allow_edited:
+        raise CkspaceError(f"{tree}: {len(edited)} source(s) differ from the sha256 in {MANIFEST_NAME} "
+                           f"(e.g. {edited[0]}); re-emit, or --allow-edited to build them as they are")
+    if edited:
+        log.warning("building %d edited source(s) (--allow-edited), e.g. %s", len(edited), edited[0])
+
+
+def _check_object_cache() -> None:
+    """Fail before compiling, not after, when compiled objects cannot be kept."""
+    directory = objcache.object_cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe.")
+        probe.close()
+    except OSError as exc:
+        raise CkspaceError(f"object cache {directory} is not writable ({exc.strerror}); set CKSPACE_BUILD_CACHE "
+                           "to a writable directory") from None
+
+
 def _read_manifest(tree: Path) -> Manifest:
     path = tree / MANIFEST_NAME
     if not path.is_file():
         raise CkspaceError(f"{tree} has no {MANIFEST_NAME} (run ckspace emit --out {tree} first)")
     try:
         return Manifest.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise CkspaceError(f"cannot read {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise CkspaceError(f"{path} is not a ckspace manifest ({str(exc).splitlines()[0]}); re-emit the tree") from None
 
@@ -305,7 +344,7 @@ def _dispatcher_objects(tree: Path, build_dir: Path, manifest: Manifest, toolcha
     return [*_host_objects(tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
 
 
-def build_host(tree: Path) -> Path:
+def build_host(tree: Path, allow_edited: bool = False) -> Path:
     """``ckspace build DIR --host-only``: the dispatcher's host part alone (no HIP, no kernels) as
     ``build/host/libckspace_dispatch.so``; ``ckspace_run`` is absent from it."""
     from ckspace.select.compiled import host_c_compiler
@@ -313,6 +352,7 @@ def build_host(tree: Path) -> Path:
     manifest = _read_manifest(tree)
     if manifest.dispatcher is None:
         raise CkspaceError(f"{tree} has no dispatcher: emit it with --with-selector")
+    verify_sources(tree, manifest, allow_edited)
     tree = tree.resolve()
     build_dir = tree / "build" / "host"
     objects = _host_objects(tree, build_dir, manifest.dispatcher.host_units)

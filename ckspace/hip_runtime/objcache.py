@@ -40,3 +40,20 @@ def lookup(key: str) -> Path | None:
 def store(key: str, obj: Path) -> None:
     """Copy ``obj`` into the cache atomically."""
     write_atomic(object_cache_dir() / key[:2] / f"{key}.o", obj.read_bytes())
+
+
+def info() -> dict[str, object]:
+    """Where the object cache is, how many objects it holds and their size in bytes."""
+    objects = [p for p in object_cache_dir().glob("??/*.o") if p.is_file()]
+    return {"directory": str(object_cache_dir()), "entries": len(objects),
+            "bytes": sum(p.stat().st_size for p in objects)}
+
+
+def clear() -> int:
+    """Delete the cached objects (``??/*.o`` only, nothing else in the directory); returns how many."""
+    removed = 0
+    for path in object_cache_dir().glob("??/*.o"):
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

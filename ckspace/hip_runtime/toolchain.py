@@ -9,6 +9,7 @@ bitcode. When nothing fits, the error lists every candidate and why it was refus
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shlex
 import shutil
@@ -18,6 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.errors import CkspaceError
+
+log = logging.getLogger(__name__)
 
 SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
 DEVICE_LIB_DIRS = ("/opt/ckspace-toolchain/devlibs", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
@@ -89,11 +92,14 @@ def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]
 def discover(arch: str) -> Toolchain:
     """The first usable compiler for ``arch``; :class:`CkspaceError` listing what was tried."""
     refused: list[str] = []
-    explicit = os.environ.get("CKSPACE_CXX")
+    variable = "CKSPACE_CXX" if os.environ.get("CKSPACE_CXX") else "CKSPACE_CLANG"
+    explicit = os.environ.get(variable)
     if explicit:
+        if variable == "CKSPACE_CLANG":  # what env.sh of older install scripts exported
+            log.warning("CKSPACE_CLANG is read as CKSPACE_CXX; export CKSPACE_CXX instead")
         path = shutil.which(explicit)
         if path is None:
-            raise CkspaceError(f"CKSPACE_CXX={explicit!r} is not an executable")
+            raise CkspaceError(f"{variable}={explicit!r} is not an executable")
         return _system_clang(path, arch, refused, explicit=True)  # type: ignore[return-value]
     for root in filter(None, (os.environ.get("ROCM_PATH"), "/opt/rocm")):
         for name in ("amdclang++", "hipcc"):

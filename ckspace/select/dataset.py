@@ -15,7 +15,8 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.config import GemmConfig
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256_file
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -97,6 +98,16 @@ def _problem(row: dict[str, str]) -> ConvProblem:
     return ConvProblem(**values)
 
 
+@contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """A CSV that is not UTF-8 text (binary, UTF-16) is bad input, said in one line; a UTF-8 byte
+    order mark is accepted (the files are opened as ``utf-8-sig``)."""
+    try:
+        yield
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InvalidInputError(f"{path}: not a UTF-8 CSV file ({str(exc).splitlines()[0][:120]})") from None
+
+
 def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant | str,
                       dtype: Dtype | str) -> Measurements:
     """Read, check and clean benchmark CSVs of one cell (arch, variant, dtype)."""
@@ -113,7 +124,7 @@ def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant |
         if not path.is_file():
             raise CkspaceError(f"no such data file: {path}")
         files[str(path)] = sha256_file(path)
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle, _readable(path):
             reader = csv.DictReader(handle)
             missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
             if missing:
@@ -205,7 +216,7 @@ def infer_cell(paths: Sequence[str | Path], arch: str | None = None, variant: st
             path = Path(raw)
             if not path.is_file():
                 raise CkspaceError(f"no such data file: {path}")
-            with path.open(newline="", encoding="utf-8") as handle:
+            with path.open(newline="", encoding="utf-8-sig") as handle, _readable(path):
                 first = next(csv.DictReader(handle), None)
             if first is None or "kernel" not in first:
                 raise CkspaceError(f"{path}: no benchmark rows")

@@ -3,12 +3,19 @@ out-of-fold predicted vs measured TFLOPS."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 
 from ckspace.core.errors import CkspaceError
+from ckspace.core.files import refuse_foreign, write_atomic
 from ckspace.select.evaluation import CrossValidation
+
+
+def check_plot_target(path: Path, option: str = "--plot") -> None:
+    """Refuse a plot path that is not a (new or) regular file before any work is done."""
+    refuse_foreign(Path(path), option)
 
 
 def _pyplot():
@@ -18,17 +25,16 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CkspaceError("plotting needs matplotlib: pip install 'ckspace[plot]'") from None
+        raise CkspaceError("plots need matplotlib: pip install 'ckspace[plot]'") from None
     return plt
 
 
-def _save(fig, plt, path: Path) -> None:
-    """Atomically: a temporary file beside the target, then a rename."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.savefig(tmp, dpi=110, format="png")
+def _save(fig, plt, path: Path, option: str) -> None:
+    """Render the PNG in memory and write it atomically (never over a device, link or directory)."""
+    image = io.BytesIO()
+    fig.savefig(image, dpi=110, format="png")
     plt.close(fig)
-    tmp.replace(path)
+    write_atomic(Path(path), image.getvalue(), option)
 
 
 def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
@@ -48,7 +54,7 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
     axis.grid(alpha=0.3)
     axis.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    _save(fig, plt, path)
+    _save(fig, plt, path, "--plan-plot")
 
 
 def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
@@ -72,4 +78,4 @@ def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
     right.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    _save(fig, plt, path)
+    _save(fig, plt, path, "--plot")

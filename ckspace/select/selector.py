@@ -34,6 +34,7 @@ from ckspace.constraints.problem_rules import ProblemRule, gemm_problem_template
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.select.benchmark_names import config_from_any_name
@@ -276,7 +277,15 @@ class Selector:
             if not key[0]:
                 raise SelectorError("no candidate kernels to select from")
             configs, names = [], []
+            depthwise = [item for item in key[0] if _is_depthwise(item)]
+            if len(depthwise) == len(key[0]):
+                raise SelectorError(f"the {len(depthwise)} candidates are all depthwise kernels; the selector "
+                                    "ranks GEMM kernels (depthwise ones have no model and no CK Tile instance)")
+            if depthwise:  # enumerate --list prints them beside the GEMM kernels: accepted, not ranked
+                log.info("%d depthwise candidates skipped: the selector ranks GEMM kernels", len(depthwise))
             for item in key[0]:
+                if _is_depthwise(item):
+                    continue
                 config = item if isinstance(item, GemmConfig) else config_from_any_name(str(item), self.arch)
                 if config.variant is not self.variant or config.dtype is not self.dtype or config.arch != self.arch:
                     raise SelectorError(f"candidate {config.name} is a {config.arch} {config.variant.value} "
@@ -386,3 +395,10 @@ class Selector:
                            f"{', ...' if len(names) > 3 else ''})" for rules, names in groups.items())
         return NoKernelError(f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
                              f"can run {problem.text()}: {detail}", blocking)
+
+
+def _is_depthwise(item: object) -> bool:
+    """A depthwise kernel (a name of the depthwise grammar or a depthwise config)."""
+    if isinstance(item, str):
+        return is_depthwise_name(item.strip())
+    return getattr(item, "kind", None) == "depthwise"

@@ -13,7 +13,8 @@ A model directory (shipped ones live in ``ckspace/models/<arch>/<variant>_<dtype
 Loading recomputes the hashes and compares the feature spec with the code's: a model that was
 edited, truncated or trained on other features is refused with a message saying which.
 Directories are written into a temporary sibling and renamed into place, so a reader never sees
-half a model.
+half a model; a directory holding files of others is refused (``--force``: only the model files in
+it are replaced).
 """
 
 from __future__ import annotations
@@ -21,16 +22,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from ckspace.core.errors import CkspaceError
-from ckspace.core.files import sha256
+from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.files import refuse_foreign, sha256, write_directory
 from ckspace.select.features import FEATURE_VERSION, feature_spec
 
 log = logging.getLogger(__name__)
@@ -67,29 +66,35 @@ def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
     return Path(str(resources.files("ckspace").joinpath("models", arch, f"{variant}_{dtype}")))
 
 
-def save_model(directory: Path, ranker: Any, regressor: Any, card: ModelCard) -> ModelCard:
-    """Write a model directory atomically; returns the card with the file hashes filled in."""
+def check_model_target(directory: Path, force: bool = False) -> set[str]:
+    """The entries already in ``directory`` when a model may be written there (checked before
+    training, so a refusal costs nothing); refuses links, non-directories and, unless ``force``,
+    non-empty directories without a model card."""
+    refuse_foreign(Path(directory), "--out", "directory")
+    try:
+        existing = set(os.listdir(directory)) if Path(directory).is_dir() else set()
+    except OSError as exc:
+        raise InvalidInputError(f"--out {str(directory)!r}: {exc.strerror}") from None
+    if existing and CARD_FILE not in existing and not force:
+        shown = ", ".join(sorted(existing)[:3]) + (", ..." if len(existing) > 3 else "")
+        raise InvalidInputError(f"--out {str(directory)!r} is a non-empty directory that is not a ckspace model "
+                                f"({shown}); give an empty or new directory, or --force to write the model "
+                                "files into it")
+    return existing
+
+
+def save_model(directory: Path, ranker: Any, regressor: Any, card: ModelCard, force: bool = False) -> ModelCard:
+    """Write a model directory; returns the card with the file hashes filled in.
+
+    A directory that exists, is not empty and holds no model card is someone else's: it is refused
+    unless ``force``, and then only the model files in it are replaced."""
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    existing = check_model_target(directory, force)
     contents = {RANKER_FILE: ranker.model_to_string().encode(), TFLOPS_FILE: regressor.model_to_string().encode(),
                 FEATURES_FILE: (json.dumps(feature_spec(), indent=1) + "\n").encode()}
     card = card.model_copy(update={"files": {name: sha256(data) for name, data in contents.items()}})
-    contents[CARD_FILE] = (card.model_dump_json(indent=1) + "\n").encode()
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it private; a model directory is package data
-        for name, data in contents.items():
-            (staging / name).write_bytes(data)
-        if directory.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
-            os.replace(directory, retired / directory.name)
-            os.replace(staging, directory)
-            shutil.rmtree(retired)
-        else:
-            os.replace(staging, directory)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+    contents[CARD_FILE] = (card.model_dump_json(indent=1) + "\n").encode()  # last: a reader checks it
+    write_directory(directory, contents, owned=existing <= set(contents))
     log.info("wrote model to %s", directory)
     return card
 
@@ -99,6 +104,9 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     import lightgbm as lgb
 
     directory = Path(directory)
+    if not directory.is_dir():
+        raise InvalidInputError(f"--model {str(directory)!r} is not a model directory (it holds {CARD_FILE}, "
+                                f"{RANKER_FILE}, {TFLOPS_FILE} and {FEATURES_FILE}; `ckspace train --out` writes one)")
     try:
         card = ModelCard.model_validate_json((directory / CARD_FILE).read_bytes())
     except FileNotFoundError:
@@ -122,13 +130,41 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     if spec.get("names") != expected["names"]:
         raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
                            f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
-    ranker = lgb.Booster(model_str=contents[RANKER_FILE].decode())
-    regressor = lgb.Booster(model_str=contents[TFLOPS_FILE].decode())
+    texts = {name: _booster_text(directory, name, contents[name]) for name in (RANKER_FILE, TFLOPS_FILE)}
+    ranker = lgb.Booster(model_str=texts[RANKER_FILE])
+    regressor = lgb.Booster(model_str=texts[TFLOPS_FILE])
     for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
         if booster.num_feature() != len(expected["names"]):
             raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
                                f"the feature spec has {len(expected['names'])}")
     return ranker, regressor, card
+
+
+def _booster_text(directory: Path, name: str, data: bytes) -> str:
+    """The text of a LightGBM model file, checked to be whole before LightGBM parses it: LightGBM
+    trusts the header's ``tree_sizes`` and aborts the process (or worse) on a file that lies, so
+    each tree must start where the sizes say and the file must end with ``end of trees``."""
+    problem = f"model {directory}: {name} is not a whole LightGBM model file; retrain or reinstall"
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise CkspaceError(problem) from None
+    header, _, _ = text.partition("\nTree=0\n")
+    sizes_line = next((line for line in header.splitlines() if line.startswith("tree_sizes=")), None)
+    if not text.startswith("tree\n") or sizes_line is None:
+        raise CkspaceError(problem)
+    try:
+        sizes = [int(size) for size in sizes_line.removeprefix("tree_sizes=").split()]
+    except ValueError:
+        raise CkspaceError(problem) from None
+    position = len(header) + 1
+    for index, size in enumerate(sizes):
+        if size <= 0 or not text.startswith(f"Tree={index}\n", position):
+            raise CkspaceError(problem)
+        position += size
+    if not text.startswith("end of trees", position):
+        raise CkspaceError(problem)
+    return text
 
 
 def model_texts(directory: Path, card: ModelCard) -> dict[str, str]:

@@ -13,7 +13,7 @@ from ckspace.select.boosters import design, fit
 from ckspace.select.dataset import load_measurements
 from ckspace.select.evaluation import CrossValidation, cross_validate
 from ckspace.select.features import FEATURE_VERSION
-from ckspace.select.store import ModelCard, save_model
+from ckspace.select.store import ModelCard, check_model_target, save_model
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,11 @@ def library_versions() -> dict[str, str]:
 
 
 def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, dtype: Dtype | str, out: Path,
-                folds: int = 5, seed: int = 0, command: str = "") -> tuple[ModelCard, CrossValidation]:
+                folds: int = 5, seed: int = 0, command: str = "", force: bool = False) -> tuple[ModelCard, CrossValidation]:
     """Cross-validate both objectives, then fit the winner (the ranker) and the log-TFLOPS
-    regressor (the TFLOPS shown beside picks) on every problem and write the model directory."""
+    regressor (the TFLOPS shown beside picks) on every problem and write the model directory
+    (``force``: into a directory holding other files; checked first, so a refusal costs nothing)."""
+    check_model_target(out, force)
     data = load_measurements(paths, arch, variant, dtype)
     cv = cross_validate(data, folds, seed)
     log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)
@@ -49,7 +51,7 @@ def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, 
         cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
                           **{name: s.model_dump() for name, s in cv.scores.items()}},
         training_command=command, library_versions=library_versions(), files={})
-    return save_model(out, ranker, regressor, card), cv
+    return save_model(out, ranker, regressor, card, force), cv
 
 
 def _choice_text(cv: CrossValidation) -> str:

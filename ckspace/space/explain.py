@@ -25,7 +25,8 @@ from ckspace.core.fields import (
     DEPTHWISE_FIELDS,
     GEMM_FIELD_NAMES,
     decode,
-    encode,
+    parse_depthwise_field,
+    parse_field,
     plain,
 )
 from ckspace.core.naming import depthwise_name, gemm_name
@@ -112,22 +113,15 @@ def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Map
 
 
 def encode_partial(partial: Mapping[str, object], depthwise: bool) -> dict[str, int]:
-    """Field values from user text/objects to the integers the models use."""
+    """Field values from user text/objects to the integers the models use, parsed strictly: a
+    boolean is true/false/1/0, an integer is an integer in the field's domain, an enum one of its
+    values (:func:`~ckspace.core.fields.parse_field`)."""
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
     out = {}
     for field, value in partial.items():
         if field not in fields:
             raise InvalidChoiceError("field", field, fields)
-        if depthwise:
-            out[field] = int(str(value))
-        elif isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            out[field] = encode(field, value.strip().lower() == "true")
-        else:
-            try:
-                out[field] = encode(field, int(value) if isinstance(value, str) and value.strip().lstrip("-").isdigit()
-                                    else value)
-            except (TypeError, ValueError):
-                raise InvalidChoiceError(f"value for {field}", value, ["an integer"]) from None
+        out[field] = parse_depthwise_field(field, value) if depthwise else parse_field(field, value)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, Request
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
 from ckspace.space.listing import Kernel, list_kernels
@@ -254,9 +254,16 @@ class Space:
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.naming import parse_kernel_name
 
+        from pydantic import ValidationError
+
         kind = DepthwiseConfig if is_depthwise_name(name) else GemmConfig
         values = parse_kernel_name(name) if fields is None else fields
-        return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
+        try:
+            return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
+        except ValidationError as exc:  # the grammar matched, a value is out of its domain (a tile of 0)
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise KernelNameError(f"kernel name {name!r}: {where} {first.get('input')!r}: {first['msg']}") from None
 
     # -- queries --------------------------------------------------------------------------------
     def explain(self, item: "KernelConfig | str | Mapping[str, object]", *,
@@ -305,8 +312,14 @@ class Space:
         pipeline and tile; on ``open`` to no strata: a uniform sample drawn from the exact counts."""
         import random
 
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidInputError(f"sample size {n!r}: valid: an integer of at least 0")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InvalidInputError(f"seed {seed!r}: valid: an integer")
         if stratify_by is None:
             stratify_by = () if self.open else ("pipeline", "tile_m", "tile_n", "tile_k")
+        if isinstance(stratify_by, str):
+            stratify_by = [stratify_by]
         unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
         if unknown:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
@@ -376,12 +389,21 @@ class Space:
         return [name for name, ok in masks.items() if not ok[0]]
 
     # -- models ---------------------------------------------------------------------------------
-    def model(self, variant: object, ndim: int, dtype: object, arch: str | None = None,
+    def model(self, variant: object = None, ndim: int | None = None, dtype: object = None, arch: str | None = None,
               depthwise: bool = False) -> "CellModel":
-        """The CP-SAT model of one cell of this space (first request of ``arch``)."""
-        from ckspace.core.vocab import Dtype, Variant
+        """The CP-SAT model of one cell of this space (first request of ``arch``); the cell may be
+        left out when the space has only one."""
+        from ckspace.core.vocab import Dtype, Variant, parse_ndim
 
-        cell = Cell(Variant.parse(variant), int(ndim), Dtype.parse(dtype))
+        if variant is None and ndim is None and dtype is None:
+            cells = {cell for request in self.requests for cell in request.cells}
+            if len(cells) != 1:
+                raise InvalidInputError(f"{self!r} has {len(cells)} cells: give variant, ndim and dtype")
+            cell = cells.pop()
+        elif variant is None or ndim is None or dtype is None:
+            raise InvalidInputError("give the cell's variant, ndim and dtype (or none, for a one-cell space)")
+        else:
+            cell = Cell(Variant.parse(variant), parse_ndim(ndim), Dtype.parse(dtype))
         for request in self.requests:
             if (arch is None or request.arch == arch) and cell in request.cells:
                 return self.cell_model(request, cell, depthwise)
