@@ -123,13 +123,14 @@ WORKLOAD = """idx,direction,N,C,K,G,Di,Hi,Wi,Z,Y,X,stride_d,stride_h,stride_w,pa
 such rows), problem 4 repeats problem 0, problem 5 is 3D (the registry holds the workload's ndims, so
 covering it takes one of the two kernels of a budget of 2, and a budget of 1 covers nothing)."""
 PLAN_ARGS = ["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "full",
-             "--where", "tile_m * tile_n >= 16384 and pipeline in [compv3, mem]", "--weights", "runs"]
+             "--where", "tile_m * tile_n >= 16384 and pipeline in [compv3, mem]"]
 
 
 def run_plan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     from ckspace.cli import main
 
-    status = main([*PLAN_ARGS, *args])
+    weights = [] if "--weights" in args else ["--weights", "runs"]  # options are given once
+    status = main([*PLAN_ARGS, *weights, *args])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
