@@ -34,6 +34,7 @@ from ckspace.constraints.problem_rules import ProblemRule, gemm_problem_template
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -172,9 +173,10 @@ def _masks(rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str,
 
 
 @cache
-def _check_fields(variant: Variant, ndim: int, dtype: Dtype) -> tuple[str, ...]:
-    """The config fields the problem checks of a cell read."""
-    return tuple(sorted({f for rule in gemm_problem_templates(variant, ndim, dtype) for f in fields_of(rule.expr)}))
+def _vector_checks(variant: Variant, ndim: int, dtype: Dtype) -> tuple[tuple[ProblemRule, ...], tuple[str, ...]]:
+    """The problem checks of a cell that read a vector width, and the config fields they read."""
+    rules = tuple(r for r in gemm_problem_templates(variant, ndim, dtype) if set(fields_of(r.expr)) & set(VECTOR_FIELDS))
+    return rules, tuple(sorted({f for rule in rules for f in fields_of(rule.expr)}))
 
 
 class Selector:
@@ -318,22 +320,22 @@ class Selector:
         needs = np.flatnonzero(other & ~vector)
         if needs.size == 0:
             return direct, np.empty((0, 2), dtype=np.int64)
-        rows, owner, offsets, _ = prepared.variants()
-        picked = []
+        rows, owner, _, _ = prepared.variants()
         candidate_rows = np.concatenate([prepared.family_rows[i] for i in needs])
-        if candidate_rows.size:
-            cols = {name: rows.rule_columns[name][candidate_rows]
-                    for name in _check_fields(self.variant, problem.ndim, self.dtype)}
-            ok_other, ok_vector = _masks(rules, values, cols, candidate_rows.size)
-            seen: set[int] = set()
-            direct_set = set(direct.tolist())
-            for j in np.flatnonzero(ok_other & ok_vector):  # widest first: a family's first passing row wins
-                family = int(owner[candidate_rows[j]])
-                if family not in seen:
-                    seen.add(family)
-                    if int(prepared.same_as_candidate[candidate_rows[j]]) not in direct_set:
-                        picked.append((family, int(candidate_rows[j])))  # else ranked on its own already
-        return direct, np.asarray(picked, dtype=np.int64).reshape(-1, 2)
+        if candidate_rows.size == 0:
+            return direct, np.empty((0, 2), dtype=np.int64)
+        # a variant differs from its family only in vector widths: only the checks that read them can
+        # change, and the family passed all the others
+        vector_rules, fields = _vector_checks(self.variant, problem.ndim, self.dtype)
+        cols = {name: rows.rule_columns[name][candidate_rows] for name in fields}
+        ok_other, ok_vector = _masks(vector_rules, values, cols, candidate_rows.size)
+        passing = candidate_rows[ok_other & ok_vector]  # grouped by family, widest first within each
+        families = owner[passing]
+        first = np.flatnonzero(np.concatenate(([True], families[1:] != families[:-1]))) if passing.size else passing
+        chosen, families = passing[first], families[first]
+        # a variant that is itself a directly runnable candidate is ranked once, as that candidate
+        keep = ~np.isin(prepared.same_as_candidate[chosen], direct)
+        return direct, np.column_stack([families[keep], chosen[keep]]).astype(np.int64)
 
     def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5,
                pool: Sequence[GemmConfig] | None = None) -> Selection:
