@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ckspace import __version__
 from ckspace.commands import COMMANDS
 from ckspace.commands.common import StrictParser, help_epilog
-from ckspace.core.errors import CkspaceError, NoKernelError
+from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
 
 
 class _Terminated(BaseException):
@@ -76,7 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     try:
         parser, modules = _parser()
-        args = parser.parse_args(argv)
+        tokens = list(sys.argv[1:] if argv is None else argv)
+        if sum(t == "--cache-dir" or t.startswith("--cache-dir=") for t in tokens) > 1:
+            # the main parser and the subcommand's each see it once: count it over the whole line
+            raise InvalidInputError("--cache-dir is given twice; it takes one value")
+        args = parser.parse_args(tokens)
         if args.command is None:
             sys.stdout.write(parser.format_help())
             return 0

@@ -367,3 +367,29 @@ def test_emit_into_a_directory_it_may_not_write_is_one_line(tmp_path, ck, monkey
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
     fails(["emit", *TINY, "--ck-root", str(ck), "--out", str(tmp_path / "ro")], "Permission denied", "ro")
+
+
+def test_constructing_a_model_with_a_bad_value_is_a_ckspace_error() -> None:
+    """The API's models raise InvalidInputError (a CkspaceError and a ValueError) naming the field,
+    not pydantic's ValidationError."""
+    from ckspace.core.config import DepthwiseConfig, GemmConfig
+    from ckspace.core.errors import InvalidInputError
+    from ckspace.core.problem import ConvProblem
+
+    gemm = dict(arch="gfx950", variant="forward", ndim=2, dtype="bf16", tile_m=64, tile_n=64, tile_k=32,
+                wave_m=2, wave_n=2, wave_k=1, warp_tile_m=16, warp_tile_n=16, warp_tile_k=16, pipeline="mem")
+    assert GemmConfig(**gemm).tile_m == 64
+    for bad, words in ((GemmConfig, {**gemm, "tile_m": 1.5}), (GemmConfig, {**gemm, "pipeline": "compv99"}),
+                       (ConvProblem, dict(ndim=2, N=0, C=3, K=4, Hi=8, Wi=8, Y=1, X=1)),
+                       (DepthwiseConfig, dict(arch="gfx950", dtype="bf16"))):
+        with pytest.raises(InvalidInputError, match=bad.__name__) as caught:
+            bad(**words)
+        assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)
+
+
+def test_a_global_option_given_before_and_after_the_command_is_repeated(capsys: pytest.CaptureFixture[str]) -> None:
+    from ckspace.cli import main
+
+    assert main(["--cache-dir", "/tmp/ckspace-a", "info", "--cache-dir", "/tmp/ckspace-b"]) == 2
+    err = capsys.readouterr().err
+    assert "--cache-dir is given twice" in err and len(err.strip().splitlines()) == 1

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 import re
 from functools import cached_property
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.operands import OPERANDS
+from ckspace.core.validation import invalid_input
 from ckspace.core.vocab import Variant
 
 _DIMS = ("d", "h", "w")
@@ -38,6 +40,16 @@ class ConvProblem(BaseModel):
     """A grouped convolution: N images, G groups, C input and K output channels in total."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            error = invalid_input("ConvProblem", exc)
+            first = exc.errors()[0]
+            if first.get("type") == "less_than_equal" and first.get("loc", ("",))[0] != "ndim":
+                error = InvalidInputError(f"{error} (CK Tile's index_t is a 32-bit int)")
+            raise error from None
 
     ndim: int = Field(ge=1, le=3)
     N: int = Field(ge=1, le=INDEX_MAX)
@@ -193,14 +205,5 @@ class ConvProblem(BaseModel):
                     values.setdefault(f"{short}_{d}", value)
         try:
             return cls(**values)
-        except ValueError as exc:
-            errors = getattr(exc, "errors", lambda: [])()
-            if errors:
-                first = errors[0]
-                where = ".".join(str(p) for p in first.get("loc", ()))
-                detail = f"{where}: {first['msg']}" if where else first["msg"].removeprefix("Value error, ")
-                if first.get("type") == "less_than_equal" and where != "ndim":
-                    detail += " (CK Tile's index_t is a 32-bit int)"
-            else:
-                detail = str(exc)
-            raise InvalidInputError(f"problem {text or values!r}: {detail}") from None
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"problem {text or values!r}: {exc}") from None

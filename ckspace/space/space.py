@@ -254,16 +254,12 @@ class Space:
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.naming import parse_kernel_name
 
-        from pydantic import ValidationError
-
         kind = DepthwiseConfig if is_depthwise_name(name) else GemmConfig
         values = parse_kernel_name(name) if fields is None else fields
         try:
             return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
-        except ValidationError as exc:  # the grammar matched, a value is out of its domain (a tile of 0)
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            raise KernelNameError(f"kernel name {name!r}: {where} {first.get('input')!r}: {first['msg']}") from None
+        except InvalidInputError as exc:  # the grammar matched, a value is out of its domain (a tile of 0)
+            raise KernelNameError(f"kernel name {name!r}: {exc}") from None
 
     # -- queries --------------------------------------------------------------------------------
     def explain(self, item: "KernelConfig | str | Mapping[str, object]", *,
