@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from ckspace.core.fields import (
     DEPTHWISE_FIELDS,
@@ -26,7 +26,7 @@ from ckspace.core.naming import (
     parse_depthwise_name,
     parse_gemm_name,
 )
-from ckspace.core.validation import invalid_input
+from ckspace.core.validation import CheckedModel
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,
@@ -41,16 +41,10 @@ from ckspace.core.vocab import (
 D: dict[str, Any] = GEMM_DEFAULTS
 
 
-class GemmConfig(BaseModel):
+class GemmConfig(CheckedModel):
     """A GEMM-style grouped-convolution kernel config of one cell (arch, variant, ndim, dtype)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise invalid_input(type(self).__name__, exc) from None
 
     kind: Literal["gemm"] = "gemm"
     arch: str
@@ -125,16 +119,10 @@ class GemmConfig(BaseModel):
         return {**self.model_dump(mode="json"), "name": self.name}
 
 
-class DepthwiseConfig(BaseModel):
+class DepthwiseConfig(CheckedModel):
     """A direct depthwise forward kernel config (the ``full`` rule set's depthwise block)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise invalid_input(type(self).__name__, exc) from None
 
     kind: Literal["depthwise"] = "depthwise"
     arch: str

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import re
 from functools import cached_property
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.operands import OPERANDS
-from ckspace.core.validation import invalid_input
+from ckspace.core.validation import CheckedModel, invalid_input
 from ckspace.core.vocab import Variant
 
 _DIMS = ("d", "h", "w")
@@ -36,20 +35,18 @@ ELEMENTS_MAX = 2**63 - 1
 beyond 2^31 elements are CK's split-image territory (the ``split_image`` field), not an error."""
 
 
-class ConvProblem(BaseModel):
+class ConvProblem(CheckedModel):
     """A grouped convolution: N images, G groups, C input and K output channels in total."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            error = invalid_input("ConvProblem", exc)
-            first = exc.errors()[0]
-            if first.get("type") == "less_than_equal" and first.get("loc", ("",))[0] != "ndim":
-                error = InvalidInputError(f"{error} (CK Tile's index_t is a 32-bit int)")
-            raise error from None
+    @classmethod
+    def _bad_input(cls, exc: ValidationError) -> InvalidInputError:
+        error = invalid_input(cls.__name__, exc)
+        first = exc.errors()[0]
+        if first.get("type") == "less_than_equal" and first.get("loc", ("",))[0] != "ndim":
+            return InvalidInputError(f"{error} (CK Tile's index_t is a 32-bit int)")
+        return error
 
     ndim: int = Field(ge=1, le=3)
     N: int = Field(ge=1, le=INDEX_MAX)

@@ -9,7 +9,9 @@ the error types does not import pydantic (a warm cache hit never does).
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from ckspace.core.errors import InvalidInputError
 
@@ -22,3 +24,18 @@ def invalid_input(what: str, exc: ValidationError) -> InvalidInputError:
     if where:
         return InvalidInputError(f"{what} {where}={first.get('input')!r}: {reason}")
     return InvalidInputError(f"{what}: {reason}")
+
+
+class CheckedModel(BaseModel):
+    """A pydantic model whose construction with a bad value raises :func:`invalid_input`'s error
+    (the configs and ``ConvProblem`` derive from it)."""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._bad_input(exc) from None
+
+    @classmethod
+    def _bad_input(cls, exc: ValidationError) -> InvalidInputError:
+        return invalid_input(cls.__name__, exc)
