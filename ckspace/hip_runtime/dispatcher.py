@@ -56,6 +56,11 @@ class Dispatcher:
         self._lib.ckspace_select.restype = ctypes.c_int
         self._lib.ckspace_select.argtypes = [ctypes.POINTER(ConvProblemC), ctypes.POINTER(ctypes.c_int),
                                              ctypes.POINTER(ctypes.c_float)]
+        self._run = getattr(self._lib, "ckspace_run", None)
+        if self._run is not None:
+            self._run.restype = ctypes.c_int
+            self._run.argtypes = [ctypes.c_int, ctypes.POINTER(ConvProblemC), ctypes.c_void_p, ctypes.c_void_p,
+                                  ctypes.c_void_p, ctypes.c_void_p]
 
     @classmethod
     def load(cls, path: str | Path) -> "Dispatcher":
@@ -78,7 +83,7 @@ class Dispatcher:
     @property
     def has_run(self) -> bool:
         """Whether the library holds the kernels (``ckspace_run``), not just the host part."""
-        return hasattr(self._lib, "ckspace_run")
+        return self._run is not None
 
     def index(self, kernel: int | str) -> int:
         if isinstance(kernel, str):
@@ -95,6 +100,14 @@ class Dispatcher:
         if answer < 0:
             raise InvalidInputError(f"ckspace_is_supported: {STATUS.get(-answer, answer)}")
         return bool(answer)
+
+    def run(self, kernel: int, problem: ConvProblemC, a: int, b: int, c: int, stream: int | None) -> int:
+        """``ckspace_run`` on operand pointers (device memory, or host memory for a stand-in library);
+        the status code (0 ok, see :data:`STATUS`). The caller synchronises and times."""
+        if self._run is None:
+            raise CkspaceError(f"{self.path.name} holds only the dispatcher's host part (no ckspace_run): "
+                               "build the tree without --host-only")
+        return self._run(kernel, ctypes.byref(problem), a, b, c, stream)
 
     def select_raw(self, problem: ConvProblemC) -> tuple[int, int, float]:
         """(status, kernel index, predicted TFLOPS) of ``ckspace_select`` on a prepared struct."""

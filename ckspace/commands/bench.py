@@ -1,0 +1,146 @@
+"""``ckspace bench``: run, verify and time every supported (kernel, problem) pair of a built library."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+
+NAME = "bench"
+HELP = "run, verify and time a built library's kernels on problems (AMD GPU); one CSV row per pair"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", type=Path, help="a tree written by ckspace emit --with-selector and built by ckspace build")
+    parser.add_argument("--problems", required=True, type=Path, metavar="CSV",
+                        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels)")
+    parser.add_argument("--out", required=True, type=Path, metavar="CSV",
+                        help="results, one row per pair (never replaced: --resume continues it)")
+    parser.add_argument("--variant", help="run only this variant's kernels (default: the library's, if it holds one)")
+    parser.add_argument("--kernels", type=Path, metavar="FILE", help="run only these kernels (names, one per line)")
+    parser.add_argument("--resume", action="store_true", help="continue --out: skip the pairs it holds")
+    parser.add_argument("--devices", metavar="0,1,...", help="GPUs to use, one worker each (default: all)")
+    parser.add_argument("--executor", default="local", help="local (default) or ray: batches as Ray tasks")
+    parser.add_argument("--address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS "
+                                                          "or a local instance)")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                        help="seconds a pair may run before its worker is killed and the pair is 'timeout' (default 60)")
+    parser.add_argument("--no-verify", action="store_true", help="do not check results against the CPU reference")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed runs per pair (default 3)")
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per pair; the median is reported (default 10)")
+    parser.add_argument("--batch", type=int, default=8, help="kernels per worker process (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated operands (default 0)")
+    parser.add_argument("--backend", default="hip",
+                        help="hip (default: the library runs on AMD GPUs) or host (a stand-in library whose "
+                             "ckspace_run computes on host memory, as in ckspace's own tests)")
+
+
+def _devices(text: str | None, backend: str) -> list[int] | None:
+    if text is None:
+        return None if backend == "hip" else [0]
+    try:
+        devices = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InvalidInputError(f"--devices {text!r}: a comma-separated list of device indices, e.g. 0,1") from None
+    if not devices or min(devices) < 0 or len(set(devices)) != len(devices):
+        raise InvalidInputError(f"--devices {text!r}: distinct device indices from 0")
+    return devices
+
+
+def _library(tree: Path) -> tuple[Path, dict]:
+    """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
+    identity is the config)."""
+    from ckspace.core.config import GemmConfig
+    from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+
+    manifest_path = tree / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise InvalidInputError(f"{tree} has no {MANIFEST_NAME}: give a tree written by ckspace emit --with-selector")
+    try:
+        manifest = Manifest.model_validate_json(manifest_path.read_bytes())
+    except ValueError as exc:
+        raise InvalidInputError(f"{manifest_path} is not a ckspace manifest ({str(exc).splitlines()[0]})") from None
+    if manifest.dispatcher is None:
+        raise InvalidInputError(f"{tree} has no dispatcher: emit it with --with-selector, then ckspace build")
+    built = sorted((tree / "build").glob("*/libckspace_kernels_*.so"))
+    if not built:
+        raise InvalidInputError(f"{tree} is not built: run ckspace build {tree} --arch ARCH first")
+    if len(built) > 1:
+        raise InvalidInputError(f"{tree} holds libraries for several archs ({', '.join(p.parent.name for p in built)}); "
+                                "bench one copy of the tree per arch")
+    configs = {k.name: GemmConfig(**{f: v for f, v in k.config.items() if f != "name"}) for k in manifest.kernels}
+    return built[0], configs
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.files import output_path
+    from ckspace.core.vocab import Variant
+    from ckspace.hip_runtime.device import BACKENDS
+    from ckspace.hip_runtime.gpus import probe_devices
+    from ckspace.hip_runtime.sweep import SweepOptions, run_sweep
+    from ckspace.hip_runtime.build import stderr_is_terminal
+    from ckspace.select.workload import read_workload
+
+    if args.backend not in BACKENDS:
+        raise InvalidChoiceError("--backend", args.backend, BACKENDS)
+    if args.executor not in ("local", "ray"):
+        raise InvalidChoiceError("--executor", args.executor, ("local", "ray"))
+    if args.address and args.executor != "ray":
+        raise InvalidInputError("--address is for --executor ray")
+    for name, value, least in (("--warmup", args.warmup, 0), ("--repeat", args.repeat, 1), ("--batch", args.batch, 1)):
+        if value < least:
+            raise InvalidInputError(f"{name} {value}: at least {least}")
+    if not args.timeout > 0:
+        raise InvalidInputError(f"--timeout {args.timeout}: a positive number of seconds")
+    devices = _devices(args.devices, args.backend)
+    target = output_path(str(args.out), "--out")
+    library, configs = _library(args.dir)
+    variants = sorted({c.variant.value for c in configs.values()})
+    if args.variant is not None:
+        variant = Variant.parse(args.variant)
+        if variant.value not in variants:
+            raise InvalidInputError(f"--variant {variant.value}: {args.dir} holds {', '.join(variants)} kernels only")
+    elif len(variants) == 1:
+        variant = Variant.parse(variants[0])
+    else:
+        raise InvalidInputError(f"{args.dir} holds {', '.join(variants)} kernels: choose one with --variant")
+    names = _kernel_names(args.kernels, configs, variant)
+    workload = read_workload(args.problems, variant)
+    if args.backend == "hip" and args.executor == "local":
+        found = probe_devices()
+        devices = devices if devices is not None else [d.index for d in found]
+        missing = sorted(set(devices) - {d.index for d in found})
+        if missing:
+            raise InvalidInputError(f"--devices: no GPU {missing[0]} (this machine has {len(found)}: "
+                                    f"{', '.join(str(d.index) for d in found)})")
+    options = SweepOptions(backend=args.backend, warmup=args.warmup, repeat=args.repeat, verify=not args.no_verify,
+                           timeout=args.timeout, batch=args.batch, seed=args.seed)
+    summary = run_sweep(library, configs, workload.problems, Path(target), options, kernels=names,
+                        devices=devices or [0], resume=args.resume, ray_address=args.address,
+                        use_ray=args.executor == "ray", progress=stderr_is_terminal())
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
+    out.write(f"{summary.pairs} supported pairs ({len(workload.problems)} problems); {summary.skipped} already in "
+              f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n")
+    return 0
+
+
+def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:
+    """The library's kernels of ``variant``, or those named in ``path``."""
+    of_variant = [n for n, c in configs.items() if c.variant is variant]
+    if path is None:
+        return of_variant
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CkspaceError(f"cannot read --kernels {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    wanted = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    unknown = [n for n in wanted if n not in configs]
+    if unknown:
+        raise InvalidInputError(f"--kernels {path}: the library has no kernel {unknown[0]!r}")
+    other = [n for n in wanted if configs[n].variant is not variant]
+    if other:
+        raise InvalidInputError(f"--kernels {path}: {other[0]} is a {configs[other[0]].variant.value} kernel, "
+                                f"not {variant.value}")
+    return wanted

@@ -1,0 +1,41 @@
+"""Which AMD GPUs this machine has, asked in a throwaway process.
+
+Asking the HIP runtime initialises it, and a process that has initialised a GPU must not start the
+workers that run kernels (nor should a crash in the driver take ``ckspace bench`` down), so the
+question is asked by ``python -m ckspace.hip_runtime.gpus`` and its answer read back as JSON.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+from ckspace.core.errors import CkspaceError
+from ckspace.hip_runtime.device import HIP_MISSING, DeviceInfo, hip_devices
+
+
+def probe_devices() -> list[DeviceInfo]:
+    """The GPUs, or a one-line :class:`CkspaceError` saying what is missing and how to get it."""
+    if importlib.util.find_spec("hip") is None:
+        raise CkspaceError(HIP_MISSING)
+    done = subprocess.run([sys.executable, "-m", __name__], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise CkspaceError(lines[-1] if lines else f"the GPU probe exited with status {done.returncode}")
+    return [DeviceInfo(**d) for d in json.loads(done.stdout)]
+
+
+def main() -> int:
+    try:
+        devices = hip_devices()
+    except CkspaceError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(json.dumps([d.model_dump() for d in devices]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The bench worker: one process that runs a batch of (kernel, problem) pairs on one device.
+
+``python -m ckspace.hip_runtime.worker FD`` reads a :class:`BatchJob` as JSON on standard input and
+writes JSON lines to file descriptor ``FD``: ``device`` once, then per pair ``start`` (the pair is
+in flight) and ``done`` with its :class:`PairResult`. The supervisor (:mod:`ckspace.hip_runtime.sweep`)
+reads them: a pair that started and never finished is the one that crashed or hung its process.
+Messages go to their own pipe, not stdout, so whatever a kernel library prints cannot corrupt them.
+
+Pairs arrive ordered by problem, so a problem's operands are generated, uploaded and its CPU
+reference computed once for all the batch's kernels that run it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import signal
+import statistics
+import sys
+import numpy as np
+from pydantic import BaseModel
+
+from ckspace.core.measurement import Status
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.hip_runtime.device import Backend, Device, open_device
+from ckspace.hip_runtime import reference as ref
+from ckspace.hip_runtime.dispatcher import STATUS, ConvProblemC, Dispatcher
+from ckspace.hip_runtime.verification import tolerance, verify
+
+log = logging.getLogger(__name__)
+
+
+class PairSpec(BaseModel):
+    """One pair to run: the kernel's index in the library's table and the problem."""
+
+    kernel: int
+    name: str
+    variant: Variant
+    dtype: Dtype
+    problem_idx: int
+    problem: ConvProblem
+
+
+class BatchJob(BaseModel):
+    library: str
+    backend: Backend
+    device: int
+    """The device index inside the worker's process (after HIP_VISIBLE_DEVICES, if set)."""
+    pairs: list[PairSpec]
+    warmup: int
+    repeat: int
+    verify: bool
+    seed: int
+
+
+class PairResult(BaseModel):
+    status: Status
+    latency_ms: float | None = None
+    latency_min_ms: float | None = None
+    latency_max_ms: float | None = None
+    non_zero: int | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    tolerance: str | None = None
+    detail: str = ""
+
+
+class _Prepared:
+    """A problem's operands on the device and its CPU reference, shared by the batch's kernels."""
+
+    def __init__(self, device: Device, spec: PairSpec, seed: int, verify: bool) -> None:
+        self.key = (spec.problem_idx, spec.variant, spec.dtype)
+        a, b = ref.random_operands(spec.problem, spec.variant, spec.dtype, seed + spec.problem_idx)
+        self.c_shape = ref.operand_shapes(spec.problem, spec.variant).c
+        self.c_dtype = ref.numpy_dtype(spec.dtype)
+        self.c_bytes = int(np.prod(self.c_shape)) * self.c_dtype.itemsize
+        self.reference = ref.reference(spec.problem, spec.variant, a, b) if verify else None
+        self.tolerance = tolerance(spec.problem, spec.variant, spec.dtype) if verify else None
+        self.device = device
+        self.a, self.b, self.c = device.alloc(a.nbytes), device.alloc(b.nbytes), device.alloc(self.c_bytes)
+        device.upload(self.a, a)
+        device.upload(self.b, b)
+
+    def release(self) -> None:
+        for pointer in (self.a, self.b, self.c):
+            self.device.free(pointer)
+
+
+def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: PairSpec, job: BatchJob) -> PairResult:
+    """Warm up, time ``job.repeat`` runs (each on a zeroed output, so kernels that accumulate with
+    atomics are timed and checked as they run in use) and verify the last output."""
+    problem = ConvProblemC.of(spec.problem, spec.variant, spec.dtype)
+    times: list[float] = []
+    for round_ in range(job.warmup + job.repeat):
+        device.zero(prepared.c, prepared.c_bytes)
+        status, ms = device.time_ms(lambda: library.run(spec.kernel, problem, prepared.a, prepared.b, prepared.c,
+                                                        device.stream))
+        if status != 0:
+            return PairResult(status="failed", detail=f"ckspace_run returned {status} ({STATUS.get(status, '?')})")
+        if round_ >= job.warmup:
+            times.append(ms)
+    output = np.frombuffer(device.download(prepared.c, prepared.c_bytes), dtype=prepared.c_dtype)
+    result = PairResult(status="ok", latency_ms=statistics.median(times), latency_min_ms=min(times),
+                        latency_max_ms=max(times), non_zero=int(np.count_nonzero(output)))
+    if prepared.reference is not None and prepared.tolerance is not None:
+        check = verify(output.reshape(prepared.c_shape), prepared.reference, prepared.tolerance)
+        result.max_abs_error, result.max_rel_error = check.max_abs_error, check.max_rel_error
+        result.tolerance = check.tolerance
+        if not check.ok:
+            result.status = "wrong"
+            result.detail = f"{check.exceeded} of {output.size} elements beyond tolerance"
+    return result
+
+
+def serve(job: BatchJob, send: "Sender") -> None:
+    device = open_device(job.backend, job.device)
+    send({"device": device.info.model_dump()})
+    library = Dispatcher.load(job.library)
+    prepared: _Prepared | None = None
+    for i, spec in enumerate(job.pairs):
+        if prepared is None or prepared.key != (spec.problem_idx, spec.variant, spec.dtype):
+            if prepared is not None:
+                prepared.release()
+            prepared = _Prepared(device, spec, job.seed, job.verify)
+        send({"start": i})
+        result = run_pair(library, device, prepared, spec, job)
+        send({"done": i, "result": result.model_dump()})
+    if prepared is not None:
+        prepared.release()
+
+
+class Sender:
+    """Whole JSON lines to the supervisor's pipe, one ``write`` each."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __call__(self, message: dict) -> None:
+        os.write(self.fd, (json.dumps(message) + "\n").encode())
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when its supervisor dies (a ``kill -9`` of ``ckspace bench``
+    must not leave a hung kernel's process running). Elsewhere the supervisor's own cleanup is all."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the supervisor died before the request took effect
+        os._exit(1)
+
+
+def main(argv: list[str]) -> int:
+    _die_with_parent()
+    logging.basicConfig(level=logging.WARNING, format="ckspace worker: %(message)s")
+    job = BatchJob.model_validate_json(sys.stdin.buffer.read())
+    serve(job, Sender(int(argv[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,251 @@
+"""``ckspace bench`` end to end on the CPU, with stand-in kernel libraries.
+
+A stand-in library is a real emitted tree's generated host dispatcher (kernel table, support checks,
+selection) linked with ``tests/standin/standin_run.c``, whose ``ckspace_run`` computes a real naive
+convolution on host memory. Kernels chosen at compile time misbehave: one returns wrong results,
+one dereferences NULL, one never returns. The sweep runs them through the same workers,
+supervision, CSV and resume code as a GPU sweep (``--backend host``: host buffers, wall-clock time).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ckspace.cli import main
+from ckspace.core.measurement import COLUMNS, config_from_row, problem_from_row
+from ckspace.select.compiled import host_c_compiler
+
+STANDIN = Path(__file__).parent / "standin" / "standin_run.c"
+GOOD, WRONG, CRASH, HANG = 0, 1, 2, 3
+PROBLEMS = """N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w
+2,16,16,1,6,6,3,3,1,1,1,1
+1,32,16,2,5,7,3,3,2,2,1,1
+2,16,32,1,8,8,1,1,1,1,0,0
+"""
+TIMING = {"latency_ms", "tflops", "latency_min_ms", "latency_max_ms", "device", "device_name", "clock_mhz"}
+
+
+def _standin(root: Path, *, wrong: int = WRONG, crash: int = CRASH, hang: int = HANG) -> Path:
+    """Emit a gfx950 bwd_weight bf16 2D tree of the default rule set with its dispatcher and link the
+    stand-in ``ckspace_run`` into ``build/gfx950/libckspace_kernels_gfx950.so``."""
+    from conftest import fake_ck
+
+    tree = root / "tree"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
+        assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
+                     "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
+    library.parent.mkdir(parents=True)
+    compiler = host_c_compiler()
+    assert compiler is not None, "the stand-in libraries need a C compiler"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", f"-I{tree}", str(tree / "ckspace_dispatch.c"), str(STANDIN),
+                    f"-DSTANDIN_WRONG={wrong}", f"-DSTANDIN_CRASH={crash}", f"-DSTANDIN_HANG={hang}",
+                    "-o", str(library), "-lm"], check=True)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _standin(tmp_path_factory.mktemp("standin"))
+
+
+def _names(tree: Path) -> list[str]:
+    from ckspace.emit.manifest import Manifest
+
+    return Manifest.model_validate_json((tree / "manifest.json").read_bytes()).dispatcher.kernels
+
+
+def _files(tmp_path: Path, tree: Path, kernels: list[int]) -> tuple[Path, Path]:
+    problems = tmp_path / "problems.csv"
+    problems.write_text(PROBLEMS)
+    names = _names(tree)
+    chosen = tmp_path / "kernels.txt"
+    chosen.write_text("".join(names[i] + "\n" for i in kernels))
+    return problems, chosen
+
+
+def _command(tree: Path, problems: Path, kernels: Path, out: Path, *extra: str, timeout: str = "2") -> list[str]:
+    return [sys.executable, "-m", "ckspace", "bench", str(tree), "--problems", str(problems), "--out", str(out),
+            "--kernels", str(kernels), "--backend", "host", "--timeout", timeout, "--warmup", "1", "--repeat", "2",
+            *extra]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert tuple(reader.fieldnames or ()) == COLUMNS
+        return list(reader)
+
+
+def _stable(rows: list[dict[str, str]]) -> set[tuple]:
+    """What a rerun must reproduce: every column but timings and placement."""
+    return {tuple((k, v) for k, v in sorted(row.items()) if k not in TIMING) for row in rows}
+
+
+def test_every_pair_ends_ok_wrong_crash_or_timeout(standin: Path, tmp_path: Path) -> None:
+    """Good, wrong, crashing and hanging kernels in one batch, then a good one after the culprits:
+    the batch goes on after each crash and hang, every pair gets exactly one row."""
+    problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, HANG, 4])
+    out = tmp_path / "out.csv"
+    done = subprocess.run(_command(standin, problems, kernels, out), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    names = _names(standin)
+    status = {(r["kernel"], int(r["problem_idx"])): r["status"] for r in rows}
+    assert len(rows) == len(status) == 15
+    expected = {GOOD: "ok", WRONG: "wrong", CRASH: "crash", HANG: "timeout", 4: "ok"}
+    assert status == {(names[k], p): s for k, s in expected.items() for p in range(3)}
+    for row in rows:
+        assert problem_from_row(row).N in (1, 2)
+        assert config_from_row(row).name == row["kernel"]  # the config columns are the kernel's own
+        if row["status"] == "ok":
+            assert float(row["max_rel_error"]) < 0.05 and float(row["tflops"]) > 0 and int(row["non_zero"]) > 0
+        if row["status"] == "wrong":
+            assert float(row["max_abs_error"]) > 1.0 and "beyond tolerance" in row["detail"]
+            assert row["tflops"]  # it ran: timed, but never a measurement (train drops it)
+        if row["status"] == "crash":
+            assert "SIGSEGV" in row["detail"] and not row["tflops"]
+        if row["status"] == "timeout":
+            assert "2 s" in row["detail"] and not row["latency_ms"]
+    assert "15 supported pairs" in done.stdout and "crash 3" in done.stdout and "timeout 3" in done.stdout
+
+
+def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin: Path, tmp_path: Path) -> None:
+    problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, 4, 5])
+    whole = tmp_path / "whole.csv"
+    subprocess.run(_command(standin, problems, kernels, whole, "--batch", "1"), check=True, capture_output=True,
+                   timeout=300)
+    cut = tmp_path / "cut.csv"
+    proc = subprocess.Popen(_command(standin, problems, kernels, cut, "--batch", "1"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not cut.exists() or len(cut.read_text().splitlines()) < 1 + 6):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = _rows(cut)
+    assert 6 <= len(partial) < 15, "the sweep was not killed half-way"
+    again = subprocess.run(_command(standin, problems, kernels, cut, "--batch", "1"), capture_output=True, text=True)
+    assert again.returncode == 2 and "--resume" in again.stderr  # never replaced without --resume
+    resumed = subprocess.run(_command(standin, problems, kernels, cut, "--batch", "1", "--resume"),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(partial)} already in" in resumed.stdout
+    rows = _rows(cut)
+    assert len(rows) == 15 and _stable(rows) == _stable(_rows(whole))
+
+
+def test_two_devices_share_the_work(standin: Path, tmp_path: Path) -> None:
+    problems, kernels = _files(tmp_path, standin, [GOOD, 4, 5, 6])
+    out = tmp_path / "out.csv"
+    done = subprocess.run(_command(standin, problems, kernels, out, "--devices", "0,1", "--batch", "1"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    pairs = [(r["kernel"], r["problem_idx"]) for r in rows]
+    assert len(pairs) == len(set(pairs)) == 12
+    assert {r["device"] for r in rows} == {"0", "1"}
+    assert all(r["status"] == "ok" for r in rows)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--devices", "0,x"], "--devices '0,x'"),
+    (["--backend", "cuda"], "--backend"),
+    (["--executor", "mpi"], "--executor"),
+    (["--batch", "0"], "--batch 0"),
+    (["--address", "127.0.0.1:1"], "--address is for --executor ray"),
+    (["--variant", "forward"], "holds bwd_weight kernels only"),
+])
+def test_bad_options_are_one_line(standin: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    done = subprocess.run(_command(standin, problems, kernels, tmp_path / "o.csv", *args), capture_output=True,
+                          text=True)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_without_a_gpu_bench_says_what_is_missing(standin: Path, tmp_path: Path) -> None:
+    """The HIP backend on this machine (no AMD GPU, perhaps no hip-python): one line, exit non-zero."""
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    command = [c for c in _command(standin, problems, kernels, tmp_path / "o.csv") if c not in ("--backend", "host")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    line = done.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert ("pip install 'ckspace[hip]'" in line) or ("no AMD GPU" in line)
+
+
+def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path: Path) -> None:
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text("a,b\n1,2\n")
+    done = subprocess.run(_command(standin, problems, kernels, foreign, "--resume"), capture_output=True, text=True)
+    assert done.returncode == 2 and "not a results file" in done.stderr
+    assert foreign.read_text() == "a,b\n1,2\n"
+    out = tmp_path / "out.csv"
+    subprocess.run(_command(standin, problems, kernels, out), check=True, capture_output=True)
+    problems.write_text(PROBLEMS.replace("2,16,16,1,6,6", "4,16,16,1,6,6"))
+    done = subprocess.run(_command(standin, problems, kernels, out, "--resume"), capture_output=True, text=True)
+    assert done.returncode == 2 and "problems file it was started with" in done.stderr
+
+
+def test_a_torn_last_row_is_dropped_on_resume(standin: Path, tmp_path: Path) -> None:
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    out = tmp_path / "out.csv"
+    subprocess.run(_command(standin, problems, kernels, out), check=True, capture_output=True)
+    whole = out.read_text()
+    last = whole.splitlines(keepends=True)[-1]
+    out.write_text(whole[:-len(last)] + last[:20])
+    subprocess.run(_command(standin, problems, kernels, out, "--resume"), check=True, capture_output=True)
+    assert _stable(_rows(out)) == _stable([*csv.DictReader(whole.splitlines())])
+
+
+def test_worker_dies_with_its_supervisor(standin: Path, tmp_path: Path) -> None:
+    """kill -9 of ckspace bench while a kernel hangs: the hung worker goes too."""
+    problems, kernels = _files(tmp_path, standin, [HANG])
+    out = tmp_path / "out.csv"
+    proc = subprocess.Popen(_command(standin, problems, kernels, out, timeout="600"))
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline and not workers:
+        workers = _children(proc.pid)
+        time.sleep(0.1)
+    assert workers
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _children(parent: int) -> list[int]:
+    """The bench workers ``parent`` started (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and b"ckspace.hip_runtime.worker" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
