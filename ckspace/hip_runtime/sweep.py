@@ -44,6 +44,10 @@ from ckspace.hip_runtime.worker import BatchJob, PairResult, PairSpec
 
 log = logging.getLogger(__name__)
 
+STANDIN_RESOURCE = "ckspace_device"
+"""The Ray resource a stand-in (host) library's batch asks for in place of a GPU: a cluster's nodes
+declare how many stand-in devices they hold (``ray start --resources '{"ckspace_device": 2}'``)."""
+
 PREPARE_LIMIT_S = 900.0
 """How long a worker may go without starting a pair while it loads the library, opens the device
 and computes a problem's CPU reference (the per-pair ``--timeout`` starts when the pair does)."""
@@ -299,19 +303,24 @@ def _ray_batch(job: BatchJob, timeout: float, backend: Backend) -> Iterator[Outc
     if backend == "hip":
         gpus = context.get_accelerator_ids().get("GPU", [])
         label = f"{ray.util.get_node_ip_address()}:{','.join(map(str, gpus))}"
-    else:
-        label = f"{ray.util.get_node_ip_address()}:{os.getpid()}"
+    else:  # stand-in devices have no ids: the node says where the batch ran
+        label = f"{ray.util.get_node_ip_address()}:node-{context.get_node_id()[:8]}"
     yield from supervise(job.model_copy(update={"device": 0}), timeout, label)
 
 
 def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str | None) -> Iterator[Outcome]:
     """One Ray task per batch wherever the cluster has a free device (``num_gpus=1``; stand-in
     libraries ask for the custom resource ``ckspace_device`` instead). A task lost with its node
-    is sent once more with the pairs it had not finished; a second loss is an error."""
+    is sent once more with the pairs it had not finished; a second loss is an error. The library
+    must be at the same path on every node (shared storage, or the same tree copied there)."""
     from ckspace.hip_runtime.cluster import connected
 
     with connected(address) as ray:
-        demand = {"num_gpus": 1} if options.backend == "hip" else {"resources": {"ckspace_device": 1}}
+        resource = "GPU" if options.backend == "hip" else STANDIN_RESOURCE
+        if not ray.cluster_resources().get(resource):
+            raise CkspaceError(f"the Ray cluster offers no {resource} resource: start its nodes with "
+                               + ("GPUs" if resource == "GPU" else f"ray start --resources '{{\"{resource}\": N}}'"))
+        demand = {"num_gpus": 1} if options.backend == "hip" else {"resources": {resource: 1}}
         task = ray.remote(max_retries=0, num_cpus=0, **demand)(_ray_batch).options(num_returns="streaming")
         pending = {task.remote(job, options.timeout, options.backend): (job, set(), False) for job in jobs}
         while pending:
