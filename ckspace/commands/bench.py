@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.hip_runtime.device import BACKENDS
     from ckspace.hip_runtime.gpus import probe_devices
     from ckspace.hip_runtime.sweep import SweepOptions, run_sweep
-    from ckspace.hip_runtime.build import stderr_is_terminal
+    from ckspace.hip_runtime.build import build_host, stderr_is_terminal
     from ckspace.select.workload import read_workload
 
     if args.backend not in BACKENDS:
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                                     f"{', '.join(str(d.index) for d in found)})")
     options = SweepOptions(backend=args.backend, warmup=args.warmup, repeat=args.repeat, verify=not args.no_verify,
                            timeout=args.timeout, batch=args.batch, seed=args.seed)
-    summary = run_sweep(library, configs, workload.problems, Path(target), options, kernels=names,
+    host = build_host(args.dir)
+    summary = run_sweep(library, host, configs, workload.problems, Path(target), options, kernels=names,
                         devices=devices or [0], resume=args.resume, ray_address=args.address,
                         use_ray=args.executor == "ray", progress=stderr_is_terminal())
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"

@@ -40,10 +40,12 @@ from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
 from ckspace.hip_runtime.device import Backend, DeviceInfo
 from ckspace.hip_runtime.dispatcher import Dispatcher
+from ckspace.hip_runtime.loader import exported_functions
 from ckspace.hip_runtime.worker import BatchJob, PairResult, PairSpec
 
 log = logging.getLogger(__name__)
 
+RUN_SYMBOL = "ckspace_run"
 STANDIN_RESOURCE = "ckspace_device"
 """The Ray resource a stand-in (host) library's batch asks for in place of a GPU: a cluster's nodes
 declare how many stand-in devices they hold (``ray start --resources '{"ckspace_device": 2}'``)."""
@@ -380,16 +382,20 @@ class SweepSummary(BaseModel):
     seconds: float
 
 
-def run_sweep(library_path: Path, configs: dict[str, GemmConfig], problems: tuple[ConvProblem, ...], out: Path,
-              options: SweepOptions, *, kernels: Sequence[str] | None = None, devices: Sequence[int] = (0,),
+def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig], problems: tuple[ConvProblem, ...],
+              out: Path, options: SweepOptions, *, kernels: Sequence[str] | None = None, devices: Sequence[int] = (0,),
               resume: bool = False, ray_address: str | None = None, use_ray: bool = False,
               progress: bool = False) -> SweepSummary:
-    """Plan the pairs, skip those done, run the rest, append their rows; see the module docstring."""
+    """Plan the pairs, skip those done, run the rest, append their rows; see the module docstring.
+
+    The pairs are planned with the tree's host-only dispatcher (``host_path``: the same kernel table
+    and checks, no HIP), so this process never loads the HIP runtime; only workers load
+    ``library_path``."""
     started = time.monotonic()
-    library = Dispatcher.load(library_path)
-    if not library.has_run:
+    if RUN_SYMBOL not in exported_functions(library_path):
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
-    pairs = plan_pairs(library, configs, problems, kernels)
+    host = Dispatcher.load(host_path)
+    pairs = plan_pairs(host, configs, problems, kernels)
     results = ResultsFile.open(out, resume, problems)
     todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]
     log.info("%d supported pairs, %d already in %s, %d to run", len(pairs), len(pairs) - len(todo), out, len(todo))
