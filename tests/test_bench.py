@@ -274,3 +274,21 @@ def test_a_ray_cluster_of_two_nodes_shares_the_work(standin: Path, tmp_path: Pat
     assert {r["status"] for r in rows if r["kernel"] == names[CRASH]} == {"crash"}
     assert {r["status"] for r in rows if r["kernel"] == names[WRONG]} == {"wrong"}
     assert len({r["device"] for r in rows}) == 2  # both nodes ran batches
+
+
+def test_the_hip_device_without_a_gpu_is_one_error() -> None:
+    """The real HIP bindings on this machine's runtime: opening a device that is not there is a
+    CkspaceError naming the call, not a crash or a raw tuple."""
+    pytest.importorskip("hip")
+    from ckspace.core.errors import CkspaceError
+    from ckspace.hip_runtime.device import HipDevice
+    from ckspace.hip_runtime.gpus import probe_devices
+
+    try:
+        probe_devices()
+    except CkspaceError as exc:
+        assert "no AMD GPU" in str(exc) or "hip" in str(exc).lower()
+    else:
+        pytest.skip("this machine has an AMD GPU")
+    with pytest.raises(CkspaceError, match=r"hip\w+\(0\) failed|hipGetDeviceProperties failed"):
+        HipDevice(0)
