@@ -292,3 +292,40 @@ def test_the_hip_device_without_a_gpu_is_one_error() -> None:
         pytest.skip("this machine has an AMD GPU")
     with pytest.raises(CkspaceError, match=r"hip\w+\(0\) failed|hipGetDeviceProperties failed"):
         HipDevice(0)
+
+
+TRAIN_PROBLEMS = "N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n" + "".join(
+    f"{n},{c},{k},{g},{h},{w},{f},{f},{s},{s},{f // 2},{f // 2}\n"
+    for n, c, k, g, h, w, f, s in [
+        (1, 16, 16, 1, 6, 6, 3, 1), (2, 16, 32, 1, 5, 5, 1, 1), (1, 32, 16, 2, 6, 4, 3, 2), (1, 16, 16, 1, 9, 9, 3, 2),
+        (2, 32, 32, 1, 4, 4, 3, 1), (1, 64, 16, 1, 5, 5, 1, 1), (1, 16, 64, 1, 5, 6, 1, 1), (2, 16, 16, 2, 7, 7, 3, 1),
+        (1, 32, 32, 4, 6, 6, 3, 1), (3, 16, 16, 1, 4, 5, 3, 1), (1, 48, 16, 1, 6, 6, 1, 2), (1, 16, 48, 1, 8, 4, 3, 1),
+    ])
+
+
+def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tmp_path: Path) -> None:
+    """The loop closed: bench a bwd_weight cell (crashing and wrong kernels included), train on the
+    CSV it wrote, and Selector.load uses the model; wrong and crashed rows are never training data."""
+    from ckspace.core.problem import ConvProblem
+    from ckspace.select.selector import Selector
+
+    problems = tmp_path / "problems.csv"
+    problems.write_text(TRAIN_PROBLEMS)
+    names = _names(standin)
+    kernels = tmp_path / "kernels.txt"
+    kernels.write_text("".join(names[i] + "\n" for i in (GOOD, WRONG, CRASH, 4, 5, 6, 7)))
+    out = tmp_path / "sweep.csv"
+    subprocess.run([*_command(standin, problems, kernels, out), "--batch", "4"], check=True, capture_output=True,
+                   timeout=600)
+    rows = _rows(out)
+    assert {r["status"] for r in rows} == {"ok", "wrong", "crash"} and len(rows) == 7 * 12
+    model = tmp_path / "model"
+    done = subprocess.run([sys.executable, "-m", "ckspace", "train", "--data", str(out), "--out", str(model),
+                           "--folds", "3"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    card = (model / "card.json").read_text()
+    assert '"bwd_weight"' in card and "wrong" in card and "crash" in card
+    selector = Selector.load("gfx950", "bwd_weight", "bf16", model_dir=model, engine="lightgbm")
+    trained = {names[i] for i in (GOOD, 4, 5, 6, 7)}
+    pick = selector.select(ConvProblem.parse("N=2,C=16,K=16,Hi=6,Wi=6,Y=3,X=3,pad=1"), candidates=sorted(trained))
+    assert pick.pick in trained and pick.source == "model"
