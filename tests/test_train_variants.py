@@ -166,7 +166,6 @@ def test_the_bwd_weight_model_picks_better_than_chance_on_held_out_problems(
         picked.append(best / truth[result.family or result.pick])
         chance.append(np.mean([best / t for t in truth.values()]))
     assert len(picked) >= 30
-    print(f"held-out efficiency: model {np.mean(picked):.3f}, random {np.mean(chance):.3f}, {len(picked)} problems")
     assert np.mean(picked) > np.mean(chance) + 0.10, (np.mean(picked), np.mean(chance))
     assert np.mean(picked) > 0.85
 
