@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -184,6 +185,8 @@ def test_emit_with_selector_takes_the_bwd_weight_model(bwd_weight_model: Path, t
     from ckspace.core.config import GemmConfig
 
     configs = [GemmConfig(**{k: v for k, v in e["config"].items() if k != "name"}) for e in manifest["kernels"]]
+    ok(["build", str(tree), "--host-only"])
+    shutil.rmtree(tree / "build")  # again, with every object in the object cache
     ok(["build", str(tree), "--host-only"])
     dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
     selector = Selector.load("gfx950", "bwd_weight", "bf16", model_dir=bwd_weight_model)
