@@ -1,5 +1,8 @@
 """``ckspace evaluate``: grouped K-fold cross-validation of the selector, its baselines and the
-analytical fallback on benchmark CSVs."""
+analytical fallback on measurement CSVs, for every cell they hold (``--arch/--variant/--dtype``
+pick among them, as for ``train``). Text: one block per cell, headed by the cell. JSON: one object
+per line and cell, each naming its ``arch``, ``variant`` and ``dtype`` (one cell: one line, as
+before). A plot shows one cell, so ``--plot``/``--plan-plot`` with several cells is an error."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from ckspace.commands.train import add_data_arguments, check_data_arguments
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 
 NAME = "evaluate"
-HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on benchmark CSVs"
+HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on measurement CSVs"
 FORMATS = ("text", "json")
 
 
@@ -46,9 +49,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     budgets = _budgets(args.plan_budgets)
     if args.plan_plot is not None and not budgets:
         raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
-    from ckspace.select.dataset import infer_cell, load_measurements
-    from ckspace.select.evaluation import cross_validate
-    from ckspace.select.metrics import HEADER
+    from ckspace.select.dataset import load_cells
+    from ckspace.select.evaluation import choose_folds, cross_validate
 
     check_data_arguments(args)
     from ckspace.core.files import output_path
@@ -57,22 +59,36 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for option, path in (("--plot", args.plot), ("--plan-plot", args.plan_plot)):
         if path is not None:
             check_plot_target(output_path(path, option), option)
-    arch, variant, dtype = infer_cell(args.data, args.arch, args.variant, args.dtype)
-    data = load_measurements(args.data, arch, variant, dtype)
-    cv = cross_validate(data, args.folds, args.seed, budgets)
+    cells = load_cells(args.data, args.arch, args.variant, args.dtype)
+    plotting = [option for option, path in (("--plot", args.plot), ("--plan-plot", args.plan_plot)) if path]
+    if plotting and len(cells) > 1:
+        raise CkspaceError(f"{plotting[0]} draws one cell, but the data hold {len(cells)} "
+                           f"({'; '.join(d.cell.text() for d in cells)}): pick one with --arch/--variant/--dtype")
+    folds = [choose_folds(data, args.folds) for data in cells]  # every cell's check before the first fit
+    for data, count in zip(cells, folds):
+        cv = cross_validate(data, count, args.seed, budgets)
+        _report(args, data, cv, out)
+    return 0
+
+
+def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
+    """One cell's figures (and plots) as the options ask."""
+    from ckspace.select.metrics import HEADER
+
+    cell = data.cell.text()
     if args.plot is not None:
         from ckspace.select.plot import write_plot
 
-        write_plot(cv, Path(args.plot), f"{arch} {variant.value} {dtype.value}: kernel selection vs measured oracle")
+        write_plot(cv, Path(args.plot), f"{cell}: kernel selection vs measured oracle")
     if args.plan_plot is not None:
         from ckspace.select.plot import write_plan_plot
 
-        write_plan_plot(cv, Path(args.plan_plot), f"{arch} {variant.value} {dtype.value}: kernel-set plans, "
-                                                  f"{cv.folds}-fold grouped CV")
+        write_plan_plot(cv, Path(args.plan_plot), f"{cell}: kernel-set plans, {cv.folds}-fold grouped CV")
     if args.format == "json":
-        out.write(json.dumps({**cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
-        return 0
-    out.write(f"{data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape (seed {cv.seed}), "
+        out.write(json.dumps({"arch": data.arch, "variant": data.variant.value, "dtype": data.dtype.value,
+                              **cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
+        return
+    out.write(f"{cell}: {data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape (seed {cv.seed}), "
               f"{cv.problems} problems; efficiency = picked TFLOPS / best measured TFLOPS (percent)\n")
     out.write("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5\n")
     out.write(HEADER + "\n")
@@ -82,7 +98,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
               f"{cv.tflops_median_error:.1f} %\n")
     if cv.plans:
         out.write(_plans_text(cv))
-    return 0
 
 
 def _plans_text(cv) -> str:

@@ -357,6 +357,7 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
     build_dir = tree / "build" / "host"
     objects = _host_objects(tree, build_dir, manifest.dispatcher.host_units)
     output = build_dir / "libckspace_dispatch.so"
+    output.parent.mkdir(parents=True, exist_ok=True)  # with every object cached, nothing else made it
     tmp = output.with_suffix(".so.tmp")
     done = subprocess.run([host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
                           capture_output=True, text=True, check=False)

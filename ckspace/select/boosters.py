@@ -42,6 +42,7 @@ BASE_PARAMS: dict[str, object] = {
     "verbosity": -1,
 }
 NUM_ROUNDS = 150
+"""Boosting rounds of every fit (read at each call: tests lower it to train in seconds)."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +98,12 @@ def params_for(objective: str, seed: int) -> dict[str, object]:
     return params
 
 
-def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int = NUM_ROUNDS):
-    """Train a booster on ``rows``; returns a ``lightgbm.Booster``."""
+def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = None):
+    """Train a booster on ``rows`` (``num_rounds``, default :data:`NUM_ROUNDS`); returns a
+    ``lightgbm.Booster``."""
     import lightgbm as lgb
 
+    num_rounds = NUM_ROUNDS if num_rounds is None else num_rounds
     params = params_for(objective, seed)
     if objective == "regression":
         dataset = lgb.Dataset(rows.features, label=rows.log_tflops, feature_name=list(FEATURE_NAMES))

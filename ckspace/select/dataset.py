@@ -1,11 +1,22 @@
-"""Benchmark CSVs (tile-engine schema) read, cleaned and shaped as a problems x kernels matrix.
+"""Measurement CSVs read, cleaned and shaped as one problems x kernels matrix per cell.
 
-Rows: ``kernel, problem_idx, N, C, K, G, [Di,] Hi, Wi, [Z,] Y, X, [stride_d,] stride_h, stride_w,
-[pad_d,] pad_h, pad_w, latency_ms, tflops[, non_zero]`` (C and K total channels; dilation columns
-are optional and default to 1). A *problem* is one ``problem_idx`` of one file: repeated shapes stay
-separate problems (their spread is measurement noise the evaluation must live with) but share a
-*group*, the shape's text form, so cross-validation never splits them. Cleaning drops rows that
-are not usable measurements and says how many and why; nothing is invented or imputed.
+Two schemas are read, row by row (:mod:`ckspace.core.measurement` states both):
+
+* **ours** (``ckspace bench``): the row carries the kernel's whole config and its cell (``arch``,
+  ``variant``, ``dtype``) in columns, and how the pair ended (``status``). Kernel identity is the
+  config; the ``kernel`` column is only a label and is never parsed. One file may hold several
+  cells (a sweep of a ``--variant all`` library holds three).
+* **tile_engine's** (``kernel, problem_idx, N, C, K, G, [Di,] Hi, Wi, [Z,] Y, X, strides, pads,
+  latency_ms, tflops[, non_zero]``): the kernel is known by its name only, the file's cell is its
+  first kernel name's variant and dtype, and its arch is ``--arch`` or the ``gfxNNN`` token of the
+  file name (``benchmark_<variant>_<n>_<dtype>_<arch>.csv``). Every row counts as ``ok``.
+
+Problems are read by :func:`ckspace.core.measurement.problem_from_row` (dilations, split-K and
+1/2/3D included). A *problem* is one ``problem_idx`` of one file: repeated shapes stay separate
+problems (their spread is measurement noise the evaluation must live with) but share a *group*,
+the shape's text form, so cross-validation never splits them. Cleaning drops rows that are not
+usable measurements and says how many and why, by status first (``wrong`` results are never
+measurements); nothing is invented or imputed.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
@@ -26,6 +38,7 @@ from pydantic import BaseModel
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256_file
+from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.select.benchmark_names import config_from_any_name
@@ -37,13 +50,32 @@ REQUIRED = ("kernel", "problem_idx", "N", "C", "K", "G", "Wi", "X", "stride_w", 
 TFLOPS_TOLERANCE = 0.01
 """Relative disagreement allowed between the row's TFLOPS and 2*MACs/latency before the row is
 called inconsistent (the upstream file agrees to ~1e-15)."""
+MIN_KERNELS_PER_PROBLEM = 2
+"""A problem teaches the ranker something only when at least two kernels ran it correctly."""
+
+
+class DataCell(NamedTuple):
+    """What one model is for: the arch the data were measured on, the variant and the dtype."""
+
+    arch: str
+    variant: Variant
+    dtype: Dtype
+
+    def text(self) -> str:
+        return f"{self.arch} {self.variant.value} {self.dtype.value}"
+
+    def model_subdir(self) -> Path:
+        """The cell's place in a tree of models (the layout of ``ckspace/models/``)."""
+        return Path(self.arch) / f"{self.variant.value}_{self.dtype.value}"
 
 
 class CleaningReport(BaseModel):
-    """What reading the CSVs kept and dropped, by reason."""
+    """What reading the CSVs kept and dropped for one cell, by reason."""
 
     files: dict[str, str]  # path -> sha256
-    rows_read: int
+    rows_read: int  # every row of every file, whatever its cell
+    rows_other_cells: int = 0  # rows of the files that belong to other cells (not this cell's concern)
+    statuses: dict[str, int] = {}  # this cell's rows by status (tile_engine rows count as ok)
     rows_kept: int
     dropped: dict[str, int]
     problems: int
@@ -53,9 +85,12 @@ class CleaningReport(BaseModel):
 
     def text(self) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()) if v) or "none"
-        return (f"read {self.rows_read} rows from {len(self.files)} file(s); kept {self.rows_kept} "
-                f"({self.problems} problems, {self.groups} distinct shapes, {self.kernels} kernels); "
-                f"dropped rows: {reasons}; problems dropped (fewer than 2 kernels left): {self.problems_dropped}")
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items())) or "none"
+        others = f" ({self.rows_other_cells} of other cells)" if self.rows_other_cells else ""
+        return (f"read {self.rows_read} rows from {len(self.files)} file(s){others}; by status: {statuses}; "
+                f"kept {self.rows_kept} ({self.problems} problems, {self.groups} distinct shapes, "
+                f"{self.kernels} kernels); dropped rows: {reasons}; problems dropped (fewer than "
+                f"{MIN_KERNELS_PER_PROBLEM} kernels left): {self.problems_dropped}")
 
 
 @dataclass(frozen=True)
@@ -72,30 +107,16 @@ class Measurements:
     tflops: np.ndarray
     report: CleaningReport
 
+    @property
+    def cell(self) -> DataCell:
+        return DataCell(self.arch, self.variant, self.dtype)
+
     def subset(self, index: Sequence[int] | np.ndarray) -> "Measurements":
         """The measurements of the problems at ``index`` (the kernels stay)."""
         index = np.asarray(index, dtype=int)
         return Measurements(self.arch, self.variant, self.dtype, tuple(self.problems[i] for i in index),
                             tuple(self.groups[i] for i in index), self.kernel_names, self.configs,
                             self.tflops[index], self.report)
-
-
-def _int(row: dict[str, str], key: str, default: int) -> int:
-    value = row.get(key)
-    return default if value is None or value.strip() == "" else int(value)
-
-
-def _problem(row: dict[str, str]) -> ConvProblem:
-    three_d = any(row.get(k, "").strip() for k in ("Di", "Z"))
-    ndim = 3 if three_d else 2
-    values = {"ndim": ndim, "N": int(row["N"]), "G": int(row["G"]), "C": int(row["C"]), "K": int(row["K"]),
-              "Hi": _int(row, "Hi", 1), "Wi": int(row["Wi"]), "Y": _int(row, "Y", 1), "X": int(row["X"])}
-    for prefix, default in (("stride", 1), ("pad", 0), ("dil", 1)):
-        for dim in ("h", "w") + (("d",) if three_d else ()):
-            values[f"{prefix}_{dim}"] = _int(row, f"{prefix}_{dim}", default)
-    if three_d:
-        values.update(Di=_int(row, "Di", 1), Z=_int(row, "Z", 1))
-    return ConvProblem(**values)
 
 
 @contextmanager
@@ -108,16 +129,29 @@ def _readable(path: Path) -> Iterator[None]:
         raise InvalidInputError(f"{path}: not a UTF-8 CSV file ({str(exc).splitlines()[0][:120]})") from None
 
 
-def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant | str,
-                      dtype: Dtype | str) -> Measurements:
-    """Read, check and clean benchmark CSVs of one cell (arch, variant, dtype)."""
-    variant, dtype = Variant.parse(variant), Dtype.parse(dtype)
-    peak = hardware_facts(arch).peak_tflops(dtype)
-    dropped: Counter[str] = Counter()
+Row = dict[str, str]
+Kernel = tuple  # a config's identity: (arch, variant, ndim, dtype, row)
+
+
+def _identity(config: GemmConfig) -> Kernel:
+    """What makes two configs the same kernel (names are labels, never identity)."""
+    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
+
+
+@dataclass
+class _Read:
+    """Every row of the data files, by the cell it belongs to, with where it came from."""
+
+    files: dict[str, str]  # path -> sha256
+    rows_read: int
+    cells: dict[DataCell, list[tuple[str, Row]]]
+
+
+def _read(paths: Sequence[str | Path], arch: str | None) -> _Read:
+    """Read every file once and give each row its cell: ours from its columns, tile_engine's from
+    its file (see the module doc)."""
     files: dict[str, str] = {}
-    kernels: dict[str, GemmConfig] = {}
-    cells: dict[tuple[str, str], dict[str, list[float]]] = {}  # (file, idx) -> kernel -> tflops
-    unit_problem: dict[tuple[str, str], ConvProblem] = {}
+    cells: dict[DataCell, list[tuple[str, Row]]] = {}
     rows_read = 0
     for raw_path in paths:
         path = Path(raw_path)
@@ -128,103 +162,186 @@ def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant |
             reader = csv.DictReader(handle)
             missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
             if missing:
-                raise CkspaceError(f"{path}: not a tile-engine benchmark CSV (missing columns {', '.join(missing)})")
-            for row in reader:
+                raise CkspaceError(f"{path}: not a measurement CSV (missing columns {', '.join(missing)})")
+            file_cell: DataCell | None = None
+            for line, row in enumerate(reader, start=2):
                 rows_read += 1
-                reason = _check_row(row, path, arch, variant, dtype, peak, kernels, unit_problem)
-                if reason:
-                    dropped[reason] += 1
-                    continue
-                unit = (str(path), row["problem_idx"].strip())
-                cells.setdefault(unit, {}).setdefault(row["kernel"].strip(), []).append(float(row["tflops"]))
-    names = tuple(sorted(kernels))
-    column = {n: i for i, n in enumerate(names)}
+                if has_config(row):
+                    cell = _cell_of_columns(row, path, line)
+                else:
+                    file_cell = file_cell or _tile_engine_cell(row, path, arch)
+                    cell = file_cell
+                cells.setdefault(cell, []).append((str(path), row))
+    return _Read(files, rows_read, cells)
+
+
+def _cell_of_columns(row: Row, path: Path, line: int) -> DataCell:
+    """The cell a row of ours names; a value that names none is a damaged file, said in one line."""
+    try:
+        return DataCell(parse_arch(row["arch"]), Variant.parse(row["variant"]), Dtype.parse(row["dtype"]))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path} line {line}: {exc}") from None
+
+
+_ARCH_TOKEN = re.compile(r"(gfx[0-9a-z]+)")
+
+
+def _tile_engine_cell(row: Row, path: Path, arch: str | None) -> DataCell:
+    """A tile_engine file's cell: ``arch`` (else its file name's ``gfxNNN``) and its first kernel
+    name's variant and dtype."""
+    if arch is None:
+        token = _ARCH_TOKEN.search(path.name)
+        if token is None:
+            raise InvalidInputError(f"give --arch: {path} is a tile-engine CSV (no config columns) and its "
+                                    "name names no gfx arch")
+        arch = parse_arch(token.group(1))
+    try:
+        config = config_from_any_name(row.get("kernel") or "", arch)
+    except CkspaceError as exc:
+        raise InvalidInputError(f"{path}: its first kernel name says no variant and dtype ({exc})") from None
+    return DataCell(config.arch, config.variant, config.dtype)
+
+
+def _given(arch: str | None, variant: str | None, dtype: str | None) -> tuple[str | None, Variant | None,
+                                                                              Dtype | None]:
+    return (parse_arch(arch) if arch else None, Variant.parse(variant) if variant else None,
+            Dtype.parse(dtype) if dtype else None)
+
+
+def find_cells(read: _Read, arch: str | None = None, variant: str | None = None,
+               dtype: str | None = None) -> list[DataCell]:
+    """The cells of the data that ``arch``/``variant``/``dtype`` (each optional) pick, in a fixed
+    order; options that pick none of them are an error naming both the options and the cells."""
+    want = _given(arch, variant, dtype)
+    found = sorted(read.cells, key=lambda c: (c.arch, c.variant.value, c.dtype.value))
+    chosen = [c for c in found if all(w is None or w == v for w, v in zip(want, c))]
+    if not chosen:
+        options = " ".join(f"--{name} {value.value if hasattr(value, 'value') else value}"
+                           for name, value in zip(("arch", "variant", "dtype"), want) if value is not None)
+        held = "; ".join(c.text() for c in found) or "no rows"
+        raise InvalidInputError(f"{options} disagrees with the data, which hold {held}")
+    return chosen
+
+
+def load_cells(paths: Sequence[str | Path], arch: str | None = None, variant: str | None = None,
+               dtype: str | None = None) -> list[Measurements]:
+    """Read the data files once and clean every cell they hold that the options pick (see
+    :func:`find_cells`). ``arch`` also names the arch of tile_engine files (their rows lack it)."""
+    given_arch = parse_arch(arch) if arch else None
+    read = _read(paths, given_arch)
+    return [_clean(cell, read) for cell in find_cells(read, given_arch, variant, dtype)]
+
+
+def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant | str,
+                      dtype: Dtype | str) -> Measurements:
+    """Read, check and clean the measurements of one cell (arch, variant, dtype)."""
+    variant, dtype = Variant.parse(variant), Dtype.parse(dtype)
+    return load_cells(paths, arch, variant.value, dtype.value)[0]
+
+
+def _clean(cell: DataCell, read: _Read) -> Measurements:
+    """The cell's rows checked, merged per (problem, kernel) and shaped as a matrix."""
+    peak = hardware_facts(cell.arch).peak_tflops(cell.dtype)
+    rows = read.cells[cell]
+    dropped: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    kernels: dict[Kernel, tuple[str, GemmConfig]] = {}
+    configs: dict[tuple, GemmConfig | None] = {}
+    units: dict[tuple[str, str], dict[Kernel, list[float]]] = {}  # (file, problem_idx) -> kernel -> tflops
+    unit_problem: dict[tuple[str, str], ConvProblem] = {}
+    for path, row in rows:
+        status = _status(row)
+        statuses[status] += 1
+        if status != "ok":
+            dropped[f"status_{status}"] += 1
+            continue
+        checked = _check_row(row, path, cell, peak, configs, unit_problem)
+        if isinstance(checked, str):
+            dropped[checked] += 1
+            continue
+        config, tflops = checked
+        key = _identity(config)
+        kernels.setdefault(key, (config.name if has_config(row) else row["kernel"].strip(), config))
+        units.setdefault((path, row["problem_idx"].strip()), {}).setdefault(key, []).append(tflops)
+    order = sorted(kernels, key=lambda k: kernels[k][0])
+    column = {k: i for i, k in enumerate(order)}
     problems, groups, matrix = [], [], []
     problems_dropped = 0
-    for unit, by_kernel in cells.items():
-        if len(by_kernel) < 2:
+    for unit, by_kernel in units.items():
+        if len(by_kernel) < MIN_KERNELS_PER_PROBLEM:
             problems_dropped += 1
-            dropped["problem_with_fewer_than_2_kernels"] += sum(len(v) for v in by_kernel.values())
+            dropped[f"problem_with_fewer_than_{MIN_KERNELS_PER_PROBLEM}_kernels"] += \
+                sum(len(v) for v in by_kernel.values())
             continue
-        line = np.full(len(names), np.nan)
-        for name, values in by_kernel.items():
+        line = np.full(len(order), np.nan)
+        for key, values in by_kernel.items():
             if len(values) > 1:
                 dropped["duplicate_row_merged_by_median"] += len(values) - 1
-            line[column[name]] = float(np.median(values))
+            line[column[key]] = float(np.median(values))
         problems.append(unit_problem[unit])
         groups.append(unit_problem[unit].text())
         matrix.append(line)
     if not problems:
-        raise CkspaceError(f"no usable {variant.value} {dtype.value} measurements in {', '.join(map(str, paths))}")
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "no rows"
+        raise CkspaceError(f"no usable {cell.text()} measurements in {', '.join(read.files)}: a problem needs "
+                           f"at least {MIN_KERNELS_PER_PROBLEM} kernels measured ok on it (dropped rows: {summary})")
     tflops = np.vstack(matrix)
     used = ~np.all(np.isnan(tflops), axis=0)
-    names = tuple(n for n, keep in zip(names, used) if keep)
+    order = [k for k, keep in zip(order, used) if keep]
     tflops = tflops[:, used]
-    report = CleaningReport(files=files, rows_read=rows_read, rows_kept=int(np.sum(~np.isnan(tflops))),
-                            dropped=dict(dropped), problems=len(problems), groups=len(set(groups)),
-                            kernels=len(names), problems_dropped=problems_dropped)
-    log.info("%s", report.text())
-    return Measurements(arch, variant, dtype, tuple(problems), tuple(groups), names,
-                        tuple(kernels[n] for n in names), tflops, report)
+    report = CleaningReport(files=read.files, rows_read=read.rows_read, rows_other_cells=read.rows_read - len(rows),
+                            statuses=dict(statuses), rows_kept=int(np.sum(~np.isnan(tflops))), dropped=dict(dropped),
+                            problems=len(problems), groups=len(set(groups)), kernels=len(order),
+                            problems_dropped=problems_dropped)
+    log.info("%s: %s", cell.text(), report.text())
+    return Measurements(cell.arch, cell.variant, cell.dtype, tuple(problems), tuple(groups),
+                        tuple(kernels[k][0] for k in order), tuple(kernels[k][1] for k in order), tflops, report)
 
 
-def _check_row(row: dict[str, str], path: Path, arch: str, variant: Variant, dtype: Dtype, peak: float,
-               kernels: dict[str, GemmConfig], unit_problem: dict[tuple[str, str], ConvProblem]) -> str | None:
-    """Why a row is unusable (a reason key), or None; records the kernel's config and the problem."""
-    name = (row.get("kernel") or "").strip()
+def _status(row: Row) -> str:
+    """How the pair ended: the ``status`` column of ours (an unknown value is ``unknown``), ``ok``
+    for tile_engine's rows, which have no such column and hold only kernels that ran."""
+    if "status" not in row or row["status"] is None:
+        return "ok"
+    status = row["status"].strip()
+    return status if status in STATUSES else "unknown"
+
+
+def _check_row(row: Row, path: str, cell: DataCell, peak: float, configs: dict[tuple, GemmConfig | None],
+               unit_problem: dict[tuple[str, str], ConvProblem]) -> str | tuple[GemmConfig, float]:
+    """Why an ``ok`` row is unusable (a reason key), or its kernel's config and TFLOPS; records the
+    problem of its ``problem_idx``."""
+    ours = has_config(row)
+    key = tuple(row.get(c) for c in (*CONFIG_COLUMNS, "ndim")) if ours else (row.get("kernel"),)
+    if key not in configs:
+        try:
+            configs[key] = config_from_row(row) if ours else config_from_any_name(row.get("kernel") or "", cell.arch)
+        except (ValueError, CkspaceError):
+            configs[key] = None
+    config = configs[key]
     try:
-        config = kernels.get(name) or config_from_any_name(name, arch)
-        problem = _problem(row)
+        problem = problem_from_row(row)
         latency, tflops = float(row["latency_ms"]), float(row["tflops"])
-    except (ValueError, TypeError, KeyError, CkspaceError):
+        non_zero = (row.get("non_zero") or "").strip()
+        all_zero = bool(non_zero) and int(float(non_zero)) == 0
+    except (ValueError, TypeError, KeyError, OverflowError, CkspaceError):
         return "malformed"
-    if config.variant is not variant or config.dtype is not dtype or config.ndim != problem.ndim:
-        return "other_variant_dtype_or_ndim"
+    if config is None:
+        return "malformed"
+    if (config.variant, config.dtype) != (cell.variant, cell.dtype):
+        return "kernel_of_another_variant_or_dtype"
+    if config.ndim != problem.ndim:
+        return "kernel_ndim_differs_from_problem"
     if not (math.isfinite(latency) and math.isfinite(tflops)) or latency <= 0 or tflops <= 0:
         return "failed_or_zero_tflops"
-    non_zero = (row.get("non_zero") or "").strip()
-    if non_zero and int(float(non_zero)) == 0:
+    if all_zero:
         return "all_zero_output"
     expected = problem.flops / (latency * 1e-3) / 1e12
     if abs(tflops - expected) > TFLOPS_TOLERANCE * expected:
         return "tflops_inconsistent_with_latency"
     if tflops > peak:
         return "above_arch_peak"
-    unit = (str(path), row["problem_idx"].strip())
+    unit = (path, row["problem_idx"].strip())
     if unit_problem.setdefault(unit, problem) != problem:
         return "problem_idx_with_two_shapes"
-    kernels[name] = config
-    return None
-
-
-_ARCH_TOKEN = re.compile(r"(gfx[0-9a-z]+)")
-
-
-def infer_cell(paths: Sequence[str | Path], arch: str | None = None, variant: str | None = None,
-               dtype: str | None = None) -> tuple[str, Variant, Dtype]:
-    """Fill in what the caller left out: the variant and dtype from the first kernel name of each
-    file, the arch from the ``gfxNNN`` token of the tile-engine file names
-    (``benchmark_<variant>_<n>_<dtype>_<arch>.csv``). Files that disagree are an error."""
-    if arch is None:
-        tokens = {m.group(1) for p in paths for m in [_ARCH_TOKEN.search(Path(p).name)] if m}
-        if len(tokens) != 1 or any(_ARCH_TOKEN.search(Path(p).name) is None for p in paths):
-            raise CkspaceError("give --arch: the data file names do not all name the same arch")
-        arch = tokens.pop()
-    if variant is None or dtype is None:
-        cells = set()
-        for raw in paths:
-            path = Path(raw)
-            if not path.is_file():
-                raise CkspaceError(f"no such data file: {path}")
-            with path.open(newline="", encoding="utf-8-sig") as handle, _readable(path):
-                first = next(csv.DictReader(handle), None)
-            if first is None or "kernel" not in first:
-                raise CkspaceError(f"{path}: no benchmark rows")
-            config = config_from_any_name(first["kernel"], parse_arch(arch))
-            cells.add((config.variant, config.dtype))
-        if len(cells) != 1:
-            raise CkspaceError("the data files hold different variants or dtypes: give --variant and --dtype")
-        found_variant, found_dtype = cells.pop()
-        variant = variant or found_variant.value
-        dtype = dtype or found_dtype.value
-    return parse_arch(arch), Variant.parse(variant), Dtype.parse(dtype)
+    return config, tflops

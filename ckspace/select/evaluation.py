@@ -52,6 +52,30 @@ class CrossValidation(BaseModel):
                 **({"plans": {k: v.model_dump() for k, v in self.plans.items()}} if self.plans else {})}
 
 
+DEFAULT_FOLDS = 5
+MIN_SHAPES = 2
+"""The least data a model can be trained and judged on: two distinct problem shapes, each with at
+least two kernels measured ok (:data:`~ckspace.select.dataset.MIN_KERNELS_PER_PROBLEM`). Fewer
+cannot be cross-validated, and cross-validation picks the objective and gives the card its figures."""
+
+
+def choose_folds(data: Measurements, requested: int | None) -> int:
+    """The folds to use: ``requested``, or :data:`DEFAULT_FOLDS` capped at the number of distinct
+    shapes when the user asked for none (a small sweep still trains); a request the data cannot
+    meet, or data below :data:`MIN_SHAPES`, is an error in one line."""
+    shapes = len(set(data.groups))
+    if shapes < MIN_SHAPES:
+        raise CkspaceError(f"{data.cell.text()}: the data hold {shapes} distinct problem shape with at least 2 "
+                           f"kernels measured ok; training and evaluation need at least {MIN_SHAPES} "
+                           "(cross-validation picks the objective)")
+    if requested is None:
+        return min(DEFAULT_FOLDS, shapes)
+    if requested > shapes:
+        raise CkspaceError(f"--folds {requested}: {data.cell.text()} has only {shapes} distinct problem shapes to "
+                           f"split; give --folds {shapes} or fewer")
+    return requested
+
+
 def fold_of_groups(groups: tuple[str, ...], folds: int, seed: int) -> np.ndarray:
     """Fold number per problem: distinct groups shuffled by ``seed`` and dealt round-robin."""
     distinct = sorted(set(groups))
@@ -80,9 +104,7 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0,
             booster = fit(rows, objective, seed)
             for p in test:
                 out[p] = booster.predict(per_problem[p], num_threads=1)
-        best = int(np.argmax(np.nanmean(relative[train], axis=0)))  # highest mean efficiency in training
-        single[test] = 0.0
-        single[test, best] = 1.0
+        single[test] = _mean_efficiency(relative[train])
         log.info("fold %d: %d training, %d held-out problems", f, len(train), len(test))
     analytical = np.vstack([m[:, FEATURE_NAMES.index(ANALYTICAL_FEATURE)] for m in per_problem])
     random_scores, random_eff = random_expectation(data.tflops)
@@ -102,6 +124,16 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0,
                            efficiency=efficiency, tflops_median_error=tflops_error(predicted, actual),
                            predicted_log_tflops=predicted.tolist(), measured_log_tflops=actual.tolist(),
                            plans=plans)
+
+
+def _mean_efficiency(relative: np.ndarray) -> np.ndarray:
+    """Each kernel's mean efficiency over the training problems it was measured on, -inf where it
+    was measured on none: the single-best-kernel baseline runs its best kernel everywhere that
+    kernel was measured, its next best elsewhere (a 3D kernel never runs a 2D problem)."""
+    measured = ~np.isnan(relative)
+    counts = measured.sum(axis=0)
+    totals = np.where(measured, relative, 0.0).sum(axis=0)
+    return np.where(counts > 0, totals / np.maximum(counts, 1), -np.inf)
 
 
 def _plans(budget: int, fold: np.ndarray, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray,

@@ -6,7 +6,8 @@ A model directory (shipped ones live in ``ckspace/models/<arch>/<variant>_<dtype
 * ``tflops.txt`` — LightGBM's model file of the log-TFLOPS regressor whose predictions are shown
   beside the top candidates (the ranker's scores are not TFLOPS);
 * ``features.json`` — the feature spec (version and names) the boosters were trained on;
-* ``card.json`` — the model card: cell, objective, data files and their sha256, rows, problems,
+* ``card.json`` — the model card: cell, objective, data files and their sha256, rows (kept, and
+  the cell's rows by status: ``ok``, ``wrong``, ``crash``, ...), problems,
   cross-validation figures, the training command, library versions, the kernels trained on, and
   the sha256 of the three files above.
 
@@ -50,7 +51,8 @@ class ModelCard(BaseModel):
     objective_choice: str
     feature_version: int
     data: dict[str, str]  # file name -> sha256
-    rows: int
+    rows: int  # (problem, kernel) measurements trained on
+    rows_by_status: dict[str, int] = {}  # the cell's rows in the data by how the pair ended (ok, wrong, ...)
     problems: int
     distinct_shapes: int
     cleaning: str

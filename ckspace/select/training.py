@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import logging
 import platform
-from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.boosters import design, fit
-from ckspace.select.dataset import load_measurements
-from ckspace.select.evaluation import CrossValidation, cross_validate
+from ckspace.select.dataset import Measurements
+from ckspace.select.evaluation import CrossValidation, choose_folds, cross_validate
 from ckspace.select.features import FEATURE_VERSION
 from ckspace.select.store import ModelCard, check_model_target, save_model
 
@@ -30,13 +28,15 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, dtype: Dtype | str, out: Path,
-                folds: int = 5, seed: int = 0, command: str = "", force: bool = False) -> tuple[ModelCard, CrossValidation]:
-    """Cross-validate both objectives, then fit the winner (the ranker) and the log-TFLOPS
-    regressor (the TFLOPS shown beside picks) on every problem and write the model directory
-    (``force``: into a directory holding other files; checked first, so a refusal costs nothing)."""
+def train_model(data: Measurements, out: Path, folds: int | None = None, seed: int = 0, command: str = "",
+                force: bool = False) -> tuple[ModelCard, CrossValidation]:
+    """Cross-validate both objectives on one cell's measurements (``folds``: see
+    :func:`~ckspace.select.evaluation.choose_folds`), then fit the winner (the ranker) and the
+    log-TFLOPS regressor (the TFLOPS shown beside picks) on every problem and write the model
+    directory (``force``: into a directory holding other files; checked first, so a refusal costs
+    nothing)."""
     check_model_target(out, force)
-    data = load_measurements(paths, arch, variant, dtype)
+    folds = choose_folds(data, folds)
     cv = cross_validate(data, folds, seed)
     log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)
     rows = design(data)
@@ -46,7 +46,8 @@ def train_model(paths: Sequence[str | Path], arch: str, variant: Variant | str, 
         arch=data.arch, variant=data.variant.value, dtype=data.dtype.value, objective=cv.objective,
         objective_choice=_choice_text(cv), feature_version=FEATURE_VERSION,
         data={Path(p).name: digest for p, digest in data.report.files.items()},
-        rows=data.report.rows_kept, problems=data.report.problems, distinct_shapes=data.report.groups,
+        rows=data.report.rows_kept, rows_by_status=data.report.statuses, problems=data.report.problems,
+        distinct_shapes=data.report.groups,
         cleaning=data.report.text(), kernels=list(data.kernel_names),
         cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
                           **{name: s.model_dump() for name, s in cv.scores.items()}},
