@@ -1,0 +1,116 @@
+"""Cost of verification on the CPU: the reference convolution, the inputs and one comparison.
+
+A bench run computes each problem's reference once and compares every kernel's output with it, so
+per problem it pays ``random_operands`` + ``reference`` once and ``verify`` once per kernel. Shapes:
+the 256x256 forward problem with C=52, K=156 and the largest forward problem (by FLOPs) of
+``forward_bench300_problems.csv`` whose tensors fit in MEMORY_BUDGET as float32 (the very largest,
+13 TFLOP over 9 GB of tensors, is estimated from the measured rate, not run on a shared 2-core machine), and the largest backward problems of the upstream validation
+lists (fixed fallbacks when ``../shared`` is absent), in bf16. The baseline, in the same run, is
+the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as multiply-adds per
+second.
+
+    python3 bench/reference.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import naive_conv  # noqa: E402  (tests/ holds the independent naive implementation)
+
+from ckspace.core.problem import ConvProblem  # noqa: E402
+from ckspace.core.vocab import Variant  # noqa: E402
+from ckspace.hip_runtime.reference import (  # noqa: E402
+    numpy_dtype,
+    operand_shapes,
+    random_operands,
+    reference,
+)
+from ckspace.hip_runtime.verification import tolerance, verify  # noqa: E402
+from ckspace.select.workload import read_workload  # noqa: E402
+
+PROBLEMS = ROOT.parent / "shared" / "data" / "problems"
+FALLBACK = {
+    "forward": ["N=1,C=52,K=156,Hi=256,Wi=256,Y=1,X=1", "N=32,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1"],
+    "bwd_data": ["N=8,C=256,K=64,Hi=14,Wi=14,Y=1,X=1"],
+    "bwd_weight": ["N=8,C=512,K=256,Hi=7,Wi=7,Y=3,X=3,pad=1"],
+}
+MEMORY_BUDGET = 1 << 30
+SMALL = {"ndim": 2, "N": 1, "G": 1, "C": 8, "K": 8, "Hi": 8, "Wi": 8, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}
+
+
+def _problems(name: str, variant: Variant) -> list[ConvProblem]:
+    path = PROBLEMS / name
+    return list(read_workload(path, variant).problems) if path.exists() else []
+
+
+def shapes() -> list[tuple[str, ConvProblem]]:
+    forward = _problems("forward_bench300_problems.csv", Variant.FORWARD)
+    chosen = []
+    if forward:
+        first = next(p for p in forward if (p.C, p.K, p.Hi, p.Wi) == (52, 156, 256, 256))
+        fits = [p for p in forward if 4 * sum(map(math.prod, operand_shapes(p, "forward"))) <= MEMORY_BUDGET]
+        chosen += [("forward", first), ("forward", max(fits, key=lambda p: p.flops))]
+        largest = max(forward, key=lambda p: p.flops)
+        if largest not in fits:
+            chosen.append(("forward (estimated)", largest))
+    else:
+        chosen += [("forward", ConvProblem.parse(t)) for t in FALLBACK["forward"]]
+    for variant in ("bwd_data", "bwd_weight"):
+        problems = _problems(f"{variant}_test_validation_problems.csv", Variant(variant))
+        problems = problems or [ConvProblem.parse(t) for t in FALLBACK[variant]]
+        chosen.append((variant, max(problems, key=lambda p: p.flops)))
+    return chosen
+
+
+def timed(function, repeats: int) -> tuple[float, float, float, object]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times), max(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    small = ConvProblem(**SMALL)
+    a, b = random_operands(small, "forward", "bf16", 0)
+    macs = small.flops // 2
+    naive, _, _, _ = timed(lambda: naive_conv.forward(SMALL, a, b), 1)
+    ref, _, _, _ = timed(lambda: reference(small, "forward", a, b), args.repeats)
+    print(f"baseline, {small.text()} forward bf16 ({macs} multiply-adds): naive loops {naive * 1e3:.0f} ms "
+          f"({macs / naive / 1e6:.2f} M MAC/s), reference {ref * 1e3:.2f} ms ({macs / ref / 1e6:.0f} M MAC/s)")
+    print("| variant | problem | GFLOP | operands ms | reference ms (min-max) | GMAC/s | verify ms | c elements |")
+    print("|---|---|---|---|---|---|---|---|")
+    rate = None
+    for variant, problem in shapes():
+        if variant == "forward (estimated)":
+            print(f"| forward | {problem.text()} | {problem.flops / 1e9:.0f} | - | about {problem.flops / 2 / rate:.0f} s "
+                  f"estimated at {rate / 1e9:.1f} GMAC/s | - | - | {math.prod(operand_shapes(problem, 'forward').c)} |")
+            continue
+        inputs, _, _, (a, b) = timed(lambda: random_operands(problem, variant, "bf16", 0), 1)
+        med, low, high, c_ref = timed(lambda: reference(problem, variant, a, b), args.repeats)
+        c_out = c_ref.astype(numpy_dtype("bf16"))
+        tol = tolerance(problem, variant, "bf16")
+        check, _, _, result = timed(lambda: verify(c_out, c_ref, tol), args.repeats)
+        assert result.ok
+        rate = problem.flops / 2 / med if variant == "forward" else rate
+        print(f"| {variant} | {problem.text()} | {problem.flops / 1e9:.1f} | {inputs * 1e3:.0f} | "
+              f"{med * 1e3:.0f} ({low * 1e3:.0f}-{high * 1e3:.0f}) | {problem.flops / 2 / med / 1e9:.1f} | "
+              f"{check * 1e3:.0f} | {c_ref.size} |")
+
+
+if __name__ == "__main__":
+    main()
