@@ -71,32 +71,38 @@ out.write_text("obj")
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[str]:
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A head and a second node, both on 127.0.0.1 (Ray on Linux would otherwise advertise the
     machine's outward address: its switch for that is read when Ray is imported, so it is set in the
-    environment of the nodes and patched in this process); yields the head's address."""
+    environment of the nodes and patched in this process); yields the head's address.
+
+    The workers cannot import ckspace, as on a worker machine without it: what a task runs must
+    travel with it. Ray puts the driver's working directory first on its workers' path, so the tests
+    run in a directory whose ``ckspace`` package refuses to load (the driver imported its own
+    already, by absolute path)."""
     import ray
     from ray._private import ray_constants
     from ray.cluster_utils import Cluster
 
-    saved = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    shadow = tmp_path_factory.mktemp("no-ckspace")
+    (shadow / "ckspace").mkdir()
+    (shadow / "ckspace" / "__init__.py").write_text('raise ImportError("ckspace is not installed on this worker")\n')
     patch = pytest.MonkeyPatch()
+    patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "node_ip_address": "127.0.0.1"})
+    patch.chdir(shadow)
     try:
-        cluster.add_node(num_cpus=2, node_ip_address="127.0.0.1")
-        cluster.wait_for_nodes()
-        yield cluster.address
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "node_ip_address": "127.0.0.1"})
+        try:
+            cluster.add_node(num_cpus=2, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            yield cluster.address
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            cluster.shutdown()
     finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        cluster.shutdown()
         patch.undo()
-        if saved is None:
-            os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-        else:
-            os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = saved
 
 
 @pytest.fixture()
@@ -207,6 +213,27 @@ def test_cli_executor_choices_and_missing_ray(tmp_path: Path, stand_in: Path, ca
     assert main(["build", str(tree), "--arch", "gfx942", "--executor", "ray"]) == 2
     err = capsys.readouterr().err
     assert "--executor ray needs Ray: pip install 'ckspace[ray]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_open_connection_is_reused_and_left_open(ray_cluster: str) -> None:
+    """What bench/build.py relies on: builds inside ``connected`` use that connection, and only the
+    ``connected`` that opened it closes it."""
+    from ckspace.hip_runtime.cluster import connected, describe
+
+    def import_ckspace() -> str:
+        try:
+            import ckspace  # noqa: F401
+        except ImportError as exc:
+            return str(exc)
+        return "imported"
+
+    with connected(ray_cluster) as ray:
+        assert describe(ray).endswith("2 node(s), 4 CPU(s)")
+        assert ray.get(ray.remote(import_ckspace).remote()) == "ckspace is not installed on this worker"
+        with connected() as inner:
+            assert inner is ray
+        assert ray.is_initialized()
+    assert not ray.is_initialized()
 
 
 def test_unreachable_cluster_is_one_line_and_quick(tmp_path: Path, stand_in: Path,

@@ -38,7 +38,5 @@ class Executor(Protocol):
     """Compiles units; ``stage`` names the round (``build``, ``singles``, ``dispatch``) for the files
     an executor keeps, ``advance(n)`` moves the progress bar as units finish."""
 
-    name: str
-
     def compile(self, stage: str, units: list[Unit], advance: Callable[[int], None]) -> dict[str, UnitResult]:
         ...

@@ -86,8 +86,6 @@ def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, total: int,
 class NinjaExecutor:
     """Units compiled under ``build_dir`` (``tu/``, ``obj/``, ``logs/``, ``<stage>.ninja``)."""
 
-    name = "ninja"
-
     def __init__(self, build_dir: Path, toolchain: Toolchain, includes: tuple[str, ...], jobs: int) -> None:
         self.build_dir = build_dir
         self.toolchain = toolchain

@@ -33,8 +33,6 @@ class RayExecutor:
     """Units of the tree at ``tree`` compiled on the connected Ray cluster, ``jobs`` tasks in flight
     at most; ``ck_include`` is the CK include directory, at the same path on every worker."""
 
-    name = "ray"
-
     def __init__(self, ray: ModuleType, tree: Path, toolchain: Toolchain, ck_include: str, jobs: int) -> None:
         self.ray = ray
         self.tree = tree
