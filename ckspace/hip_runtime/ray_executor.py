@@ -15,6 +15,7 @@ more; the second outcome is the unit's, and its log says it was retried and why.
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ from ckspace.hip_runtime.toolchain import Toolchain
 log = logging.getLogger(__name__)
 
 ATTEMPTS = 2
+TERMINAL_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class RayExecutor:
@@ -79,5 +81,6 @@ class RayExecutor:
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            text = TERMINAL_COLOUR.sub("", str(exc)).strip()  # Ray colours its task names
+            first = text.splitlines()[0] if text else ""
             return None, f"error: the Ray task failed ({type(exc).__name__}): {first}\n"
