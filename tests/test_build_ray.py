@@ -12,7 +12,6 @@ compile sample is built through Ray once and then linked by ninja from the objec
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 from collections.abc import Iterator
