@@ -16,7 +16,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-only", action="store_true",
                         help="build only the dispatcher's host part (tree emitted --with-selector) with the host "
                              "C compiler: build/host/libckspace_dispatch.so, no HIP needed")
-    parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: cores / 2)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="parallel compiles (default: cores / 2; with --executor ray: the cluster's CPUs)")
+    parser.add_argument("--executor", default="ninja",
+                        help="what runs the compiles: ninja (this machine, the default) or ray (a Ray cluster; "
+                             "pip install 'ckspace[ray]', see the README's 'Building on many machines')")
+    parser.add_argument("--address",
+                        help="with --executor ray: the cluster's head, HOST:PORT as `ray start --head` printed, or "
+                             "auto (the cluster ray start runs on this machine); default: $RAY_ADDRESS, else a "
+                             "private Ray instance on this machine")
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
     parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
     parser.add_argument("--allow-edited", action="store_true",
@@ -30,7 +38,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         REPORT_NAME,
         build,
         build_host,
-        default_jobs,
         stderr_is_terminal,
     )
 
@@ -41,10 +48,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not args.arch:
         raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
 
-    report = build(args.dir, parse_arch(args.arch), jobs=args.jobs or default_jobs(), batch=args.batch,
-                   ck_root=args.ck_root, progress=stderr_is_terminal(), allow_edited=args.allow_edited)
+    report = build(args.dir, parse_arch(args.arch), jobs=args.jobs, batch=args.batch, ck_root=args.ck_root,
+                   progress=stderr_is_terminal(), allow_edited=args.allow_edited, executor=args.executor,
+                   address=args.address)
     out.write(f"{report.ok} ok, {report.failed} failed ({report.cached} from cache) in {report.seconds} s; "
-              f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}\n")
+              f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}"
+              f"{' on Ray' if report.executor == 'ray' else ''}\n")
     for kernel in report.kernels:
         if kernel.status == "failed":
             out.write(f"FAILED {kernel.name}: {kernel.error}\n")

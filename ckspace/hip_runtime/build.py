@@ -2,36 +2,38 @@
 
 Parsing the CK headers costs about 10 s per translation unit, so kernels are compiled ``batch`` to
 a unit (each unit includes the kernels' compilation units). A unit whose object is in the
-content-addressed cache is not compiled again. Units run through a generated ``build.ninja``
-(``ninja -k 0``: one failure never stops the others); the kernels of a failed unit are then
-compiled one per unit, so the report names exactly the kernels that fail and their first error.
+content-addressed cache is not compiled again. The misses go to an executor
+(:mod:`~ckspace.hip_runtime.executor`): a generated ``build.ninja`` on this machine by default, or
+tasks on a Ray cluster (``--executor ray``); one failure never stops the others. The kernels of a
+failed unit are then compiled one per unit, so the report names exactly the kernels that fail and
+their first error. Everything after the compiles is the same whichever executor ran them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 from ckspace.core.files import sha256_file, write_atomic, write_if_changed
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.hip_runtime import objcache
 from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.hip_runtime.executor import Executor, Unit
+from ckspace.hip_runtime.ninja_executor import NinjaExecutor
 from ckspace.hip_runtime.toolchain import Toolchain, discover
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,8 @@ class BuildReport(BaseModel):
     ck_fingerprint: str
     batch: int
     jobs: int
+    executor: str = "ninja"
+    """What ran the compiles: ``ninja`` (this machine) or ``ray`` (a cluster)."""
     units: int
     """Translation units: the batches, plus one per kernel of each failed batch."""
     compiled_units: int
@@ -69,29 +73,7 @@ class BuildReport(BaseModel):
     kernels: list[KernelResult]
 
 
-class Unit(BaseModel):
-    """One translation unit: the kernels it includes, its text and cache key."""
-
-    name: str
-    kernels: list[str]
-    text: str
-    key: str
-
-
-def ninja_binary() -> str:
-    """The ``ninja`` of the ninja PyPI package (a dependency), else one on PATH."""
-    try:
-        from ninja import BIN_DIR  # type: ignore[import-untyped]
-
-        candidate = Path(BIN_DIR) / "ninja"
-        if candidate.is_file():
-            return str(candidate)
-    except ImportError:
-        pass
-    found = shutil.which("ninja")
-    if found is None:
-        raise CkspaceError("ninja not found (pip install ninja)")
-    return found
+EXECUTORS = ("ninja", "ray")
 
 
 def first_error(text: str) -> str | None:
@@ -103,72 +85,27 @@ def first_error(text: str) -> str | None:
 
 def _units(tree: Path, kernels: list[str], size: int, prefix: str, toolchain: Toolchain,
            revision: CkRevision) -> list[Unit]:
-    registry = (tree / REGISTRY_HEADER).read_bytes()
     units = []
     for start in range(0, len(kernels), size):
         members = kernels[start:start + size]
         text = "".join(f'#include "{name}.cpp"\n' for name in members)
-        sources = [text.encode(), registry]
-        for name in members:
-            sources += [(tree / f"{name}.hpp").read_bytes(), (tree / f"{name}.cpp").read_bytes()]
-        key = objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch,
-                                  revision.fingerprint)
-        units.append(Unit(name=f"{prefix}{start // size:04d}", kernels=members, text=text, key=key))
+        files = [REGISTRY_HEADER, *(f"{name}{suffix}" for name in members for suffix in (".hpp", ".cpp"))]
+        units.append(Unit(name=f"{prefix}{start // size:04d}", kernels=members, text=text, files=files,
+                          key=_key(tree, text, files, toolchain, revision)))
     return units
 
 
-def _ninja_escape(text: str) -> str:
-    """Text as ninja reads it back unchanged in a path or a variable's value ($, space, colon)."""
-    return text.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+def _key(tree: Path, text: str, files: list[str], toolchain: Toolchain, revision: CkRevision) -> str:
+    sources = [text.encode(), *((tree / f).read_bytes() for f in files)]
+    return objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch,
+                               revision.fingerprint)
 
 
-def _write_ninja(path: Path, units: list[Unit], toolchain: Toolchain, includes: tuple[str, ...]) -> None:
-    """Shell-quoted for the command line the rule runs, then ninja-escaped: a compiler or an
-    include directory whose path holds spaces or ``$`` reaches the compiler intact."""
-    flags = " ".join(shlex.quote(f) for f in (*toolchain.compile_flags, *(f"-I{i}" for i in includes)))
-    lines = [
-        "# Generated by ckspace build -- do not edit.",
-        f"cxx = {_ninja_escape(shlex.quote(toolchain.compiler))}",
-        f"flags = {_ninja_escape(flags)}",
-        "rule cxx",
-        "  command = $cxx $flags -c $in -o $out > $log 2>&1",
-        "  description = CXX $in",
-        "",
-    ]
-    for unit in units:
-        lines += [f"build obj/{unit.name}.o: cxx tu/{unit.name}.cpp", f"  log = logs/{unit.name}.log", ""]
-    write_if_changed(path, "\n".join(lines).encode())
-
-
-def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, total: int,
-               advance: Callable[[int], None]) -> None:
-    env = {**os.environ, "NINJA_STATUS": "[%f/%t] "}
-    command = [ninja_binary(), "-C", str(build_dir), "-f", ninja_file, "-k", "0", "-j", str(jobs)]
-    log.info("running %s", " ".join(command))
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
-        assert proc.stdout is not None
-        done = 0
-        for line in proc.stdout:
-            match = re.match(r"\[(\d+)/(\d+)\]", line)
-            if match and int(match.group(1)) > done:
-                advance(int(match.group(1)) - done)
-                done = int(match.group(1))
-            log.debug("ninja: %s", line.rstrip())
-        proc.wait()
-    if done < total:
-        advance(total - done)
-
-
-def _compile(build_dir: Path, ninja_file: str, units: list[Unit], toolchain: Toolchain,
-             includes: tuple[str, ...], jobs: int, progress: bool, label: str) -> None:
-    """Compile the cache misses among ``units`` and store their objects in the cache."""
+def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit], progress: bool, label: str) -> None:
+    """Compile the cache misses among ``units`` with ``executor``; store their objects in the cache
+    (atomically: a reader never sees half an object) and their logs under ``logs/``."""
     if not units:
         return
-    for unit in units:
-        write_if_changed(build_dir / "tu" / f"{unit.name}.cpp", unit.text.encode())
-        (build_dir / "obj" / f"{unit.name}.o").unlink(missing_ok=True)
-    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-    _write_ninja(build_dir / ninja_file, units, toolchain, includes)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -180,19 +117,29 @@ def _compile(build_dir: Path, ninja_file: str, units: list[Unit], toolchain: Too
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, disable=not progress, transient=False) as bar:
         task = bar.add_task(label, total=len(units))
-        _run_ninja(build_dir, ninja_file, jobs, len(units), lambda n: bar.advance(task, n))
+        results = executor.compile(stage, units, lambda n: bar.advance(task, n))
     for unit in units:
-        obj = build_dir / "obj" / f"{unit.name}.o"
-        if obj.is_file():
-            objcache.store(unit.key, obj)
+        result = results[unit.name]
+        write_if_changed(build_dir / "logs" / f"{unit.name}.log", result.log.encode())
+        if result.object is not None:
+            objcache.store_bytes(unit.key, result.object)
 
 
-def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None = None,
-          progress: bool = False, allow_edited: bool = False) -> BuildReport:
-    """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring."""
+def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str | None = None,
+          progress: bool = False, allow_edited: bool = False, executor: str = "ninja",
+          address: str | None = None) -> BuildReport:
+    """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring.
+
+    ``executor`` ``ninja`` compiles here, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
+    on the Ray cluster at ``address`` (:func:`ckspace.hip_runtime.cluster.connected` says which
+    without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
+    if executor not in EXECUTORS:
+        raise InvalidChoiceError("executor", executor, EXECUTORS)
+    if address is not None and executor != "ray":
+        raise InvalidInputError("--address names a Ray cluster; it needs --executor ray")
     manifest = _read_manifest(tree)
-    if jobs < 1 or batch < 1:
+    if (jobs is not None and jobs < 1) or batch < 1:
         raise CkspaceError("--jobs and --batch must be at least 1")
     verify_sources(tree, manifest, allow_edited)
     _check_object_cache()
@@ -207,15 +154,29 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
     build_dir = tree / "build" / arch
     includes = (str(tree), revision.include_dir)
     names = [k.name for k in manifest.kernels]
+    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if executor == "ray":
+            from ckspace.hip_runtime.cluster import connected
+            from ckspace.hip_runtime.ray_executor import RayExecutor
 
-    units = _units(tree, names, batch, "batch", toolchain, revision)
-    misses = [u for u in units if objcache.lookup(u.key) is None]
-    _compile(build_dir, "build.ninja", misses, toolchain, includes, jobs, progress, f"compiling {arch}")
-    failed_batches = [u for u in units if len(u.kernels) > 1 and objcache.lookup(u.key) is None]
-    singles = [s for u in failed_batches for s in _units(tree, u.kernels, 1, f"single_{u.name}_", toolchain, revision)]
-    single_misses = [u for u in singles if objcache.lookup(u.key) is None]
-    _compile(build_dir, "singles.ninja", single_misses, toolchain, includes, jobs, progress,
-             "isolating failures")
+            ray = stack.enter_context(connected(address))
+            jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            runner: Executor = RayExecutor(ray, tree, toolchain, revision.include_dir, jobs)
+        else:
+            jobs = jobs or default_jobs()
+            runner = NinjaExecutor(build_dir, toolchain, includes, jobs)
+        units = _units(tree, names, batch, "batch", toolchain, revision)
+        misses = [u for u in units if objcache.lookup(u.key) is None]
+        _compile(runner, "build", build_dir, misses, progress, f"compiling {arch}")
+        failed_batches = [u for u in units if len(u.kernels) > 1 and objcache.lookup(u.key) is None]
+        singles = [s for u in failed_batches
+                   for s in _units(tree, u.kernels, 1, f"single_{u.name}_", toolchain, revision)]
+        single_misses = [u for u in singles if objcache.lookup(u.key) is None]
+        _compile(runner, "singles", build_dir, single_misses, progress, "isolating failures")
+        dispatcher_objects = (_dispatcher_objects(tree, build_dir, manifest, toolchain, revision, runner, progress)
+                              if manifest.dispatcher is not None and any(objcache.lookup(u.key) for u in units + singles)
+                              else [])
 
     fresh = {u.name for u in misses + single_misses}
     results: list[KernelResult] = []
@@ -237,13 +198,12 @@ def build(tree: Path, arch: str, *, jobs: int, batch: int, ck_root: str | None =
                 error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)")))
     results.sort(key=lambda r: r.name)
 
-    if manifest.dispatcher is not None and objects:
-        objects += _dispatcher_objects(tree, build_dir, manifest, toolchain, revision, includes, jobs, progress)
+    objects += dispatcher_objects
     library, link_error = _link(build_dir, arch, toolchain, sorted(objects))
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
         arch=arch, toolchain=toolchain, ck_revision=revision.label, ck_fingerprint=revision.fingerprint,
-        batch=batch, jobs=jobs, units=len(units) + len(singles), compiled_units=len(fresh),
+        batch=batch, jobs=jobs, executor=executor, units=len(units) + len(singles), compiled_units=len(fresh),
         seconds=round(time.monotonic() - started, 2), ok=ok, failed=len(results) - ok,
         cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
@@ -326,17 +286,16 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
 
 
 def _dispatcher_objects(tree: Path, build_dir: Path, manifest: Manifest, toolchain: Toolchain,
-                        revision: CkRevision, includes: tuple[str, ...], jobs: int, progress: bool) -> list[str]:
+                        revision: CkRevision, runner: Executor, progress: bool) -> list[str]:
     """The host objects and the HIP ``ckspace_run`` unit of a tree emitted ``--with-selector``."""
     assert manifest.dispatcher is not None
     text = f'#include "{manifest.dispatcher.run_unit}"\n'
-    sources = [text.encode(), (tree / manifest.dispatcher.run_unit).read_bytes(), (tree / DISPATCH_HEADER).read_bytes(),
-               (tree / REGISTRY_HEADER).read_bytes()]
-    key = objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch, revision.fingerprint)
-    unit = Unit(name="dispatch_run", kernels=[], text=text, key=key)
-    if objcache.lookup(key) is None:
-        _compile(build_dir, "dispatch.ninja", [unit], toolchain, includes, jobs, progress, "compiling ckspace_run")
-    run_object = objcache.lookup(key)
+    files = [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER]
+    unit = Unit(name="dispatch_run", kernels=[], text=text, files=files,
+                key=_key(tree, text, files, toolchain, revision))
+    if objcache.lookup(unit.key) is None:
+        _compile(runner, "dispatch", build_dir, [unit], progress, "compiling ckspace_run")
+    run_object = objcache.lookup(unit.key)
     if run_object is None:
         log_file = build_dir / "logs" / "dispatch_run.log"
         error = first_error(log_file.read_text(errors="replace")) if log_file.is_file() else None

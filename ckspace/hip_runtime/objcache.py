@@ -39,7 +39,13 @@ def lookup(key: str) -> Path | None:
 
 def store(key: str, obj: Path) -> None:
     """Copy ``obj`` into the cache atomically."""
-    write_atomic(object_cache_dir() / key[:2] / f"{key}.o", obj.read_bytes())
+    store_bytes(key, obj.read_bytes())
+
+
+def store_bytes(key: str, data: bytes) -> None:
+    """Write an object's bytes into the cache atomically (a temporary file moved into place): a
+    build that dies while storing leaves no half object under the key, which a lookup would trust."""
+    write_atomic(object_cache_dir() / key[:2] / f"{key}.o", data)
 
 
 def info() -> dict[str, object]:

@@ -44,6 +44,11 @@ class Toolchain(BaseModel):
     compile_flags: tuple[str, ...]
     link_flags: tuple[str, ...]
 
+    def compile_command(self, source: str, output: str, includes: tuple[str, ...]) -> list[str]:
+        """The one compile command line, whichever executor runs it (ninja here, a Ray worker
+        elsewhere): the same flags must give the same object the cache key promises."""
+        return [self.compiler, *self.compile_flags, *(f"-I{i}" for i in includes), "-c", source, "-o", output]
+
     def link_command(self, objects: list[str], output: str) -> list[str]:
         return [self.compiler, "-shared", "-fPIC", *objects, "-o", output, *self.link_flags]
 
