@@ -254,19 +254,16 @@ def _alive(pid: int) -> bool:
 def test_a_ray_cluster_of_two_nodes_shares_the_work(standin: Path, tmp_path: Path) -> None:
     """A local Ray cluster started here, two nodes with one stand-in device each: every pair runs once,
     on either node, and the CSV is complete."""
-    cluster_utils = pytest.importorskip("ray.cluster_utils")
-    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"ckspace_device": 1}, "include_dashboard": False})
-    try:
-        cluster.add_node(num_cpus=1, resources={"ckspace_device": 1})
-        cluster.wait_for_nodes()
-        problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, 4])
-        out = tmp_path / "out.csv"
+    pytest.importorskip("ray")
+    from ray_loopback import loopback_cluster
+
+    problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, 4])
+    out = tmp_path / "out.csv"
+    device = {"num_cpus": 1, "resources": {"ckspace_device": 1}}
+    with loopback_cluster(device, device) as address:
         done = subprocess.run(_command(standin, problems, kernels, out, "--batch", "1", "--executor", "ray",
-                                       "--address", cluster.address), capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
-    finally:
-        cluster.shutdown()
+                                       "--address", address), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
     rows = _rows(out)
     pairs = [(r["kernel"], r["problem_idx"]) for r in rows]
     assert len(pairs) == len(set(pairs)) == 12

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from compile_sample import sample_kernels, sample_request
 from conftest import fake_ck
+from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
 from ckspace.cli import main
@@ -79,29 +80,13 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     travel with it. Ray puts the driver's working directory first on its workers' path, so the tests
     run in a directory whose ``ckspace`` package refuses to load (the driver imported its own
     already, by absolute path)."""
-    import ray
-    from ray._private import ray_constants
-    from ray.cluster_utils import Cluster
-
     shadow = tmp_path_factory.mktemp("no-ckspace")
     (shadow / "ckspace").mkdir()
     (shadow / "ckspace" / "__init__.py").write_text('raise ImportError("ckspace is not installed on this worker")\n')
-    patch = pytest.MonkeyPatch()
-    patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
-    patch.chdir(shadow)
-    try:
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "node_ip_address": "127.0.0.1"})
-        try:
-            cluster.add_node(num_cpus=2, node_ip_address="127.0.0.1")
-            cluster.wait_for_nodes()
-            yield cluster.address
-        finally:
-            if ray.is_initialized():
-                ray.shutdown()
-            cluster.shutdown()
-    finally:
-        patch.undo()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(shadow)
+        with loopback_cluster({"num_cpus": 2}, {"num_cpus": 2}) as address:
+            yield address
 
 
 @pytest.fixture()
