@@ -114,6 +114,7 @@ VALID_LINES = [
     ["emit", *_SPACE[:-2], "--rule-set", "tiny", "--ck-root", "ck", "--out", "new_output"],
     ["build", "tree", "--arch", "gfx950", "--ck-root", "ck"],
     ["build", "tree", "--host-only"],
+    ["bench", "tree", "--problems", "small_gfx950.csv", "--out", "new_results.csv", "--backend", "host"],
     ["train", "--data", "small_gfx950.csv", "--folds", "2", "--out", "new_model"],
     ["evaluate", "--data", "small_gfx950.csv", "--folds", "2", "--format", "json"],
     ["select", *_CELL, "--problem", PROBLEM, "--candidates", "names.txt"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -90,14 +91,16 @@ def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     refuse_foreign(path, what)
     _writable_parent(path.parent, what)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # The temporary name is chosen before the file exists and created inside the try, so a signal
+    # (Ctrl-C, SIGTERM raised as an exception) at any moment leaves no temporary file behind.
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies: ordinary files
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; generated files are ordinary files
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
