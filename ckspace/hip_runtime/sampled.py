@@ -2,17 +2,21 @@
 
 The full reference (:func:`ckspace.hip_runtime.reference.reference`) of the largest shipped
 problems does not fit a bench worker: the biggest forward problem of ``forward_bench300`` (13
-TFLOP) would take about 13 minutes of CPU and ~9 GB of float32 per reference, and it is recomputed
-per batch. Above :data:`SAMPLING_MACS` (or :data:`SAMPLING_ELEMENTS`) a worker instead computes the
-reference at :data:`SAMPLES` output elements (:func:`sample_positions`, :func:`reference_at`) and
-holds the kernel's output to them with
+TFLOP) would take 13 minutes of CPU at ``bench/reference.py``'s quiet-machine forward rate (26-110
+at the rates measured here under load) and float32 copies of its 7.3e8-element tensors (~12 GB),
+and it is recomputed per batch. Above :data:`SAMPLING_MACS` (or :data:`SAMPLING_ELEMENTS`) a
+worker instead computes the reference at :data:`SAMPLES` output elements (:func:`sample_positions`,
+:func:`reference_at`) and holds the kernel's output to them with
 :func:`~ckspace.hip_runtime.verification.verify_at`, which still fails NaN or inf anywhere.
 
 :func:`reference_at` states every sampled element's sum as a (position, reduction index) grid: the
 flat offsets it reads in a and b are a per-position part plus a per-reduction-index part, and an
 image coordinate (the same sum of parts per spatial axis) decides whether the term exists (inside
-the unpadded image; for bwd_data, also on the stride's lattice). Chunks of that grid are gathered
-with ``take`` and reduced with one einsum each, in float32 like the full reference.
+the unpadded image; for bwd_data, also on the stride's lattice). The reduction index splits into
+an outer part that decides that (filter taps; bwd_weight's output pixels) and an inner part that
+never does (channels; bwd_weight's images). Chunks of the grid are gathered (contiguous channel
+runs as rows, the rest with ``take``) and reduced by one einsum each, in float32 like the full
+reference.
 """
 
 from __future__ import annotations
@@ -39,14 +43,14 @@ log = logging.getLogger(__name__)
 SAMPLES = 4096
 """Elements a sampled check compares: a fault that corrupts a fraction f of the output escapes it
 with probability (1 - f)^4096 (f = 0.1 %: 1.7 %; f = 1 %: 1e-18), while the sampled reference of
-the largest forward problem costs about a second (``bench/reference.py``)."""
+the largest forward problem costs 0.2 s and of the largest bwd_weight one 3 s (``bench/reference.py``)."""
 
 SAMPLING_MACS = 5 * 10**9
 """Multiply-adds above which the full reference is not computed. Measured here (2 shared cores,
 load ~5, bf16, N=4-8, C=K=128-256, 28x28, 3x3, G=1 and 4): the full reference runs at 1.0-4.2
 G MAC/s forward, 1.8-7.6 bwd_data and 0.5-1.6 bwd_weight, so 5e9 MACs is 1-10 s per problem, paid
-again in every batch that runs the problem. 44-45 problems of each shipped forward list of 300 are
-above it (up to 6.6e12 MACs: minutes to hours), and 200-240 of each synthetic backward list."""
+again in every batch that runs the problem. 44-46 problems of each shipped forward list of 300 are
+above it (up to 6.6e12 MACs: tens of minutes to hours), and 200-240 of each synthetic backward list."""
 
 SAMPLING_ELEMENTS = 1 << 27
 """Output elements above which the full check is not made, however few the MACs: the full check
@@ -55,7 +59,7 @@ verify's error array), 1.5 GB at 2^27 elements. A 1x1 forward of forward_bench30
 1024x1024, N=4: 3e8 output elements, only 3.6e9 MACs) would need 3.6 GB."""
 
 CHUNK = 1 << 20
-"""(position, reduction index) pairs gathered at once: ~40 MB of temporaries per chunk."""
+"""Terms (position x reduction index) gathered at once: ~30 MB of temporaries per chunk."""
 
 
 def use_sampling(problem: ConvProblem, variant: Variant | str) -> bool:
