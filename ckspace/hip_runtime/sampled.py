@@ -102,7 +102,7 @@ def sample_positions(problem: ConvProblem, variant: Variant | str, count: int, s
     fewer draws than groups, the groups that get one are chosen at random.
     """
     if count < 1 or seed < 0:
-        raise InvalidInputError(f"count={count}, seed={seed}: both must be >= 0 and count >= 1")
+        raise InvalidInputError(f"count={count}, seed={seed}; valid: count >= 1, seed >= 0")
     layout, shape = _c_layout(problem, variant)
     size = math.prod(shape)
     if count >= size:
