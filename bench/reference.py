@@ -7,7 +7,9 @@ the 256x256 forward problem with C=52, K=156 and the largest forward problem (by
 13 TFLOP over 9 GB of tensors, is estimated from the measured rate, not run on a shared 2-core machine), and the largest backward problems of the upstream validation
 lists (fixed fallbacks when ``../shared`` is absent), in bf16. The baseline, in the same run, is
 the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as multiply-adds per
-second.
+second. The last line times the sampled check a worker makes of that very largest forward problem
+(``ckspace.hip_runtime.sampled``: operands, positions, ``reference_at``, ``verify_at`` of a whole
+output) without ever computing its full reference.
 
     python3 bench/reference.py [--repeats N]
 """
@@ -20,6 +22,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -34,7 +38,8 @@ from ckspace.hip_runtime.reference import (  # noqa: E402
     random_operands,
     reference,
 )
-from ckspace.hip_runtime.verification import tolerance, verify  # noqa: E402
+from ckspace.hip_runtime.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
+from ckspace.hip_runtime.verification import tolerance, verify, verify_at  # noqa: E402
 from ckspace.select.workload import read_workload  # noqa: E402
 
 PROBLEMS = ROOT.parent / "shared" / "data" / "problems"
@@ -80,6 +85,31 @@ def timed(function, repeats: int) -> tuple[float, float, float, object]:
     return statistics.median(times), min(times), max(times), result
 
 
+def _sampled_reference(problem: ConvProblem) -> tuple[float, float, float, np.ndarray, np.ndarray]:
+    """Times of the operands, the positions and reference_at, and the positions and values (the
+    operands are freed on return: the check itself needs only the output)."""
+    inputs, _, _, (a, b) = timed(lambda: random_operands(problem, "forward", "bf16", 0), 1)
+    draw, _, _, positions = timed(lambda: sample_positions(problem, "forward", SAMPLES, 0), 1)
+    at, _, _, values = timed(lambda: reference_at(problem, "forward", a, b, positions), 1)
+    return inputs, draw, at, positions, values
+
+
+def sampled_check(problem: ConvProblem) -> None:
+    """Time the sampled check of a forward problem, as a worker makes it: bf16 operands, SAMPLES
+    positions and their reference values, then verify_at of a whole output (the kernel's, here the
+    sampled values written into a zeroed buffer, so that it passes)."""
+    inputs, draw, at, positions, values = _sampled_reference(problem)
+    c_out = np.zeros(math.prod(operand_shapes(problem, "forward").c), dtype=numpy_dtype("bf16"))
+    c_out[positions] = values
+    check, _, _, result = timed(lambda: verify_at(c_out, positions, values, tolerance(problem, "forward", "bf16")), 1)
+    assert result.ok and result.sampled
+    macs = positions.size * problem.gemm_mnk("forward")[2]
+    print(f"sampled check, forward {problem.text()} bf16 ({problem.flops / 1e12:.1f} TFLOP, {c_out.size} outputs): "
+          f"operands {inputs:.1f} s, {positions.size} positions {draw * 1e3:.0f} ms, reference_at {at * 1e3:.0f} ms "
+          f"({macs / 1e6:.0f} M multiply-adds, {macs / at / 1e9:.2f} GMAC/s), verify_at {check * 1e3:.0f} ms "
+          "(NaN/inf scan of every element included)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -110,6 +140,8 @@ def main() -> None:
         print(f"| {variant} | {problem.text()} | {problem.flops / 1e9:.1f} | {inputs * 1e3:.0f} | "
               f"{med * 1e3:.0f} ({low * 1e3:.0f}-{high * 1e3:.0f}) | {problem.flops / 2 / med / 1e9:.1f} | "
               f"{check * 1e3:.0f} | {c_ref.size} |")
+    forward = _problems("forward_bench300_problems.csv", Variant.FORWARD)
+    sampled_check(max(forward, key=lambda p: p.flops) if forward else ConvProblem.parse(FALLBACK["forward"][1]))
 
 
 if __name__ == "__main__":

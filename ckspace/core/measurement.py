@@ -38,7 +38,7 @@ EXTRA_PROBLEM_COLUMNS: tuple[str, ...] = ("dil_d", "dil_h", "dil_w", "k_batch", 
 CONFIG_COLUMNS: tuple[str, ...] = ("arch", "variant", "dtype", *GEMM_FIELD_NAMES)
 RESULT_COLUMNS: tuple[str, ...] = (
     "status",          # one of STATUSES
-    "max_abs_error",   # largest |kernel - reference| over the output (empty if not verified)
+    "max_abs_error",   # largest |kernel - reference| over the output or its sampled elements (empty if not verified)
     "max_rel_error",   # largest |kernel - reference| / (|reference| + atol) (empty if not verified)
     "tolerance",       # the bound the error was held to, as "rtol/atol"
     "latency_min_ms",  # spread of the timed repeats (latency_ms is their median)
@@ -48,7 +48,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "device",          # which device of the node ran it (index as the worker saw it)
     "device_name",     # e.g. "AMD Instinct MI355X (gfx950)"
     "clock_mhz",       # the device's reported peak engine clock
-    "detail",          # why a pair is not ok: signal, status code, timeout
+    "detail",          # why a pair is not ok: signal, status code, timeout; for a sampled check, on how many elements
     "ckspace_version",
 )
 COLUMNS: tuple[str, ...] = (*TILE_ENGINE_COLUMNS, *EXTRA_PROBLEM_COLUMNS, *CONFIG_COLUMNS, *RESULT_COLUMNS)

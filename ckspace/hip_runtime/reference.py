@@ -83,6 +83,12 @@ def _logical_order(tensor: Tensor, ndim: int) -> str:
     return {"In": f"N{spatial}GC", "Out": f"N{spatial}GK", "Wei": f"GK{spatial}C"}[tensor]
 
 
+def spatial_letters(problem: ConvProblem, tensor: Tensor) -> str:
+    """The layout letters of a tensor's spatial axes, outermost first (``HW`` for a 2D image,
+    ``YX`` for a 2D filter)."""
+    return _SPATIAL_LETTERS[tensor][3 - problem.ndim:]
+
+
 def tensor_shape(problem: ConvProblem, tensor: Tensor) -> tuple[int, ...]:
     """Shape of a convolution tensor (``In``, ``Wei``, ``Out``) in its memory layout."""
     layout = TENSOR_LAYOUTS[problem.ndim][tensor]
@@ -216,16 +222,22 @@ def _bwd_weight(problem: ConvProblem, dy: np.ndarray, x: np.ndarray) -> np.ndarr
     return dw
 
 
-def reference(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The exact convolution result c (float32, c's memory layout) of operands a and b, computed
-    with float32 accumulation. Split-K (``problem.k_batch``) does not change it: it changes how a
-    kernel accumulates, which the tolerance accounts for."""
+def check_operands(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray) -> None:
+    """Refuse operands whose shapes are not the problem's a and b (e.g. a and b exchanged)."""
     gemm = OPERANDS[Variant.parse(variant)]
     shapes = operand_shapes(problem, variant)
     for name, array, shape in (("a", a, shapes.a), ("b", b, shapes.b)):
         if tuple(np.shape(array)) != shape:
             raise InvalidInputError(f"operand {name} ({gemm.operand('vec_' + name).description}) has shape "
                                     f"{tuple(np.shape(array))}; the problem needs {shape}")
+
+
+def reference(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exact convolution result c (float32, c's memory layout) of operands a and b, computed
+    with float32 accumulation. Split-K (``problem.k_batch``) does not change it: it changes how a
+    kernel accumulates, which the tolerance accounts for."""
+    gemm = OPERANDS[Variant.parse(variant)]
+    check_operands(problem, variant, a, b)
     operands = {gemm.a.tensor: _to_logical(a, problem, gemm.a.tensor),
                 gemm.b.tensor: _to_logical(b, problem, gemm.b.tensor)}
     if gemm.c.tensor == "Out":

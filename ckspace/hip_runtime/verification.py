@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -53,7 +54,11 @@ class Verification(BaseModel):
     ``max_rel_error`` is ``max |kernel - reference| / (|reference| + atol)`` (the measurement CSV's
     definition: relative where the reference is large, scaled by atol where it is near zero). Both
     maxima are ``inf`` when an element is NaN or infinite. ``exceeded`` counts the elements beyond
-    the tolerance, non-finite ones included (``nonfinite`` counts those alone)."""
+    the tolerance, non-finite ones included (``nonfinite`` counts those alone).
+
+    ``checked`` is how many of the output's ``elements`` were compared with the reference: all of
+    them by :func:`verify`, the sampled ones by :func:`verify_at` (whose maxima are then over those;
+    non-finite values are still sought, and counted, in every element)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +69,21 @@ class Verification(BaseModel):
     exceeded: int
     nonfinite: int
     elements: int
+    checked: int
+
+    @property
+    def sampled(self) -> bool:
+        return self.checked < self.elements
+
+    @property
+    def summary(self) -> str:
+        """One line for the measurement CSV's ``detail``: how many elements failed, of how many
+        checked, and whether the check was sampled (empty for a full check that passed)."""
+        scope = (f"{self.checked} sampled elements (of {self.elements}; non-finite sought in all)" if self.sampled
+                 else f"{self.elements} elements")
+        if self.ok:
+            return f"verified at {scope}" if self.sampled else ""
+        return f"{self.exceeded} of {scope} beyond tolerance"
 
 
 def _partial_sum_bound(terms: int) -> float:
@@ -120,16 +140,16 @@ def tolerance(problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) 
     return Tolerance(rtol=out_ulp, atol=CONFIDENCE * sigma * (accumulation + split))
 
 
-def verify(c_kernel: np.ndarray, c_reference: np.ndarray, tol: Tolerance) -> Verification:
-    """Compare a kernel's output (its raw buffer as an array in the kernel's dtype, any shape with
-    the reference's element count) with the float32 reference. NaN or inf in the output is always
-    wrong; a different element count is an error."""
-    reference = np.asarray(c_reference, dtype=np.float32).reshape(-1)
-    kernel = np.asarray(c_kernel)
-    if kernel.size != reference.size:
-        raise InvalidInputError(f"the kernel's output has {kernel.size} elements; the reference has "
-                                f"{reference.size}")
-    error = kernel.reshape(-1).astype(np.float32)  # a copy, worked on in place: outputs run to 10^7 elements
+class _Errors(NamedTuple):
+    exceeded: int
+    nonfinite: int
+    max_abs: float
+    max_rel: float
+
+
+def _compare(kernel: np.ndarray, reference: np.ndarray, tol: Tolerance) -> _Errors:
+    """The errors of flat kernel values against flat float32 reference values of equal length."""
+    error = kernel.astype(np.float32)  # a copy, worked on in place: outputs run to 10^7 elements
     np.subtract(error, reference, out=error)
     np.abs(error, out=error)
     largest = float(error.max()) if error.size else 0.0
@@ -142,14 +162,69 @@ def verify(c_kernel: np.ndarray, c_reference: np.ndarray, tol: Tolerance) -> Ver
     bound += tol.atol * (1 - tol.rtol)  # = atol + rtol * |reference|
     exceeded = int(np.count_nonzero(error > bound)) + (int(np.count_nonzero(np.isnan(error))) if nonfinite else 0)
     if nonfinite:
-        max_abs = max_rel = math.inf
-    else:
-        max_abs = largest
-        np.divide(error, denominator, out=error)
-        max_rel = float(error.max()) if error.size else 0.0
-    result = Verification(ok=exceeded == 0, max_abs_error=max_abs, max_rel_error=max_rel, tolerance=tol.text,
-                          exceeded=exceeded, nonfinite=nonfinite, elements=int(reference.size))
+        return _Errors(exceeded, nonfinite, math.inf, math.inf)
+    np.divide(error, denominator, out=error)
+    return _Errors(exceeded, 0, largest, float(error.max()) if error.size else 0.0)
+
+
+def _result(errors: _Errors, tol: Tolerance, elements: int, checked: int) -> Verification:
+    result = Verification(ok=errors.exceeded == 0, max_abs_error=errors.max_abs, max_rel_error=errors.max_rel,
+                          tolerance=tol.text, exceeded=errors.exceeded, nonfinite=errors.nonfinite,
+                          elements=elements, checked=checked)
     if not result.ok:
-        log.debug("verification failed: %d of %d elements beyond %s (max abs %g)", exceeded, reference.size,
-                  tol.text, max_abs)
+        log.debug("verification failed: %s (tolerance %s, max abs %g)", result.summary, tol.text, errors.max_abs)
     return result
+
+
+def verify(c_kernel: np.ndarray, c_reference: np.ndarray, tol: Tolerance) -> Verification:
+    """Compare a kernel's output (its raw buffer as an array in the kernel's dtype, any shape with
+    the reference's element count) with the float32 reference. NaN or inf in the output is always
+    wrong; a different element count is an error."""
+    reference = np.asarray(c_reference, dtype=np.float32).reshape(-1)
+    kernel = np.asarray(c_kernel)
+    if kernel.size != reference.size:
+        raise InvalidInputError(f"the kernel's output has {kernel.size} elements; the reference has "
+                                f"{reference.size}")
+    return _result(_compare(kernel.reshape(-1), reference, tol), tol, reference.size, reference.size)
+
+
+NONFINITE_CHUNK = 1 << 24
+"""Elements scanned for NaN/inf at once (bounds the temporaries on a 10^9-element output)."""
+
+
+def count_nonfinite(values: np.ndarray) -> int:
+    """NaN and inf values in a floating-point array of any size, from the exponent bits (all ones),
+    in chunks: a pass over the raw integers is twice as fast as ``isfinite`` on bf16 and needs no
+    float copy."""
+    flat = np.ravel(values)
+    info = ml_dtypes.finfo(flat.dtype)
+    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
+    mask = bits.dtype.type(((1 << info.nexp) - 1) << info.nmant)
+    count = 0
+    for start in range(0, bits.size, NONFINITE_CHUNK):
+        chunk = bits[start:start + NONFINITE_CHUNK] & mask
+        count += int(np.count_nonzero(chunk == mask))
+    return count
+
+
+def verify_at(c_kernel: np.ndarray, positions: np.ndarray, values: np.ndarray, tol: Tolerance) -> Verification:
+    """:func:`verify` at sampled elements: the kernel's output (any shape, in its dtype) at flat
+    ``positions`` against the reference ``values`` there
+    (:func:`ckspace.hip_runtime.sampled.reference_at`), and NaN or inf anywhere in the output
+    (that scan is cheap and covers every element: a fault that writes NaN into one tile must not
+    hide between samples). ``checked`` says on how many elements the values were compared."""
+    kernel = np.asarray(c_kernel).reshape(-1)
+    positions = np.asarray(positions)
+    values = np.asarray(values, dtype=np.float32).reshape(-1)
+    if positions.shape != values.shape or (positions.size and not np.issubdtype(positions.dtype, np.integer)):
+        raise InvalidInputError(f"positions ({positions.dtype} {positions.shape}) and values {values.shape} must be "
+                                f"1-D arrays of equal length, positions integers")
+    if positions.size and (positions.min() < 0 or positions.max() >= kernel.size):
+        raise InvalidInputError(f"positions run from {positions.min()} to {positions.max()}; the kernel's output "
+                                f"has {kernel.size} elements")
+    sampled = _compare(kernel[positions], values, tol)
+    nonfinite = count_nonfinite(kernel)
+    errors = sampled._replace(exceeded=sampled.exceeded + nonfinite - sampled.nonfinite, nonfinite=nonfinite)
+    if nonfinite:
+        errors = errors._replace(max_abs=math.inf, max_rel=math.inf)
+    return _result(errors, tol, kernel.size, positions.size)

@@ -7,7 +7,8 @@ reads them: a pair that started and never finished is the one that crashed or hu
 Messages go to their own pipe, not stdout, so whatever a kernel library prints cannot corrupt them.
 
 Pairs arrive ordered by problem, so a problem's operands are generated, uploaded and its CPU
-reference computed once for all the batch's kernels that run it.
+reference computed once for all the batch's kernels that run it: the whole reference, or for a big
+problem its values at sampled elements (:mod:`ckspace.hip_runtime.sampled`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import os
 import signal
 import statistics
 import sys
+from collections.abc import Callable
+
 import numpy as np
 from pydantic import BaseModel
 
@@ -27,8 +30,9 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.hip_runtime.device import Backend, Device, open_device
 from ckspace.hip_runtime import reference as ref
+from ckspace.hip_runtime import sampled
 from ckspace.hip_runtime.dispatcher import STATUS, ConvProblemC, Dispatcher
-from ckspace.hip_runtime.verification import tolerance, verify
+from ckspace.hip_runtime.verification import Verification, tolerance, verify, verify_at
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,8 @@ class PairResult(BaseModel):
 
 
 class _Prepared:
-    """A problem's operands on the device and its CPU reference, shared by the batch's kernels."""
+    """A problem's operands on the device and its CPU reference (whole or at sampled elements),
+    shared by the batch's kernels."""
 
     def __init__(self, device: Device, spec: PairSpec, seed: int, verify: bool) -> None:
         self.key = (spec.problem_idx, spec.variant, spec.dtype)
@@ -77,12 +82,25 @@ class _Prepared:
         self.c_shape = ref.operand_shapes(spec.problem, spec.variant).c
         self.c_dtype = ref.numpy_dtype(spec.dtype)
         self.c_bytes = int(np.prod(self.c_shape)) * self.c_dtype.itemsize
-        self.reference = ref.reference(spec.problem, spec.variant, a, b) if verify else None
-        self.tolerance = tolerance(spec.problem, spec.variant, spec.dtype) if verify else None
+        self.check = self._checker(spec, a, b, seed) if verify else None
         self.device = device
         self.a, self.b, self.c = device.alloc(a.nbytes), device.alloc(b.nbytes), device.alloc(self.c_bytes)
         device.upload(self.a, a)
         device.upload(self.b, b)
+
+    @staticmethod
+    def _checker(spec: PairSpec, a: np.ndarray, b: np.ndarray, seed: int) -> Callable[[np.ndarray], Verification]:
+        """The check of a kernel's output: against the whole reference, or, for a problem whose
+        full reference is too costly (:func:`~ckspace.hip_runtime.sampled.use_sampling`), against
+        the reference at :data:`~ckspace.hip_runtime.sampled.SAMPLES` positions drawn from the seed."""
+        tol = tolerance(spec.problem, spec.variant, spec.dtype)
+        if sampled.use_sampling(spec.problem, spec.variant):
+            positions = sampled.sample_positions(spec.problem, spec.variant, sampled.SAMPLES, seed + spec.problem_idx)
+            values = sampled.reference_at(spec.problem, spec.variant, a, b, positions)
+            log.info("problem %d: reference at %d sampled elements", spec.problem_idx, positions.size)
+            return lambda output: verify_at(output, positions, values, tol)
+        c_reference = ref.reference(spec.problem, spec.variant, a, b)
+        return lambda output: verify(output, c_reference, tol)
 
     def release(self) -> None:
         for pointer in (self.a, self.b, self.c):
@@ -105,13 +123,12 @@ def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: Pai
     output = np.frombuffer(device.download(prepared.c, prepared.c_bytes), dtype=prepared.c_dtype)
     result = PairResult(status="ok", latency_ms=statistics.median(times), latency_min_ms=min(times),
                         latency_max_ms=max(times), non_zero=int(np.count_nonzero(output)))
-    if prepared.reference is not None and prepared.tolerance is not None:
-        check = verify(output.reshape(prepared.c_shape), prepared.reference, prepared.tolerance)
+    if prepared.check is not None:
+        check = prepared.check(output.reshape(prepared.c_shape))
         result.max_abs_error, result.max_rel_error = check.max_abs_error, check.max_rel_error
-        result.tolerance = check.tolerance
+        result.tolerance, result.detail = check.tolerance, check.summary
         if not check.ok:
             result.status = "wrong"
-            result.detail = f"{check.exceeded} of {output.size} elements beyond tolerance"
     return result
 
 
