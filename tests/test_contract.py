@@ -359,14 +359,20 @@ def test_toolchain_script_exports_the_variable_the_code_reads() -> None:
 
 
 def test_emit_into_a_directory_it_may_not_write_is_one_line(tmp_path, ck, monkeypatch) -> None:
-    """A read-only directory (root ignores modes, so the refusal is the file system's, simulated)."""
-    import tempfile
+    """A read-only directory (root ignores modes, so the refusal is the file system's, simulated:
+    creating any file under it is refused)."""
+    import os
 
-    def refuse(*args, **kwargs):
-        raise PermissionError(13, "Permission denied", kwargs.get("dir"))
+    target = tmp_path / "ro"
+    real_open = os.open
 
-    monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    fails(["emit", *TINY, "--ck-root", str(ck), "--out", str(tmp_path / "ro")], "Permission denied", "ro")
+    def refuse(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and str(path).startswith(str(target)):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+    fails(["emit", *TINY, "--ck-root", str(ck), "--out", str(target)], "Permission denied", "ro")
 
 
 def test_constructing_a_model_with_a_bad_value_is_a_ckspace_error() -> None:
