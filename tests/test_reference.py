@@ -384,3 +384,20 @@ def test_the_docs_table_is_what_the_code_gives() -> None:
 
 if __name__ == "__main__":
     sys.stdout.write(doc_table())
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_operands_drawn_in_chunks_are_the_one_draw_of_the_whole(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunked generation (to keep temporaries small) changes no value: against one draw of the whole."""
+    from ckspace.hip_runtime import reference as ref
+
+    monkeypatch.setattr(ref, "GENERATION_CHUNK", 6)
+    problem = ConvProblem.parse("N=1,C=8,K=4,Hi=3,Wi=5,Y=3,X=3,pad=1")
+    a, b = ref.random_operands(problem, "bwd_data", dtype, 11)
+    np_dtype = ref.numpy_dtype(dtype)
+    draw = np.float64 if np_dtype == np.float32 else np.float32
+    for array, shape, stream in zip((a, b), ref.operand_shapes(problem, "bwd_data")[:2],
+                                    np.random.SeedSequence(11).spawn(2)):
+        whole = np.random.default_rng(stream).random(math.prod(shape), dtype=draw)
+        expected = ((2 * ref.INPUT_BOUND) * whole - ref.INPUT_BOUND).astype(np_dtype).reshape(shape)
+        assert array.size > 6 and np.array_equal(array.view(np.uint8), expected.view(np.uint8))

@@ -140,14 +140,24 @@ def random_operands(problem: ConvProblem, variant: Variant | str, dtype: Dtype |
     only on the seed and its own shape.
     """
     np_dtype = numpy_dtype(dtype)
+    draw = np.float64 if np_dtype == np.float32 else np.float32
     streams = np.random.SeedSequence(seed).spawn(2)
     arrays = []
     for shape, stream in zip(operand_shapes(problem, variant)[:2], streams):
         rng = np.random.default_rng(stream)
-        values = rng.random(math.prod(shape), dtype=np.float64 if np_dtype == np.float32 else np.float32)
-        values = (2 * INPUT_BOUND) * values - INPUT_BOUND
-        arrays.append(values.astype(np_dtype).reshape(shape))
+        out = np.empty(math.prod(shape), dtype=np_dtype)
+        # drawn in chunks (the generator's stream is the same as one draw of the whole), so the
+        # temporaries stay small beside operands of gigabytes
+        for start in range(0, out.size, GENERATION_CHUNK):
+            values = rng.random(min(GENERATION_CHUNK, out.size - start), dtype=draw)
+            out[start:start + values.size] = (2 * INPUT_BOUND) * values - INPUT_BOUND
+        arrays.append(out.reshape(shape))
     return arrays[0], arrays[1]
+
+
+GENERATION_CHUNK = 1 << 22
+"""Elements drawn at a time by :func:`random_operands` (even, so float32 draws, which the generator
+makes in pairs from 64-bit words, continue the same stream across chunks)."""
 
 
 def _to_logical(array: np.ndarray, problem: ConvProblem, tensor: Tensor) -> np.ndarray:
