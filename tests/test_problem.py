@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 import pytest
 import reference_problem as ref
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from strategies import boundary_problems, gemm_configs
 
 from ckspace import CkspaceError, Space
+from ckspace.constraints.classify import columns
+from ckspace.constraints.expr import evaluate
+from ckspace.constraints.model import CellModel
+from ckspace.constraints.problem_rules import gemm_problem_rules, gemm_problem_templates, problem_values
+from ckspace.core.config import GemmConfig
+from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Variant
 
 
 @st.composite
@@ -42,18 +51,86 @@ def space(variant: str, rule_set: str) -> Space:
     return Space("gfx950", variant, rule_set=rule_set)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(problems(), st.sampled_from([(v, rs) for v in ("forward", "bwd_data", "bwd_weight")
-                                     for rs in ("full", "default") if (v, rs) != ("bwd_data", "full")]))
-def test_for_problem_keeps_exactly_the_supported_kernels(problem, variant_rule_set) -> None:
-    variant, rule_set = variant_rule_set  # full's bwd_data is empty (RULES.md 14.1)
-    base = space(variant, rule_set)
-    assert base.count() > 0
-    kept = {c.name + c.dtype for c in base.for_problem(problem)}
+@cache
+def listed(variant: str, rule_set: str) -> tuple[tuple[str, dict], ...]:
+    """(name, config as the reference reads it) of every kernel of a space, dumped once."""
+    return tuple((c.name, c.model_dump(mode="json")) for c in space(variant, rule_set))
+
+
+PAIRS = [(v, rs) for v in ("forward", "bwd_data", "bwd_weight") for rs in ("full", "default")
+         if (v, rs) != ("bwd_data", "full")]  # full's bwd_data is empty (RULES.md 14.1)
+
+
+@pytest.mark.parametrize("variant,rule_set", PAIRS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=st.one_of(problems(), boundary_problems()))
+def test_for_problem_keeps_exactly_the_supported_kernels(variant, rule_set, problem) -> None:
+    """Each (variant, rule set) draws its own problems, half of them at the rules' edges."""
+    kernels = listed(variant, rule_set)
+    assert kernels
+    kept = set(space(variant, rule_set).for_problem(problem).names())
     p = problem.model_dump()
-    for config in base:
-        data = config.model_dump(mode="json")
-        assert (config.name + config.dtype in kept) == ref.supports(data, p), (config.name, problem.text())
+    for name, data in kernels:
+        assert (name in kept) == ref.supports(data, p), (name, problem.text())
+
+
+
+def _agreeing_verdicts(config: GemmConfig, problem: ConvProblem) -> dict[str, bool]:
+    """Whether ``config`` passes each problem rule, asserting that the backends agree: numpy on the
+    bound rules (listing, ``for_problem``), the unbound rules' partial evaluation (the selector) and
+    CP-SAT on the bound rules (``explain``, ``contains``)."""
+    row = config.row()
+    cols = columns([row], GEMM_FIELD_NAMES)
+    values = problem_values(problem)
+    templates = gemm_problem_templates(config.variant, config.ndim, config.dtype)
+    bound = gemm_problem_rules(problem, config.variant, config.ndim, config.dtype)
+    model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, bound, None)
+    fixed = dict(zip(GEMM_FIELD_NAMES, row))
+    verdicts = {}
+    for template, rule in zip(templates, bound):
+        by_numpy = bool(np.all(evaluate(rule.expr, cols)))
+        by_partial = bool(np.all(template.check(values, cols)))
+        by_cpsat = model.feasible(fixed, enabled=[rule.name])
+        assert by_numpy == by_partial == by_cpsat, (rule.name, config.name, problem.text())
+        verdicts[rule.name] = by_numpy
+    return verdicts
+
+
+@pytest.mark.parametrize("variant", list(Variant))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_each_problem_rule_matches_the_reference_on_raw_configs(variant: Variant, data) -> None:
+    """Every variant gets its own examples: a config from the raw domains (vector widths 1 to 16,
+    3 and 6 too, every specialisation, split-K and merged-group settings) and a problem at the
+    edges of the checks, mostly of the config's rank. Each rule is compared on its own with the
+    reference's verdict for that check, so a mutant of one check shows even when another fails."""
+    config = data.draw(gemm_configs(arch="gfx950", variant=variant))
+    ndim = data.draw(st.sampled_from([config.ndim] * 4 + [1, 2, 3]))
+    problem = data.draw(boundary_problems(ndim))
+    cfg, p = config.model_dump(mode="json"), problem.model_dump()
+    verdicts = _agreeing_verdicts(config, problem)
+    assert all(verdicts.values()) == ref.supports(cfg, p), (config.name, problem.text())
+    if ndim == config.ndim:
+        failed = {name for name, ok in verdicts.items() if not ok}
+        assert failed == ref.gemm_failures(cfg, p), (config.name, problem.text())
+
+
+def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
+    """Kills the swapped-operand mutant of issue 15: backward data's GEMM B is the weight, read along
+    its input channels per group (Cg); checking ``vec_b`` against the output channels per group (Kg)
+    instead (``OPERANDS[BWD_DATA].b`` with channels ``"Kg"``, or the rule reading ``CHANNELS["Kg"]``)
+    passed the whole suite before. Cg and Kg are chosen to differ in divisibility by vec_b both ways."""
+    listed_kernel = next(c for c in space("bwd_data", "default") if c.ndim == 2)
+    assert (listed_kernel.vec_a, listed_kernel.vec_b, listed_kernel.vec_c) == (4, 8, 8)
+    cg8_kg4 = ConvProblem.parse("N=1,G=2,C=16,K=8,Hi=8,Wi=8,Y=3,X=3,pad=1")
+    assert listed_kernel.name in set(space("bwd_data", "default").for_problem(cg8_kg4).names())
+    config = listed_kernel.model_copy(update={"vec_a": 1, "vec_b": 8, "vec_c": 1})
+    cg8_kg3 = ConvProblem.parse("N=1,G=2,C=16,K=6,Hi=8,Wi=8,Y=3,X=3,pad=1")
+    assert all(_agreeing_verdicts(config, cg8_kg3).values())
+    cg3_kg8 = ConvProblem.parse("N=1,G=2,C=6,K=16,Hi=8,Wi=8,Y=3,X=3,pad=1")
+    assert [name for name, ok in _agreeing_verdicts(config, cg3_kg8).items() if not ok] == ["vec_b_divides_cg"]
+    names = {t.name for t in gemm_problem_templates(Variant.BWD_DATA, 2, config.dtype)}
+    assert "vec_b_divides_cg" in names and "vec_b_divides_kg" not in names
 
 
 def test_problem_text_round_trip_and_shorthands() -> None:
