@@ -1,0 +1,230 @@
+"""The rule expression language and its Python backends against plain Python arithmetic.
+
+Expressions are drawn as recipes (nested tuples); each recipe is built into an
+:class:`~ckspace.constraints.expr.Expr` through the operators and helpers the rule modules use,
+and computed directly with Python integers (:func:`value`), an independent statement of what
+every node means: ``//`` and ``%`` count a divisor below 1 as 1, truth values are 0 and 1. The
+numpy evaluation, :func:`bind` followed by evaluation, :func:`partial` and CP-SAT must all agree
+with it on every drawn assignment.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ckspace.constraints.expr import (
+    Const,
+    Expr,
+    Field,
+    Not,
+    Param,
+    all_of,
+    any_of,
+    bind,
+    evaluate,
+    fields_of,
+    gcd,
+    implies,
+    in_table,
+    lookup,
+    minimum,
+    params_of,
+    partial,
+)
+from ckspace.constraints.model import CellModel
+from ckspace.constraints.rule import Rule
+from ckspace.core.vocab import Predicate
+
+FIELDS = ("a", "b", "c")
+PARAMS = ("P", "Q")
+BOUNDS = {name: (0, 9) for name in FIELDS}
+TABLE = {0: 3, 2: 7, 5: 1, 9: 4}
+
+
+def _leaf(names: tuple[str, ...], kind: str) -> st.SearchStrategy:
+    return st.sampled_from(names).map(lambda n: (kind, n))
+
+
+NONNEG_LEAVES = st.one_of(_leaf(FIELDS, "field"), _leaf(PARAMS, "param"), st.integers(0, 7).map(lambda v: ("const", v)))
+
+
+def _nonneg(children: st.SearchStrategy) -> st.SearchStrategy:
+    """Integer recipes whose value is never negative (the dividends CP-SAT accepts)."""
+    return st.one_of(
+        st.tuples(st.sampled_from(["+", "*", "//", "%", "min"]), children, children),
+        st.tuples(st.sampled_from(["r+", "r*", "r//"]), st.integers(0, 12), children),
+        st.tuples(st.just("lookup"), st.sampled_from(FIELDS)),
+        st.tuples(st.just("gcd"), _leaf(PARAMS, "param"), st.one_of(_leaf(PARAMS, "param"), st.integers(0, 6))),
+    )
+
+
+NONNEG = st.recursive(NONNEG_LEAVES, _nonneg, max_leaves=6)
+INTEGER = st.one_of(NONNEG, st.tuples(st.just("-"), NONNEG, NONNEG), st.tuples(st.just("r-"), st.integers(0, 12), NONNEG))
+
+
+def _boolean(children: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(
+        st.tuples(st.just("not"), children),
+        st.tuples(st.sampled_from(["all", "any"]), st.lists(children, min_size=1, max_size=3).map(tuple)),
+        st.tuples(st.just("implies"), children, children),
+    )
+
+
+COMPARISONS = st.one_of(
+    st.tuples(st.sampled_from(["<", "<=", ">", ">=", "eq", "ne"]), INTEGER, INTEGER),
+    st.tuples(st.sampled_from(["<", "<=", ">", ">="]), INTEGER, st.integers(-3, 12)),
+    st.tuples(st.just("isin"), INTEGER, st.frozensets(st.integers(0, 12), max_size=4)),
+    st.tuples(st.just("table"), st.frozensets(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=6)),
+)
+BOOLEAN = st.recursive(COMPARISONS, _boolean, max_leaves=5)
+TRUTH_AS_INTEGER = st.tuples(st.just("+"), BOOLEAN, NONNEG)
+
+
+def build(recipe) -> Expr:
+    """The recipe as an expression, through the same operators and helpers the rules use."""
+    op, *args = recipe
+    if op == "field":
+        return Field(args[0])
+    if op == "param":
+        return Param(args[0])
+    if op == "const":
+        return Const(args[0])
+    if op in ("+", "-", "*", "//", "%"):
+        left, right = build(args[0]), build(args[1])
+        return {"+": left + right, "-": left - right, "*": left * right, "//": left // right, "%": left % right}[op]
+    if op in ("r+", "r-", "r*", "r//"):
+        number, right = args[0], build(args[1])
+        return {"r+": number + right, "r-": number - right, "r*": number * right, "r//": number // right}[op]
+    if op == "min":
+        return minimum(build(args[0]), build(args[1]))
+    if op == "gcd":
+        right = args[1] if isinstance(args[1], int) else build(args[1])
+        return gcd(build(args[0]), right)
+    if op == "lookup":
+        return lookup(Field(args[0]), TABLE, default=2)
+    if op in ("<", "<=", ">", ">="):
+        left, right = build(args[0]), args[1] if isinstance(args[1], int) else build(args[1])
+        return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+    if op == "eq":
+        return build(args[0]).eq(build(args[1]))
+    if op == "ne":
+        return build(args[0]).ne(build(args[1]))
+    if op == "isin":
+        return build(args[0]).isin(args[1])
+    if op == "table":
+        return in_table((Field("a"), Field("b")), args[0])
+    if op == "not":
+        return Not(build(args[0]))
+    if op == "all":
+        return all_of(*(build(p) for p in args[0]))
+    if op == "any":
+        return any_of(*(build(p) for p in args[0]))
+    if op == "implies":
+        return implies(build(args[0]), build(args[1]))
+    raise AssertionError(op)
+
+
+def value(recipe, env: dict[str, int]) -> int:
+    """The recipe computed with Python integers."""
+    op, *args = recipe
+    if op in ("field", "param"):
+        return env[args[0]]
+    if op == "const":
+        return args[0]
+    if op == "lookup":
+        return TABLE.get(env[args[0]], 2)
+    if op == "table":
+        return int((env["a"], env["b"]) in args[0])
+    if op == "all":
+        return int(all(value(p, env) for p in args[0]))
+    if op == "any":
+        return int(any(value(p, env) for p in args[0]))
+    sub = [value(a, env) if isinstance(a, tuple) else a for a in args]
+    if op in ("+", "r+"):
+        return int(sub[0]) + int(sub[1])
+    if op in ("-", "r-"):
+        return sub[0] - sub[1]
+    if op in ("*", "r*"):
+        return sub[0] * sub[1]
+    if op in ("//", "r//"):
+        return sub[0] // max(sub[1], 1)
+    if op == "%":
+        return sub[0] % max(sub[1], 1)
+    if op == "min":
+        return min(sub)
+    if op == "gcd":
+        return math.gcd(sub[0], sub[1])
+    comparisons = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+                   ">=": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
+    if op in comparisons:
+        return int(comparisons[op](sub[0], sub[1]))
+    if op == "isin":
+        return int(sub[0] in args[1])
+    if op == "not":
+        return int(not sub[0])
+    if op == "implies":
+        return int(not sub[0] or sub[1])
+    raise AssertionError(op)
+
+
+ENVS = st.lists(st.fixed_dictionaries({**{f: st.integers(0, 9) for f in FIELDS},
+                                       **{p: st.integers(0, 12) for p in PARAMS}}), min_size=1, max_size=6)
+
+
+def _check_python_backends(recipe, envs) -> tuple[Expr, list[int]]:
+    expr = build(recipe)
+    expected = [value(recipe, env) for env in envs]
+    cols = {name: np.array([env[name] for env in envs], dtype=np.int64) for name in FIELDS + PARAMS}
+    got = np.broadcast_to(evaluate(expr, cols), (len(envs),)).astype(np.int64)
+    assert got.tolist() == expected, ("evaluate", recipe)
+    assert set(fields_of(expr)) <= set(FIELDS) and set(params_of(expr)) <= set(PARAMS)
+    check = partial(expr)
+    for env, want in zip(envs, expected):
+        params = {p: env[p] for p in PARAMS}
+        one = {f: np.array([env[f]], dtype=np.int64) for f in FIELDS}
+        bound = bind(expr, params)
+        assert not params_of(bound), ("bind leaves a parameter", recipe)
+        assert int(np.broadcast_to(evaluate(bound, one), (1,))[0]) == want, ("bind", recipe, env)
+        assert int(np.broadcast_to(check(params, one), (1,))[0]) == want, ("partial", recipe, env)
+    return expr, expected
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(INTEGER, TRUTH_AS_INTEGER), ENVS)
+def test_integer_expressions_compute_like_python(recipe, envs) -> None:
+    _check_python_backends(recipe, envs)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(BOOLEAN, ENVS)
+def test_boolean_expressions_decide_like_python(recipe, envs) -> None:
+    _check_python_backends(recipe, envs)
+
+
+def _cpsat_holds(expr: Expr, env: dict[str, int]) -> bool:
+    bound = bind(expr, {p: env[p] for p in PARAMS})
+    model = CellModel(FIELDS, BOUNDS, [Rule("r", Predicate.PROBLEM, bound, "", "")], None)
+    return model.feasible({f: env[f] for f in FIELDS}, enabled=["r"])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(BOOLEAN, st.tuples(st.just("not"), BOOLEAN)), ENVS)
+def test_cpsat_decides_like_python(recipe, envs) -> None:
+    """Top-level rules take CP-SAT's enforce path, negated ones its reified path."""
+    expr, expected = _check_python_backends(recipe, envs[:2])
+    for env, want in zip(envs[:2], expected):
+        assert _cpsat_holds(expr, env) == bool(want), (recipe, env)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(INTEGER, TRUTH_AS_INTEGER), ENVS)
+def test_cpsat_computes_like_python(recipe, envs) -> None:
+    """An integer expression equals its Python value and nothing else in CP-SAT."""
+    expr, expected = _check_python_backends(recipe, envs[:1])
+    env, want = envs[0], expected[0]
+    assert _cpsat_holds(expr.eq(want), env), (recipe, env, want)
+    assert not _cpsat_holds(expr.ne(want), env), (recipe, env, want)
