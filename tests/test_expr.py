@@ -11,11 +11,14 @@ with it on every drawn assignment.
 from __future__ import annotations
 
 import math
+import subprocess
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ckspace.constraints.cexpr import C_HELPERS, to_c
 from ckspace.constraints.expr import (
     Const,
     Expr,
@@ -38,6 +41,7 @@ from ckspace.constraints.expr import (
 from ckspace.constraints.model import CellModel
 from ckspace.constraints.rule import Rule
 from ckspace.core.vocab import Predicate
+from ckspace.select.compiled import host_c_compiler
 
 FIELDS = ("a", "b", "c")
 PARAMS = ("P", "Q")
@@ -228,3 +232,32 @@ def test_cpsat_computes_like_python(recipe, envs) -> None:
     env, want = envs[0], expected[0]
     assert _cpsat_holds(expr.eq(want), env), (recipe, env, want)
     assert not _cpsat_holds(expr.ne(want), env), (recipe, env, want)
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.one_of(INTEGER, TRUTH_AS_INTEGER, BOOLEAN, st.tuples(st.just("-"), INTEGER, INTEGER)),
+                min_size=60, max_size=60), ENVS)
+def test_c_rendering_computes_like_python(tmp_path_factory, recipes, envs) -> None:
+    """The dispatcher's C (``to_c`` with its helpers, negative dividends included), compiled once per
+    example for a batch of expressions, prints each expression's Python value."""
+    compiler = host_c_compiler()
+    if compiler is None:
+        pytest.skip("no host C compiler")
+    names = FIELDS + PARAMS
+    lines = [to_c(build(r), lambda f: f"v[{names.index(f)}]", lambda p: f"v[{names.index(p)}]") for r in recipes]
+    source = "\n".join([
+        "#include <stdint.h>", "#include <stdio.h>", C_HELPERS,
+        "int main(void) {",
+        f"  static const int64_t envs[{len(envs)}][{len(names)}] = {{"
+        + ", ".join("{" + ", ".join(str(env[n]) for n in names) + "}" for env in envs) + "};",
+        f"  for (int e = 0; e < {len(envs)}; ++e) {{",
+        "    const int64_t *v = envs[e];",
+        *(f'    printf("%lld\\n", (long long)({line}));' for line in lines),
+        "  }", "  return 0;", "}"])
+    work = tmp_path_factory.mktemp("cexpr")
+    (work / "t.c").write_text(source)
+    subprocess.run([compiler, "-O0", "-o", str(work / "t"), str(work / "t.c")], check=True)
+    printed = [int(x) for x in subprocess.run([str(work / "t")], check=True, capture_output=True,
+                                              text=True).stdout.split()]
+    expected = [value(r, env) for env in envs for r in recipes]
+    assert printed == expected
