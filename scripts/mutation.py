@@ -126,8 +126,9 @@ def copy_checkout(dest: Path, ref: str | None) -> None:
             shutil.copy2(src, dest / rel)
 
 
-def cosmic_ray(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cosmic_ray.cli", *args], cwd=cwd, capture_output=True, text=True)
+def cosmic_ray(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cosmic_ray.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env)
 
 
 def run_module(module: str, settings: dict, config: dict, equivalents: dict, keep: bool,
@@ -167,11 +168,16 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                         or (mutation.operator_name == "core/RemoveDecorator" and text.lstrip("@") in skip_decorators))
                 if skip:
                     db.set_result(item.job_id, WorkResult(output="out of scope", worker_outcome=WorkerOutcome.SKIPPED))
-        check = subprocess.run(shlex.split(command), cwd=work, capture_output=True, text=True)
+        env = dict(os.environ)
+        if settings.get("warm_cell_cache"):
+            # the module is not part of what the cell cache stores (validity rules, expressions, rule
+            # sets): the unmutated run below fills it once and every mutant reads it
+            env["CKSPACE_TEST_CACHE_DIR"] = str(work / "cell-cache")
+        check = subprocess.run(shlex.split(command), cwd=work, capture_output=True, text=True, env=env)
         if check.returncode:
             outcome.error = f"the module's tests fail unmutated: {check.stdout.strip().splitlines()[-1:]}"
             return outcome
-        done = cosmic_ray("exec", "cosmic-ray.toml", "session.sqlite", cwd=work)
+        done = cosmic_ray("exec", "cosmic-ray.toml", "session.sqlite", cwd=work, env=env)
         if done.returncode:
             outcome.error = f"cosmic-ray exec failed: {done.stderr.strip().splitlines()[-1:]}"
             return outcome

@@ -21,8 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Never read or write the developer's real cache from tests."""
-    os.environ["CKSPACE_CACHE_DIR"] = str(tmp_path_factory.mktemp("ckspace-cache"))
+    """Never read or write the developer's real cache from tests. ``CKSPACE_TEST_CACHE_DIR`` names
+    a cache shared by several runs instead: scripts/mutation.py sets it for the modules the cached
+    cell listings do not depend on, so each mutant's run does not enumerate the cells again."""
+    shared = os.environ.get("CKSPACE_TEST_CACHE_DIR")
+    os.environ["CKSPACE_CACHE_DIR"] = shared or str(tmp_path_factory.mktemp("ckspace-cache"))
 
 
 def oracle_lines(name: str) -> list[dict]:
