@@ -179,21 +179,29 @@ ENVS = st.lists(st.fixed_dictionaries({**{f: st.integers(0, 9) for f in FIELDS},
                                        **{p: st.integers(0, 12) for p in PARAMS}}), min_size=1, max_size=6)
 
 
+def _columns(envs: list[dict[str, int]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    return {name: np.array([env[name] for env in envs], dtype=np.int64) for name in names}
+
+
 def _check_python_backends(recipe, envs) -> tuple[Expr, list[int]]:
+    """Numpy over every drawn assignment at once; then, for each drawn problem (the parameters of
+    one assignment), :func:`bind` and :func:`partial` over the config columns of all of them."""
     expr = build(recipe)
     expected = [value(recipe, env) for env in envs]
-    cols = {name: np.array([env[name] for env in envs], dtype=np.int64) for name in FIELDS + PARAMS}
-    got = np.broadcast_to(evaluate(expr, cols), (len(envs),)).astype(np.int64)
+    got = np.broadcast_to(evaluate(expr, _columns(envs, FIELDS + PARAMS)), (len(envs),)).astype(np.int64)
     assert got.tolist() == expected, ("evaluate", recipe)
     assert set(fields_of(expr)) <= set(FIELDS) and set(params_of(expr)) <= set(PARAMS)
     check = partial(expr)
-    for env, want in zip(envs, expected):
-        params = {p: env[p] for p in PARAMS}
-        one = {f: np.array([env[f]], dtype=np.int64) for f in FIELDS}
+    cols = _columns(envs, FIELDS)
+    for problem in envs:
+        params = {p: problem[p] for p in PARAMS}
+        want = [value(recipe, {**env, **params}) for env in envs]
         bound = bind(expr, params)
         assert not params_of(bound), ("bind leaves a parameter", recipe)
-        assert int(np.broadcast_to(evaluate(bound, one), (1,))[0]) == want, ("bind", recipe, env)
-        assert int(np.broadcast_to(check(params, one), (1,))[0]) == want, ("partial", recipe, env)
+        assert np.broadcast_to(evaluate(bound, cols), (len(envs),)).astype(np.int64).tolist() == want, \
+            ("bind", recipe, params)
+        assert np.broadcast_to(check(params, cols), (len(envs),)).astype(np.int64).tolist() == want, \
+            ("partial", recipe, params)
     return expr, expected
 
 
