@@ -121,9 +121,9 @@ their multiples or one off it, so each width divides it about half the time."""
 MERGED_GROUPS = (2, 4, 8, 16, 32)
 """The groups-to-merge counts above 1, which G is drawn around the same way."""
 
-GEMM_COUNT_EDGE = ((4, 4, 8), (4, 4, 9), (5, 5, 5), (8, 4, 4), (2, 8, 8), (3, 6, 7), (3, 6, 8), (2, 8, 9))
-"""Per-dimension backward-data GEMM factors whose product is at or just past 128, the most
-GEMMs the backward-data kernel splits a convolution into."""
+GEMM_COUNT_EDGE = ((4, 4, 8), (1, 1, 128), (8, 4, 4), (1, 3, 43), (4, 4, 9), (1, 1, 127), (3, 6, 7), (2, 8, 9))
+"""Per-dimension backward-data GEMM factors whose product is 127, 128, 129 or past them: at the
+most GEMMs the backward-data kernel splits a convolution into (128)."""
 
 
 @st.composite
@@ -159,7 +159,7 @@ def boundary_problems(draw, ndim: int | None = None) -> ConvProblem:
     values = {"ndim": ndim, "N": draw(st.integers(1, 3)), "G": g, "C": g * draw(straddling()),
               "K": g * draw(straddling()), "k_batch": draw(st.sampled_from([1, 1, 2, 3]))}
     names = {"d": ("Di", "Z"), "h": ("Hi", "Y"), "w": ("Wi", "X")}
-    if ndim == 3 and draw(st.integers(0, 3)) == 0:
+    if ndim == 3 and draw(st.integers(0, 2)) == 0:
         factors = dict(zip(dims, draw(st.sampled_from(GEMM_COUNT_EDGE))))
         filters, strides, pads = factors, factors, dict.fromkeys(dims, 0)
         dils = dict.fromkeys(dims, 1)

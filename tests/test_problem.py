@@ -10,15 +10,20 @@ import pytest
 import reference_problem as ref
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import boundary_problems, gemm_configs
+from strategies import GEMM_COUNT_EDGE, boundary_problems, depthwise_configs, gemm_configs
 
 from ckspace import CkspaceError, Space
 from ckspace.constraints.classify import columns
 from ckspace.constraints.expr import evaluate
 from ckspace.constraints.model import CellModel
-from ckspace.constraints.problem_rules import gemm_problem_rules, gemm_problem_templates, problem_values
+from ckspace.constraints.problem_rules import (
+    depthwise_problem_rules,
+    gemm_problem_rules,
+    gemm_problem_templates,
+    problem_values,
+)
 from ckspace.core.config import GemmConfig
-from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 
@@ -113,6 +118,42 @@ def test_each_problem_rule_matches_the_reference_on_raw_configs(variant: Variant
     if ndim == config.ndim:
         failed = {name for name, ok in verdicts.items() if not ok}
         assert failed == ref.gemm_failures(cfg, p), (config.name, problem.text())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(depthwise_configs(arch="gfx950"), st.one_of(boundary_problems(2), boundary_problems()),
+       st.sampled_from([(1, 1), (1, 2), (2, 1), None]))
+def test_depthwise_problem_rules_match_the_reference(config, problem, channels) -> None:
+    """Half the problems are moved onto the config's own shape (filter, strides, pads, dilation),
+    with one or both per-group channel counts at 1, so each of the checks decides."""
+    if channels is not None and problem.ndim == 2:
+        cg, kg = channels
+        values = problem.model_dump() | {
+            "C": problem.G * cg, "K": problem.G * kg, "Y": config.filter, "X": config.filter,
+            "stride_h": config.stride_h, "stride_w": config.stride_w, "pad_h": config.pad_h, "pad_w": config.pad_w,
+            "dil_h": config.dilation, "dil_w": config.dilation,
+            "Hi": config.dilation * (config.filter - 1) + 1 + problem.Hi % 3,
+            "Wi": config.dilation * (config.filter - 1) + 1 + problem.Wi % 3}
+        problem = ConvProblem.from_values(values)
+    rules = depthwise_problem_rules(problem)
+    cols = columns([config.row()], DEPTHWISE_FIELDS)
+    runs = all(bool(np.all(evaluate(rule.expr, cols))) for rule in rules)
+    assert runs == ref.supports(config.model_dump(mode="json") | {"kind": "depthwise", "ndim": 2},
+                                problem.model_dump()), problem.text()
+
+
+@pytest.mark.parametrize("factors", GEMM_COUNT_EDGE)
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_bwd_data_gemm_count_at_its_limit(factors, dilation) -> None:
+    """Every edge product (127, 128, 129, past them) decides the GEMM-count check as the reference
+    does; with dilation 2 an even stride splits into half as many phases."""
+    values = {"ndim": 3, "N": 1, "G": 1, "C": 8, "K": 8}
+    for d, f, big in zip("dhw", factors, ("Di", "Hi", "Wi")):
+        values |= {f"stride_{d}": f, f"dil_{d}": dilation, {"d": "Z", "h": "Y", "w": "X"}[d]: f, big: dilation * f}
+    problem = ConvProblem.from_values(values)
+    config = next(c for c in space("bwd_data", "default") if c.ndim == 3)
+    failed = {name for name, ok in _agreeing_verdicts(config, problem).items() if not ok}
+    assert failed == ref.gemm_failures(config.model_dump(mode="json"), problem.model_dump())
 
 
 def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
