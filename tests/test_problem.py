@@ -16,6 +16,7 @@ from ckspace import CkspaceError, Space
 from ckspace.constraints.classify import columns
 from ckspace.constraints.expr import evaluate
 from ckspace.constraints.model import CellModel
+from ckspace.constraints.render import why
 from ckspace.constraints.problem_rules import (
     depthwise_problem_rules,
     gemm_problem_rules,
@@ -154,6 +155,21 @@ def test_bwd_data_gemm_count_at_its_limit(factors, dilation) -> None:
     config = next(c for c in space("bwd_data", "default") if c.ndim == 3)
     failed = {name for name, ok in _agreeing_verdicts(config, problem).items() if not ok}
     assert failed == ref.gemm_failures(config.model_dump(mode="json"), problem.model_dump())
+
+
+@pytest.mark.parametrize("merged,groups,blamed", [(1, 7, ""), (2, 6, ""), (4, 6, "since num_groups_to_merge > 1: ")])
+def test_groups_to_merge_check_and_its_words(merged, groups, blamed) -> None:
+    """Merging one group divides every G (the check cannot fail), more must divide G; explain
+    words a failure with the condition that made the check apply."""
+    config = next(c for c in space("bwd_weight", "full") if c.ndim == 2).model_copy(
+        update={"num_groups_to_merge": merged})
+    problem = ConvProblem.from_values({"ndim": 2, "N": 1, "G": groups, "C": groups * 8, "K": groups * 8,
+                                       "Hi": 4, "Wi": 4, "Y": 1, "X": 1})
+    (rule,) = [r for r in gemm_problem_rules(problem, config.variant, 2, config.dtype)
+               if r.name == "groups_to_merge_divides_g"]
+    words = why(rule.expr, dict(zip(GEMM_FIELD_NAMES, config.row())))
+    assert (words == "holds") == (not blamed), words
+    assert words.startswith(blamed)
 
 
 def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
