@@ -168,7 +168,7 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                         or (mutation.operator_name == "core/RemoveDecorator" and text.lstrip("@") in skip_decorators))
                 if skip:
                     db.set_result(item.job_id, WorkResult(output="out of scope", worker_outcome=WorkerOutcome.SKIPPED))
-        env = dict(os.environ)
+        env = dict(os.environ, CKSPACE_HYPOTHESIS_PROFILE="mutation")
         if settings.get("warm_cell_cache"):
             # the module is not part of what the cell cache stores (validity rules, expressions, rule
             # sets): the unmutated run below fills it once and every mutant reads it

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CKSPACE_SHARED") or ROOT.parent / "shared")
@@ -17,6 +18,11 @@ ORACLE_REVISION = "7cd53015"
 """The rules revision the oracle fixtures, RULES.md and the reference implementations in tests/ pin."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+settings.register_profile("mutation", derandomize=True, database=None)
+"""Fixed examples: scripts/mutation.py judges every mutant on the examples the unmutated run passed."""
+if os.environ.get("CKSPACE_HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["CKSPACE_HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,9 +8,11 @@ import math
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import boundary_problems, gemm_configs
 
 from ckspace.constraints.problem_rules import gemm_problem_templates
+from ckspace.core.ck import PIPELINE_CLASSES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
@@ -34,9 +36,10 @@ def test_vector_rules_name_the_tensor_each_width_loads_or_stores(variant: Varian
 
 
 @settings(max_examples=30, deadline=None)
-@given(gemm_configs(arch="gfx950"))
-def test_emitted_layouts_follow_the_rank(config) -> None:
+@given(gemm_configs(arch="gfx950"), st.sampled_from(sorted(PIPELINE_CLASSES)))
+def test_emitted_layouts_follow_the_rank(config, pipeline) -> None:
     """Channels innermost with the group beside them; the weight is G, K, filter taps, C."""
+    config = config.model_copy(update={"pipeline": pipeline})  # one CK Tile has, so that it emits
     n = config.ndim
     expected = (f"N{SPATIAL[n]}GC", f"GK{FILTER[n]}C", f"N{SPATIAL[n]}GK")
     assert kernel_context(config)["layouts"] == expected
