@@ -3,6 +3,7 @@ statement of CK's IsSupportedArgument checks (tests/reference_problem.py)."""
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -19,6 +20,7 @@ from ckspace.constraints.model import CellModel
 from ckspace.constraints.render import why
 from ckspace.constraints.problem_rules import (
     depthwise_problem_rules,
+    describe,
     gemm_problem_rules,
     gemm_problem_templates,
     problem_values,
@@ -170,6 +172,22 @@ def test_groups_to_merge_check_and_its_words(merged, groups, blamed) -> None:
     words = why(rule.expr, dict(zip(GEMM_FIELD_NAMES, config.row())))
     assert (words == "holds") == (not blamed), words
     assert words.startswith(blamed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(boundary_problems())
+def test_rule_words_quote_the_problem(problem: ConvProblem) -> None:
+    """The numbers the rules' words quote (explain, select's refusals): channels per group, the
+    filter, strides and pads per dimension, and the backward-data GEMM count."""
+    p = problem.model_dump()
+    dims = ["d", "h", "w"][3 - problem.ndim:]
+    taps = {"d": p["Z"], "h": p["Y"], "w": p["X"]}
+    count = math.prod(min(p[f"stride_{d}"] // math.gcd(p[f"stride_{d}"], p[f"dil_{d}"]), taps[d]) for d in dims)
+    words = describe(problem, problem_values(problem))
+    assert (words["Cg"], words["Kg"]) == (p["C"] // p["G"], p["K"] // p["G"])
+    assert words["filter"] == [taps[d] for d in dims]
+    assert words["stride"] == [p[f"stride_{d}"] for d in dims] and words["pad"] == [p[f"pad_{d}"] for d in dims]
+    assert words["gemm_count"] == count and words["k_batch"] == p["k_batch"] and words["G"] == p["G"]
 
 
 def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
