@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ckspace.constraints.cexpr import C_HELPERS, to_c
 from ckspace.constraints.expr import (
+    And,
     Const,
     Expr,
     Field,
@@ -269,3 +270,12 @@ def test_c_rendering_computes_like_python(tmp_path_factory, recipes, envs) -> No
                                               text=True).stdout.split()]
     expected = [value(r, env) for env in envs for r in recipes]
     assert printed == expected
+
+
+def test_a_one_part_conjunction_or_disjunction_is_the_part() -> None:
+    """Rules join generated parts with all_of/any_of; one part must stay that part, not a one-part
+    And/Or, so that explain words its failure as the part's own (render reads the node types)."""
+    part = Field("a") < 3
+    assert all_of(part) is part and any_of(part) is part
+    assert all_of(part, part) == And((part, part)) and any_of(part, part) == Or((part, part))
+    assert implies(part, part) == Or((Not(part), part))
