@@ -25,6 +25,7 @@ from ckspace.constraints.expr import (
     Expr,
     Field,
     Not,
+    Or,
     Param,
     all_of,
     any_of,
