@@ -4,6 +4,7 @@ statement of CK's IsSupportedArgument checks (tests/reference_problem.py)."""
 from __future__ import annotations
 
 import math
+from dataclasses import FrozenInstanceError
 from functools import cache
 
 import numpy as np
@@ -11,13 +12,17 @@ import pytest
 import reference_problem as ref
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import GEMM_COUNT_EDGE, boundary_problems, depthwise_configs, gemm_configs
+from strategies import (
+    GEMM_COUNT_EDGE,
+    boundary_problems,
+    depthwise_configs,
+    gemm_configs,
+)
 
 from ckspace import CkspaceError, Space
 from ckspace.constraints.classify import columns
 from ckspace.constraints.expr import evaluate
 from ckspace.constraints.model import CellModel
-from ckspace.constraints.render import why
 from ckspace.constraints.problem_rules import (
     depthwise_problem_rules,
     describe,
@@ -25,10 +30,11 @@ from ckspace.constraints.problem_rules import (
     gemm_problem_templates,
     problem_values,
 )
+from ckspace.constraints.render import why
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
-from ckspace.core.vocab import Variant
+from ckspace.core.vocab import Dtype, Variant
 
 
 @st.composite
@@ -188,6 +194,48 @@ def test_rule_words_quote_the_problem(problem: ConvProblem) -> None:
     assert words["filter"] == [taps[d] for d in dims]
     assert words["stride"] == [p[f"stride_{d}"] for d in dims] and words["pad"] == [p[f"pad_{d}"] for d in dims]
     assert words["gemm_count"] == count and words["k_batch"] == p["k_batch"] and words["G"] == p["G"]
+
+
+SPEC_EDGES = [  # (Cg, filter per dimension, stride, pad): each just meets or just misses a precondition
+    (1, 3, 1, 0), (1, 3, 2, 1), (2, 3, 1, 0), (0, 3, 1, 0), (1, 2, 1, 0), (1, 4, 1, 0),
+    (1, 1, 1, 0), (1, 1, 2, 0), (1, 1, 1, 1), (2, 1, 1, 0), (1, 2, 1, 0)]
+
+
+@pytest.mark.parametrize("variant", list(Variant))
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("specialization", ["filter3x3", "filter1x1_pad0", "filter1x1_stride1_pad0"])
+def test_specialisations_at_their_edges(variant, ndim, specialization) -> None:
+    """One channel per group and 3-wide filters (filter3x3), 1-wide filters without padding, unit
+    strides: each edge in all dimensions, and in one dimension only (the others at the usual 3x3)."""
+    config = GemmConfig(arch="gfx950", variant=variant, ndim=ndim, dtype="bf16", tile_m=64, tile_n=64, tile_k=32,
+                        wave_m=2, wave_n=2, wave_k=1, warp_tile_m=16, warp_tile_n=16, warp_tile_k=16,
+                        vec_a=1, vec_b=1, vec_c=1, pipeline="compv3", scheduler="intrawave", epilogue="cshuffle",
+                        specialization=specialization)
+    dims = ["d", "h", "w"][3 - ndim:]
+    for cg, taps, stride, pad in SPEC_EDGES:
+        for changed in [dims, dims[-1:]]:
+            values = {"ndim": ndim, "N": 1, "G": 2, "C": 2 * cg, "K": 2 * max(cg, 1)}
+            for d, (big, tap) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X"))):
+                if d in dims:
+                    inside = d in changed
+                    values |= {tap: taps if inside else 3, f"stride_{d}": stride if inside else 1,
+                               f"pad_{d}": pad if inside else 1, big: 8}
+            if values["C"] == 0:
+                continue  # no convolution has no channels
+            problem = ConvProblem.from_values(values)
+            cols = columns([config.row()], GEMM_FIELD_NAMES)
+            failed = {rule.name for rule in gemm_problem_rules(problem, variant, ndim, config.dtype)
+                      if not np.all(evaluate(rule.expr, cols))}  # the backends agree: see above
+            assert failed == ref.gemm_failures(config.model_dump(mode="json"), problem.model_dump()), problem.text()
+
+
+def test_problem_rules_are_immutable() -> None:
+    """The checks are built once per cell and shared by every caller (explain, select, the
+    dispatcher generator): none may change them."""
+    rule = gemm_problem_templates(Variant.FORWARD, 2, Dtype.BF16)[0]
+    with pytest.raises(FrozenInstanceError):
+        rule.name = "renamed"  # type: ignore[misc]
+    assert hash(rule) == hash(gemm_problem_templates(Variant.FORWARD, 2, Dtype.BF16)[0])
 
 
 def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
