@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ckspace.constraints.cexpr import C_HELPERS, to_c
@@ -227,8 +227,12 @@ def _cpsat_holds(expr: Expr, env: dict[str, int]) -> bool:
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(BOOLEAN, st.tuples(st.just("not"), BOOLEAN)), ENVS)
+@example(("<=", ("field", "a"), ("r//", 0, ("+", ("lookup", "a"), ("field", "a")))),
+         [{"a": 0, "b": 0, "c": 0, "P": 0, "Q": 0}])
 def test_cpsat_decides_like_python(recipe, envs) -> None:
-    """Top-level rules take CP-SAT's enforce path, negated ones its reified path."""
+    """Top-level rules take CP-SAT's enforce path, negated ones its reified path. The example is a
+    divisor of two terms one of which may be 0: CP-SAT refused the model until the compiler divided
+    by one variable."""
     expr, expected = _check_python_backends(recipe, envs[:2])
     for env, want in zip(envs[:2], expected):
         assert _cpsat_holds(expr, env) == bool(want), (recipe, env)
