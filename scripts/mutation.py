@@ -132,8 +132,9 @@ def cosmic_ray(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subp
 
 
 def run_module(module: str, settings: dict, config: dict, equivalents: dict, keep: bool,
-               ref: str | None = None) -> Outcome:
-    """Mutate one module in a copy of the checkout and judge every mutant."""
+               ref: str | None = None, only: set[tuple[str, str, int, str]] | None = None) -> Outcome:
+    """Mutate one module in a copy of the checkout and judge every mutant (those keyed in ``only``
+    when given)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
@@ -166,7 +167,9 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                 mutation = item.mutations[0]
                 line = mutation.start_pos[0]
                 text = lines[line - 1].strip()
-                skip = (not allowed_operator(mutation.operator_name, config)
+                key = (module, mutation.operator_name, mutation.start_pos[1], text)
+                skip = ((only is not None and key not in only)
+                        or not allowed_operator(mutation.operator_name, config)
                         or (scope is not None and line not in scope)
                         or (mutation.operator_name == "core/RemoveDecorator" and text.lstrip("@") in skip_decorators))
                 if skip:
@@ -231,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the modules and their tests, run nothing")
     parser.add_argument("--json", type=Path, help="also write the outcomes as JSON to this file")
     parser.add_argument("--ref", help="mutate the tree of this commit instead of the working tree")
+    parser.add_argument("--survivors", type=Path, metavar="JSON",
+                        help="judge only the mutants that survived in an earlier run's --json output "
+                             "(after writing the tests that should kill them)")
     parser.add_argument("--keep", action="store_true", help="keep each module's working copy and session")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -255,10 +261,18 @@ def main(argv: list[str] | None = None) -> int:
         print('error: cosmic-ray is not installed; pip install ".[mutation]"', file=sys.stderr)
         return 2
     equivalents = read_equivalents()
+    only = None
+    if args.survivors:
+        try:
+            earlier = json.loads(args.survivors.read_text())
+            only = {(o["module"], s["operator"], s["column"], s["source"]) for o in earlier for s in o["survivors"]}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: --survivors {args.survivors}: not the --json output of this script ({exc})", file=sys.stderr)
+            return 2
     outcomes = []
     for m in chosen:
         log.info("mutating %s (tests: %s)", m, " ".join(modules[m]["tests"]))
-        outcomes.append(run_module(m, modules[m], config["mutation"], equivalents, args.keep, args.ref))
+        outcomes.append(run_module(m, modules[m], config["mutation"], equivalents, args.keep, args.ref, only))
         log.info("%s: %d killed, %d equivalent, %d survived in %.0f s", m, outcomes[-1].killed,
                  outcomes[-1].equivalent, len(outcomes[-1].survivors), outcomes[-1].seconds)
         if args.json:  # after every module, so that a long run stopped half-way keeps what it measured
