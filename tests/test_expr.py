@@ -284,3 +284,12 @@ def test_a_one_part_conjunction_or_disjunction_is_the_part() -> None:
     assert all_of(part) is part and any_of(part) is part
     assert all_of(part, part) == And((part, part)) and any_of(part, part) == Or((part, part))
     assert implies(part, part) == Or((Not(part), part))
+
+
+def test_every_comparison_folds_like_python_at_less_equal_and_greater() -> None:
+    """Comparisons of problem quantities are folded by bind and partial: each operator is checked
+    on both sides of equality, where a boundary slip (``>=`` folded as ``>``) shows."""
+    for op in ("<", "<=", ">", ">=", "eq", "ne"):
+        recipe = (op, ("param", "P"), ("param", "Q"))
+        envs = [{"a": a, "b": 0, "c": 0, "P": p, "Q": 2} for a, p in ((0, 1), (1, 2), (2, 3))]
+        _check_python_backends(recipe, envs)
