@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CKSPACE_SHARED") or ROOT.parent / "shared")
@@ -18,11 +19,19 @@ ORACLE_REVISION = "7cd53015"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+settings.register_profile("mutation", derandomize=True, database=None)
+"""Fixed examples: scripts/mutation.py judges every mutant on the examples the unmutated run passed."""
+if os.environ.get("CKSPACE_HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["CKSPACE_HYPOTHESIS_PROFILE"])
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Never read or write the developer's real cache from tests."""
-    os.environ["CKSPACE_CACHE_DIR"] = str(tmp_path_factory.mktemp("ckspace-cache"))
+    """Never read or write the developer's real cache from tests. ``CKSPACE_TEST_CACHE_DIR`` names
+    a cache shared by several runs instead: scripts/mutation.py sets it for the modules the cached
+    cell listings do not depend on, so each mutant's run does not enumerate the cells again."""
+    shared = os.environ.get("CKSPACE_TEST_CACHE_DIR")
+    os.environ["CKSPACE_CACHE_DIR"] = shared or str(tmp_path_factory.mktemp("ckspace-cache"))
 
 
 def oracle_lines(name: str) -> list[dict]:

@@ -12,6 +12,7 @@ from conftest import ORACLE_REVISION
 from hypothesis import strategies as st
 
 from ckspace.core.config import DepthwiseConfig, GemmConfig
+from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,
@@ -60,8 +61,9 @@ def consistent_streamk(values: dict) -> bool:
 
 
 @st.composite
-def gemm_configs(draw, arch: str | None = None, consistent: bool = False) -> GemmConfig:
-    """A GEMM config with every field drawn from its raw domain."""
+def gemm_configs(draw, arch: str | None = None, consistent: bool = False, variant: Variant | None = None,
+                 ) -> GemmConfig:
+    """A GEMM config with every field drawn from its raw domain (of ``variant`` when given)."""
     values = {name: draw(st.sampled_from(domain)) for name, domain in GEMM_DOMAINS.items()}
     if consistent:
         strategy = draw(st.sampled_from(list(StreamKStrategy)))
@@ -69,7 +71,7 @@ def gemm_configs(draw, arch: str | None = None, consistent: bool = False) -> Gem
         values["streamk_enabled"] = strategy is not StreamKStrategy.NONE
         values["streamk_persistent"] = values["streamk_enabled"] and draw(st.booleans())
     return GemmConfig(
-        arch=arch or draw(st.sampled_from(arch_names())), variant=draw(st.sampled_from(list(Variant))),
+        arch=arch or draw(st.sampled_from(arch_names())), variant=variant or draw(st.sampled_from(list(Variant))),
         ndim=draw(st.sampled_from([1, 2, 3])), dtype=draw(st.sampled_from(list(Dtype))), **values,
     )
 
@@ -108,3 +110,67 @@ def mutate(draw, config):
     field = draw(st.sampled_from(sorted(domains)))
     value = draw(st.sampled_from([v for v in domains[field] if v != getattr(config, field)]))
     return config.model_copy(update={field: value})
+
+
+# -- problems aimed at the edges of CK Tile's IsSupportedArgument checks ----------------------------
+
+STRADDLED_WIDTHS = (2, 3, 4, 6, 8, 16)
+"""The vector widths of the raw domains above 1: a per-group channel count is drawn at one of
+their multiples or one off it, so each width divides it about half the time."""
+
+MERGED_GROUPS = (2, 4, 8, 16, 32)
+"""The groups-to-merge counts above 1, which G is drawn around the same way."""
+
+GEMM_COUNT_EDGE = ((4, 4, 8), (1, 1, 128), (8, 4, 4), (1, 3, 43), (4, 4, 9), (1, 1, 127), (3, 6, 7), (2, 8, 9))
+"""Per-dimension backward-data GEMM factors whose product is 127, 128, 129 or past them: at the
+most GEMMs the backward-data kernel splits a convolution into (128)."""
+
+
+@st.composite
+def straddling(draw, widths: tuple[int, ...] = STRADDLED_WIDTHS, most: int = 4) -> int:
+    """A count at the edge of divisibility by one of ``widths``: ``w * k`` or ``w * k ± 1`` (1 too)."""
+    if draw(st.integers(0, 9)) == 0:
+        return 1
+    width = draw(st.sampled_from(widths))
+    return max(1, width * draw(st.integers(1, most)) + draw(st.sampled_from((-1, 0, 0, 1))))
+
+
+def _per_dim(draw, dims: list[str], usual: list[int], other: list[int]) -> dict[str, int]:
+    """One value for every dimension, all the same (drawn from ``usual``), then possibly one
+    dimension changed to a value of ``other``: the shapes where a specialisation just holds or
+    just fails in one dimension."""
+    base = draw(st.sampled_from(usual))
+    values = dict.fromkeys(dims, base)
+    if draw(st.booleans()):
+        values[draw(st.sampled_from(dims))] = draw(st.sampled_from(other))
+    return values
+
+
+@st.composite
+def boundary_problems(draw, ndim: int | None = None) -> ConvProblem:
+    """A convolution at the edges the problem rules decide on, instead of one that hopes to hit
+    them: channels per group (Cg and Kg drawn apart) that straddle each vector width, G around
+    each groups-to-merge count, filters, strides and pads that meet a specialisation's
+    preconditions in all dimensions but one, k_batch 1 or more, and for 3D backward-data GEMM
+    counts at 128. Spatial sizes are the smallest the filter fits plus a little."""
+    ndim = ndim or draw(st.sampled_from([1, 2, 3]))
+    dims = ["d", "h", "w"][3 - ndim:]
+    g = draw(st.one_of(st.just(1), straddling(MERGED_GROUPS, most=2)))
+    values = {"ndim": ndim, "N": draw(st.integers(1, 3)), "G": g, "C": g * draw(straddling()),
+              "K": g * draw(straddling()), "k_batch": draw(st.sampled_from([1, 1, 2, 3]))}
+    names = {"d": ("Di", "Z"), "h": ("Hi", "Y"), "w": ("Wi", "X")}
+    if ndim == 3 and draw(st.integers(0, 2)) == 0:
+        factors = dict(zip(dims, draw(st.sampled_from(GEMM_COUNT_EDGE))))
+        filters, strides, pads = factors, factors, dict.fromkeys(dims, 0)
+        dils = dict.fromkeys(dims, 1)
+    else:
+        filters = _per_dim(draw, dims, [1, 1, 3], [1, 2, 3, 5])
+        strides = _per_dim(draw, dims, [1, 1, 2], [1, 2, 3])
+        pads = _per_dim(draw, dims, [0, 0, 1], [0, 1])
+        dils = _per_dim(draw, dims, [1, 1, 2], [1, 2])
+    for d in dims:
+        span = dils[d] * (filters[d] - 1) + 1
+        values[names[d][0]] = max(1, span - 2 * pads[d]) + draw(st.integers(0, 5))
+        values[names[d][1]] = filters[d]
+        values[f"stride_{d}"], values[f"pad_{d}"], values[f"dil_{d}"] = strides[d], pads[d], dils[d]
+    return ConvProblem.from_values(values)

@@ -13,6 +13,8 @@ import reference_problem as ref
 import reference_rules as rr
 from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import boundary_problems
 from test_problem import problems
 
 from ckspace.cli import main
@@ -135,7 +137,7 @@ def expected_runs(cfg: dict, p: dict) -> dict | None:
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(problem=problems())
+@given(problem=st.one_of(problems(), boundary_problems(2)))
 def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
         selector: Selector, full_registry, problem: ConvProblem) -> None:
     p = problem.model_dump()

@@ -120,6 +120,10 @@ class Compiler:
                 clamped = self._var(1, max(1, right.hi), "clamp")
                 self.model.AddMaxEquality(clamped, [right.expr, 1])
                 right = Lin(clamped, 1, max(1, right.hi))
+            if not isinstance(right.expr, int):
+                # CP-SAT refuses a divisor of several terms when one of them may be 0, even if their
+                # sum cannot be (a + lookup with a >= 0, lookup >= 1): divide by one variable instead
+                right = Lin(self._as_var(right), right.lo, right.hi)
             if left.lo < 0:
                 raise ValueError(f"dividend may be negative: {node.left!r}")
             if node.op == "//":
