@@ -74,14 +74,16 @@ class Outcome:
 
 
 def read_equivalents(path: Path = EQUIVALENT) -> dict[tuple[str, str, int, str], Equivalent]:
-    """``module | operator | column | source line | reason`` per line; ``#`` starts a comment."""
+    """``module | operator | column | source line | reason`` per line (the reason holds no ``" | "``);
+    ``#`` starts a comment."""
     out: dict[tuple[str, str, int, str], Equivalent] = {}
     if not path.exists():
         return out
     for number, raw in enumerate(path.read_text().splitlines(), 1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        parts = [p.strip() for p in raw.split(" | ")]
+        head = raw.split(" | ", 3)  # the source line may hold " | " itself; the reason may not
+        parts = [p.strip() for p in head[:3] + (head[3].rsplit(" | ", 1) if len(head) == 4 else [])]
         if len(parts) != 5 or not parts[2].isdigit() or not parts[4]:
             raise SystemExit(f"{path}:{number}: expected 'module | operator | column | source line | reason', "
                              f"got {raw!r}")
