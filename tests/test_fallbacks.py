@@ -1,0 +1,70 @@
+"""Vector-width fallbacks against brute-force statements of what they are.
+
+``vector_variants``: every narrower-or-equal vector triple of the tables' widths (the kernel's own
+excluded) whose config breaks no validity rule the kernel keeps, widest first (largest product of
+the three widths, then vec_a, vec_b, vec_c). ``serving_variants``: for every pair of channel
+counts (Cg, Kg) the kernel cannot serve by vector alignment, the first variant that divides them;
+nothing else. Both are restated here by enumeration, not by the module's own shortcuts (the
+power-of-two caps, the vectorised rule masks)."""
+
+from __future__ import annotations
+
+from itertools import product
+
+import pytest
+
+from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
+from ckspace.select.fallbacks import VECTOR_WIDTHS, serving_variants, vector_variants
+from ckspace.space.space import Space
+
+CELLS = [("forward", "default"), ("bwd_data", "default"), ("bwd_weight", "default"), ("forward", "tiny")]
+
+
+def _configs(variant: str, rule_set: str) -> tuple[Space, list]:
+    space = Space("gfx950", variant, ndim=2, dtype="bf16", rule_set=rule_set)
+    configs = [k.config() for k in space.kernels() if not k.depthwise][:12]
+    assert configs
+    return space, configs
+
+
+def _triple(config) -> tuple[int, int, int]:
+    return tuple(getattr(config, f) for f in VECTOR_FIELDS)
+
+
+@pytest.mark.parametrize("variant, rule_set", CELLS)
+def test_vector_variants_are_every_valid_narrower_triple_widest_first(variant: str, rule_set: str) -> None:
+    space, configs = _configs(variant, rule_set)
+    for config, family in zip(configs, vector_variants(configs)):
+        own = _triple(config)
+        kept = set(space.violated_rules(config))
+        expected = []
+        for triple in product(*([w for w in VECTOR_WIDTHS if w <= v] for v in own)):
+            if triple == own:
+                continue
+            candidate = config.model_copy(update=dict(zip(VECTOR_FIELDS, triple)))
+            if set(space.violated_rules(candidate)) <= kept:
+                expected.append(triple)
+        expected.sort(key=lambda t: (-(t[0] * t[1] * t[2]), -t[0], -t[1], -t[2]))
+        assert [_triple(v) for v in family] == expected
+        for member in family:  # only the widths differ
+            assert member.model_copy(update=dict(zip(VECTOR_FIELDS, own))) == config
+
+
+@pytest.mark.parametrize("variant, rule_set", CELLS)
+def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: str, rule_set: str) -> None:
+    _, configs = _configs(variant, rule_set)
+    gemm = OPERANDS[configs[0].variant]
+    channels = {f: gemm.operand(f).channels for f in VECTOR_FIELDS}
+    for config, family, served in zip(configs, vector_variants(configs), serving_variants(configs)):
+        own = _triple(config)
+        expected: dict[tuple[int, int, int], None] = {}
+        for cg, kg in product(range(1, 65), repeat=2):
+            count = {"Cg": cg, "Kg": kg}
+            if all(count[channels[f]] % getattr(config, f) == 0 for f in VECTOR_FIELDS):
+                continue
+            first = next((v for v in family if all(count[channels[f]] % getattr(v, f) == 0 for f in VECTOR_FIELDS)),
+                         None)
+            if first is not None and _triple(first) != own:
+                expected.setdefault(_triple(first))
+        assert {_triple(v) for v in served} == set(expected)
+        assert len(served) == len(expected)
