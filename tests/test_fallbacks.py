@@ -21,10 +21,17 @@ CELLS = [("forward", "default"), ("bwd_data", "default"), ("bwd_weight", "defaul
 
 
 def _configs(variant: str, rule_set: str) -> tuple[Space, list]:
+    """Twelve kernels of the cell, plus three widened to 16-wide vectors (the tables' widest: no
+    kernel of these rule sets has them) and one that breaks tile rules (a measured kernel some rule
+    rejects), so that the widest caps and the rules a kernel already breaks are exercised."""
     space = Space("gfx950", variant, ndim=2, dtype="bf16", rule_set=rule_set)
     configs = [k.config() for k in space.kernels() if not k.depthwise][:12]
     assert configs
-    return space, configs
+    widest = max(VECTOR_WIDTHS)
+    widened = [c.model_copy(update={f: widest for f in VECTOR_FIELDS[i:i + 2]}) for i, c in enumerate(configs[:3])]
+    broken = configs[3 % len(configs)].model_copy(update={"wave_m": 3})  # rules it breaks may stay broken
+    assert space.violated_rules(broken)
+    return space, configs + widened + [broken]
 
 
 def _triple(config) -> tuple[int, int, int]:
@@ -34,7 +41,7 @@ def _triple(config) -> tuple[int, int, int]:
 @pytest.mark.parametrize("variant, rule_set", CELLS)
 def test_vector_variants_are_every_valid_narrower_triple_widest_first(variant: str, rule_set: str) -> None:
     space, configs = _configs(variant, rule_set)
-    for config, family in zip(configs, vector_variants(configs)):
+    for config, family in zip(configs, vector_variants(configs), strict=True):
         own = _triple(config)
         kept = set(space.violated_rules(config))
         expected = []
@@ -55,7 +62,7 @@ def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: s
     _, configs = _configs(variant, rule_set)
     gemm = OPERANDS[configs[0].variant]
     channels = {f: gemm.operand(f).channels for f in VECTOR_FIELDS}
-    for config, family, served in zip(configs, vector_variants(configs), serving_variants(configs)):
+    for config, family, served in zip(configs, vector_variants(configs), serving_variants(configs), strict=True):
         own = _triple(config)
         expected: dict[tuple[int, int, int], None] = {}
         for cg, kg in product(range(1, 65), repeat=2):
@@ -68,3 +75,10 @@ def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: s
                 expected.setdefault(_triple(first))
         assert {_triple(v) for v in served} == set(expected)
         assert len(served) == len(expected)
+
+
+def test_one_config_has_its_variants() -> None:
+    """A single config (no cell to take from another)."""
+    space, configs = _configs("forward", "default")
+    assert [_triple(v) for v in vector_variants(configs[:1])[0]] == [_triple(v) for v in vector_variants(configs)[0]]
+    assert vector_variants([]) == [] and serving_variants(configs[:1])
