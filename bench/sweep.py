@@ -9,18 +9,20 @@ worker (one kernel that dereferences NULL on every problem).
 
     python3 bench/sweep.py [--problems N] [--kernels K]
 
-Needs the CK headers for ``ckspace emit`` (``. /opt/ckspace-toolchain/env.sh``) and a C compiler.
+Needs a C compiler (the tree is emitted against the tests' fake CK headers; nothing is compiled for a GPU).
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ckspace.cli import main as cli
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the stand-in libraries live there
+from standin_library import build_standin  # noqa: E402
+
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
@@ -28,22 +30,13 @@ from ckspace.hip_runtime.build import build_host
 from ckspace.hip_runtime.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.hip_runtime.dispatcher import Dispatcher
 from ckspace.hip_runtime.worker import BatchJob, serve
-from ckspace.select.compiled import host_c_compiler
-
-STANDIN = Path(__file__).resolve().parents[1] / "tests" / "standin" / "standin_run.c"
 
 
 def standin(root: Path, crash: int) -> tuple[Path, Path, dict[str, GemmConfig]]:
-    tree = root / "tree"
-    assert cli(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
-    library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
-    library.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([host_c_compiler() or "cc", "-O2", "-shared", "-fPIC", f"-I{tree}", str(tree / "ckspace_dispatch.c"),
-                    str(STANDIN), f"-DSTANDIN_CRASH={crash}", "-o", str(library), "-lm"], check=True)
+    tree = build_standin(root, crash=crash)
     manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
-    configs = {k.name: GemmConfig(**{f: v for f, v in k.config.items() if f != "name"}) for k in manifest.kernels}
-    return library, build_host(tree), configs
+    configs = {k.name: k.gemm_config() for k in manifest.kernels}
+    return tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so", build_host(tree), configs
 
 
 def problems(count: int) -> tuple[ConvProblem, ...]:
@@ -75,7 +68,7 @@ def main() -> None:
         print(f"stand-in library: {len(names)} kernels x {len(shapes)} problems (gfx950 bwd_weight bf16 2D)")
         print(f"{'batch':>6} {'pairs':>6} {'supervised s':>13} {'pairs/s':>8} {'in-process s':>13} "
               f"{'overhead/pair ms':>17} {'workers':>8} {'overhead/worker ms':>19}")
-        for batch in (1, 4, args.kernels):
+        for batch in sorted({1, 4, args.kernels}):
             options = SweepOptions(backend="host", warmup=1, repeat=3, batch=batch, timeout=60)
             baseline = in_process(library, host, configs, shapes, names, options)
             out = root / f"sweep-{batch}.csv"

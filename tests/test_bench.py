@@ -18,12 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
+from standin_library import build_standin
 
-from ckspace.cli import main
 from ckspace.core.measurement import COLUMNS, config_from_row, problem_from_row
-from ckspace.select.compiled import host_c_compiler
 
-STANDIN = Path(__file__).parent / "standin" / "standin_run.c"
 GOOD, WRONG, CRASH, HANG = 0, 1, 2, 3
 PROBLEMS = """N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w
 2,16,16,1,6,6,3,3,1,1,1,1
@@ -33,29 +31,9 @@ PROBLEMS = """N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w
 TIMING = {"latency_ms", "tflops", "latency_min_ms", "latency_max_ms", "device", "device_name", "clock_mhz"}
 
 
-def _standin(root: Path, *, wrong: int = WRONG, crash: int = CRASH, hang: int = HANG) -> Path:
-    """Emit a gfx950 bwd_weight bf16 2D tree of the default rule set with its dispatcher and link the
-    stand-in ``ckspace_run`` into ``build/gfx950/libckspace_kernels_gfx950.so``."""
-    from conftest import fake_ck
-
-    tree = root / "tree"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
-        assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                     "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
-    library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
-    library.parent.mkdir(parents=True)
-    compiler = host_c_compiler()
-    assert compiler is not None, "the stand-in libraries need a C compiler"
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", f"-I{tree}", str(tree / "ckspace_dispatch.c"), str(STANDIN),
-                    f"-DSTANDIN_WRONG={wrong}", f"-DSTANDIN_CRASH={crash}", f"-DSTANDIN_HANG={hang}",
-                    "-o", str(library), "-lm"], check=True)
-    return tree
-
-
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _standin(tmp_path_factory.mktemp("standin"))
+    return build_standin(tmp_path_factory.mktemp("standin"), wrong=WRONG, crash=CRASH, hang=HANG)
 
 
 def _names(tree: Path) -> list[str]:

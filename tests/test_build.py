@@ -150,7 +150,7 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     request = sample_request("gfx942", revision, kernels, probes)
     result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request,
                   selector=SelectorOptions())
-    configs = [GemmConfig(**{k: v for k, v in e.config.items() if k != "name"}) for e in result.manifest.kernels]
+    configs = [e.gemm_config() for e in result.manifest.kernels]
     assert len(configs) == len(kernels)  # nothing of the sample is excluded by a ck_revision rule
     covered = set().union(*(tags(c) for c in configs))
     assert {("variant", v) for v in ("forward", "bwd_data", "bwd_weight")} <= covered

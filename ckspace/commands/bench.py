@@ -52,7 +52,6 @@ def _devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
-    from ckspace.core.config import GemmConfig
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 
     manifest_path = tree / MANIFEST_NAME
@@ -70,7 +69,7 @@ def _library(tree: Path) -> tuple[Path, dict]:
     if len(built) > 1:
         raise InvalidInputError(f"{tree} holds libraries for several archs ({', '.join(p.parent.name for p in built)}); "
                                 "bench one copy of the tree per arch")
-    configs = {k.name: GemmConfig(**{f: v for f, v in k.config.items() if f != "name"}) for k in manifest.kernels}
+    configs = {k.name: k.gemm_config() for k in manifest.kernels}
     return built[0], configs
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.ck import CkRevision
+from ckspace.core.config import GemmConfig
 
 MANIFEST_NAME = "manifest.json"
 
@@ -29,6 +30,10 @@ class EmittedKernel(BaseModel):
     header: FileRecord
     source: FileRecord
     wrapper: FileRecord
+
+    def gemm_config(self) -> GemmConfig:
+        """The kernel's config (its identity), from the recorded fields."""
+        return GemmConfig(**{f: v for f, v in self.config.items() if f != "name"})
 
 
 class ExcludedKernel(BaseModel):

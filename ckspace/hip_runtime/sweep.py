@@ -358,7 +358,7 @@ def measurement_row(outcome: Outcome, config: GemmConfig, options: SweepOptions)
         return "" if value is None else (repr(value) if isinstance(value, float) else str(value))
 
     timed = result.status in ("ok", "wrong") and result.latency_ms is not None and result.latency_ms > 0
-    tflops = spec.problem.flops / (result.latency_ms * 1e-3) / 1e12 if timed and result.latency_ms else None
+    tflops = spec.problem.flops / (result.latency_ms * 1e-3) / 1e12 if timed else None
     info = outcome.device_info
     return {
         "kernel": spec.name, "problem_idx": str(spec.problem_idx), **problem_cells(spec.problem),

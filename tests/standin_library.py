@@ -1,0 +1,35 @@
+"""Stand-in kernel libraries: a real emitted gfx950 bwd_weight bf16 2D tree of the default rule set,
+its generated host dispatcher linked with ``tests/standin/standin_run.c`` (a ``ckspace_run`` that
+computes a naive convolution on host memory). Used by tests/test_bench.py and bench/sweep.py."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import fake_ck
+
+from ckspace.cli import main
+from ckspace.select.compiled import host_c_compiler
+
+STANDIN = Path(__file__).parent / "standin" / "standin_run.c"
+
+
+def build_standin(root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -1) -> Path:
+    """Emit the tree under ``root`` and link ``build/gfx950/libckspace_kernels_gfx950.so``, kernel
+    ``wrong`` returning wrong results, ``crash`` dereferencing NULL, ``hang`` never returning (-1:
+    none); returns the tree."""
+    tree = root / "tree"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
+        assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
+                     "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
+    library.parent.mkdir(parents=True)
+    compiler = host_c_compiler()
+    assert compiler is not None, "the stand-in libraries need a C compiler"
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", f"-I{tree}", str(tree / "ckspace_dispatch.c"), str(STANDIN),
+                    f"-DSTANDIN_WRONG={wrong}", f"-DSTANDIN_CRASH={crash}", f"-DSTANDIN_HANG={hang}",
+                    "-o", str(library), "-lm"], check=True)
+    return tree
