@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CKSPACE_SHARED") or ROOT.parent / "shared")
@@ -19,8 +19,11 @@ ORACLE_REVISION = "7cd53015"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-settings.register_profile("mutation", derandomize=True, database=None)
-"""Fixed examples: scripts/mutation.py judges every mutant on the examples the unmutated run passed."""
+settings.register_profile("mutation", derandomize=True, database=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+"""Fixed examples: scripts/mutation.py judges every mutant on the examples the unmutated run passed.
+No shrinking: a mutant is killed by its first failing example, and shrinking it (compiling C for
+each try, in the C backend's tests) can take longer than the whole run of the examples."""
 if os.environ.get("CKSPACE_HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["CKSPACE_HYPOTHESIS_PROFILE"])
 

@@ -6,11 +6,16 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_features import reference_features
+from strategies import boundary_problems, gemm_configs
 
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.benchmark_names import config_from_benchmark_name
 from ckspace.select.features import (
+    ANALYTICAL_FEATURE,
     FEATURE_NAMES,
     ConfigTable,
     feature_matrix,
@@ -71,3 +76,87 @@ def test_config_table_rows_follow_the_candidates() -> None:
     m = feature_matrix(ConvProblem.parse("N=1,C=64,K=64,Hi=8,Wi=8,Y=1,X=1"), Variant.FORWARD, Dtype.BF16, table, HW)
     assert m.shape == (2, len(FEATURE_NAMES)) and m.flags.c_contiguous and np.isfinite(m).all()
     assert list(m[:, FEATURE_NAMES.index("tile_m")]) == [16, 128]
+
+
+@st.composite
+def sized_problems(draw) -> ConvProblem:
+    """Problems the size of real layers (up to 256 images of 224x224, 2048 channels), where the
+    grid fills the GPU for many waves and compute, not memory, bounds the roofline."""
+    g = draw(st.sampled_from([1, 2, 32]))
+    size, filt = draw(st.sampled_from([7, 14, 56, 224])), draw(st.sampled_from([1, 3]))
+    stride = draw(st.sampled_from([1, 2]))
+    return ConvProblem.from_values({
+        "ndim": 2, "N": draw(st.sampled_from([1, 8, 64, 256])), "G": g,
+        "C": g * draw(st.sampled_from([3, 64, 256, 1024, 2048])), "K": g * draw(st.sampled_from([16, 64, 256, 2048])),
+        "Hi": size, "Wi": size, "Y": filt, "X": filt, "stride_h": stride, "stride_w": stride,
+        "pad_h": filt // 2, "pad_w": filt // 2})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(boundary_problems(), sized_problems()), st.lists(gemm_configs(consistent=True), min_size=1, max_size=3),
+       st.sampled_from(list(Variant)), st.sampled_from(list(Dtype)), st.sampled_from(["gfx942", "gfx950"]))
+def test_every_feature_matches_the_plain_python_statement(problem, configs, variant, dtype, arch) -> None:
+    """Each feature of each candidate, against tests/reference_features.py: every variant's GEMM,
+    every dtype's element size and peak, both hardware sheets, tiles far larger than LDS holds."""
+    hw = hardware_facts(arch)
+    configs = [c.model_copy(update={"variant": variant, "dtype": dtype}) for c in configs]
+    matrix = feature_matrix(problem, variant, dtype, ConfigTable.build(configs), hw)
+    for config, row in zip(configs, matrix, strict=True):
+        expected = reference_features(problem, config, variant, dtype, hw)
+        for name, value in zip(FEATURE_NAMES, row, strict=True):
+            assert value == pytest.approx(expected[name], rel=1e-9, abs=1e-12), (name, problem.text, config)
+
+
+def test_both_bounds_of_the_roofline_occur() -> None:
+    """The roofline takes the longer of two times. A big 3x3 layer on a 128x128 tile is bound by
+    its tile traffic at full bandwidth (tile-level traffic has an intensity of at most
+    128 * 128 / 256 = 64 flops per byte, a fifth of gfx950's balance); a layer of one tile is
+    compute-bound, at the peak scaled by its tile efficiency and its share of the 512 slots."""
+    hw = hardware_facts("gfx950")
+    tile = config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")
+
+    def features_of(text: str) -> dict[str, float]:
+        row = feature_matrix(ConvProblem.parse(text), Variant.FORWARD, Dtype.BF16, ConfigTable.build([tile]), hw)[0]
+        return dict(zip(FEATURE_NAMES, row))
+
+    f = features_of("N=256,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1")
+    m, k = 256 * 56 * 56, 256 * 9
+    assert (f["tiles_m"], f["tiles_n"], f["last_wave_eff"]) == (6272, 2, pytest.approx(12544 / 12800))
+    traffic = 2 * (2 * m * k + 6272 * 256 * k + m * 256)  # bf16: A read per N tile, B per M tile, C once
+    assert 2 ** f["log2_tile_traffic"] == pytest.approx(traffic)
+    assert 2 ** f[ANALYTICAL_FEATURE] == pytest.approx(2 * m * 256 * k / (traffic / (hw.memory_bandwidth_gbs * 1e9)) / 1e12)
+    f = features_of("N=1,C=64,K=64,Hi=8,Wi=8,Y=1,X=1")  # M = 64, N = 64, K = 64: one tile, a quarter used
+    assert (f["eff_mnk"], f["last_wave_eff"]) == (0.25, 1 / 512)
+    assert 2 ** f[ANALYTICAL_FEATURE] == pytest.approx(hw.peak_tflops(Dtype.BF16) * 0.25 / 512 / 512)
+
+
+def test_take_and_stack_keep_rows_whole() -> None:
+    """A subset or a concatenation of a config table has exactly the rows of the configs it holds,
+    in order (the selector narrows candidates this way per problem)."""
+    names = ["grouped_conv_forward_bf16_2d_16x64x64_compv3", "grouped_conv_forward_bf16_2d_128x64x128_compv5",
+             "grouped_conv_forward_bf16_2d_64x64x128_compv4"]
+    configs = [config_from_benchmark_name(n, "gfx950") for n in names]
+    table = ConfigTable.build(configs)
+    picked = table.take(np.array([2, 0]))
+    again = ConfigTable.build([configs[2], configs[0]])
+    assert picked.configs == again.configs and len(picked) == 2
+    assert np.array_equal(picked.block, again.block) and np.array_equal(picked.formula_columns, again.formula_columns)
+    stacked = table.take(np.array([1])).stack(table.take(np.array([2, 0])))
+    whole = ConfigTable.build([configs[1], configs[2], configs[0]])
+    assert stacked.configs == whole.configs and len(stacked) == 3
+    assert np.array_equal(stacked.block, whole.block) and np.array_equal(stacked.formula_columns, whole.formula_columns)
+    empty = ConfigTable.build([])
+    assert len(empty) == 0 and empty.block.shape == (0, table.block.shape[1])
+    assert empty.formula_columns.shape == (0, table.formula_columns.shape[1])
+    assert np.array_equal(empty.stack(table).block, table.block)
+
+
+def test_compiled_features_are_kept_per_hardware_sheet() -> None:
+    """The memoised program of a cell is keyed by the hardware too: gfx942's CU count and peak
+    give other interaction features than gfx950's for the same pair."""
+    problem = ConvProblem.parse("N=32,C=128,K=128,Hi=28,Wi=28,Y=3,X=3,pad=1")
+    table = ConfigTable.build([config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")])
+    rows = {arch: feature_matrix(problem, Variant.FORWARD, Dtype.BF16, table, hardware_facts(arch))[0]
+            for arch in ("gfx950", "gfx942", "gfx950")}
+    index = FEATURE_NAMES.index("tiles_per_cu")
+    assert rows["gfx950"][index] == pytest.approx(rows["gfx942"][index] * 304 / 256)
