@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import fake_ck
 
+from ckspace.core.errors import InvalidInputError
 from ckspace.select.plan import SCALE, PlanInfeasibleError, PlanInstance, solve_plan
 
 
@@ -222,3 +223,25 @@ def test_evaluate_plans_against_hindsight(capsys: pytest.CaptureFixture[str]) ->
             assert figures["plan_oracle"]["mean"] <= hindsight + 1e-3
             assert figures["plan_selector"]["mean"] <= figures["plan_oracle"]["mean"] + 1e-9
     assert plans["4"]["plan_selector"]["mean"] >= plans["2"]["plan_selector"]["mean"] - 1.0
+
+
+@pytest.mark.parametrize("weights", [[1.0, -1.0], [1.0, float("nan")], [float("inf"), 1.0]])
+def test_negative_or_non_finite_weights_are_refused(weights: list[float]) -> None:
+    """Each of the two faults alone is refused (a negative finite weight, a NaN, an infinity)."""
+    with pytest.raises(InvalidInputError, match="finite and not negative"):
+        PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.5])), np.asarray(weights))
+
+
+def test_order_value_and_weights_must_match_in_length() -> None:
+    with pytest.raises(InvalidInputError, match="differ in length"):
+        PlanInstance(2, (np.array([0]),), (np.array([0.5]), np.array([0.5])), np.ones(2))
+    with pytest.raises(InvalidInputError, match="differ in length"):
+        PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.5])), np.ones(3))
+
+
+def test_a_workload_of_no_weight_is_worth_nothing() -> None:
+    """Zero weights (or no runnable problem): every set is worth 0, not a negative or NaN value."""
+    zero = PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.9])), np.zeros(2))
+    assert zero.value_of([0, 1]) == 0.0 and zero.model_value([0, 1]) == 0
+    nothing = PlanInstance(2, (np.empty(0, np.int64),), (np.empty(0),), np.ones(1))
+    assert nothing.value_of([0]) == 0.0 and nothing.covers([]) and not nothing.runnable.any()

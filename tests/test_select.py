@@ -22,7 +22,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.select.benchmark_names import config_from_benchmark_name
-from ckspace.select.selector import Selector
+from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import (
     FEATURES_FILE,
     RANKER_FILE,
@@ -164,6 +164,57 @@ def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
                 configs[names.index(family)]
             assert (got.vec_a, got.vec_b, got.vec_c) == (want["vec_a"], want["vec_b"], want["vec_c"])
             assert (ranked.family is None) == ref.supports(configs[names.index(family)].model_dump(mode="json"), p)
+
+
+def _vectors(config: GemmConfig, a: int, b: int, c: int) -> GemmConfig:
+    return config.model_copy(update={"vec_a": a, "vec_b": b, "vec_c": c})
+
+
+FOUR_CHANNELS = ConvProblem.parse("N=1,C=4,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1")
+"""Cg = 4: a forward kernel whose vec_b is 8 fails only on vector alignment; vec_b = 4 runs it."""
+
+
+def test_runnable_keeps_a_fallback_that_is_no_candidate_beside_direct_candidates(selector: Selector) -> None:
+    """Candidates 0 and 1 run the problem as they are; candidate 2 runs it through its vec_b = 4
+    variant, which no candidate is: that variant is kept (only a variant that is itself a direct
+    candidate is ranked as that candidate instead)."""
+    base = [config_from_benchmark_name(f"grouped_conv_forward_bf16_2d_{t}", "gfx950")
+            for t in ("128x128x64_compv3", "128x128x64_compv4", "128x64x128_compv4")]
+    candidates = [_vectors(base[0], 4, 4, 8), _vectors(base[1], 4, 4, 8), _vectors(base[2], 4, 8, 8)]
+    prepared = selector.prepare(candidates)
+    direct, fallbacks = selector.runnable(FOUR_CHANNELS, prepared)
+    assert direct.tolist() == [0, 1] and fallbacks[:, 0].tolist() == [2]
+    names = prepared.variants()[3]
+    assert names[fallbacks[0, 1]] == _vectors(base[2], 4, 4, 8).name
+    assert selector.feasible(FOUR_CHANNELS, prepared).tolist() == [True, True, False]
+
+
+def test_a_pool_of_one_variant_still_serves_its_family(selector: Selector) -> None:
+    """A built library holding only the narrow variant of a candidate: the family's one allowed
+    variant is its fallback."""
+    wide = config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")
+    narrow = _vectors(wide, 4, 4, 8)
+    prepared = selector.prepare([_vectors(wide, 4, 8, 8)], pool=[narrow])
+    direct, fallbacks = selector.runnable(FOUR_CHANNELS, prepared)
+    assert direct.size == 0 and fallbacks.tolist() == [[0, 0]] and prepared.variants()[3] == [narrow.name]
+    assert selector.runnable(FOUR_CHANNELS, selector.prepare([_vectors(wide, 4, 8, 8)], pool=[wide]))[1].shape == (0, 2)
+
+
+def test_runnable_answers_pairs_even_when_no_fallback_is_needed(selector: Selector) -> None:
+    prepared = selector.prepare(list(selector.default_candidates))
+    direct, fallbacks = selector.runnable(ConvProblem.parse(PROBLEM), prepared)
+    assert direct.size == len(selector.default_candidates) and fallbacks.shape == (0, 2)
+
+
+@pytest.mark.parametrize("update,kind", [({"variant": "bwd_data"}, "bwd_data bf16"),
+                                         ({"dtype": "fp16"}, "forward fp16"),
+                                         ({"arch": "gfx942"}, "gfx942 forward bf16")])
+def test_candidates_of_another_cell_are_refused(selector: Selector, update: dict, kind: str) -> None:
+    """A candidate differing from the selector's cell in any one of variant, dtype and arch."""
+    config = config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")
+    other = GemmConfig.model_validate({**config.model_dump(), **update})
+    with pytest.raises(SelectorError, match=f"is a {'gfx950 ' if 'arch' not in update else ''}{kind} kernel"):
+        selector.prepare([config, other])
 
 
 def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
