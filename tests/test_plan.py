@@ -245,3 +245,14 @@ def test_a_workload_of_no_weight_is_worth_nothing() -> None:
     assert zero.value_of([0, 1]) == 0.0 and zero.model_value([0, 1]) == 0
     nothing = PlanInstance(2, (np.empty(0, np.int64),), (np.empty(0),), np.ones(1))
     assert nothing.value_of([0]) == 0.0 and nothing.covers([]) and not nothing.runnable.any()
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"budget": 2.5}, "budget must be an integer"), ({"budget": 0}, "budget must be an integer"),
+    ({"budget": True}, "budget must be an integer"), ({"min_efficiency": 0.0}, r"in \(0, 1\]"),
+    ({"min_efficiency": 1.5}, r"in \(0, 1\]"), ({}, "exactly one"), ({"budget": 2, "min_efficiency": 0.5}, "exactly one"),
+])
+def test_a_plan_question_is_checked_before_solving(kwargs: dict, message: str) -> None:
+    instance = PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.9])), np.ones(2))
+    with pytest.raises(InvalidInputError, match=message):
+        solve_plan(instance, **kwargs)
