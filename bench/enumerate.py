@@ -16,8 +16,10 @@ Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N]
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,6 +76,7 @@ def main() -> int:
     args = parser.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="ckspace-bench-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     os.environ["CKSPACE_CACHE_DIR"] = tmp
     nested = _load_nested_loop()
     from ckspace.core.cells import Request

@@ -10,7 +10,9 @@ Usage: python bench/query.py [--arch gfx950] [--repeat 20]
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,7 +34,10 @@ def main() -> int:
     parser.add_argument("--arch", default="gfx950")
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    os.environ.setdefault("CKSPACE_CACHE_DIR", tempfile.mkdtemp(prefix="ckspace-bench-"))
+    if "CKSPACE_CACHE_DIR" not in os.environ:  # a cold cache of its own, removed at exit
+        cache = tempfile.mkdtemp(prefix="ckspace-bench-")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["CKSPACE_CACHE_DIR"] = cache
     from ckspace import Space
 
     space = Space(args.arch, "bwd_weight", 2, "bf16", rule_set="full")

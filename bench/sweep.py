@@ -27,8 +27,8 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
 from ckspace.hip_runtime.build import build_host
-from ckspace.hip_runtime.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.hip_runtime.dispatcher import Dispatcher
+from ckspace.hip_runtime.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.hip_runtime.worker import BatchJob, serve
 
 
