@@ -148,7 +148,8 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
         tests = [t for t in settings["tests"] if (work / t).is_file()]
         if tests != settings["tests"]:  # an earlier commit (--ref) without some of today's test files
             log.info("%s: not in this tree: %s", module, " ".join(sorted(set(settings["tests"]) - set(tests))))
-        command = shlex.join([sys.executable, "-m", "pytest", *config["pytest"], *tests])
+        deselect = [arg for test in settings.get("deselect", ()) for arg in ("--deselect", test)]
+        command = shlex.join([sys.executable, "-m", "pytest", *config["pytest"], *deselect, *tests])
         (work / "cosmic-ray.toml").write_text(
             "[cosmic-ray]\n"
             f"module-path = {json.dumps(module)}\n"

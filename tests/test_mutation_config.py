@@ -28,6 +28,9 @@ def test_every_module_and_test_file_of_the_config_exists() -> None:
         assert (ROOT / name).is_file(), name
         for test in settings["tests"]:
             assert (ROOT / test).is_file(), test
+        for node in settings.get("deselect", ()):  # a test function of one of the module's files
+            path, _, function = node.partition("::")
+            assert path in settings["tests"] and f"def {function}(" in (ROOT / path).read_text(), node
 
 
 def test_every_listed_equivalent_mutant_names_a_line_of_its_module() -> None:
