@@ -9,9 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import fake_ck
+from ortools.sat.python import cp_model
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.select.plan import SCALE, PlanInfeasibleError, PlanInstance, solve_plan
+from ckspace.select.plan import (
+    SCALE,
+    PlanInfeasibleError,
+    PlanInstance,
+    relative_gap,
+    solve_plan,
+)
 
 
 def random_instance(rng: np.random.Generator, items: int, problems: int) -> PlanInstance:
@@ -256,3 +263,40 @@ def test_a_plan_question_is_checked_before_solving(kwargs: dict, message: str) -
     instance = PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.9])), np.ones(2))
     with pytest.raises(InvalidInputError, match=message):
         solve_plan(instance, **kwargs)
+
+
+@pytest.mark.parametrize("found,bound,gap", [(3, 5, 0.4), (5, 3, 0.4), (7, 7, 0.0), (0, 0, 0.0), (1, 0, 1.0),
+                                             (0, 1, 1.0), (0, 4, 1.0), (999_999, 1_000_000, 1e-6)])
+def test_relative_gap_of_an_unproven_answer(found: int, bound: int, gap: float) -> None:
+    """Maximising, the bound is above the answer; minimising, below it: either way the gap is the
+    distance over the larger of the two."""
+    assert relative_gap(found, bound) == pytest.approx(gap, abs=1e-15)
+
+
+def test_an_efficiency_one_unit_short_of_the_target_does_not_reach_it() -> None:
+    """Item 0 alone (the only one running problem 0) is worth 0.499999: one unit of the scaled
+    objective short of 50 %. The smallest set reaching 50 % needs item 1 as well."""
+    instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.499998])),
+                            np.ones(2))
+    assert instance.model_value([0]) == SCALE // 2 - 1
+    result = solve_plan(instance, min_efficiency=0.5, time_limit=10)
+    assert result.chosen == (0, 1) and result.status == "optimal"
+    assert solve_plan(instance, min_efficiency=0.499999, time_limit=10).chosen == (0,)
+
+
+def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One worker by default: CP-SAT on several threads may return another of equally good sets
+    from run to run, and a plan must depend only on its input."""
+    seen = []
+    real = cp_model.CpSolver.Solve
+
+    def solve(self, model, *args, **kwargs):
+        seen.append(self.parameters.num_workers)
+        return real(self, model, *args, **kwargs)
+
+    monkeypatch.setattr(cp_model.CpSolver, "Solve", solve)
+    instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])),
+                            np.ones(2))
+    solve_plan(instance, budget=1, time_limit=10)
+    solve_plan(instance, min_efficiency=0.5, time_limit=10, workers=2)
+    assert seen == [1, 1, 2, 2]
