@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from itertools import combinations
 from pathlib import Path
@@ -16,6 +17,7 @@ from ckspace.select.plan import (
     SCALE,
     PlanInfeasibleError,
     PlanInstance,
+    minimum_cover,
     relative_gap,
     solve_plan,
 )
@@ -156,6 +158,7 @@ def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
     assert status == 0
     report = json.loads(out)
     assert report["status"] == "optimal" and report["gap"] == 0
+    assert (report["time_limit"], report["pruned_to"]) == (20, 64)  # the defaults --help states
     assert 1 <= len(report["kernels"]) <= 2
     assert report["distinct_problems"] == 4 and len(report["skipped_rows"]) == 1
     assert report["unrunnable"] == []
@@ -285,18 +288,67 @@ def test_an_efficiency_one_unit_short_of_the_target_does_not_reach_it() -> None:
 
 
 def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One worker by default: CP-SAT on several threads may return another of equally good sets
-    from run to run, and a plan must depend only on its input."""
+    """One worker, seed 0 and 20 deterministic seconds by default (what `ckspace plan --help`
+    states): CP-SAT on several threads may return another of equally good sets from run to run,
+    and a plan must depend only on its input."""
     seen = []
     real = cp_model.CpSolver.Solve
 
     def solve(self, model, *args, **kwargs):
-        seen.append(self.parameters.num_workers)
+        seen.append((self.parameters.num_workers, self.parameters.random_seed,
+                     self.parameters.max_deterministic_time))
         return real(self, model, *args, **kwargs)
 
     monkeypatch.setattr(cp_model.CpSolver, "Solve", solve)
     instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])),
                             np.ones(2))
-    solve_plan(instance, budget=1, time_limit=10)
-    solve_plan(instance, min_efficiency=0.5, time_limit=10, workers=2)
-    assert seen == [1, 1, 2, 2]
+    solve_plan(instance, budget=1)
+    solve_plan(instance, min_efficiency=0.5, time_limit=10, workers=2, seed=5)
+    minimum_cover(instance)
+    assert seen == [(1, 0, 20.0)] * 2 + [(2, 5, 10.0)] * 2 + [(1, 0, 20.0)]
+
+
+def _two_problems() -> PlanInstance:
+    """Problem 0 runs on item 0 only (value 0.5); problem 1 prefers item 1 (1.0) to item 0 (0.4)."""
+    return PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])), np.ones(2))
+
+
+def test_picks_and_efficiencies_of_a_set() -> None:
+    """-1 and 0.0 stand for a problem the set does not run (as documented), whatever the set."""
+    instance = _two_problems()
+    assert instance.picks([1]).tolist() == [-1, 0] and instance.efficiencies([1]).tolist() == [0.0, 1.0]
+    assert instance.picks([0]).tolist() == [0, 1] and instance.efficiencies([0]).tolist() == [0.5, 0.4]
+    assert instance.picks([]).tolist() == [-1, -1] and instance.efficiencies([]).tolist() == [0.0, 0.0]
+    assert instance.value_of([1]) == pytest.approx(0.5) and not instance.covers([1])
+    one = PlanInstance(1, (np.array([0]),), (np.array([0.25]),), np.ones(1))  # a total weight of exactly 1
+    assert one.value_of([0]) == 0.25
+
+
+def test_the_infeasible_answers_say_how_far_off_they_are() -> None:
+    instance = _two_problems()
+    with pytest.raises(PlanInfeasibleError, match=r"^no kernel set reaches 90\.00 % predicted efficiency; every "
+                       r"candidate together reaches 75\.00 %$"):
+        solve_plan(instance, min_efficiency=0.9, time_limit=10)
+    with pytest.raises(PlanInfeasibleError, match=r"reaches 90\.00 % predicted efficiency within the kept candidates"):
+        solve_plan(instance, min_efficiency=0.9, top=1, time_limit=10)
+    three = PlanInstance(3, (np.array([0]), np.array([1]), np.array([2])), (np.ones(1),) * 3, np.ones(3))
+    with pytest.raises(PlanInfeasibleError, match=r"no set of 2 kernel\(s\) .* \(the smallest such set has 3\)"):
+        solve_plan(three, budget=2, time_limit=10)
+
+
+def test_a_result_reports_its_time_and_model_value(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="ckspace.select.plan"):
+        result = solve_plan(_two_problems(), budget=2, time_limit=10)
+    assert result.chosen == (0, 1) and result.model_value == pytest.approx(0.75) and result.gap == 0.0
+    assert 0 <= result.seconds < 60 and result.time_limit == 10 and result.pruned_to is None
+    assert "plan: 2 of 2 items, optimal, model value 0.7500 in" in caplog.text
+
+
+def test_instances_are_frozen_and_questions_keyword_only() -> None:
+    """An instance is shared by the solves of one plan: it cannot change between them; budget and
+    efficiency are easy to confuse, so they are named."""
+    instance = _two_problems()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        instance.items = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        solve_plan(instance, 2)  # type: ignore[misc]

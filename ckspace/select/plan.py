@@ -176,7 +176,7 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
             raise PlanInfeasibleError(f"no set of {budget} kernel(s) runs every problem some candidate can run "
                                       f"(the smallest such set has {minimum_cover(instance, time_limit, workers, seed)})")
         status, value, bound = first
-        gap = 0.0 if status == "optimal" else relative_gap(value, bound)
+        gap = relative_gap(value, bound)
         if status == "optimal":  # then the smallest set of that value (starting from this one)
             build.model.Add(build.objective >= value)
             build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
@@ -191,7 +191,7 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
                                       f"{' within the kept candidates' if top is not None else ''}; every "
                                       f"candidate together reaches {100 * best:.2f} %")
         status, size, bound = first
-        gap = 0.0 if status == "optimal" else relative_gap(size, bound)
+        gap = relative_gap(size, bound)
         if status == "optimal":  # then the best value at that size (starting from this set)
             build.model.Add(build.size <= size)
             build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
@@ -205,9 +205,9 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
 
 
 def relative_gap(found: int, bound: int) -> float:
-    """How far an answer the solver could not prove may be from the best one: the distance of its
-    objective to the proven bound, as a share of the larger of the two (either sense of
-    optimisation; 0 when they meet, never a division by zero)."""
+    """How far the solver's answer may be from the best one: the distance of its objective to the
+    proven bound, as a share of the larger of the two (either sense of optimisation; 0 when they
+    meet, as they do for a proven optimum; never a division by zero)."""
     return abs(bound - found) / max(abs(bound), abs(found), 1)
 
 
