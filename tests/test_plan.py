@@ -352,3 +352,19 @@ def test_instances_are_frozen_and_questions_keyword_only() -> None:
         instance.items = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         solve_plan(instance, 2)  # type: ignore[misc]
+
+
+def test_minimum_cover_found_and_proven() -> None:
+    """The set minimum_cover answers runs every runnable problem; its lower bound is the size when
+    proven. On 300 problems of 4 random items each, 0.05 deterministic seconds (one thread, seed 0)
+    find a cover without proving it smallest: the budget error then gives the range."""
+    three = PlanInstance(3, (np.array([0]), np.array([1]), np.array([2, 0])), (np.ones(1), np.ones(1), np.ones(2)),
+                         np.ones(3))
+    assert minimum_cover(three) == ((0, 1), 2)
+    rng = np.random.default_rng(1)
+    order = tuple(rng.choice(120, 4, replace=False).astype(np.int64) for _ in range(300))
+    hard = PlanInstance(120, order, tuple(np.ones(4) for _ in order), np.ones(300))
+    cover, lower = minimum_cover(hard, time_limit=0.05)
+    assert hard.covers(cover) and lower < len(cover)
+    with pytest.raises(PlanInfeasibleError, match=rf"the smallest such set has {lower} to {len(cover)}, not proven"):
+        solve_plan(hard, budget=lower - 1, time_limit=0.05)

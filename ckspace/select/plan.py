@@ -173,8 +173,10 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         build.model.Add(build.size <= budget)
         first = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
         if first is None:
+            cover, lower = minimum_cover(instance, time_limit, workers, seed)
+            smallest = f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
             raise PlanInfeasibleError(f"no set of {budget} kernel(s) runs every problem some candidate can run "
-                                      f"(the smallest such set has {minimum_cover(instance, time_limit, workers, seed)})")
+                                      f"(the smallest such set has {smallest})")
         status, value, bound = first
         gap = relative_gap(value, bound)
         if status == "optimal":  # then the smallest set of that value (starting from this one)
@@ -212,11 +214,13 @@ def relative_gap(found: int, bound: int) -> float:
 
 
 def minimum_cover(instance: PlanInstance, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
-                  seed: int = 0) -> int:
-    """The size of the smallest set running every problem some item can run."""
+                  seed: int = 0) -> tuple[tuple[int, ...], int]:
+    """The smallest set found that runs every problem some item can run, and the proven lower bound
+    on the size of such a set (its size, when the solver proves it within the time limit)."""
     build = _Model(instance, 0)
     answer = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
-    return int(answer[1]) if answer is not None else instance.items
+    assert answer is not None, "every item together runs every runnable problem"
+    return build.chosen(), answer[2]
 
 
 class _Model:
