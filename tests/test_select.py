@@ -220,6 +220,25 @@ def test_candidates_of_another_cell_are_refused(selector: Selector, update: dict
         selector.prepare([config, other])
 
 
+DEPTHWISE = "grouped_conv_fwd_depthwise_bf16_ngchw_2d_8x8_f3_s1x1_p1x1_nb8_sub2x2_vec2_2"
+
+
+def test_depthwise_candidates_are_skipped_wherever_they_stand(selector: Selector,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """`enumerate --list` prints depthwise kernels among the GEMM ones: a depthwise name in the
+    middle of a candidate list is skipped (and said so), the GEMM kernels after it are kept."""
+    gemm = ["grouped_conv_forward_bf16_2d_128x128x64_compv3", "grouped_conv_forward_bf16_2d_16x64x64_compv3"]
+    with caplog.at_level("INFO", logger="ckspace.select.selector"):
+        prepared = selector.prepare([gemm[0], DEPTHWISE, gemm[1]])
+    assert prepared.names == tuple(gemm) and "1 depthwise candidates skipped" in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ckspace.select.selector"):
+        selector.prepare(gemm)
+    assert "depthwise" not in caplog.text
+    with pytest.raises(SelectorError, match="the 1 candidates are all depthwise kernels"):
+        selector.prepare([DEPTHWISE])
+
+
 def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     names = tmp_path / "registry.txt"
     names.write_text("# two kernels\ngrouped_conv_forward_bf16_2d_16x64x64_compv3\n"
