@@ -295,6 +295,7 @@ def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch)
     real = cp_model.CpSolver.Solve
 
     def solve(self, model, *args, **kwargs):
+        assert self.parameters.linearization_level == 2  # coverage clauses in the LP: 300-problem plans proven in seconds
         seen.append((self.parameters.num_workers, self.parameters.random_seed,
                      self.parameters.max_deterministic_time))
         return real(self, model, *args, **kwargs)
