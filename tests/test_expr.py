@@ -238,10 +238,20 @@ def test_cpsat_decides_like_python(recipe, envs) -> None:
         assert _cpsat_holds(expr, env) == bool(want), (recipe, env)
 
 
+TRUTH_A_BELOW_5 = ("+", ("<", ("field", "a"), 5), ("const", 0))
+ENV = {"a": 7, "b": 3, "c": 0, "P": 0, "Q": 0}
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(INTEGER, TRUTH_AS_INTEGER), ENVS)
+@example(("*", TRUTH_A_BELOW_5, ("field", "b")), [{**ENV, "a": 1}])  # a truth value (1) times a field
+@example(("r//", 6, TRUTH_A_BELOW_5), [ENV])  # divided by a truth value that is 0: counts as 1
+@example(("r//", 6, ("%", ("field", "a"), ("const", 7))), [ENV])  # divided by a remainder that is 0
+@example(("//", ("%", ("field", "a"), ("const", 5)), ("const", 2)), [ENV])  # a remainder (never negative) divided
 def test_cpsat_computes_like_python(recipe, envs) -> None:
-    """An integer expression equals its Python value and nothing else in CP-SAT."""
+    """An integer expression equals its Python value and nothing else in CP-SAT. The examples are
+    where the compiler's value bounds decide: an auxiliary variable for a product or a divisor
+    whose bounds leave out the value the node takes."""
     expr, expected = _check_python_backends(recipe, envs[:1])
     env, want = envs[0], expected[0]
     assert _cpsat_holds(expr.eq(want), env), (recipe, env, want)
@@ -293,3 +303,25 @@ def test_every_comparison_folds_like_python_at_less_equal_and_greater() -> None:
         recipe = (op, ("param", "P"), ("param", "Q"))
         envs = [{"a": a, "b": 0, "c": 0, "P": p, "Q": 2} for a, p in ((0, 1), (1, 2), (2, 3))]
         _check_python_backends(recipe, envs)
+
+
+def test_cpsat_reifies_constants_under_or_and_not() -> None:
+    """A rule folds to TRUE where it cannot apply in a cell (constraints/validity.py), so a constant
+    can stand under an Or or a Not of a rule the model holds without binding it first."""
+    a = Field("a")
+    cases = [(Or((a < 3, Const(0))), lambda v: v < 3), (Or((a > 20, Const(1))), lambda v: True),
+             (Not(And((a < 5, Const(1)))), lambda v: v >= 5), (Not(Or((Const(0), a > 6))), lambda v: v <= 6),
+             (Or((Not(Const(1)), a.eq(4))), lambda v: v == 4)]
+    for expr, holds in cases:
+        model = CellModel(FIELDS, BOUNDS, [Rule("r", Predicate.PROBLEM, expr, "", "")], None)
+        assert [model.feasible({"a": v, "b": 0, "c": 0}, enabled=["r"]) for v in range(10)] == \
+            [holds(v) for v in range(10)], expr
+
+
+@pytest.mark.parametrize("expr,words", [(lookup(Field("a") - 1, TABLE, default=2).eq(2), "lookup key can be negative"),
+                                        (((Field("a") - 1) // 2).eq(0), "dividend may be negative")])
+def test_cpsat_refuses_what_it_cannot_state_exactly(expr: Expr, words: str) -> None:
+    """A lookup key or a dividend that may be negative (here: a - 1 with a from 0) would silently
+    lose the solutions where it is; the compiler refuses the rule instead."""
+    with pytest.raises(ValueError, match=words):
+        CellModel(FIELDS, BOUNDS, [Rule("r", Predicate.PROBLEM, expr, "", "")], None)
