@@ -248,6 +248,10 @@ ENV = {"a": 7, "b": 3, "c": 0, "P": 0, "Q": 0}
 @example(("r//", 6, TRUTH_A_BELOW_5), [ENV])  # divided by a truth value that is 0: counts as 1
 @example(("r//", 6, ("%", ("field", "a"), ("const", 7))), [ENV])  # divided by a remainder that is 0
 @example(("//", ("%", ("field", "a"), ("const", 5)), ("const", 2)), [ENV])  # a remainder (never negative) divided
+@example(("//", TRUTH_A_BELOW_5, ("const", 2)), [ENV])  # a truth value (never negative) divided
+@example(("//", ("field", "a"), ("const", 0)), [ENV])  # a divisor that is always 0
+@example(("%", ("field", "a"), ("const", 8)), [ENV])  # the largest remainder (7)
+@example(("*", ("-", ("field", "a"), ("r-", 0, ("field", "b"))), ("field", "c")), [{**ENV, "c": 2}])  # a - (0 - b), up to 18
 def test_cpsat_computes_like_python(recipe, envs) -> None:
     """An integer expression equals its Python value and nothing else in CP-SAT. The examples are
     where the compiler's value bounds decide: an auxiliary variable for a product or a divisor
