@@ -369,3 +369,14 @@ def test_minimum_cover_found_and_proven() -> None:
     assert hard.covers(cover) and lower < len(cover)
     with pytest.raises(PlanInfeasibleError, match=rf"the smallest such set has {lower} to {len(cover)}, not proven"):
         solve_plan(hard, budget=lower - 1, time_limit=0.05)
+
+
+def test_a_problem_no_item_runs_costs_the_plan_nothing() -> None:
+    """A problem no candidate runs is left out of the value (reported apart by the CLI): a plan
+    reaches exactly the efficiency of the problems it can run, in the model as in the report."""
+    instance = PlanInstance(1, (np.array([0]), np.empty(0, np.int64)), (np.array([0.5]), np.empty(0)), np.ones(2))
+    assert instance.model_value([0]) == SCALE // 2 and instance.value_of([0]) == 0.5
+    result = solve_plan(instance, min_efficiency=0.5, time_limit=10)
+    assert result.chosen == (0,) and result.model_value == 0.5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.chosen = ()  # type: ignore[misc]
