@@ -209,7 +209,10 @@ def _check_python_backends(recipe, envs) -> tuple[Expr, list[int]]:
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(INTEGER, TRUTH_AS_INTEGER), ENVS)
+@example(("+", ("%", ("param", "P"), ("param", "Q")), ("//", ("param", "P"), ("param", "Q"))),
+         [{"a": 0, "b": 0, "c": 0, "P": 5, "Q": 1}, {"a": 0, "b": 0, "c": 0, "P": 5, "Q": 0}])
 def test_integer_expressions_compute_like_python(recipe, envs) -> None:
+    """The example folds a remainder and a quotient of problem values by 1 and by 0 (counted as 1)."""
     _check_python_backends(recipe, envs)
 
 
