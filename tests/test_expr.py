@@ -332,3 +332,25 @@ def test_cpsat_refuses_what_it_cannot_state_exactly(expr: Expr, words: str) -> N
     lose the solutions where it is; the compiler refuses the rule instead."""
     with pytest.raises(ValueError, match=words):
         CellModel(FIELDS, BOUNDS, [Rule("r", Predicate.PROBLEM, expr, "", "")], None)
+
+
+def test_parts_over_problem_values_are_computed_exactly() -> None:
+    """Problem checks multiply problem sizes (a tensor's elements: N x C x Hi x Wi, ...) that can
+    pass 2**63 with every size in range. The parts that read no config field (parameters,
+    constants, their arithmetic, comparisons and negations) are folded with Python integers,
+    exactly, before a numpy column meets them; here 2**110 // 2**90."""
+    p, q, a = Param("P"), Param("Q"), Field("a")
+    expr = (Not(p > q) * (q >= p) * (Const(2**30) * p * q * p * q)) // (Const(2**30) * p * q * p) + a
+    values, cols = {"P": 2**20, "Q": 2**20}, {"a": np.arange(10, dtype=np.int64)}
+    want = [2**20 + v for v in range(10)]
+    assert np.asarray(partial(expr)(values, cols)).tolist() == want
+    assert np.asarray(evaluate(bind(expr, values), cols)).tolist() == want
+
+
+def test_binding_leaves_one_part_as_the_part_itself() -> None:
+    """A conjunction or disjunction whose other parts fold away binds to its one remaining part,
+    not to a one-part And or Or (explain words a failure by the node's own type)."""
+    a_small, p = Field("a") < 3, Param("P")
+    assert bind(all_of(a_small, p < 5), {"P": 1}) == a_small
+    assert bind(any_of(p > 5, a_small), {"P": 1}) == a_small
+    assert bind(all_of(a_small, p < 5, Field("b") > 1), {"P": 1}) == And((a_small, Field("b") > 1))
