@@ -174,3 +174,36 @@ def boundary_problems(draw, ndim: int | None = None) -> ConvProblem:
         values[names[d][1]] = filters[d]
         values[f"stride_{d}"], values[f"pad_{d}"], values[f"dil_{d}"] = strides[d], pads[d], dils[d]
     return ConvProblem.from_values(values)
+
+
+# -- tiles at the LDS limit ------------------------------------------------------------------------
+
+@cache
+def lds_edges() -> dict[tuple[str, str], tuple[tuple[int, int, int], ...]]:
+    """Per (pipeline, dtype): the (tile_m, tile_n, tile_k) of the raw domains whose staged bytes,
+    ``(tile_m + tile_n) * tile_k`` elements, are exactly the pipeline's LDS limit or the nearest
+    amount on either side of it. Limits and element sizes come from the arch table itself
+    (tests/reference_rules.py reads it), not from ckspace."""
+    import reference_rules as rr
+
+    limits, sizes = rr.ARCH["lds_limit_bytes_by_pipeline"], rr.ARCH["element_size_bytes"]
+    tiles = [(m, n, k) for m in GEMM_DOMAINS["tile_m"] for n in GEMM_DOMAINS["tile_n"] for k in GEMM_DOMAINS["tile_k"]]
+    edges = {}
+    for pipeline in Pipeline:
+        limit = limits.get(pipeline.value, limits["default"])
+        for dtype in Dtype:
+            staged = {t: (t[0] + t[1]) * t[2] * sizes[dtype.value] for t in tiles}
+            below = max(b for b in staged.values() if b < limit)
+            above = min(b for b in staged.values() if b > limit)
+            edges[(pipeline.value, dtype.value)] = tuple(t for t, b in staged.items() if b in (below, limit, above))
+    return edges
+
+
+@st.composite
+def lds_edge_configs(draw) -> GemmConfig:
+    """A raw-domain config whose tiles stage exactly its pipeline's LDS limit, or the nearest
+    amount under or over it, for its dtype: where a ``<=`` written as ``<`` (or a wrong element
+    size or limit) changes the answer."""
+    config = draw(gemm_configs(consistent=True))
+    tile_m, tile_n, tile_k = draw(st.sampled_from(lds_edges()[(config.pipeline.value, config.dtype.value)]))
+    return config.model_copy(update={"tile_m": tile_m, "tile_n": tile_n, "tile_k": tile_k})

@@ -14,6 +14,8 @@ from strategies import (
     consistent_streamk,
     depthwise_configs,
     gemm_configs,
+    lds_edge_configs,
+    lds_edges,
     listed_configs,
     mutate,
 )
@@ -94,6 +96,28 @@ def test_soundness_listed_configs_satisfy_every_rule(drawn) -> None:
 def test_rule_blame_matches_reference_on_raw_domains(config: GemmConfig) -> None:
     ours = {RULE_IDS[name] for name in space(config.arch, "full").violated_rules(config)}
     assert ours == reference_violations(config), config.name
+
+
+@SETTINGS
+@given(lds_edge_configs())
+def test_rule_blame_matches_reference_at_the_lds_limit(config: GemmConfig) -> None:
+    ours = {RULE_IDS[name] for name in space(config.arch, "full").violated_rules(config)}
+    assert ours == reference_violations(config), config.name
+
+
+def test_lds_edges_hold_the_limit_and_both_sides_of_it() -> None:
+    """The strategy above has, for every pipeline and dtype, tiles exactly at the limit where the
+    domains allow it, and always tiles just under and just over it."""
+    import reference_rules as rr
+
+    exact = 0
+    for (pipeline, dtype), tiles in lds_edges().items():
+        limits = rr.ARCH["lds_limit_bytes_by_pipeline"]
+        limit = limits.get(pipeline, limits["default"])
+        staged = {(m + n) * k * rr.ARCH["element_size_bytes"][dtype] for m, n, k in tiles}
+        assert min(staged) < limit < max(staged), (pipeline, dtype)
+        exact += limit in staged
+    assert exact == len(lds_edges())  # the power-of-two limits are met exactly by every dtype
 
 
 @SETTINGS
