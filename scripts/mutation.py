@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,8 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ckspace.core.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "tests" / "mutation" / "config.toml"
@@ -63,6 +66,7 @@ class Outcome:
     equivalent: int = 0
     survivors: list[dict] = field(default_factory=list)
     error: str | None = None
+    interrupted: bool = False  # Ctrl-C: the counts are of the mutants judged before it
 
     @property
     def judged(self) -> int:
@@ -186,10 +190,21 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
         if check.returncode:
             outcome.error = f"the module's tests fail unmutated: {check.stdout.strip().splitlines()[-1:]}"
             return outcome
-        done = cosmic_ray("exec", "cosmic-ray.toml", "session.sqlite", cwd=work, env=env)
-        if done.returncode:
-            outcome.error = f"cosmic-ray exec failed: {done.stderr.strip().splitlines()[-1:]}"
-            return outcome
+        # a session of its own: Ctrl-C reaches this script alone, which then ends cosmic-ray and the
+        # mutant's tests together before removing the copy, and counts what was judged before it
+        runner = subprocess.Popen([sys.executable, "-m", "cosmic_ray.cli", "exec", "cosmic-ray.toml", "session.sqlite"],
+                                  cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        try:
+            _, errors = runner.communicate()
+        except KeyboardInterrupt:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait()
+            outcome.interrupted = True
+        else:
+            if runner.returncode:
+                outcome.error = f"cosmic-ray exec failed: {errors.strip().splitlines()[-1:]}"
+                return outcome
         with use_db(str(work / "session.sqlite"), WorkDB.Mode.open) as db:
             for item, result in db.completed_work_items:
                 if result.worker_outcome is WorkerOutcome.SKIPPED:
@@ -221,7 +236,8 @@ def report(outcomes: list[Outcome]) -> str:
             rows.append(f"{o.module:44} error: {o.error}")
             continue
         rows.append(f"{o.module:44} {o.judged + o.equivalent:7} {o.killed:6} {o.equivalent:5} {len(o.survivors):8} "
-                    f"{o.rate:8.1f}% {o.seconds:6.0f}s")
+                    f"{o.rate:8.1f}% {o.seconds:6.0f}s" + ("  (interrupted: the mutants judged before it)"
+                                                           if o.interrupted else ""))
     for o in outcomes:
         for s in o.survivors:
             rows.append(f"\nsurvived: {o.module}:{s['line']}:{s['column']} {s['operator']} "
@@ -279,8 +295,13 @@ def main(argv: list[str] | None = None) -> int:
         log.info("%s: %d killed, %d equivalent, %d survived in %.0f s", m, outcomes[-1].killed,
                  outcomes[-1].equivalent, len(outcomes[-1].survivors), outcomes[-1].seconds)
         if args.json:  # after every module, so that a long run stopped half-way keeps what it measured
-            args.json.write_text(json.dumps([o.__dict__ | {"rate": o.rate} for o in outcomes], indent=1))
+            write_atomic(args.json, json.dumps([o.__dict__ | {"rate": o.rate} for o in outcomes], indent=1).encode(),
+                         "--json")
+        if outcomes[-1].interrupted:
+            break
     print(report(outcomes))
+    if outcomes and outcomes[-1].interrupted:
+        return 130
     return 1 if any(o.survivors or o.error for o in outcomes) else 0
 
 
