@@ -63,6 +63,7 @@ class Outcome:
     module: str
     seconds: float = 0.0
     killed: int = 0
+    timeouts: int = 0  # of the killed: by outliving the timeout, not by a failing test
     equivalent: int = 0
     survivors: list[dict] = field(default_factory=list)
     error: str | None = None
@@ -214,6 +215,7 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                 key = (module, mutation.operator_name, column, lines[line - 1].strip())
                 if result.is_killed:  # a failing test, a timeout, or a mutant that cannot even load
                     outcome.killed += 1
+                    outcome.timeouts += result.output == "timeout"  # cosmic-ray's word for it
                 elif key in equivalents:
                     outcome.equivalent += 1
                 else:
@@ -230,12 +232,14 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
 
 
 def report(outcomes: list[Outcome]) -> str:
-    rows = [f"{'module':44} {'mutants':>7} {'killed':>6} {'equiv':>5} {'survived':>8} {'kill rate':>9} {'time':>7}"]
+    rows = [f"{'module':44} {'mutants':>7} {'killed':>6} {'timeout':>7} {'equiv':>5} {'survived':>8} {'kill rate':>9} "
+            f"{'time':>7}"]
     for o in outcomes:
         if o.error:
             rows.append(f"{o.module:44} error: {o.error}")
             continue
-        rows.append(f"{o.module:44} {o.judged + o.equivalent:7} {o.killed:6} {o.equivalent:5} {len(o.survivors):8} "
+        rows.append(f"{o.module:44} {o.judged + o.equivalent:7} {o.killed:6} {o.timeouts:7} {o.equivalent:5} "
+                    f"{len(o.survivors):8} "
                     f"{o.rate:8.1f}% {o.seconds:6.0f}s" + ("  (interrupted: the mutants judged before it)"
                                                            if o.interrupted else ""))
     for o in outcomes:
