@@ -94,7 +94,7 @@ def _probes(chosen: list[GemmConfig], revision: CkRevision) -> list[GemmConfig]:
             continue
         members = sorted((c for c in chosen if c.variant.value in variants and c.ndim in (2, 3)), key=_cost)
         for member in members:
-            probe = GemmConfig(**{**{k: v for k, v in member.fields().items() if k != "name"}, **update})
+            probe = GemmConfig.from_fields({**member.fields(), **update})
             if _passes(probe, revision):
                 probes.append(probe)
                 break

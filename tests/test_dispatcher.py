@@ -192,7 +192,7 @@ def test_emit_with_selector_and_host_only_build(tmp_path: Path, capsys: pytest.C
     assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
                  "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
     manifest = json.loads((tree / "manifest.json").read_text())
-    configs = [GemmConfig(**{k: v for k, v in e["config"].items() if k != "name"}) for e in manifest["kernels"]]
+    configs = [GemmConfig.from_fields(e["config"]) for e in manifest["kernels"]]
     assert f"dispatcher: {len(configs)} kernels" in capsys.readouterr().out
     assert manifest["dispatcher"]["kernels"] == sorted(c.name for c in configs)
     header = (tree / "ckspace_dispatch.h").read_text()
@@ -223,7 +223,7 @@ def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path,
     assert main(["build", str(tree), "--host-only"]) == 0
     dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
     manifest = json.loads((tree / "manifest.json").read_text())
-    configs = [GemmConfig(**{k: v for k, v in e["config"].items() if k != "name"}) for e in manifest["kernels"]]
+    configs = [GemmConfig.from_fields(e["config"]) for e in manifest["kernels"]]
     fallback_only = set(manifest["dispatcher"]["fallback_only"])
     assert fallback_only and all(c.name in fallback_only or (c.vec_a, c.vec_b, c.vec_c) == (4, 8, 8) for c in configs)
     families = [c for c in configs if c.name not in fallback_only]

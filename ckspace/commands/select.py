@@ -47,7 +47,7 @@ def read_candidates(path: Path, arch: str) -> list:
     if text.lstrip().startswith("{"):
         try:
             kernels = json.loads(text)["kernels"]
-            configs = [GemmConfig(**{k: v for k, v in entry["config"].items() if k != "name"}) for entry in kernels]
+            configs = [GemmConfig.from_fields(entry["config"]) for entry in kernels]
         except (ValueError, KeyError, TypeError) as exc:
             raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
         if any(c.arch != arch for c in configs):

@@ -118,6 +118,12 @@ class GemmConfig(CheckedModel):
         """Every field as JSON-friendly values, plus the name."""
         return {**self.model_dump(mode="json"), "name": self.name}
 
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any]) -> "GemmConfig":
+        """The inverse of :meth:`fields`, validated: the name it carries is output, never identity,
+        so it is dropped (a manifest's configs are read back this way)."""
+        return cls(**{f: v for f, v in fields.items() if f != "name"})
+
 
 class DepthwiseConfig(CheckedModel):
     """A direct depthwise forward kernel config (the ``full`` rule set's depthwise block)."""

@@ -33,7 +33,7 @@ class EmittedKernel(BaseModel):
 
     def gemm_config(self) -> GemmConfig:
         """The kernel's config (its identity), from the recorded fields."""
-        return GemmConfig(**{f: v for f, v in self.config.items() if f != "name"})
+        return GemmConfig.from_fields(self.config)
 
 
 class ExcludedKernel(BaseModel):
