@@ -254,6 +254,14 @@ def test_candidates_that_are_binary_or_a_fifo(tmp_path) -> None:
     fails([*select, str(tmp_path / "fifo")], "not a regular file")
 
 
+@pytest.mark.parametrize("manifest", ['{"kernels": [{"config": [1]}]}', '{"kernels": [{"config": "tile_m=256"}]}',
+                                      '{"kernels": 3}', '{"kernels": ["x"]}', '{"kernels": [{"config": {"tile_m": 1}}]}'])
+def test_candidates_manifest_of_the_wrong_shape(tmp_path, manifest: str) -> None:
+    (tmp_path / "manifest.json").write_text(manifest)
+    fails(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
+           "--candidates", str(tmp_path / "manifest.json")], "not a build manifest with a 'kernels' list of configs")
+
+
 @pytest.mark.parametrize("shell", ["1>&-", "> /dev/full"])
 def test_stdout_closed_or_full_is_one_line(shell: str) -> None:
     command = f"{sys.executable} -m ckspace enumerate --arch gfx950 --variant forward --count {shell}"

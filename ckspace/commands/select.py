@@ -48,7 +48,7 @@ def read_candidates(path: Path, arch: str) -> list:
         try:
             kernels = json.loads(text)["kernels"]
             configs = [GemmConfig.from_fields(entry["config"]) for entry in kernels]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a config not an object
             raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
         if any(c.arch != arch for c in configs):
             raise CkspaceError(f"{path}: the manifest's kernels are not all {arch} kernels")
