@@ -23,7 +23,7 @@ from compile_sample import sample_kernels  # noqa: E402
 
 from ckspace.emit.emitter import emit
 from ckspace.hip_runtime.build import build
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 from ckspace.hip_runtime.cluster import connected, describe
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ckspace.emit.emitter import emit
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 from ckspace.space.space import Space
 
 

@@ -184,7 +184,7 @@ def main() -> int:
     def narrowed(space: Space) -> Space:
         if args.ck_root is None:
             return space
-        from ckspace.hip_runtime.ck_headers import find_revision
+        from ckspace.core.ck_headers import find_revision
 
         return space.for_ck(find_revision(args.ck_root))
 

@@ -26,7 +26,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 from ckspace.emit.emitter import buildable, emit
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 

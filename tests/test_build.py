@@ -24,7 +24,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.hip_runtime.build import build
-from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
+from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.hip_runtime.dispatcher import Dispatcher
 from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs, exported_functions
 from ckspace.hip_runtime.toolchain import discover

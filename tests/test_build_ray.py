@@ -26,7 +26,7 @@ from test_build import _toolchain_or_skip
 from ckspace.cli import main
 from ckspace.emit.emitter import SelectorOptions, buildable, emit
 from ckspace.hip_runtime.build import BuildReport, build
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 from ckspace.hip_runtime.loader import KernelLibrary
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space

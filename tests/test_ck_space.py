@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ckspace import CkspaceError, Space
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.emitter import SelectorOptions, buildable, emit
-from ckspace.hip_runtime.ck_headers import find_revision, locate_ck
+from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 

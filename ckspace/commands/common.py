@@ -132,7 +132,7 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
                   args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision)
     if getattr(args, "ck_space", None) is not None:
-        from ckspace.hip_runtime.ck_headers import find_revision
+        from ckspace.core.ck_headers import find_revision
 
         space = space.for_ck(find_revision(args.ck_space or None))
     return space.for_problem(args.problem) if args.problem else space

@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
     from ckspace.emit.emitter import SelectorOptions, emit
-    from ckspace.hip_runtime.ck_headers import find_revision
+    from ckspace.core.ck_headers import find_revision
 
     target = output_path(args.out, "--out")
     request = request_from_args(args)

@@ -72,7 +72,7 @@ def _registry(args: argparse.Namespace, selector, ndims: list[int]) -> list:
     space = Space(selector.arch, selector.variant.value, ndims, selector.dtype.value, args.rule_set or "full",
                   where=args.where)
     if args.ck_space is not None:
-        from ckspace.hip_runtime.ck_headers import find_revision
+        from ckspace.core.ck_headers import find_revision
 
         space = space.for_ck(find_revision(args.ck_space or None))
     candidates = [c for c in space if c.kind == "gemm"]

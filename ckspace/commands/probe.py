@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import write_atomic
     from ckspace.emit.emitter import emit
     from ckspace.hip_runtime.build import build, stderr_is_terminal
-    from ckspace.hip_runtime.ck_headers import find_revision
+    from ckspace.core.ck_headers import find_revision
     from ckspace.space.listing import Kernel
 
     if args.sample < 1:

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     problem = ConvProblem.parse(args.problem or EXAMPLE_PROBLEM)
     revision = None
     if args.ck_space is not None:
-        from ckspace.hip_runtime.ck_headers import find_revision
+        from ckspace.core.ck_headers import find_revision
 
         revision = find_revision(args.ck_space or None)
     entries = _entries(arch, chosen, dtype, problem, revision, rules.name)

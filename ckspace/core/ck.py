@@ -1,6 +1,6 @@
 """What ckspace knows about CK Tile itself: pipeline class names and the features of a revision.
 
-:class:`CkRevision` is what :mod:`ckspace.hip_runtime.ck_headers` reads off a tree of CK headers
+:class:`CkRevision` is what :mod:`ckspace.core.ck_headers` reads off a tree of CK headers
 and what the CK-revision rules (:mod:`ckspace.constraints.ck_rules`) and the emitter consume.
 """
 

@@ -31,7 +31,7 @@ from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.hip_runtime import objcache
-from ckspace.hip_runtime.ck_headers import find_revision
+from ckspace.core.ck_headers import find_revision
 from ckspace.hip_runtime.executor import Executor, Unit
 from ckspace.hip_runtime.ninja_executor import NinjaExecutor
 from ckspace.hip_runtime.toolchain import Toolchain, discover

@@ -102,7 +102,7 @@ class Space:
     def for_ck(self, revision: "CkRevision") -> "Space":
         """The kernels of this space that the CK Tile headers of ``revision`` can compile (what the
         revision lacks becomes named constraints of every cell, :mod:`ckspace.constraints.ck_rules`).
-        :func:`ckspace.hip_runtime.ck_headers.find_revision` finds and reads the headers."""
+        :func:`ckspace.core.ck_headers.find_revision` finds and reads the headers."""
         return self._narrowed(ck=revision)
 
     def _narrowed(self, **changes: object) -> "Space":

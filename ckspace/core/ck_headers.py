@@ -1,4 +1,5 @@
-"""Which CK Tile headers are in use and what their revision offers.
+"""Which CK Tile headers are in use and what their revision offers (a fact of the target, read
+below the space: every command's default space is what these headers can build).
 
 CK's grouped-convolution API changes between releases (template parameters appear, pipelines and
 traits come and go). The revision is read from the headers themselves -- never assumed from a
