@@ -17,7 +17,7 @@ from strategies import boundary_problems, gemm_configs
 import ckspace
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.select.benchmark_names import config_from_benchmark_name
+from ckspace.space.benchmark_names import config_from_benchmark_name
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,

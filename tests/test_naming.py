@@ -50,7 +50,7 @@ from ckspace.core.vocab import (
     StreamKStrategy,
     Variant,
 )
-from ckspace.select.benchmark_names import (
+from ckspace.space.benchmark_names import (
     config_from_any_name,
     config_from_benchmark_name,
 )

@@ -21,7 +21,7 @@ from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.select.benchmark_names import config_from_benchmark_name
+from ckspace.space.benchmark_names import config_from_benchmark_name
 from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import (
     FEATURES_FILE,

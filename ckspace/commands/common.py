@@ -33,7 +33,10 @@ def help_epilog() -> str:
              "formats: enumerate names|json|jsonl|csv; explain, lint, diff, select, evaluate text|json; "
              "rules markdown|json",
              "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
-             "findings with --strict), 2 bad input, 130/143 interrupted",
+             "findings with --strict, kernels emit cannot write), 2 bad input, 3 explain: valid but not proposed "
+             "by the rule set, 130/143 interrupted",
+             "target: every command answers for the CK headers it finds (--ck-root, CK_ROOT, ROCm, the amd-aiter "
+             "wheel) less the kernels upstream documents as wrong; --rules-only for the upstream rule space",
              "environment:"]
     lines += [f"  {name}: {meaning}" for name, meaning in ENVIRONMENT.items()]
     return "\n".join(lines)
@@ -82,7 +85,8 @@ def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
-    """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem."""
+    """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem,
+    --ck-root / --rules-only."""
     parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
     parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
                         help="forward, bwd_data, bwd_weight or all (one or more)")
@@ -98,6 +102,7 @@ def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bo
     parser.add_argument("--problem", metavar="TEXT",
                         help="only kernels that can run this convolution, e.g. "
                              "'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
+    add_target_arguments(parser)
 
 
 def variants(values: list[str] | None) -> list[str] | None:
@@ -116,23 +121,41 @@ def request_from_args(args: argparse.Namespace) -> Request:
                          args.rules_revision)
 
 
-def add_ck_argument(parser: argparse.ArgumentParser) -> None:
-    """--ck-root: restrict the space to what the CK Tile headers in use can compile."""
-    parser.add_argument("--ck-root", dest="ck_space", nargs="?", const="", default=None, metavar="PATH",
-                        help="only kernels these CK headers can compile (no PATH: CK_ROOT, ROCm, the amd-aiter wheel)")
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """--ck-root PATH / --rules-only: the target the command answers for (default: the CK headers
+    ckspace finds; see :mod:`ckspace.core.target`)."""
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--ck-root", metavar="PATH",
+                       help="the CK headers of the target (default: CK_ROOT, ROCm, the amd-aiter wheel): only "
+                            "kernels they can build, less the ones upstream documents as wrong")
+    which.add_argument("--rules-only", action="store_true",
+                       help="the upstream rule space, whatever CK is installed (known-wrong kernels included)")
+
+
+def target_choice(args: argparse.Namespace) -> object:
+    """The ``ck`` argument of :class:`~ckspace.Space` / ``resolve_target`` the options ask for."""
+    from ckspace.core.target import AUTO
+
+    if getattr(args, "rules_only", False):
+        return None
+    return getattr(args, "ck_root", None) or AUTO
+
+
+def target_from_args(args: argparse.Namespace):
+    """The :class:`~ckspace.core.target.Target` of the options."""
+    from ckspace.core.target import resolve_target
+
+    return resolve_target(target_choice(args))
 
 
 def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=None):
-    """The :class:`~ckspace.Space` the arguments describe, with its filters, CK restriction and
+    """The :class:`~ckspace.Space` the arguments describe, for their target, with its filters and
     problem. ``variant``/``ndim``/``dtype`` override the arguments (explain takes them from a name).
     Without filters it lists from the cell cache without loading pydantic, numpy or the solver."""
     from ckspace.space.space import Space
 
     space = Space(args.arch, variant if variant is not None else variants(args.variant),
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
-                  args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision)
-    if getattr(args, "ck_space", None) is not None:
-        from ckspace.core.ck_headers import find_revision
-
-        space = space.for_ck(find_revision(args.ck_space or None))
+                  args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision,
+                  ck=target_choice(args))
     return space.for_problem(args.problem) if args.problem else space

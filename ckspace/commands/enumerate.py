@@ -14,7 +14,6 @@ import sys
 from typing import TextIO
 
 from ckspace.commands.common import (
-    add_ck_argument,
     add_space_arguments,
     space_from_args,
 )
@@ -27,11 +26,12 @@ FORMATS = ("names", "json", "jsonl", "csv")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser)
-    add_ck_argument(parser)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--count", action="store_true", help="print the number of kernels")
     what.add_argument("--list", action="store_true", help="print the kernels")
-    parser.add_argument("--format", default="names", help=f"list format: {', '.join(FORMATS)} (default: names)")
+    parser.add_argument("--format", default="names",
+                        help=f"{', '.join(FORMATS)} (default: names); with --count, json prints the count and the "
+                             "target as an object, any other format the bare number")
     parser.add_argument("--raw", action="store_true",
                         help="the rule set's proposals before the validity filter (with a 'valid' field)")
 
@@ -40,16 +40,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
     space = space_from_args(args)
+    _say_target(space)
+    if args.count:
+        count = space.count() if space.open and not args.raw else len(space.kernels(raw=args.raw))
+        if args.format == "json":
+            out.write(json.dumps({"count": count, "raw": bool(args.raw), "target": space.target.record()}) + "\n")
+        else:
+            out.write(f"{count}\n")
+        return 0
     if space.open and not args.raw:
-        if args.count:
-            out.write(f"{space.count()}\n")
-            return 0
         _stream(space, args.format, sys.stdout)
         return 0
     kernels = space.kernels(raw=args.raw)
-    if args.count:
-        out.write(f"{sum(1 for _ in kernels)}\n")
-        return 0
     if args.format == "names":
         out.writelines(f"{name}\n" for name in sorted(k.name for k in kernels))
         return 0
@@ -68,6 +70,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         writer.writeheader()
         writer.writerows(records)
     return 0
+
+
+def _say_target(space) -> None:
+    """The target on stderr (stdout is data), and once what the CK leaves out of the rule set's
+    kernels: both cached listings, so it costs no computation beyond the answer's."""
+    sys.stderr.write(space.target.describe() + "\n")
+    if space.target.rules_only or space.open:
+        return
+    rule_space = space.for_ck(None)
+    whole, here = rule_space.count(), space.count()
+    if here < whole:
+        why = (f"need a newer CK than the one at {space.target.ck.include_dir} or are known to give wrong results"
+               if space.target.ck else "are known to give wrong results")
+        sys.stderr.write(f"{whole - here} of the rule set's {whole} kernels {why}; --rules-only counts them\n")
 
 
 def _stream(space, fmt: str, sink: TextIO, chunk: int = 4096) -> None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_ck_argument
+from ckspace.commands.common import add_target_arguments, target_choice
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "plan"
@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set (default: full)")
     parser.add_argument("--where", action="append", default=[], metavar="EXPR",
                         help="with --rule-set: filter on config fields (repeatable)")
-    add_ck_argument(parser)
+    add_target_arguments(parser)
     parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
     parser.add_argument("--top", type=int, default=None, metavar="T",
                         help="keep each problem's T best-ranked candidates in the model (default: 64; 0: all)")
@@ -58,8 +58,8 @@ def _check(args: argparse.Namespace) -> None:
         raise CkspaceError(f"--top must be 0 (keep all) or more, not {args.top}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise CkspaceError(f"--time-limit must be positive, not {args.time_limit:g}")
-    if args.candidates is not None and (args.where or args.ck_space is not None):
-        raise CkspaceError("--where and --ck-root narrow a rule set: not with --candidates")
+    if args.candidates is not None and args.where:
+        raise CkspaceError("--where narrows a rule set: not with --candidates")
 
 
 def _registry(args: argparse.Namespace, selector, ndims: list[int]) -> list:
@@ -70,11 +70,7 @@ def _registry(args: argparse.Namespace, selector, ndims: list[int]) -> list:
     from ckspace.space.space import Space
 
     space = Space(selector.arch, selector.variant.value, ndims, selector.dtype.value, args.rule_set or "full",
-                  where=args.where)
-    if args.ck_space is not None:
-        from ckspace.core.ck_headers import find_revision
-
-        space = space.for_ck(find_revision(args.ck_space or None))
+                  where=args.where, ck=selector.target)
     candidates = [c for c in space if c.kind == "gemm"]
     if not candidates:
         raise CkspaceError(f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "
@@ -89,7 +85,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.selector import Selector
     from ckspace.select.workload import read_workload
 
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target_choice(args))
     workload = read_workload(args.problems, selector.variant, args.weights)
     candidates = _registry(args, selector, sorted({p.ndim for p in workload.problems}))
     predictions = _predict(selector, candidates, workload)
@@ -140,6 +136,7 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
     mode = {"budget": args.budget} if args.budget is not None else {"min_efficiency": args.min_efficiency}
     return {
         "arch": selector.arch, "variant": selector.variant.value, "dtype": selector.dtype.value, **mode,
+        "target": selector.target.record(),
         "source": predictions.source,
         "what_drives_what": ("the ranker's score orders the candidates of each problem (the pick inside the set "
                              "is the first of that order, as the selector picks); the regressor's predicted "
@@ -167,6 +164,7 @@ def _names_text(report: dict) -> str:
     pruning = (f"each problem pruned to its {report['pruned_to']} best-ranked candidates (the model's value "
                f"{report['model_efficiency']:.2f} % is a lower bound)" if report["pruned_to"] else "no pruning")
     lines = [f"# ckspace plan {report['arch']} {report['variant']} {report['dtype']}, {goal}: {status}",
+             f"# target: {report['target']['note']}",
              f"# {len(report['kernels'])} kernels of {report['registry']} candidates and {report['fallback_variants']} "
              f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); weighted mean predicted efficiency {report['efficiency']:.2f} % over "
              f"{len(report['problems'])} problems; {pruning}",

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import (
-    add_ck_argument,
     add_space_arguments,
     space_from_args,
 )
@@ -37,7 +36,6 @@ LOCATION = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal )?
 def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser, variant_required=False)
     parser.set_defaults(rule_set="open")
-    add_ck_argument(parser)
     parser.add_argument("--sample", type=int, required=True, metavar="N",
                         help="configs to compile, spread evenly over the cells, uniform inside each")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
@@ -83,8 +81,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.sample < 1:
         raise CkspaceError(f"--sample must be at least 1, not {args.sample}")
-    args.ck_space = args.ck_space or ""  # the rules the probe tests include the CK revision's, always
-    revision = find_revision(args.ck_space or None)
+    if args.rules_only:  # the rules the probe tests include the CK revision's, always
+        raise CkspaceError("probe compiles what the CK headers of the target can build: not with --rules-only")
+    revision = find_revision(args.ck_root)
     space = space_from_args(args)
     cells = [(request, cell) for request in space.requests for cell in request.cells]
     per_cell = ceil(args.sample / len(cells))
@@ -97,7 +96,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     emitted = emit(kernels, args.out, revision, arch=request.arch,
                    request={"probe": True, "rule_set": request.rule_set, "sample": args.sample, "seed": args.seed,
                             "cells": [cell.label() for _, cell in cells], "where": list(args.where)})
-    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_space or None,
+    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_root,
                    progress=stderr_is_terminal())
     by_name = {k.name: k for k in kernels}
     groups: dict[tuple[str, str], list[str]] = {}

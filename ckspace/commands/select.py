@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from ckspace.commands.common import add_target_arguments, target_choice
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "select"
@@ -63,25 +64,29 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.selector import Selector
 
     problem = ConvProblem.parse(args.problem)
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model)
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target_choice(args))
     if args.candidates:
         candidates = read_candidates(args.candidates, selector.arch)
-    elif args.rule_set or not selector.default_candidates:
+    else:
         from ckspace.space.space import Space
 
         space = Space(selector.arch, selector.variant.value, problem.ndim, selector.dtype.value,
-                      args.rule_set or "full")
+                      args.rule_set or "full", ck=selector.target)
         candidates = [c for c in space if c.kind == "gemm"]
-    else:
-        candidates = list(selector.default_candidates)
+        if not candidates:
+            raise CkspaceError(f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
+                               f"set {args.rule_set or 'full'} for {selector.arch} in the target "
+                               f"({selector.target.describe().removeprefix('target: ')})")
     selection = selector.select(problem, candidates, k=args.top)
     if args.format == "json":
         out.write(json.dumps({"pick": selection.pick, "family": selection.family,
                               "top": [{"name": r.name, "family": r.family, "score": r.score, "predicted_tflops": r.predicted_tflops}
                                       for r in selection.top],
                               "source": selection.source, "feasible": selection.feasible,
-                              "fallbacks": selection.fallbacks, "candidates": selection.candidates}) + "\n")
+                              "fallbacks": selection.fallbacks, "candidates": selection.candidates,
+                              "target": selector.target.record()}) + "\n")
         return 0
+    out.write(selector.target.describe() + "\n")
     if selection.source == "analytical":
         out.write(f"no model for {selector.arch} {selector.variant.value} {selector.dtype.value}: "
                   "ranked by the analytical roofline score\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,9 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 
 
-def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
+def cell_key(request: Request, cell: Cell, target: str | None = None) -> dict[str, Any]:
+    """The entry's key; ``target`` is a target's :attr:`~ckspace.core.target.Target.cache_key` for a
+    listing narrowed to that target (None: the rule space)."""
     from ckspace import __version__
 
     rule_set = get_rule_set(request.rule_set)
@@ -39,11 +42,18 @@ def cell_key(request: Request, cell: Cell) -> dict[str, Any]:
         "rule_set": request.rule_set,
         "cell": cell.label(),
         "request": request.key() if rule_set.request_wide else None,
+        "target": target,
     }
 
 
 def _path(key: dict[str, Any]) -> Path:
     return cache_dir() / "cells" / f"{sha256(json.dumps(key, sort_keys=True).encode())[:40]}.json"
+
+
+_read: dict[Path, tuple[tuple[int, int, int], CellResult]] = {}
+"""Entries read in this process, by path and the file's mtime, size and inode: a command that lists
+the rule space and a target of it (``enumerate``'s note on what the CK leaves out) parses each
+entry once, and a changed file is read again."""
 
 
 def load(request: Request, cell: Cell) -> CellResult | None:
@@ -52,36 +62,89 @@ def load(request: Request, cell: Cell) -> CellResult | None:
     key = cell_key(request, cell)
     path = _path(key)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        log.warning("cache entry %s unreadable (%s): rebuilding", path, exc)
-        return None
+        stat = path.stat()
+    except OSError:
+        stat = None
+    seen = (stat.st_mtime_ns, stat.st_size, stat.st_ino) if stat is not None else None
+    if seen is not None and _read.get(path, (None,))[0] == seen:
+        return _read[path][1]
     try:
-        entry = json.loads(data.decode("utf-8"))
-        if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
-            raise ValueError("key or checksum mismatch")
-        payload = json.loads(entry["payload"])
+        payload = _payload(path, key)
+        if payload is None:
+            return None
         result = CellResult(
-            gemm=[tuple(_ints(r)) for r in payload["gemm"]],
+            gemm=_rows(payload["gemm"]),
             gemm_valid=[bool(v) for v in _ints(payload["gemm_valid"])],
-            depthwise=[tuple(_ints(r)) for r in payload["depthwise"]],
+            depthwise=_rows(payload["depthwise"]),
             depthwise_valid=[bool(v) for v in _ints(payload["depthwise_valid"])],
         )
         if len(result.gemm) != len(result.gemm_valid) or len(result.depthwise) != len(result.depthwise_valid):
             raise ValueError("rows and validity flags differ in length")
+        if seen is not None:
+            _read[path] = (seen, result)
         return result
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("cache entry %s is stale or corrupt (%s): rebuilding", path, exc)
         return None
 
 
+def _payload(path: Path, key: dict[str, Any]) -> Any:
+    """The checked payload of the entry at ``path`` (None when absent or unreadable); ValueError and
+    its kin for an entry of another key, a wrong checksum or bad JSON."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cache entry %s unreadable (%s): rebuilding", path, exc)
+        return None
+    entry = json.loads(data.decode("utf-8"))
+    if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
+        raise ValueError("key or checksum mismatch")
+    return json.loads(entry["payload"])
+
+
+def load_flags(request: Request, cell: Cell, target: str, sizes: tuple[int, int]) -> tuple[list[bool], list[bool]] | None:
+    """A target's validity flags of a cell (GEMM, depthwise), cached under the target's key
+    (:attr:`~ckspace.core.target.Target.cache_key`); the rows are the rule space's entry's, so a
+    target listing reads its rows once. None when absent, stale, corrupt or not of ``sizes``."""
+    key = cell_key(request, cell, target)
+    path = _path(key)
+    try:
+        payload = _payload(path, key)
+        if payload is None:
+            return None
+        gemm, depthwise = _ints(payload["gemm_valid"]), _ints(payload["depthwise_valid"])
+        if (len(gemm), len(depthwise)) != sizes:
+            raise ValueError("flags and rows differ in length")
+        return [bool(v) for v in gemm], [bool(v) for v in depthwise]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("cache entry %s is stale or corrupt (%s): rebuilding", path, exc)
+        return None
+
+
+def store_flags(request: Request, cell: Cell, target: str, gemm: list[bool], depthwise: list[bool]) -> None:
+    """Write a target's validity flags of a cell (see :func:`load_flags`)."""
+    _write(cell_key(request, cell, target), {"gemm_valid": [int(v) for v in gemm],
+                                            "depthwise_valid": [int(v) for v in depthwise]})
+
+
 def _ints(values: object) -> list[int]:
     """A list of plain integers, or ValueError (a hand-edited or foreign entry)."""
-    if not isinstance(values, list) or not all(type(v) is int for v in values):
+    if not isinstance(values, list) or not set(map(type, values)) <= {int}:
         raise ValueError("expected a list of integers")
     return values
+
+
+def _rows(values: object) -> list[tuple[int, ...]]:
+    """A list of rows of plain integers as tuples, or ValueError. The types are checked over all
+    rows at once (``set(map(type, ...))`` runs in C): a warm listing reads tens of thousands of
+    rows, and a per-value check in Python was most of a warm ``enumerate --count``."""
+    if not isinstance(values, list) or not set(map(type, values)) <= {list}:
+        raise ValueError("expected a list of rows")
+    if not set(map(type, chain.from_iterable(values))) <= {int}:
+        raise ValueError("expected rows of integers")
+    return list(map(tuple, values))
 
 
 def info() -> dict[str, object]:
@@ -106,12 +169,15 @@ def clear() -> int:
 
 def store(request: Request, cell: Cell, result: CellResult) -> None:
     """Write one cell atomically (temporary file in the same folder, then rename)."""
-    key = cell_key(request, cell)
-    path = _path(key)
-    payload = json.dumps({
+    _write(cell_key(request, cell), {
         "gemm": result.gemm, "gemm_valid": [int(v) for v in result.gemm_valid],
         "depthwise": result.depthwise, "depthwise_valid": [int(v) for v in result.depthwise_valid],
-    }, separators=(",", ":"))
+    })
+
+
+def _write(key: dict[str, Any], content: dict[str, Any]) -> None:
+    path = _path(key)
+    payload = json.dumps(content, separators=(",", ":"))
     text = json.dumps({"key": key, "checksum": sha256(payload.encode()), "payload": payload})
     try:
         write_atomic(path, text.encode(), "cache entry")

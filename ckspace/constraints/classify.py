@@ -35,6 +35,20 @@ def rule_masks(rules: Iterable[Rule], cols: dict[str, np.ndarray], size: int) ->
     return out
 
 
+def satisfies_all(rules: Sequence[Rule], rows: list[tuple[int, ...]], field_names: Sequence[str]) -> list[bool]:
+    """Which rows satisfy every rule. A rule naming a field the rows lack (a GEMM field for a
+    depthwise config, say) excludes them all: the one statement of that policy, for filters, a
+    problem's checks and a target's rules alike."""
+    if not rules or not rows:
+        return [True] * len(rows)
+    if any(not set(rule.fields) <= set(field_names) for rule in rules):
+        return [False] * len(rows)
+    ok = np.ones(len(rows), dtype=bool)
+    for mask in rule_masks(rules, columns(rows, field_names), len(rows)).values():
+        ok &= mask
+    return ok.tolist()
+
+
 def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
                     field_names: Sequence[str]) -> dict[Predicate, np.ndarray]:
     """For each predicate, a bool array: True where a row satisfies every rule of it."""

@@ -18,13 +18,18 @@ from dataclasses import replace
 from ckspace.constraints import cellcache
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+from ckspace.core.target import Target
 
 log = logging.getLogger(__name__)
 
 
-def enumerate_cells(request: Request, use_cache: bool = True) -> dict[Cell, CellResult]:
+def enumerate_cells(request: Request, use_cache: bool = True, target: Target | None = None) -> dict[Cell, CellResult]:
     """Every cell of ``request`` in request order: from the cache where possible, else computed
-    (and stored)."""
+    (and stored). With a ``target``, a kernel is valid only if the target's rules hold too
+    (:mod:`ckspace.constraints.target_rules`); the rows stay the rule set's output."""
+    key = None if target is None else target.cache_key
+    if key is not None:
+        return _target_cells(request, use_cache, target, key)
     results: dict[Cell, CellResult] = {}
     if use_cache:
         for cell in request.cells:
@@ -39,6 +44,31 @@ def enumerate_cells(request: Request, use_cache: bool = True) -> dict[Cell, Cell
             if use_cache:
                 cellcache.store(request, cell, fresh[cell])
     return {cell: results[cell] for cell in request.cells}
+
+
+def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -> dict[Cell, CellResult]:
+    """The cells of ``request`` narrowed to ``target``: the rule space's rows, with the flags of the
+    rows the target's rules reject cleared (cached under the target's key, rows not repeated)."""
+    base = enumerate_cells(request, use_cache)
+    results: dict[Cell, CellResult] = {}
+    for cell in request.cells:
+        result = base[cell]
+        flags = (cellcache.load_flags(request, cell, key, (len(result.gemm), len(result.depthwise)))
+                 if use_cache else None)
+        if flags is None:
+            from ckspace.constraints.classify import satisfies_all
+            from ckspace.constraints.target_rules import target_rules
+            from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+
+            gemm_rules, depthwise_rules = target_rules(target, request.arch, cell)
+            gemm_ok = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
+            dw_ok = satisfies_all(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
+            flags = ([a and b for a, b in zip(result.gemm_valid, gemm_ok, strict=True)],
+                     [a and b for a, b in zip(result.depthwise_valid, dw_ok, strict=True)])
+            if use_cache:
+                cellcache.store_flags(request, cell, key, *flags)
+        results[cell] = replace(result, gemm_valid=flags[0], depthwise_valid=flags[1])
+    return results
 
 
 def propose(request: Request, use_cache: bool = True) -> dict[Cell, CellProposals]:

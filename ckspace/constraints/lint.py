@@ -55,6 +55,8 @@ QUIRKS: dict[str, str] = {
              "a variant nothing (bwd_data in every combined request).",
     "14.13": "`default` doubles tile_k for its compv4 tiles, and the doubled tiles exceed compv4's 32 KiB LDS "
              "budget: they are generated only to be rejected.",
+    "14.15": "Upstream documents some configs as giving wrong results (bwd_weight fp16/bf16 interwave compv1/mem "
+             "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them.",
     "14.18": "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their "
              "fixed 64-thread blocks are doubtful.",
 }

@@ -15,12 +15,14 @@ import hashlib
 import importlib.util
 import os
 import re
-from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES, CkRevision
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkHeadersNotFound, CkspaceError
 from ckspace.core.vocab import Dtype, Pipeline, Variant
+
+if TYPE_CHECKING:  # pydantic loads only when a revision is read, not to locate the headers
+    from ckspace.core.ck import CkRevision
 
 CONV_DIR = Path("ck_tile/ops/grouped_convolution")
 PIPELINE_DIR = Path("ck_tile/ops/gemm/pipeline")
@@ -77,8 +79,9 @@ def locate_ck(ck_root: str | os.PathLike[str] | None = None) -> Path:
     found = _aiter_include()
     if found is not None:
         return found.resolve()
-    raise CkspaceError("no CK Tile headers found; looked at --ck-root, CK_ROOT, " + ", ".join(looked)
-                       + " (scripts/install-toolchain-gfx942.sh installs them)")
+    where = "--ck-root, CK_ROOT, " + ", ".join(looked)
+    raise CkHeadersNotFound(f"no CK Tile headers found; looked at {where} (scripts/install-toolchain-gfx942.sh "
+                            "installs them)", where)
 
 
 def _read(include: Path, relative: Path | str) -> str:
@@ -136,6 +139,8 @@ def _call_forms(text: str) -> set[int]:
 
 def _pipeline_texts(include: Path) -> dict[Pipeline, str]:
     """Each pipeline's own header (the one defining its class)."""
+    from ckspace.core.ck import PIPELINE_CLASSES
+
     out: dict[Pipeline, str] = {}
     for path in sorted((include / PIPELINE_DIR).glob("*.hpp")):
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -173,9 +178,11 @@ def _fingerprint(include: Path) -> str:
     return digest.hexdigest()
 
 
-@cache
-def detect_revision(include_dir: str) -> CkRevision:
-    """Probe the headers under ``include_dir`` (a result of :func:`locate_ck`)."""
+def detect_revision(include_dir: str) -> "CkRevision":
+    """Probe the headers under ``include_dir`` (a result of :func:`locate_ck`); ~0.2 s, so callers go
+    through :func:`find_revision`, which caches the answer while the headers are unchanged."""
+    from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES, CkRevision
+
     include = Path(include_dir)
     pipeline_text = "\n".join(p.read_text(encoding="utf-8", errors="replace")
                               for p in sorted((include / PIPELINE_DIR).glob("*.hpp")))
@@ -231,7 +238,9 @@ def detect_revision(include_dir: str) -> CkRevision:
     )
 
 
-def find_revision(ck_root: str | os.PathLike[str] | None = None) -> CkRevision:
+def find_revision(ck_root: str | os.PathLike[str] | None = None) -> "CkRevision":
     """The revision of the CK headers :func:`locate_ck` finds (``ck_root``, ``CK_ROOT``, ROCm,
-    the amd-aiter wheel)."""
-    return detect_revision(str(locate_ck(ck_root)))
+    the amd-aiter wheel), cached while the headers are unchanged (:mod:`ckspace.core.target`)."""
+    from ckspace.core.target import revision_at
+
+    return revision_at(str(locate_ck(ck_root)))

@@ -41,3 +41,12 @@ class NoKernelError(CkspaceError):
     def __init__(self, message: str, blocking: dict[str, tuple[str, ...]]) -> None:
         super().__init__(message)
         self.blocking = blocking
+
+
+class CkHeadersNotFound(CkspaceError):
+    """No CK Tile headers at any place ckspace looks (``looked`` lists them): for the default target
+    a fact (the rule space is answered for instead), for ``emit`` and ``build`` an error."""
+
+    def __init__(self, message: str, looked: str) -> None:
+        super().__init__(message)
+        self.looked = looked

@@ -146,6 +146,9 @@ class RuleKind(Choice):
     """A check CK Tile makes before running a kernel on a problem (``IsSupportedArgument``)."""
     CK = "ck"
     """The CK headers in use cannot compile the config."""
+    KNOWN_WRONG = "known_wrong"
+    """Upstream documents the config as giving wrong results: outside every target, kept only by the
+    rule space (``--rules-only``)."""
 
 
 class Predicate(Choice):
@@ -169,6 +172,8 @@ class Predicate(Choice):
     """What the CK revision in use cannot compile."""
     DOMAIN = "domain"
     """The values a field ranges over in a rule set without a proposal table (``open``)."""
+    KNOWN_WRONG = "known_wrong"
+    """Configs upstream documents as giving wrong results (:mod:`ckspace.constraints.known_wrong`)."""
 
     @property
     def kind(self) -> RuleKind:
@@ -186,6 +191,7 @@ _PREDICATE_KIND = {
     Predicate.PROBLEM: RuleKind.PROBLEM,
     Predicate.CK_REVISION: RuleKind.CK,
     Predicate.DOMAIN: RuleKind.RULE_SET,
+    Predicate.KNOWN_WRONG: RuleKind.KNOWN_WRONG,
 }
 
 EMITTED_PREDICATES: tuple[Predicate, ...] = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH,

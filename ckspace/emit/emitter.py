@@ -129,10 +129,13 @@ def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[Gem
 def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[list[GemmConfig], frozenset[str]]:
     """``--fallbacks``: the configs plus, as fallback-only kernels, the vector-width variants their
     families need to serve every channel count (:func:`~ckspace.select.fallbacks.serving_variants`)
-    that this CK can build."""
+    that are kernels of the target of this CK (it can build them, upstream does not document them as
+    wrong), as the selector's fallbacks are."""
+    from ckspace.core.target import resolve_target
+
     have = {c.name for c in configs}
     extra: dict[str, GemmConfig] = {}
-    for family in serving_variants(configs):
+    for family in serving_variants(configs, resolve_target(revision)):
         for variant in family:
             if variant.name not in have:
                 extra.setdefault(variant.name, variant)

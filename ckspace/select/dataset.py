@@ -41,7 +41,7 @@ from ckspace.core.files import sha256_file
 from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
-from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.hardware import hardware_facts
 
 log = logging.getLogger(__name__)

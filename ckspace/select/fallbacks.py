@@ -22,12 +22,15 @@ from itertools import product
 
 import numpy as np
 
-from ckspace.constraints.classify import columns, rule_masks
+from ckspace.constraints.classify import columns, rule_masks, satisfies_all
+from ckspace.constraints.target_rules import target_rules
+from ckspace.core.cells import Cell
 from ckspace.constraints.validity import gemm_rules
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.tables import table
+from ckspace.core.target import Target
 
 VECTOR_WIDTHS: tuple[int, ...] = tuple(table("full")["vec_gate"]["widths"])
 """The vector widths the rule tables know (``full.json`` ``vec_gate.widths``)."""
@@ -42,8 +45,10 @@ def _narrower(config: GemmConfig) -> list[tuple[int, int, int]]:
     return sorted(triples, key=lambda t: (-(t[0] * t[1] * t[2]), -t[0], -t[1], -t[2]))
 
 
-def vector_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
-    """For each config, its family's other vector variants (see the module doc), widest first.
+def vector_variants(configs: Sequence[GemmConfig], target: Target | None = None) -> list[list[GemmConfig]]:
+    """For each config, its family's other vector variants (see the module doc), widest first; with a
+    ``target``, only the variants that are kernels of it (a fallback is never a kernel its CK cannot
+    build or upstream documents as wrong).
 
     All configs must share one cell (arch, variant, dtype); the validity rules are evaluated once
     over every candidate variant at once."""
@@ -73,17 +78,39 @@ def vector_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
     for j in np.flatnonzero(keep):
         base = configs[owner[j]]
         out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j]))))
+    if target is not None:
+        inside = in_target(target, [v for family in out for v in family])
+        out = [[v for v in family if inside[identity(v)]] for family in out]
     return out
 
 
-def serving_variants(configs: Sequence[GemmConfig]) -> list[list[GemmConfig]]:
+def identity(config: GemmConfig) -> tuple:
+    """What makes two configs the same kernel (names are output, never identity)."""
+    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
+
+
+def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[tuple, bool]:
+    """Whether each config passes the target's rules (:mod:`ckspace.constraints.target_rules`) in its
+    cell, by :func:`identity`; the validity rules are the caller's."""
+    out: dict[tuple, bool] = {}
+    cells: dict[tuple, list[GemmConfig]] = {}
+    for config in configs:
+        cells.setdefault((config.arch, Cell(config.variant, config.ndim, config.dtype)), []).append(config)
+    for (arch, cell), members in cells.items():
+        rules = target_rules(target, arch, cell)[0]
+        ok = satisfies_all(rules, [c.row() for c in members], GEMM_FIELD_NAMES)
+        out.update((identity(c), keep) for c, keep in zip(members, ok, strict=True))
+    return out
+
+
+def serving_variants(configs: Sequence[GemmConfig], target: Target | None = None) -> list[list[GemmConfig]]:
     """For each config, the variants its family falls back to for some channel count: a vector
     width divides a channel count exactly when it is at most the count's largest power-of-two
     divisor, so for every pair of such caps (on Cg and on Kg) the widest variant within them is the
     one a problem with those channels gets. Fewer than the family's variants: the ones a library
     needs to serve every channel count by vector alignment."""
     out = []
-    for config, family in zip(configs, vector_variants(configs)):
+    for config, family in zip(configs, vector_variants(configs, target)):
         gemm = OPERANDS[config.variant]
         channels = {f: gemm.operand(f).channels for f in VECTOR_FIELDS}
         chosen: dict[tuple[int, ...], GemmConfig] = {}

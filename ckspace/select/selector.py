@@ -37,10 +37,11 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
+from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Variant, parse_arch
-from ckspace.select.benchmark_names import config_from_any_name
+from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
-from ckspace.select.fallbacks import vector_variants
+from ckspace.select.fallbacks import identity, vector_variants
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
@@ -126,6 +127,7 @@ class CandidateSet:
     rows: Rows
     ndim: np.ndarray
     pool: frozenset[tuple] | None = None
+    target: Target | None = None
     _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
     family_rows: list[np.ndarray] = field(default_factory=list, repr=False)
     same_as_candidate: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
@@ -139,23 +141,18 @@ class CandidateSet:
         """(rows of every family's variants, widest first per family; the family of each row; the
         offsets of each family's block; their names)."""
         if self._variants is None:
-            per_family = vector_variants(self.table.configs)
+            per_family = vector_variants(self.table.configs, self.target)
             if self.pool is not None:
-                per_family = [[v for v in family if _identity(v) in self.pool] for family in per_family]
+                per_family = [[v for v in family if identity(v) in self.pool] for family in per_family]
             flat = [v for family in per_family for v in family]
             owner = np.repeat(np.arange(len(per_family)), [len(f) for f in per_family])
             offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])]).astype(np.int64)
             rows = Rows.build(flat) if flat else Rows(ConfigTable.build([]), {})
             self._variants = (rows, owner, offsets, [v.name for v in flat])
             self.family_rows = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(per_family))]
-            candidates = {_identity(c): i for i, c in enumerate(self.table.configs)}
-            self.same_as_candidate = np.asarray([candidates.get(_identity(v), -1) for v in flat], dtype=np.int64)
+            candidates = {identity(c): i for i, c in enumerate(self.table.configs)}
+            self.same_as_candidate = np.asarray([candidates.get(identity(v), -1) for v in flat], dtype=np.int64)
         return self._variants
-
-
-def _identity(config: GemmConfig) -> tuple:
-    """What makes two configs the same kernel (names are output, never identity)."""
-    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
 
 
 def _masks(rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str, np.ndarray], size: int,
@@ -184,8 +181,10 @@ class Selector:
 
     def __init__(self, arch: str, variant: Variant, dtype: Dtype, hw: HardwareFacts,
                  ranker: object | None = None, regressor: object | None = None, card: ModelCard | None = None,
-                 num_threads: int = 1, compiled: CompiledSelector | None = None) -> None:
+                 num_threads: int = 1, compiled: CompiledSelector | None = None, target: Target | None = None) -> None:
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
+        self.target = target if target is not None else resolve_target(AUTO)
+        """The target the vector fallbacks stay inside (:mod:`ckspace.core.target`)."""
         self.card = card
         self.ranker, self.regressor = ranker, regressor
         self.source = "model" if ranker is not None else "analytical"
@@ -203,7 +202,7 @@ class Selector:
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
-             num_threads: int = 1, engine: str = "auto") -> "Selector":
+             num_threads: int = 1, engine: str = "auto", ck: object = AUTO) -> "Selector":
         """The cell's model (``model_dir``, else the shipped one), or the analytical fallback when
         the package ships none for the cell; a damaged or mismatched model is an error.
 
@@ -214,16 +213,19 @@ class Selector:
 
         One prediction thread by default: for a few dozen rows a second OpenMP thread saves
         ~0.07 ms on an idle machine, but costs over 10 ms per call when the cores are busy (as they
-        are inside a framework), measured with bench/selection.py."""
+        are inside a framework), measured with bench/selection.py.
+
+        ``ck``: the target (as ``Space``'s): a candidate's vector fallback is a kernel of it."""
         if engine not in ENGINES:
             raise InvalidChoiceError("selector engine", engine, ENGINES)
         arch, variant, dtype = parse_arch(arch), Variant.parse(variant), Dtype.parse(dtype)
+        target = resolve_target(ck)
         hw = hardware_facts(arch)
         directory = Path(model_dir) if model_dir is not None else shipped_model_dir(arch, variant.value, dtype.value)
         if model_dir is None and not directory.is_dir():
             log.warning("no model for %s %s %s: ranking by the analytical roofline score", arch, variant.value,
                         dtype.value)
-            return cls(arch, variant, dtype, hw, num_threads=num_threads)
+            return cls(arch, variant, dtype, hw, num_threads=num_threads, target=target)
         ranker, regressor, card = load_model(directory)
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
             raise SelectorError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
@@ -239,7 +241,7 @@ class Selector:
                                                   texts[TFLOPS_FILE], ranker.num_feature(), compiler)
             else:
                 log.info("no C compiler: the selector calls LightGBM (slower, same answers)")
-        return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads, compiled)
+        return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads, compiled, target)
 
     def feature_matrix(self, problem: ConvProblem, table: ConfigTable) -> np.ndarray:
         """The features of ``problem`` with every row of ``table``, through the engine."""
@@ -272,7 +274,7 @@ class Selector:
 
         ``pool`` limits the vector-width fallbacks to these configs (a built library's kernels);
         without it a family may fall back to any variant the validity rules allow."""
-        pool_key = None if pool is None else frozenset(_identity(c) for c in pool)
+        pool_key = None if pool is None else frozenset(identity(c) for c in pool)
         key = (tuple(candidates), pool_key)
         prepared = self._prepared.get(key)
         if prepared is None:
@@ -294,9 +296,9 @@ class Selector:
                                         f"{config.dtype.value} kernel; the selector is for {self.arch} "
                                         f"{self.variant.value} {self.dtype.value}")
                 configs.append(config)
-                names.append(item.name if isinstance(item, GemmConfig) else str(item))
+                names.append(config.name)  # the config's own name, whatever name it was given by
             prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]),
-                                    pool_key)
+                                    pool_key, self.target)
             self._prepared[key] = prepared
         return prepared
 

@@ -33,6 +33,13 @@ from ckspace.core.naming import depthwise_name, gemm_name
 from ckspace.core.vocab import Dtype, RuleKind, Variant, parse_ndim
 
 
+Verdict = Literal["member", "not_proposed", "invalid"]
+VERDICTS: tuple[str, ...] = ("member", "not_proposed", "invalid")
+"""explain's three answers: a kernel of the space; a config every rule allows but the rule set does
+not propose (the closest proposals that are kernels of the space are offered); a config some rule
+excludes (a minimal set of them is named)."""
+
+
 class Blame(BaseModel):
     """One constraint in a minimal set that excludes the config."""
 
@@ -53,6 +60,7 @@ class CellExplanation(BaseModel):
     rules_revision: str
     config_kind: Literal["gemm", "depthwise"]
     valid: bool
+    verdict: Verdict
     completions: int
     blame: list[Blame]
     closest: list[str]
@@ -62,6 +70,10 @@ class CellExplanation(BaseModel):
         if self.valid:
             more = f"; {self.completions} valid completion(s)" if partial else ""
             return head + "VALID" + more
+        if self.verdict == "not_proposed":
+            subject = (f"a completion passes every rule but rule set {self.rule_set} proposes none" if partial
+                       else f"NOT PROPOSED: it passes every rule, but rule set {self.rule_set} does not propose it")
+            return "\n".join([head + subject, *(f"      {c}" for c in self.closest)])
         subject = "no valid completion; the closest completion breaks" if partial else "NOT VALID; it breaks"
         lines = [head + subject + f" {len(self.blame)} constraint(s):"]
         for b in self.blame:
@@ -73,15 +85,23 @@ class CellExplanation(BaseModel):
 
 
 class Explanation(BaseModel):
-    """The answer of ``Space.explain``: per cell, valid or the minimal blame."""
+    """The answer of ``Space.explain``: per cell, valid or the minimal blame; overall, the best
+    verdict of its cells (``member`` before ``not_proposed`` before ``invalid``) and the target."""
 
     query: dict[str, Any]
     partial: bool
     valid: bool
+    verdict: Verdict
+    target: dict[str, Any]
     cells: list[CellExplanation]
 
     def text(self) -> str:
-        return "\n".join(c.text(self.partial) for c in self.cells)
+        return "\n".join([*(c.text(self.partial) for c in self.cells), "# " + self.target["note"]])
+
+
+def overall_verdict(cells: Sequence[CellExplanation]) -> Verdict:
+    """The best answer any cell gives."""
+    return min((c.verdict for c in cells), key=VERDICTS.index)
 
 
 def _decoded(field: str, value: int, depthwise: bool) -> Any:
@@ -90,15 +110,16 @@ def _decoded(field: str, value: int, depthwise: bool) -> Any:
 
 def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Mapping[str, int],
              render, rule_set: str, depthwise: bool) -> list[str]:
-    """Where the config misses the rule set's tables: the nearest proposals and how they differ."""
+    """Where the config misses the rule set's tables: the nearest of its kernels in the space (valid
+    proposals of this target) and how they differ."""
     if not rows:
-        return [f"{rule_set} proposes nothing in this cell"]
+        return [f"{rule_set} has no kernel in this cell for this target"]
     index = {f: i for i, f in enumerate(fields)}
     fixed = [(index[f], v) for f, v in values.items() if f in index]
     distance = [sum(row[i] != v for i, v in fixed) for row in rows]
     best = min(distance)
     nearest = [row for row, d in zip(rows, distance) if d == best]
-    out = [f"no proposal of {rule_set} matches; {len(nearest)} proposal(s) differ in {best} field(s), e.g.:"]
+    out = [f"no kernel of {rule_set} matches; {len(nearest)} of its kernels differ in {best} field(s), e.g.:"]
     for row in nearest[:3]:
         diff = ", ".join(f"{fields[i]} {_decoded(fields[i], v, depthwise)} -> {_decoded(fields[i], row[i], depthwise)}"
                          for i, v in fixed if row[i] != v)
@@ -174,7 +195,7 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
     if model.feasible(values):
         completions = (valid_rows(values) if callable(valid_rows)
                        else sum(all(row[i] == v for i, v in fixed) for row in valid_rows))
-        return CellExplanation(**base, valid=True, completions=completions, blame=[], closest=[])
+        return CellExplanation(**base, valid=True, verdict="member", completions=completions, blame=[], closest=[])
     correction = model.minimal_correction(values)
     if correction is None:
         bounds = ", ".join(f"{f} in [{lo}, {hi}]" for f, (lo, hi) in model.bounds.items() if f in values)
@@ -187,10 +208,12 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
             blame.append(Blame(constraint=PROPOSALS, kind=RuleKind.RULE_SET, source=f"rule set {request.rule_set}",
                                statement=f"the config is not one that rule set {request.rule_set} proposes",
                                values={}, detail="valid configs outside the rule set's tables are not emitted"))
-            closest = _closest(proposal_rows, fields, values, render, request.rule_set, depthwise)
+            members = proposal_rows if callable(valid_rows) else valid_rows
+            closest = _closest(members, fields, values, render, request.rule_set, depthwise)
             continue
         rule = model.rules[name]
         shown = {f: _decoded(f, witness[f], depthwise) for f in rule.fields if f in witness}
         blame.append(Blame(constraint=name, kind=rule.predicate.kind, statement=rule.text, source=rule.source,
                            values=shown, detail=why(rule.expr, witness)))
-    return CellExplanation(**base, valid=False, completions=0, blame=blame, closest=closest)
+    verdict = "not_proposed" if list(off) == [PROPOSALS] else "invalid"
+    return CellExplanation(**base, valid=False, verdict=verdict, completions=0, blame=blame, closest=closest)

@@ -17,6 +17,7 @@ from ckspace.core.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
     from ckspace.constraints.rule import Rule
+    from ckspace.core.target import Target
     from ckspace.core.config import KernelConfig
 
 
@@ -59,43 +60,28 @@ class Kernel(NamedTuple):
         }
 
 
-def filter_mask(rules: Sequence["Rule"], rows: list[Row], fields: Sequence[str]) -> list[bool]:
-    """Which rows satisfy every rule. A rule naming a field the rows lack (a GEMM field for a
-    depthwise config, say) excludes them all."""
-    if not rules or not rows:
-        return [True] * len(rows)
-    if any(not set(rule.fields) <= set(fields) for rule in rules):
-        return [False] * len(rows)
-    from ckspace.constraints.classify import (  # deferred: numpy only with filters
-        columns,
-        rule_masks,
-    )
-
-    ok = [True] * len(rows)
-    for mask in rule_masks(rules, columns(rows, fields), len(rows)).values():
-        ok = [a and bool(b) for a, b in zip(ok, mask)]
-    return ok
-
-
 CellFilters = Callable[[Request, Cell], tuple[Sequence["Rule"], Sequence["Rule"]]]
 """Per (request, cell): the extra rules GEMM and depthwise configs must satisfy."""
 
 
 def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
-                 filters: CellFilters | None = None) -> list[Kernel]:
+                 target: "Target | None" = None, filters: CellFilters | None = None) -> list[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
-    ``raw``; only those satisfying the extra rules ``filters`` gives per cell. A kernel that
-    several requests produce (rule-set lists) is listed once."""
+    ``raw``; only those of ``target`` (through the cell cache; None: the rule space); only those
+    satisfying the extra rules ``filters`` gives per cell. A kernel that several requests produce
+    (rule-set lists) is listed once."""
     requests = list(requests)
     out: list[Kernel] = []
     for request in requests:
         arch = request.arch
-        for cell, result in enumerate_cells(request, use_cache).items():
+        for cell, result in enumerate_cells(request, use_cache, target).items():
             keep_gemm = keep_dw = None
             if filters is not None:
+                from ckspace.constraints.classify import satisfies_all  # deferred: numpy only with filters
+
                 gemm_rules, depthwise_rules = filters(request, cell)
-                keep_gemm = filter_mask(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
-                keep_dw = filter_mask(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
+                keep_gemm = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
+                keep_dw = satisfies_all(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
             for depthwise, rows, valid, keep in ((False, result.gemm, result.gemm_valid, keep_gemm),
                                                  (True, result.depthwise, result.depthwise_valid, keep_dw)):
                 out += [Kernel(arch, cell, depthwise, row, ok)

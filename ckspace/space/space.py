@@ -18,6 +18,7 @@ from ckspace.core.cells import Cell, CellProposals, Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
+from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.space.listing import Kernel, list_kernels
 
 if TYPE_CHECKING:
@@ -50,12 +51,17 @@ class Space:
     the sampling rule sets (full-tests, tiny) sample over all of it; several archs or rule sets
     are separate requests whose kernels are united. ``rules_revision`` names the upstream state of
     the validity rules (``ckspace rules`` lists them; default: the newest).
+
+    ``ck`` chooses the target (:mod:`ckspace.core.target`): by default (``"auto"``) the CK headers
+    ckspace finds, and the space holds only what they can build, less the kernels upstream
+    documents as wrong; ``None`` is the upstream rule space (rules only); a path names the CK root.
+    ``target.describe()`` says which.
     """
 
     def __init__(self, arch: str | Sequence[str], variant: object = None, ndim: object = None,
                  dtype: object = None, rule_set: str | Sequence[str] = "full", *,
                  where: str | Sequence[str] = (), use_cache: bool = True,
-                 rules_revision: str | None = None) -> None:
+                 rules_revision: str | None = None, ck: object = AUTO) -> None:
         archs = _listify(arch) or []
         rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
@@ -76,7 +82,7 @@ class Space:
 
             self.filters = tuple(parse_where(text) for text in _listify(where) or [])
         self.problem: ConvProblem | None = None
-        self.ck: CkRevision | None = None
+        self.target: Target = resolve_target(ck)
         self._models: dict[tuple, CellModel] = {}
         self._proposals: dict[Request, dict[Cell, CellProposals]] = {}
 
@@ -99,11 +105,17 @@ class Space:
 
         return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
 
-    def for_ck(self, revision: "CkRevision") -> "Space":
-        """The kernels of this space that the CK Tile headers of ``revision`` can compile (what the
-        revision lacks becomes named constraints of every cell, :mod:`ckspace.constraints.ck_rules`).
-        :func:`ckspace.core.ck_headers.find_revision` finds and reads the headers."""
-        return self._narrowed(ck=revision)
+    def for_ck(self, revision: "CkRevision | str | None") -> "Space":
+        """This space for another target: the kernels the CK Tile headers of ``revision`` (a
+        :class:`~ckspace.core.ck.CkRevision`, a CK root path, ``"auto"``) can compile, less the
+        known-wrong ones (what the revision lacks becomes named constraints of every cell,
+        :mod:`ckspace.constraints.ck_rules`); None: the upstream rule space."""
+        return self._narrowed(target=resolve_target(revision))
+
+    @property
+    def ck(self) -> "CkRevision | None":
+        """The revision of the target's CK headers (None: rules only, or none found)."""
+        return self.target.ck.revision() if self.target.ck is not None else None
 
     def _narrowed(self, **changes: object) -> "Space":
         narrower = copy.copy(self)
@@ -114,14 +126,19 @@ class Space:
         return narrower
 
     def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
-        """Extra rules of a cell beyond the rule set and the validity predicates: the filters, what
-        the CK revision cannot build and the problem's checks, for GEMM and for depthwise configs."""
-        gemm, depthwise = list(self.filters), list(self.filters)
-        if self.ck is not None:
-            from ckspace.constraints.ck_rules import ck_depthwise_rules, ck_rules
+        """Extra rules of a cell beyond the rule set and the validity predicates: the target's (what
+        its CK cannot build, the known-wrong kernels), the filters and the problem's checks, for GEMM
+        and for depthwise configs."""
+        from ckspace.constraints.target_rules import target_rules
 
-            gemm += ck_rules(self.ck, cell.variant, cell.dtype, arch=request.arch, ndim=cell.ndim)
-            depthwise += ck_depthwise_rules(self.ck)
+        gemm, depthwise = (list(rules) for rules in target_rules(self.target, request.arch, cell))
+        extra_gemm, extra_depthwise = self._query_rules(request, cell)
+        return gemm + extra_gemm, depthwise + extra_depthwise
+
+    def _query_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
+        """The filters and the problem's checks of a cell (the target's rules come with the cached
+        listing)."""
+        gemm, depthwise = list(self.filters), list(self.filters)
         if self.problem is not None:
             from ckspace.constraints.problem_rules import (
                 depthwise_problem_rules,
@@ -133,7 +150,7 @@ class Space:
         return gemm, depthwise
 
     def __repr__(self) -> str:
-        return f"Space({', '.join(r.key() for r in self.requests)})"
+        return f"Space({', '.join(r.key() for r in self.requests)}{', rules only' if self.target.rules_only else ''})"
 
     # -- listing --------------------------------------------------------------------------------
     def _listing(self, raw: bool) -> list[Kernel]:
@@ -145,9 +162,9 @@ class Space:
                                    f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
                                    "it with where()")
             return list(self.iter_kernels())
-        narrowed = bool(self.filters) or self.problem is not None or self.ck is not None
-        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache,
-                            filters=self.cell_rules if narrowed else None)
+        narrowed = bool(self.filters) or self.problem is not None
+        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache, target=self.target,
+                            filters=self._query_rules if narrowed else None)
 
     @cached_property
     def _valid(self) -> list[Kernel]:
@@ -252,12 +269,17 @@ class Space:
         """The config a kernel name stands for, once per arch of the space (names carry no arch).
         ``fields``: the name's fields when the caller has parsed it already, so it is parsed once."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
-        from ckspace.core.naming import parse_kernel_name
+        from ckspace.core.naming import is_benchmark_name, parse_kernel_name
 
+        archs = dict.fromkeys(r.arch for r in self.requests)
+        if fields is None and is_benchmark_name(name.strip()):  # a tile-engine benchmark name stands for a config too
+            from ckspace.space.benchmark_names import config_from_benchmark_name
+
+            return [config_from_benchmark_name(name.strip(), arch) for arch in archs]
         kind = DepthwiseConfig if is_depthwise_name(name) else GemmConfig
         values = parse_kernel_name(name) if fields is None else fields
         try:
-            return [kind(arch=arch, **values) for arch in dict.fromkeys(r.arch for r in self.requests)]
+            return [kind(arch=arch, **values) for arch in archs]
         except InvalidInputError as exc:  # the grammar matched, a value is out of its domain (a tile of 0)
             raise KernelNameError(f"kernel name {name!r}: {exc}") from None
 
@@ -271,7 +293,7 @@ class Space:
         kernel name's parsed fields, as for :meth:`configs_from_name`."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.fields import plain
-        from ckspace.space.explain import Explanation, PartialQuery, explain_cell
+        from ckspace.space.explain import Explanation, PartialQuery, explain_cell, overall_verdict
 
         targets: list[tuple[Request, Cell, dict[str, int], bool]] = []
         if isinstance(item, Mapping):
@@ -299,7 +321,7 @@ class Space:
                               proposal_rows=self.proposal_rows(request, cell, depthwise))
                  for request, cell, values, depthwise in targets]
         return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
-                           cells=cells)
+                           verdict=overall_verdict(cells), target=self.target.record(), cells=cells)
 
     def sample(self, n: int, seed: int = 0, stratify_by: Sequence[str] | None = None) -> list["KernelConfig"]:
         """``n`` valid kernels, deterministic for a seed and spread over the strata of the given
@@ -383,6 +405,26 @@ class Space:
             fields, row = GEMM_FIELD_NAMES, config.row()
         masks = rule_masks(rules, columns([row], fields), 1)
         return [name for name, ok in masks.items() if not ok[0]]
+
+    def excluded_by(self, config: "KernelConfig") -> list[str]:
+        """Names of every rule that keeps ``config`` out of this space in its cell, the rule set's
+        proposals aside: validity rules (as :meth:`violated_rules`), then the target's (what its CK
+        cannot build, known-wrong kernels), the filters and the problem's checks. Empty: a kernel of
+        the space, or one the rule set does not propose."""
+        from ckspace.constraints.classify import satisfies_all
+        from ckspace.core.cells import Cell
+        from ckspace.core.config import DepthwiseConfig
+
+        broken = self.violated_rules(config)
+        depthwise = isinstance(config, DepthwiseConfig)
+        fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
+        cell = Cell(config.variant, config.ndim, config.dtype)
+        for request in self.requests:
+            if request.arch == config.arch and cell in request.cells:
+                rules = self.cell_rules(request, cell)[1 if depthwise else 0]
+                broken += [r.name for r in rules if not satisfies_all([r], [config.row()], fields)[0]]
+                break
+        return list(dict.fromkeys(broken))
 
     # -- models ---------------------------------------------------------------------------------
     def model(self, variant: object = None, ndim: int | None = None, dtype: object = None, arch: str | None = None,

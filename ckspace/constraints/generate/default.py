@@ -21,7 +21,7 @@ def curated_row(variant: Variant, tile: Sequence[int], pipeline: Pipeline) -> Ro
     the LDS ping-pong for its dsb pipelines, the epilogue it pairs with the pipeline for
     ``variant`` (the config default for a pipeline it does not list), config defaults otherwise.
     The tile is taken as is: :func:`proposals` doubles compv4's tile_k itself, and tile-engine
-    benchmark names (:mod:`ckspace.select.benchmark_names`) carry the tile already doubled.
+    benchmark names (:mod:`ckspace.space.benchmark_names`) carry the tile already doubled.
     Raises :class:`InvalidChoiceError` for a tile the list does not have."""
     t = table("default")
     key = _key(tile)
