@@ -19,7 +19,7 @@ from ckspace.cli import main
 from ckspace.core.ck_headers import locate_ck
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
-from ckspace.core.target import AUTO, Target, resolve_target
+from ckspace.core.target import Target, resolve_target
 from ckspace.core.vocab import Dtype, Pipeline, Scheduler, Specialization, Variant
 from ckspace.space.space import Space
 

@@ -33,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against-variant", nargs="+", action="extend", help="the other side's variants")
     parser.add_argument("--against-ndim", nargs="+", action="extend", help="the other side's ndims")
     parser.add_argument("--against-dtype", nargs="+", action="extend", help="the other side's dtypes")
+    parser.add_argument("--against-rules-only", action="store_true",
+                        help="the other side is the upstream rule space (what the target leaves out of it)")
     parser.add_argument("--format", default="text", help="text or json (default: text)")
 
 
@@ -44,10 +46,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         value = getattr(args, f"against_{side}")
         if value is not None:
             setattr(other, side, value)
+    if args.against_rules_only:
+        other.rules_only, other.ck_root = True, None
     left_request, right_request = request_from_args(args), request_from_args(other)
-    if left_request == right_request:
+    left_space, right_space = space_from_args(args), space_from_args(other)
+    if left_request == right_request and left_space.target == right_space.target:
         raise CkspaceError("both sides are the same space: give --against-arch, --against-rule-set, "
-                           "--against-rules-revision, --against-variant, --against-ndim or --against-dtype")
+                           "--against-rules-revision, --against-variant, --against-ndim, --against-dtype or "
+                           "--against-rules-only")
     # Cell dimensions that differ between the sides (one value each) are left out of the key, so
     # that e.g. 2D and 3D kernels of the same config match.
     ignore = {dim for dim, a, b in (("variant", left_request.variants, right_request.variants),
@@ -61,18 +67,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         row = k.row if k.depthwise else k.row[:_TAGGED] + k.row[_TAGGED + 1:]
         return (k.depthwise, cell, row)
 
-    left = {key(k): k.name for k in space_from_args(args).kernels()}
-    right = {key(k): k.name for k in space_from_args(other).kernels()}
+    left = {key(k): k.name for k in left_space.kernels()}
+    right = {key(k): k.name for k in right_space.kernels()}
     only_left = sorted(left[k] for k in left.keys() - right.keys())
     only_right = sorted(right[k] for k in right.keys() - left.keys())
     report = {"left": _describe(left_request), "right": _describe(right_request), "left_count": len(left),
               "right_count": len(right), "common": len(left.keys() & right.keys()),
-              "only_left": only_left, "only_right": only_right}
+              "only_left": only_left, "only_right": only_right,
+              "left_target": left_space.target.record(), "right_target": right_space.target.record()}
     if args.format == "json":
         json.dump(report, out, indent=1)
         out.write("\n")
         return 0
-    out.write(f"left:  {report['left']}: {len(left)} kernels\nright: {report['right']}: {len(right)} kernels\n")
+    out.write(f"left:  {report['left']}: {len(left)} kernels ({left_space.target.describe()})\n"
+              f"right: {report['right']}: {len(right)} kernels ({right_space.target.describe()})\n")
     out.write(f"common {report['common']}, only left {len(only_left)}, only right {len(only_right)}\n")
     out.writelines(f"- {name}\n" for name in only_left)
     out.writelines(f"+ {name}\n" for name in only_right)

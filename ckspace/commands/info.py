@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import TextIO
 
+from ckspace.commands.common import add_target_arguments, target_from_args
 from ckspace.core.errors import InvalidChoiceError
 
 NAME = "info"
@@ -16,10 +17,11 @@ FORMATS = ("text", "json")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_target_arguments(parser)
 
 
-def facts() -> dict:
-    """Everything ``info`` reports, as plain data."""
+def facts(target=None) -> dict:
+    """Everything ``info`` reports, as plain data (``target``: the default one when None)."""
     from ckspace import __version__
     from ckspace.commands.common import ENVIRONMENT
     from ckspace.constraints.rulesets import get_rule_set, rule_set_names
@@ -40,7 +42,10 @@ def facts() -> dict:
         arch = arch_facts(name)
         archs[name] = {"family": arch.family, "warp_size": arch.warp_size, "lds_kb": arch.lds_capacity_kb,
                        "dtypes": sorted(d.value for d in arch.warp_tiles)}
-    return {"version": __version__, "archs": archs,
+    from ckspace.core.target import resolve_target
+
+    target = target if target is not None else resolve_target()
+    return {"version": __version__, "target": target.record(), "archs": archs,
             "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
             "rules_revisions": list(rules_revision_names()), "default_rules_revision": default_rules_revision(),
             "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
@@ -50,11 +55,11 @@ def facts() -> dict:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    report = facts()
+    report = facts(target_from_args(args))
     if args.format == "json":
         out.write(json.dumps(report, indent=1) + "\n")
         return 0
-    out.write(f"ckspace {report['version']}\narchs:\n")
+    out.write(f"ckspace {report['version']}\ntarget: {report['target']['note']}\narchs:\n")
     for name, arch in report["archs"].items():
         out.write(f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
                   f"dtypes {', '.join(arch['dtypes']) or 'none'}\n")

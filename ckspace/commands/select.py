@@ -25,8 +25,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     registry.add_argument("--candidates", type=Path, metavar="FILE",
                           help="the registry: a file of kernel names (ckspace or tile-engine benchmark names, one "
                                "per line, '#' comments) or a build manifest (JSON with a 'kernels' list); "
-                               "default: the kernels the model was trained on")
-    registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set for the cell")
+                               "default: the GEMM kernels of rule set full in the target")
+    registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set in the target for "
+                                             "the problem's cell (default: full)")
+    add_target_arguments(parser)
     parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="how many to list (default: 5)")
     parser.add_argument("--format", default="text", help="text or json (default: text)")

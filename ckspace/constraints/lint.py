@@ -16,13 +16,14 @@ from collections.abc import Iterable
 import numpy as np
 from pydantic import BaseModel
 
-from ckspace.constraints.classify import columns, rule_masks
+from ckspace.constraints.classify import columns, rule_masks, satisfies_all
 from ckspace.constraints.enumerator import classify_cells, propose
 from ckspace.constraints.generate.sampling import category
+from ckspace.constraints.known_wrong import known_wrong_rules
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.constraints.validity import gemm_rules
 from ckspace.core.arch import arch_facts, lds_limit_bytes
-from ckspace.core.cells import Cell, Request
+from ckspace.core.cells import Cell, CellResult, Request
 from ckspace.core.fields import FIELD_INDEX, GEMM_FIELD_NAMES, decode, plain
 from ckspace.core.naming import gemm_name
 from ckspace.core.vocab import EMITTED_PREDICATES, Layout
@@ -80,6 +81,21 @@ class Finding(BaseModel):
     cells: list[str] = []
     rules: list[str] = []
     spec: str | None = None
+
+
+def _known_wrong_emitted(arch: str, results: dict[Cell, CellResult]) -> tuple[list[Cell], int]:
+    """The cells with valid kernels upstream documents as wrong (quirk 14.15), and how many."""
+    cells, total = [], 0
+    for cell, result in results.items():
+        rules = known_wrong_rules(cell.variant, cell.dtype)
+        valid = [row for row, ok in zip(result.gemm, result.gemm_valid) if ok]
+        if not rules or not valid:
+            continue
+        wrong = len(valid) - sum(satisfies_all(rules, valid, GEMM_FIELD_NAMES))
+        if wrong:
+            cells.append(cell)
+            total += wrong
+    return cells, total
 
 
 def _label(cells: Iterable[Cell]) -> list[str]:
@@ -191,6 +207,11 @@ def lint(rule_set: str, arch: str, rules_revision: str | None = None) -> list[Fi
             count = sum(sum(results[c].depthwise_valid) for c in dw)
             add("depthwise_on_wave32", f"{count} depthwise kernels with 64-thread blocks are emitted without an arch "
                 "check on a warp-size-32 arch", count, dw, spec="14.18")
+    wrong_cells, wrong = _known_wrong_emitted(request.arch, results)
+    if wrong:
+        add("known_wrong_emitted", f"{wrong} valid kernels are ones upstream documents as giving wrong results "
+            "(every target leaves them out; --rules-only keeps them)", wrong, wrong_cells,
+            rules=["bwd_weight_half_interwave_multiwave"], spec="14.15")
     feature_only = [c for c in request.cells if results[c].gemm and
                     all(category(c, False, row)[0] != "regular" for row in results[c].gemm)]
     if feature_only:

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ckspace.core.errors import CkHeadersNotFound, CkspaceError
+from ckspace.core.files import cache_dir, sha256, write_atomic
 from ckspace.core.vocab import Dtype, Pipeline, Variant
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pydantic loads only when a revision is read, not to locate the headers
     from ckspace.core.ck import CkRevision
@@ -240,7 +245,106 @@ def detect_revision(include_dir: str) -> "CkRevision":
 
 def find_revision(ck_root: str | os.PathLike[str] | None = None) -> "CkRevision":
     """The revision of the CK headers :func:`locate_ck` finds (``ck_root``, ``CK_ROOT``, ROCm,
-    the amd-aiter wheel), cached while the headers are unchanged (:mod:`ckspace.core.target`)."""
-    from ckspace.core.target import revision_at
-
+    the amd-aiter wheel), cached while the headers are unchanged (:func:`revision_at`)."""
     return revision_at(str(locate_ck(ck_root)))
+
+
+# -- the revision, cached ------------------------------------------------------------------------
+# Reading a revision off its headers takes ~0.2 s and pydantic, while a warm listing must answer in
+# about a tenth of a second. So the revision is cached on disk under a key made of the include
+# directory and the size and mtime of every file under ``ck_tile/ops`` (everything it is read from):
+# a changed header changes the key, and a cache that cannot be read or written costs time, not the
+# answer.
+
+_FORMAT = 1
+_OPS = "ck_tile/ops"
+
+
+def _signature(include: Path) -> str:
+    """What the revision read off ``include`` depends on: every file under ``ck_tile/ops`` by path,
+    size and mtime (stat only: a few milliseconds for the ~300 headers)."""
+    entries = []
+    for root, dirs, files in os.walk(include / _OPS):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            entries.append(f"{path.relative_to(include)}\0{st.st_size}\0{st.st_mtime_ns}")
+    return sha256("\n".join([str(include), *entries]).encode())
+
+
+
+
+def _cache_path(signature: str) -> Path:
+    return cache_dir() / "ck" / f"{signature[:40]}.json"
+
+
+def _read_cached(signature: str) -> dict[str, Any] | None:
+    path = _cache_path(signature)
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        if entry.get("format") != _FORMAT or entry.get("signature") != signature:
+            return None
+        revision = entry["revision"]
+        if not isinstance(revision, dict) or not isinstance(revision.get("fingerprint"), str):
+            return None
+        return revision
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("CK revision cache entry %s is unreadable (%s): reading the headers again", path, exc)
+        return None
+
+
+_REVISIONS: dict[str, "CkRevision"] = {}
+"""Revisions read in this process, by :func:`_signature` of their headers."""
+
+
+def _revision(include_dir: str) -> "CkRevision":
+    """The revision of the headers at ``include_dir``: from memory or the disk cache while their
+    files are unchanged (by :func:`_signature`), else read off the headers."""
+    from ckspace.core.ck import CkRevision
+
+    signature = _signature(Path(include_dir))
+    if signature in _REVISIONS:
+        return _REVISIONS[signature]
+    cached = _read_cached(signature)
+    revision = None
+    if cached is not None:
+        try:
+            revision = CkRevision.model_validate(cached)
+        except ValueError as exc:
+            log.warning("CK revision cache entry for %s does not validate (%s): reading the headers", include_dir, exc)
+    if revision is None:
+        revision = detect_revision(include_dir)
+        _store(signature, revision.model_dump(mode="json"))
+    _REVISIONS[signature] = revision
+    return revision
+
+
+def _store(signature: str, revision: dict[str, Any]) -> None:
+    text = json.dumps({"format": _FORMAT, "signature": signature, "revision": revision})
+    path = _cache_path(signature)
+    try:
+        write_atomic(path, text.encode(), "CK revision cache entry")
+    except (OSError, CkspaceError) as exc:  # a read-only cache costs time, not the answer
+        log.warning("could not write %s (%s); continuing without it", path, exc)
+
+
+def revision_at(include_dir: str) -> "CkRevision":
+    """The revision of the CK headers at a located include directory (cached while they are
+    unchanged): what ``find_revision`` answers."""
+    return _revision(include_dir)
+
+
+def identity_at(include: Path) -> tuple[str, str, bool]:
+    """(fingerprint, label, verified) of the headers at a located include directory: from the cache
+    while their files are unchanged, without loading pydantic (what a warm listing needs)."""
+    signature = _signature(include)
+    cached = _read_cached(signature)
+    if cached is None:
+        cached = revision_at(str(include)).model_dump(mode="json")
+    return cached["fingerprint"], cached["label"], bool(cached["verified"])

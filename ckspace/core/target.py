@@ -9,30 +9,23 @@ the rule set's valid kernels that those headers can build and that upstream does
 wrong. ``rules only`` (``--rules-only``, ``Space(..., ck=None)``) asks for the upstream rule space
 whatever is installed: what the parity tests compare.
 
-Resolving a target must stay cheap (a warm ``ckspace enumerate --count`` answers in about a tenth
-of a second), while reading a CK revision off its headers takes ~0.2 s and pydantic. So the headers'
-fingerprint, label and revision are cached on disk under a key made of the include directory and
-the size and mtime of every file under ``ck_tile/ops`` (everything the revision is read from); a
-changed header changes the key, and a cache that cannot be read or written costs time, not the
-answer.
+Resolving a target stays cheap (a warm ``ckspace enumerate --count`` answers in about a tenth of a
+second): the headers' fingerprint and label come from the revision cache of
+:mod:`ckspace.core.ck_headers` without loading pydantic; the revision itself is read only when a
+listing is not cached.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ckspace.core.errors import CkHeadersNotFound, CkspaceError
-from ckspace.core.files import cache_dir, sha256, write_atomic
 
 if TYPE_CHECKING:
     from ckspace.core.ck import CkRevision
-
-log = logging.getLogger(__name__)
 
 AUTO = "auto"
 """``ck=AUTO``: find the CK headers as ``emit`` does (the default of every entry point)."""
@@ -40,25 +33,6 @@ AUTO = "auto"
 KNOWN_WRONG_VERSION = 1
 """Bumped with every change to the rules of :mod:`ckspace.constraints.known_wrong` (part of a target's
 cache key, stated here so that a cached listing is answered without importing the rules)."""
-
-_FORMAT = 1
-_OPS = "ck_tile/ops"
-
-
-def _signature(include: Path) -> str:
-    """What the revision read off ``include`` depends on: every file under ``ck_tile/ops`` by path,
-    size and mtime (stat only: a few milliseconds for the ~300 headers)."""
-    entries = []
-    for root, dirs, files in os.walk(include / _OPS):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            entries.append(f"{path.relative_to(include)}\0{st.st_size}\0{st.st_mtime_ns}")
-    return sha256("\n".join([str(include), *entries]).encode())
 
 
 @dataclass(frozen=True)
@@ -73,80 +47,15 @@ class CkHeaders:
 
     def revision(self) -> "CkRevision":
         """The features of these headers (:class:`~ckspace.core.ck.CkRevision`)."""
-        return _revision(self.include_dir)
+        from ckspace.core.ck_headers import revision_at
 
-
-def _cache_path(signature: str) -> Path:
-    return cache_dir() / "ck" / f"{signature[:40]}.json"
-
-
-def _read_cached(signature: str) -> dict[str, Any] | None:
-    path = _cache_path(signature)
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-        if entry.get("format") != _FORMAT or entry.get("signature") != signature:
-            return None
-        revision = entry["revision"]
-        if not isinstance(revision, dict) or not isinstance(revision.get("fingerprint"), str):
-            return None
-        return revision
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("CK revision cache entry %s is unreadable (%s): reading the headers again", path, exc)
-        return None
-
-
-_REVISIONS: dict[str, "CkRevision"] = {}
-"""Revisions read in this process, by :func:`_signature` of their headers."""
-
-
-def _revision(include_dir: str) -> "CkRevision":
-    """The revision of the headers at ``include_dir``: from memory or the disk cache while their
-    files are unchanged (by :func:`_signature`), else read off the headers."""
-    from ckspace.core.ck import CkRevision
-    from ckspace.core.ck_headers import detect_revision
-
-    signature = _signature(Path(include_dir))
-    if signature in _REVISIONS:
-        return _REVISIONS[signature]
-    cached = _read_cached(signature)
-    revision = None
-    if cached is not None:
-        try:
-            revision = CkRevision.model_validate(cached)
-        except ValueError as exc:
-            log.warning("CK revision cache entry for %s does not validate (%s): reading the headers", include_dir, exc)
-    if revision is None:
-        revision = detect_revision(include_dir)
-        _store(signature, revision.model_dump(mode="json"))
-    _REVISIONS[signature] = revision
-    return revision
-
-
-def _store(signature: str, revision: dict[str, Any]) -> None:
-    text = json.dumps({"format": _FORMAT, "signature": signature, "revision": revision})
-    path = _cache_path(signature)
-    try:
-        write_atomic(path, text.encode(), "CK revision cache entry")
-    except (OSError, CkspaceError) as exc:  # a read-only cache costs time, not the answer
-        log.warning("could not write %s (%s); continuing without it", path, exc)
-
-
-def revision_at(include_dir: str) -> "CkRevision":
-    """The revision of the CK headers at a located include directory (cached while they are
-    unchanged): what ``find_revision`` answers."""
-    return _revision(include_dir)
+        return revision_at(self.include_dir)
 
 
 def _headers(include: Path) -> CkHeaders:
-    """The headers at a located include directory, from the cache when their files are unchanged."""
-    signature = _signature(include)
-    cached = _read_cached(signature)
-    if cached is None:
-        revision = _revision(str(include))
-        cached = revision.model_dump(mode="json")
-    return CkHeaders(str(include), cached["fingerprint"], cached["label"], bool(cached["verified"]))
+    from ckspace.core.ck_headers import identity_at
+
+    return CkHeaders(str(include), *identity_at(include))
 
 
 @dataclass(frozen=True)
