@@ -152,6 +152,7 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
         "efficiency": round(100.0 * instance.value_of(result.chosen), 4),
         "model_efficiency": round(100.0 * result.model_value, 4),
         "kernels": kernels, "vector_variants": variants,
+        "configs": {predictions.kernels[c]: predictions.configs[c].fields() for c in sorted(result.chosen)},
         "unrunnable": unrunnable, "problems": problems,
     }
 

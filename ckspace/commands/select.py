@@ -82,7 +82,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     selection = selector.select(problem, candidates, k=args.top)
     if args.format == "json":
         out.write(json.dumps({"pick": selection.pick, "family": selection.family,
-                              "top": [{"name": r.name, "family": r.family, "score": r.score, "predicted_tflops": r.predicted_tflops}
+                              "top": [{"name": r.name, "family": r.family, "score": r.score,
+                                       "predicted_tflops": r.predicted_tflops, "config": r.config.fields()}
                                       for r in selection.top],
                               "source": selection.source, "feasible": selection.feasible,
                               "fallbacks": selection.fallbacks, "candidates": selection.candidates,

@@ -91,6 +91,8 @@ class Ranked:
     family: str | None
     score: float
     predicted_tflops: float
+    config: GemmConfig
+    """The kernel itself (``name`` is its own name)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,7 +375,7 @@ class Selector:
             scores = matrix[:, _ANALYTICAL]
             order = np.argsort(-scores, kind="stable")[:k]
             tflops = np.exp2(scores[order])
-        top = [Ranked(names[i], families[i], float(scores[i]), float(t)) for i, t in zip(order, tflops)]
+        top = [Ranked(names[i], families[i], float(scores[i]), float(t), table.configs[i]) for i, t in zip(order, tflops)]
         return Selection(top[0].name, top[0].family, top, self.source, len(names), int(fallback.shape[0]),
                          len(prepared.names))
 

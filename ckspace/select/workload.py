@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
@@ -143,6 +144,8 @@ class Predictions:
     tflops: tuple[np.ndarray, ...]
     best_tflops: np.ndarray
     source: str
+    configs: tuple[GemmConfig, ...] = ()
+    """The kernels themselves, in ``kernels``' order (``kernels`` are their names)."""
 
 
 def predicted_instance(selector: Selector, candidates: Sequence[Candidate], workload: Workload,
@@ -192,4 +195,4 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
     return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
-                       np.asarray(best), selector.source)
+                       np.asarray(best), selector.source, tuple(configs))
