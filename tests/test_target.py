@@ -272,3 +272,46 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
                 name = line.split()[0]
                 assert space.explain(name).verdict == "member"
                 assert space.configs_from_name(name)[0].name == name
+
+
+def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product path for real, as CI runs it: plan -> emit --kernels -> build with the HIP
+    toolchain for gfx942 (no GPU needed to compile); every planned kernel is compiled, and the built
+    library's selection is the Python selector's over the library."""
+    from test_build import _toolchain_or_skip
+
+    from ckspace.hip_runtime.dispatcher import Dispatcher
+    from ckspace.select.selector import Selector
+    from ckspace.select.workload import read_workload
+
+    _toolchain_or_skip()
+    csv = PROBLEMS / "forward_miopen300_problems.csv"
+    if not csv.is_file():
+        pytest.skip(f"{csv} is absent")
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "objects"))
+    plan = tmp_path / "plan.txt"
+    assert main(["plan", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16", "--problems", str(csv),
+                 "--budget", "2", "--time-limit", "5"]) == 0
+    plan.write_text(capsys.readouterr().out)
+    planned = sorted(line for line in plan.read_text().splitlines() if line and not line.startswith("#"))
+    tree = tmp_path / "tree"
+    assert main(["emit", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16", "--kernels", str(plan),
+                 "--out", str(tree), "--with-selector"]) == 0
+    assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "2", "--batch", str(len(planned))]) == 0
+    report = json.loads(next((tree / "build").rglob("report.json")).read_text())
+    assert sorted(k["name"] for k in report["kernels"] if k["status"] != "failed") == planned
+    assert report["failed"] == 0 and report["link_error"] is None
+    library = Path(report["library"])
+    dispatcher = Dispatcher.load(library)
+    assert sorted(dispatcher.kernel_names) == planned
+    configs = [GemmConfig.from_fields(k["config"]) for k in json.loads((tree / "manifest.json").read_text())["kernels"]]
+    selector = Selector.load("gfx942", "forward", "bf16")
+    for problem in read_workload(csv, selector.variant).problems[:60]:
+        choice = dispatcher.select(problem, "forward", "bf16")
+        try:
+            expected = selector.select(problem, configs, k=1, pool=configs).pick
+        except CkspaceError:
+            expected = None
+        assert (choice.name if choice else None) == expected, problem.text()
