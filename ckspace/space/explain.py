@@ -72,7 +72,9 @@ class CellExplanation(BaseModel):
             return head + "VALID" + more
         if self.verdict == "not_proposed":
             subject = (f"a completion passes every rule but rule set {self.rule_set} proposes none" if partial
-                       else f"NOT PROPOSED: it passes every rule, but rule set {self.rule_set} does not propose it")
+                       else f"NOT PROPOSED: it passes every rule of the target (emit --kernels builds it; a "
+                            f"selector may run it as a vector fallback), but rule set {self.rule_set} does not "
+                            "propose it")
             return "\n".join([head + subject, *(f"      {c}" for c in self.closest)])
         subject = "no valid completion; the closest completion breaks" if partial else "NOT VALID; it breaks"
         lines = [head + subject + f" {len(self.blame)} constraint(s):"]
