@@ -8,7 +8,7 @@ from ckspace import CkspaceError, GemmConfig, InvalidChoiceError, Space
 
 
 def test_single_cell_listing_is_consistent() -> None:
-    space = Space(arch="gfx950", variant="bwd_weight", ndim=2, dtype="bf16", rule_set="full")
+    space = Space(arch="gfx950", variant="bwd_weight", ndim=2, dtype="bf16", rule_set="full", ck=None)
     configs = list(space)
     assert space.count() == len(configs) == len(space.names()) == 790
     assert len(space.raw()) == 2068

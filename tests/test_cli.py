@@ -18,9 +18,14 @@ def run(*args: str, cache_dir: str | None = None) -> subprocess.CompletedProcess
 
 
 def test_count_is_one_integer_on_the_last_line() -> None:
-    out = run("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count")
+    out = run("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count", "--rules-only")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1] == "4464"
+    assert out.stdout.splitlines()[-1] == "4464"  # the upstream rule space
+    assert out.stderr.splitlines()[0].startswith("target: rules only")  # the target goes to stderr, not stdout
+    target = run("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count")
+    assert target.returncode == 0, target.stderr
+    assert 0 < int(target.stdout.splitlines()[-1]) < 4464  # the CK headers found (always, in tests) narrow it
+    assert target.stderr.splitlines()[0].startswith("target: CK ")
 
 
 def test_list_names_sorted_and_matches_count() -> None:
@@ -59,7 +64,7 @@ def test_structured_formats_carry_every_field(fmt: str) -> None:
 
 
 def test_raw_lists_rejected_proposals_too() -> None:
-    base = ("enumerate", "--arch", "gfx942", "--variant", "bwd_data", "--rule-set", "full")
+    base = ("enumerate", "--arch", "gfx942", "--variant", "bwd_data", "--rule-set", "full", "--rules-only")
     assert run(*base, "--count").stdout.split()[-1] == "0"  # RULES.md 14.1: bwd_data is empty
     raw = run(*base, "--raw", "--list", "--format", "jsonl").stdout.splitlines()
     assert raw and not any(json.loads(line)["valid"] for line in raw)

@@ -126,10 +126,10 @@ def test_count_equals_enumeration_long_run(space: Space) -> None:
 
 
 def test_count_of_a_whole_cell_and_arch_without_listing() -> None:
-    cell = Space("gfx942", "forward", 2, "bf16", rule_set="open")
+    cell = Space("gfx942", "forward", 2, "bf16", rule_set="open", ck=None)
     assert cell.count() > 10**9  # counted, never listed: listing would take hours
-    arch = Space("gfx942", rule_set="open")
-    counts = [Space("gfx942", v.value, n, d.value, rule_set="open").count()
+    arch = Space("gfx942", rule_set="open", ck=None)
+    counts = [Space("gfx942", v.value, n, d.value, rule_set="open", ck=None).count()
               for v in Variant for n in (1, 2, 3) for d in Dtype]
     assert arch.count() == sum(counts) and counts[Variant.FORWARD.code * 9 + 1 * 3 + Dtype.BF16.code] == cell.count()
 
@@ -149,8 +149,8 @@ def test_listing_is_lazy_ordered_and_agrees_with_unranking() -> None:
 
 
 def small_space() -> Space:
-    """About thirty configs of one bwd_weight cell."""
-    return Space("gfx942", "bwd_weight", 2, "bf16", rule_set="open").where(
+    """About thirty configs of one bwd_weight cell (of the upstream rule space)."""
+    return Space("gfx942", "bwd_weight", 2, "bf16", rule_set="open", ck=None).where(
         "tile_m == 32 and tile_n in [32, 64] and tile_k == 32 and pipeline == mem and scheduler == intrawave",
         "vec_a == 8 and vec_b in [4, 8] and vec_c == 8 and epilogue == cshuffle and pad_m and pad_n and pad_k",
         "not double_smem_buffer and num_groups_to_merge == 1 and not split_image and not explicit_gemm",
@@ -174,7 +174,7 @@ def test_sampling_is_uniform_chi_square() -> None:
 
 
 def test_stratified_sampling_takes_turns_over_strata() -> None:
-    space = Space("gfx942", "forward", 2, "bf16", rule_set="open")
+    space = Space("gfx942", "forward", 2, "bf16", rule_set="open", ck=None)
     picked = space.sample(12, seed=5, stratify_by=["pipeline"])
     assert len({c.pipeline for c in picked}) == 12  # every pipeline before any repeats
     again = space.sample(12, seed=5, stratify_by=["pipeline"])
@@ -189,7 +189,7 @@ def test_stratified_sampling_takes_turns_over_strata() -> None:
        variant=st.sampled_from(list(Variant)), dtype=st.sampled_from(list(Dtype)), seed=st.integers(0, 10**6))
 def test_sampled_configs_satisfy_the_reference_rules(arch: str, variant: Variant, dtype: Dtype, seed: int) -> None:
     # the reference states the rules of the reproduced revision (the newer one widens the LDS budget)
-    space = Space(arch, variant.value, 2, dtype.value, rule_set="open", rules_revision=ORACLE_REVISION)
+    space = Space(arch, variant.value, 2, dtype.value, rule_set="open", rules_revision=ORACLE_REVISION, ck=None)
     full = domains(arch, variant, dtype)
     for config in space.sample(15, seed=seed):
         cfg = config.model_dump(mode="json")
@@ -240,8 +240,10 @@ def test_cli_count_list_and_bad_input(capsys: pytest.CaptureFixture[str]) -> Non
     base = ["enumerate", "--arch", "gfx942", "--variant", "bwd_data", "--ndim", "2", "--dtype", "bf16",
             "--rule-set", "open", *narrow]
     assert main([*base, "--count"]) == 0
-    count = int(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    count = int(captured.out)
     assert count > 0
+    assert captured.err.startswith("target: ")  # the target on stderr, stdout is the number
     assert main([*base, "--list"]) == 0
     names = capsys.readouterr().out.splitlines()
     assert len(names) == len(set(names)) == count
@@ -251,12 +253,13 @@ def test_cli_count_list_and_bad_input(capsys: pytest.CaptureFixture[str]) -> Non
     assert main([*base, "--list", "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == count
     assert main([*base, "--raw", "--count"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no raw proposals" in err[0]
+    err = capsys.readouterr().err.strip().splitlines()  # the target line, then the one-line error
+    assert len(err) == 2 and err[0].startswith("target: ") and "no raw proposals" in err[1]
     wide = [a for a in base if a not in narrow]
     assert main([*wide, "--where", "tile_m + tile_n + tile_k + vec_a + vec_b + vec_c + warp_tile_m + warp_tile_n > 9",
                  "--count"]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith("target: ")
 
 
 def test_rules_command_states_the_domains(capsys: pytest.CaptureFixture[str]) -> None:
@@ -285,7 +288,7 @@ probe (docs/open.md), with the rule each finding led to."""
 def test_probe_findings_are_rules(name: str) -> None:
     revision = AITER  # the revision the probe compiled with, as its headers read
     config = GemmConfig.from_name(name, "gfx942")
-    space = Space("gfx942", config.variant.value, 2, "bf16", rule_set="open")
+    space = Space("gfx942", config.variant.value, 2, "bf16", rule_set="open", ck=None)
     assert space.contains(config)
     blamed = {b.constraint for b in space.for_ck(revision).explain(config).cells[0].blame}
     assert PROBED[name] in blamed

@@ -73,14 +73,14 @@ def test_oracle_budget_depends_on_the_pipeline_only(arch: str) -> None:
 
 
 def test_a_96_kib_fp16_compv3_tile_fits_gfx950_but_not_gfx942() -> None:
-    seed = next(c for c in Space("gfx942", "forward", 2, "fp16", "full") if c.pipeline is Pipeline.COMPV3)
+    seed = next(c for c in Space("gfx942", "forward", 2, "fp16", "full", ck=None) if c.pipeline is Pipeline.COMPV3)
     big = seed.model_copy(update={"tile_m": 256, "tile_n": 128, "tile_k": 128})  # (256 + 128) x 128 x 2 = 96 KiB
     assert not big.double_smem_buffer
     verdicts = {}
     for arch in ("gfx942", "gfx950"):
         config = big.model_copy(update={"arch": arch})
         for revision in (ORACLE_REVISION, NEWER):
-            space = Space(arch, "forward", 2, "fp16", "full", rules_revision=revision)
+            space = Space(arch, "forward", 2, "fp16", "full", rules_revision=revision, ck=None)
             blamed = {b.constraint for cell in space.explain(config).cells for b in cell.blame}  # CP-SAT
             assert ("lds_budget" in blamed) == ("lds_budget" in space.violated_rules(config))  # numpy
             verdicts[arch, revision] = "lds_budget" not in blamed
@@ -97,10 +97,11 @@ def test_a_96_kib_fp16_compv3_tile_fits_gfx950_but_not_gfx942() -> None:
 ])
 def test_diff_against_the_oracle_revision(arch: str, rule_set: str, added: dict[str, int]) -> None:
     out = run("diff", "--arch", arch, "--variant", "forward", "--rule-set", rule_set,
-              "--against-rules-revision", ORACLE_REVISION, "--format", "json")
+              "--against-rules-revision", ORACLE_REVISION, "--rules-only", "--format", "json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert f"(rules {NEWER})" in report["left"] and f"(rules {ORACLE_REVISION})" in report["right"]
+    assert report["left_target"]["rules_only"] and report["right_target"]["rules_only"]
     assert report["only_right"] == []
     pipelines: dict[str, int] = {}
     for name in report["only_left"]:
@@ -113,10 +114,11 @@ def test_diff_against_the_oracle_revision(arch: str, rule_set: str, added: dict[
 def test_other_variants_and_archs_keep_their_kernels() -> None:
     for arch in ("gfx90a", "gfx942", "gfx1250"):
         for rule_set in ("full",):
-            new = Space(arch, rule_set=rule_set).names()
-            assert new == Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION).names(), arch
+            new = Space(arch, rule_set=rule_set, ck=None).names()
+            assert new == Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION, ck=None).names(), arch
     backward = ["bwd_data", "bwd_weight"]
-    assert Space("gfx950", backward).names() == Space("gfx950", backward, rules_revision=ORACLE_REVISION).names()
+    assert (Space("gfx950", backward, ck=None).names()
+            == Space("gfx950", backward, rules_revision=ORACLE_REVISION, ck=None).names())
 
 
 def test_lint_stops_reporting_the_quirk_a_revision_fixes() -> None:
@@ -166,7 +168,7 @@ def test_the_revision_is_part_of_every_cache_key_and_request(tmp_path: Path,
     (cell,) = new.cells
     assert cellcache.cell_key(old, cell)["rules_revision"] == ORACLE_REVISION
     assert cellcache.cell_key(old, cell) != cellcache.cell_key(new, cell)
-    counts = [Space("gfx950", "forward", 2, "bf16", "default", rules_revision=r).count()
+    counts = [Space("gfx950", "forward", 2, "bf16", "default", rules_revision=r, ck=None).count()
               for r in (ORACLE_REVISION, NEWER, ORACLE_REVISION, NEWER)]  # cold, cold, warm, warm
     assert counts[0] < counts[1] and counts[:2] == counts[2:]
     assert len(list((tmp_path / "cells").glob("*.json"))) == 2

@@ -30,7 +30,7 @@ CASES = [
 
 @pytest.mark.parametrize("text,check", CASES)
 def test_filter_equals_plain_python_filter(text: str, check) -> None:
-    space = Space("gfx942", ["forward", "bwd_weight"], 2, ["fp16", "fp32"], rule_set="full")
+    space = Space("gfx942", ["forward", "bwd_weight"], 2, ["fp16", "fp32"], rule_set="full", ck=None)
     gemm = [c for c in space if c.kind == "gemm"]
     expected = {c.name for c in gemm if check(c)}
     filtered = space.where(text)
@@ -42,7 +42,7 @@ def test_filter_equals_plain_python_filter(text: str, check) -> None:
 
 
 def test_depthwise_configs_are_filtered_by_their_own_fields() -> None:
-    space = Space("gfx950", "forward", 2, "fp16", rule_set="full")
+    space = Space("gfx950", "forward", 2, "fp16", rule_set="full", ck=None)
     assert {c.kind for c in space.where("filter == 5")} == {"depthwise"}
     assert {c.kind for c in space.where("tile_m >= 16")} == {"gemm"}
 
