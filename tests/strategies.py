@@ -87,7 +87,7 @@ def depthwise_configs(draw, arch: str | None = None) -> DepthwiseConfig:
 def kernels(arch: str, rule_set: str, raw: bool = False) -> tuple[Kernel, ...]:
     """What ckspace lists for one whole-arch request (all variants, ndims, dtypes), under the rules
     revision the reference implementations restate."""
-    return tuple(Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION).kernels(raw=raw))
+    return tuple(Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION, ck=None).kernels(raw=raw))
 
 
 def to_config(kernel: Kernel) -> GemmConfig | DepthwiseConfig:

@@ -330,3 +330,17 @@ def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(tmp_path: P
         except CkspaceError:
             expected = None
         assert (choice.name if choice else None) == expected, problem.text()
+
+
+def test_a_revision_passed_in_is_used_as_it_is(tmp_path: Path) -> None:
+    """``ck=revision`` (a CkRevision made elsewhere, its include_dir perhaps on another machine) is the
+    revision the space's CK rules read: never read again from that directory."""
+    from ckspace.core.ck_headers import detect_revision
+
+    revision = detect_revision(str(fake_ck(tmp_path / "ck", explicit_gemm=False) / "include"))
+    moved = revision.model_copy(update={"include_dir": str(tmp_path / "elsewhere")})
+    space = Space("gfx950", "forward", 2, "bf16", ck=moved)
+    assert space.ck is moved
+    assert space.count() == Space("gfx950", "forward", 2, "bf16", ck=revision).count() > 0
+    with pytest.raises(CkspaceError, match="holds no"):
+        detect_revision(str(tmp_path / "elsewhere"))

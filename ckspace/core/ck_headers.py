@@ -188,6 +188,8 @@ def detect_revision(include_dir: str) -> "CkRevision":
     through :func:`find_revision`, which caches the answer while the headers are unchanged."""
     from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES, CkRevision
 
+    if not (Path(include_dir) / MARKER).is_file():  # an empty revision would exclude every kernel
+        raise CkspaceError(f"{include_dir!r} holds no {MARKER}: not a CK include directory")
     include = Path(include_dir)
     pipeline_text = "\n".join(p.read_text(encoding="utf-8", errors="replace")
                               for p in sorted((include / PIPELINE_DIR).glob("*.hpp")))

@@ -18,7 +18,7 @@ listing is not cached.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,9 +44,14 @@ class CkHeaders:
     fingerprint: str
     label: str
     verified: bool
+    given: "CkRevision | None" = field(default=None, compare=False, repr=False)
+    """The revision the caller passed (``Space(..., ck=revision)``): used as it is, never read again
+    from ``include_dir``, which need not exist on this machine."""
 
     def revision(self) -> "CkRevision":
         """The features of these headers (:class:`~ckspace.core.ck.CkRevision`)."""
+        if self.given is not None:
+            return self.given
         from ckspace.core.ck_headers import revision_at
 
         return revision_at(self.include_dir)
@@ -113,5 +118,5 @@ def resolve_target(ck: object = AUTO) -> Target:
     from ckspace.core.ck import CkRevision
 
     if isinstance(ck, CkRevision):
-        return Target(CkHeaders(ck.include_dir, ck.fingerprint, ck.label, ck.verified), rules_only=False)
+        return Target(CkHeaders(ck.include_dir, ck.fingerprint, ck.label, ck.verified, given=ck), rules_only=False)
     raise CkspaceError(f"ck {ck!r}: valid: 'auto', None (rules only), a CK root path, a CkRevision or a Target")
