@@ -52,8 +52,9 @@ def compiled(library: Library, arch: str) -> Dispatcher:
 @cache
 def measured() -> tuple[Library, Dispatcher, Selector]:
     """The 30 measured gfx950 kernels, their dispatcher and the Python selector (LightGBM engine:
-    numpy features and LightGBM's trees, independent of the generated C)."""
-    selector = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
+    numpy features and LightGBM's trees, independent of the generated C). Rules only: the C knows
+    no target, so the Python selector's fallbacks are the library's alone too."""
+    selector = Selector.load("gfx950", "forward", "bf16", engine="lightgbm", ck=None)
     library = Library.build([config_from_any_name(n, "gfx950") for n in selector.default_candidates])
     return library, compiled(library, "gfx950"), selector
 
@@ -61,15 +62,17 @@ def measured() -> tuple[Library, Dispatcher, Selector]:
 @cache
 def whole_arch() -> tuple[Library, Dispatcher]:
     """Every GEMM kernel of the default rule set on gfx950: all variants, 1-3D, every dtype, so
-    that split-K, 3D and narrower-vector kernels are in the library."""
-    configs = [c for c in Space("gfx950", rule_set="default") if c.kind == "gemm"]
+    that split-K, 3D and narrower-vector kernels are in the library (the upstream rule space: every
+    cell has kernels)."""
+    configs = [c for c in Space("gfx950", rule_set="default", ck=None) if c.kind == "gemm"]
     library = Library.build(configs)
     return library, compiled(library, "gfx950")
 
 
 @cache
 def python_selector(variant: Variant, dtype: Dtype) -> Selector:
-    return Selector.load("gfx950", variant, dtype, engine="lightgbm")
+    """Rules only, as the C: with a library as its pool, its fallbacks are the library's kernels."""
+    return Selector.load("gfx950", variant, dtype, engine="lightgbm", ck=None)
 
 
 def agree(dispatcher: Dispatcher, library: Library, selector: Selector, problem: ConvProblem) -> None:
@@ -168,7 +171,7 @@ def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
     """A library whose candidates are the full rule set's vec-8 kernels and whose other kernels are
     fallbacks only: a problem with 4 channels per group runs on a narrower variant of the library,
     the same one the Python selector picks with the library as its pool."""
-    configs = [c for c in Space("gfx950", "forward", 2, "bf16", "full") if c.kind == "gemm"]
+    configs = [c for c in Space("gfx950", "forward", 2, "bf16", "full", ck=None) if c.kind == "gemm"]
     wide = [c for c in configs if (c.vec_a, c.vec_b, c.vec_c) == (8, 8, 8)]
     library = Library.build(configs, fallback_only=frozenset(c.name for c in configs if c not in wide))
     dispatcher = compiled(library, "gfx950")

@@ -21,7 +21,7 @@ from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.space.benchmark_names import config_from_benchmark_name
+from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import (
     FEATURES_FILE,
@@ -37,12 +37,19 @@ PROBLEM = "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
 
 @pytest.fixture(scope="module")
 def selector() -> Selector:
-    return Selector.load("gfx950", "forward", "bf16")
+    """Rules only: the measured registry and the restated fallbacks below are rule-space facts (a
+    family may fall back to any variant the validity rules allow, whatever CK is installed)."""
+    return Selector.load("gfx950", "forward", "bf16", ck=None)
 
 
 @pytest.fixture(scope="module")
 def full_registry() -> list[GemmConfig]:
-    return [c for c in Space("gfx950", "forward", 2, "bf16", "full") if c.kind == "gemm"]
+    return [c for c in Space("gfx950", "forward", 2, "bf16", "full", ck=None) if c.kind == "gemm"]
+
+
+def own_names(names) -> list[str]:
+    """The configs' own ckspace names of kernel names (selection prints those, never benchmark names)."""
+    return [config_from_any_name(n, "gfx950").name for n in names]
 
 
 def needs_data() -> Path:
@@ -66,7 +73,7 @@ def test_shipped_model_loads_verified_and_selects(selector: Selector) -> None:
     assert card.problems == 231 and card.rows == 6930 and card.objective in ("lambdarank", "regression")
     result = selector.select(PROBLEM, selector.default_candidates, k=5)
     assert result.pick == result.top[0].name and len(result.top) == 5 and result.feasible == 30
-    assert result.pick in selector.default_candidates
+    assert result.pick in own_names(selector.default_candidates)
     assert all(r.predicted_tflops > 0 for r in result.top)
     assert selector.select(ConvProblem.parse(PROBLEM), list(selector.default_candidates), k=5) == result
 
@@ -142,8 +149,8 @@ def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
         selector: Selector, full_registry, problem: ConvProblem) -> None:
     p = problem.model_dump()
     for registry in (list(selector.default_candidates), full_registry):
-        names = [c.name if isinstance(c, GemmConfig) else c for c in registry]
         configs = [c if isinstance(c, GemmConfig) else config_from_benchmark_name(c, "gfx950") for c in registry]
+        names = [c.name for c in configs]  # selection names every candidate by its config's own name
         runs = {name: expected_runs(c.model_dump(mode="json"), p) for name, c in zip(names, configs)}
         runnable = {name: cfg for name, cfg in runs.items() if cfg is not None}
         if not runnable:
@@ -230,7 +237,7 @@ def test_depthwise_candidates_are_skipped_wherever_they_stand(selector: Selector
     gemm = ["grouped_conv_forward_bf16_2d_128x128x64_compv3", "grouped_conv_forward_bf16_2d_16x64x64_compv3"]
     with caplog.at_level("INFO", logger="ckspace.select.selector"):
         prepared = selector.prepare([gemm[0], DEPTHWISE, gemm[1]])
-    assert prepared.names == tuple(gemm) and "1 depthwise candidates skipped" in caplog.text
+    assert prepared.names == tuple(own_names(gemm)) and "1 depthwise candidates skipped" in caplog.text
     caplog.clear()
     with caplog.at_level("INFO", logger="ckspace.select.selector"):
         selector.prepare(gemm)
@@ -246,12 +253,13 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
                  "--candidates", str(names), "--top", "2", "--format", "json"]) == 0
     answer = json.loads(capsys.readouterr().out)
-    assert answer["pick"] in names.read_text().splitlines() and len(answer["top"]) == 2
-    assert set(answer["top"][0]) == {"name", "family", "score", "predicted_tflops"}
+    registry = own_names(names.read_text().splitlines()[1:])
+    assert answer["pick"] in registry and len(answer["top"]) == 2
+    assert set(answer["top"][0]) == {"name", "family", "score", "predicted_tflops", "config"}
     assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
                  "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names), "--format", "json"]) == 0
     fallback = json.loads(capsys.readouterr().out)
-    assert fallback["family"] in names.read_text().splitlines() and "_vec4_4_8" in fallback["pick"]
+    assert fallback["family"] in registry and "_vec4_4_8" in fallback["pick"]
     assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
                  "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1,k_batch=2", "--candidates", str(names)]) == 1
     assert "none of the 2 candidates" in capsys.readouterr().err
@@ -279,7 +287,7 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     assert np.array_equal(ranker.predict(matrix), loaded_ranker.predict(matrix))
     assert np.array_equal(regressor.predict(matrix), loaded_regressor.predict(matrix))
     selector = Selector.load("gfx950", "forward", "bf16", model_dir=tmp_path / "model")
-    assert selector.select(PROBLEM, small.kernel_names).pick in small.kernel_names
+    assert selector.select(PROBLEM, small.kernel_names).pick in own_names(small.kernel_names)
 
 
 def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -345,6 +353,6 @@ def test_every_real_problem_is_answered_by_the_measured_kernels(selector: Select
     for shape, kernels in measured.items():
         problem = ConvProblem.from_values(dict(zip(keys, shape)))
         result = selector.select(problem, selector.default_candidates)
-        assert (result.family or result.pick) in kernels
+        assert (result.family or result.pick) in own_names(kernels)
         through_fallback += not selector.feasible(problem, prepared).any()
     assert len(measured) == 230 and through_fallback == 63
