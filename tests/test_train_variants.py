@@ -13,7 +13,6 @@ import hashlib
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,6 @@ from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.select.dataset import load_cells
 from ckspace.select.selector import Selector
-from ckspace.space.space import Space
 
 BAD = {"wrong": 0.04, "crash": 0.02, "timeout": 0.02, "failed": 0.01}
 
@@ -39,18 +37,6 @@ pytestmark = pytest.mark.skipif(not sm.PROBLEMS.is_dir(), reason=f"{sm.PROBLEMS}
 @pytest.fixture(autouse=True)
 def _few_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(boosters, "NUM_ROUNDS", 20)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _rule_space_kernels() -> Iterator[None]:
-    """The sweeps measure the ``default`` rule set's kernels of the upstream rule space (``ck=None``):
-    1D to 3D in every variant, whatever the CK headers found can build."""
-    def kernels(variant: str) -> list:
-        return [c for c in Space(sm.ARCH, variant, [1, 2, 3], sm.DTYPE, "default", ck=None) if c.kind == "gemm"]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sm, "kernels", kernels)
-        yield
 
 
 @pytest.fixture(scope="module")
