@@ -7,8 +7,10 @@ For each arch and rule set, in one run:
 * ``cold``: ckspace with no cache (rule-set generation, rule classification, names);
 * ``warm``: ckspace answering from its on-disk cache;
 
-each the median of ``--repeat`` runs, with the ratio cold / nested. Then the whole-process time of
-``ckspace enumerate --arch gfx950 --variant bwd_weight --count`` with a warm cache.
+each the median of ``--repeat`` runs, with the ratio cold / nested (all three list the upstream rule
+space, ``ck=None``), and ``target``: the warm listing of the default target (the CK headers found,
+less the known-wrong kernels). Then the whole-process time of ``ckspace enumerate --arch gfx950
+--variant bwd_weight --count`` with a warm cache, for the default target and with ``--rules-only``.
 
 Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N]
 """
@@ -86,7 +88,7 @@ def main() -> int:
     # memos derived from them: the JSON tables themselves stay loaded, as nested's do)
 
     print(f"{'arch':8} {'rule set':11} {'kernels':>8} {'nested s':>9} {'cold s':>8} {'cold/nested':>11} "
-          f"{'warm s':>8} {'warm/nested':>11}")
+          f"{'warm s':>8} {'warm/nested':>11} {'target s':>8}")
     for arch in args.arch:
         for rule_set in args.rule_set:
             request = Request.build(arch, rule_set, rules_revision=NESTED_REVISION)
@@ -96,8 +98,8 @@ def main() -> int:
             def run_nested():
                 return nested.enumerate_request(arch, rule_set, variants, list(request.ndims), dtypes)
 
-            def run_ours(use_cache: bool):
-                space = Space(arch, rule_set=rule_set, use_cache=use_cache, rules_revision=NESTED_REVISION)
+            def run_ours(use_cache: bool, ck: object = None):
+                space = Space(arch, rule_set=rule_set, use_cache=use_cache, rules_revision=NESTED_REVISION, ck=ck)
                 return [(k.name, k.valid) for k in space.kernels(raw=True)]
 
             expected = run_nested()
@@ -109,15 +111,21 @@ def main() -> int:
             t_cold = _median_seconds(_cold(lambda: run_ours(False)), args.repeat)
             run_ours(True)
             t_warm = _median_seconds(lambda: run_ours(True), args.repeat)
+            run_ours(True, "auto")
+            t_target = _median_seconds(lambda: run_ours(True, "auto"), args.repeat)
             print(f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
-                  f"{t_warm:8.4f} {t_warm / t_nested:11.2f}")
+                  f"{t_warm:8.4f} {t_warm / t_nested:11.2f} {t_target:8.4f}")
 
-    cmd = [sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count"]
-    subprocess.run(cmd, check=True, capture_output=True)
-    t_proc = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
     t_python = _median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
-    print(f"\nwarm `ckspace enumerate --arch gfx950 --variant bwd_weight --count` (whole process): "
-          f"{t_proc:.3f} s median of {args.repeat} (target < 0.3 s; bare interpreter start: {t_python:.3f} s)")
+    print()
+    for extra in ([], ["--rules-only"]):
+        cmd = [sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count",
+               *extra]
+        subprocess.run(cmd, check=True, capture_output=True)
+        t_proc = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
+        print(f"warm `ckspace enumerate --arch gfx950 --variant bwd_weight --count{' ' if extra else ''}"
+              f"{' '.join(extra)}` (whole process): {t_proc:.3f} s median of {args.repeat} (goal < 0.3 s; bare "
+              f"interpreter start: {t_python:.3f} s)")
     return 0
 
 

@@ -188,8 +188,8 @@ def main() -> int:
 
         return space.for_ck(find_revision(args.ck_root))
 
-    cell = narrowed(Space(args.arch, "forward", 2, "bf16", rule_set="open"))
-    arch = narrowed(Space(args.arch, rule_set="open"))
+    cell = narrowed(Space(args.arch, "forward", 2, "bf16", rule_set="open", ck=None))  # the rule space unless --ck-root
+    arch = narrowed(Space(args.arch, rule_set="open", ck=None))
     print(f"1. exact counts of rule set open on {args.arch}{' with CK rules' if args.ck_root else ''} (cold)")
     count, *t = timed(lambda: cold_count(cell), args.repeat)
     show(f"one cell forward/2d/bf16: {count:,}", *t)
