@@ -5,6 +5,19 @@ valid question with a negative answer exits 1. Output is assembled first and wri
 so a failing command prints nothing half-done. Ctrl-C and SIGTERM end quietly with 130 and 143
 (every file ckspace writes is written whole or not at all). Answers served from the cache load
 neither numpy, pydantic nor the solver.
+
+Signals: :func:`main` installs its handlers first and imports the commands only after that, so a
+signal while they load ends as quietly as one later. At its top this module imports only the
+standard library, the package and its errors (all light), to keep short the time before ``main``
+runs. A signal that arrives before Python runs ``main`` at all (interpreter start-up, ``import
+ckspace.cli``) cannot be handled by ckspace: Python's defaults apply, death by the signal (a shell
+reports 130 or 143) or, for SIGINT once the interpreter has its own handler, a KeyboardInterrupt
+traceback (then exit status 1, or death by SIGINT). Nothing has been written then. ``python -m
+ckspace`` narrows that window (its ``__main__`` installs handlers before importing this module).
+Nor can a signal that arrives after ``main`` has returned, while the interpreter shuts down (it
+resets the handlers): death by the signal, with every file already written.
+A test or supervisor that must not race start-up sets ``CKSPACE_TEST_READY_FD`` to an inherited
+file descriptor: ``main`` writes ``ready`` to it and closes it once its handlers are installed.
 """
 
 from __future__ import annotations
@@ -19,9 +32,10 @@ import sys
 from collections.abc import Sequence
 
 from ckspace import __version__
-from ckspace.commands import COMMANDS
-from ckspace.commands.common import StrictParser, help_epilog
 from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+
+READY_FD = "CKSPACE_TEST_READY_FD"
+"""Environment variable naming the descriptor :func:`main` reports readiness on (see above)."""
 
 
 class _Terminated(BaseException):
@@ -33,6 +47,11 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict]:
+    """The parser of every command, and the command modules by name. The commands are imported
+    here, not at the top, so that :func:`main` has its signal handlers before they load."""
+    from ckspace.commands import COMMANDS
+    from ckspace.commands.common import StrictParser, help_epilog
+
     parser = StrictParser(prog="ckspace", description="The space of AMD CK Tile grouped-convolution kernels.",
                           epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ckspace {__version__}")
@@ -65,16 +84,45 @@ def _write(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm), signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Run ``ckspace argv`` (default: the process's arguments); returns the exit status.
+
+    Once its handlers are installed (its first lines), Ctrl-C ends the command with 130 and
+    SIGTERM with 143, quietly, while the commands load too; the handlers in place before are
+    restored on return (``main`` is also called in-process, by tests and scripts). A signal before
+    Python runs this function is beyond its reach (see the module's docstring)."""
+    previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         return _main(argv)
+    except KeyboardInterrupt:
+        return _fail("ckspace: interrupted", 130)
+    except _Terminated:
+        return _fail("ckspace: terminated", 143)
     finally:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
 
 
+def _tell_ready() -> None:
+    """Write ``ready`` to the descriptor ``$CKSPACE_TEST_READY_FD`` names, and close it: from now
+    on a signal ends the command quietly. The variable is removed, so the report is made once and
+    no process ckspace starts inherits it."""
+    value = os.environ.pop(READY_FD, None)
+    if value is None:
+        return
+    try:
+        fd = int(value)
+        os.write(fd, b"ready\n")
+        os.close(fd)
+    except (ValueError, OSError):
+        raise InvalidInputError(f"{READY_FD} is {value!r}; give the number of a file descriptor open for "
+                                "writing, or unset it") from None
+
+
 def _main(argv: Sequence[str] | None) -> int:
     try:
+        _tell_ready()
         parser, modules = _parser()
         tokens = list(sys.argv[1:] if argv is None else argv)
         if sum(t == "--cache-dir" or t.startswith("--cache-dir=") for t in tokens) > 1:
@@ -104,10 +152,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except OSError as exc:  # the file system said no: a full disk, a read-only directory, a closed stdout
         where = f": {exc.filename!r}" if exc.filename else ""
         return _fail(f"ckspace: error: {exc.strerror or exc}{where}", 2)
-    except KeyboardInterrupt:
-        return _fail("ckspace: interrupted", 130)
-    except _Terminated:
-        return _fail("ckspace: terminated", 143)
 
 
 def _fail(line: str, status: int) -> int:

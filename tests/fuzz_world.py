@@ -7,7 +7,7 @@ Files: a small valid benchmark CSV and its BOM, UTF-16, binary and empty twins; 
 (truncated, empty or binary manifest, sources missing, a source edited); a model directory and a
 damaged one; a directory holding someone else's file; a symbolic link; a fifo; and paths to
 /dev/null and under a file. `snapshot` records what is there so a run can be checked to have
-changed nothing it did not create.
+changed nothing it did not create. `start_ready` starts a real ckspace process to be signalled.
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ import hashlib
 import io
 import os
 import re
+import select
 import shutil
 import stat
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from conftest import SHARED, fake_ck
 
 from ckspace.cli import main
@@ -158,3 +162,42 @@ def contract_breaks(argv: list[str], outcome: Outcome) -> list[str]:
     if outcome.status == 2 and said and not said[0].startswith("ckspace: error: "):
         breaks.append(f"a failure's line is not an error line: {said[0][:100]}")
     return breaks
+
+
+READY_TIMEOUT = 60.0
+"""Seconds a test waits for a child to report ready: far above a start-up on a loaded machine, so
+that a hung child fails the test instead of hanging it."""
+
+
+def start_ready(argv: list[str], **popen) -> subprocess.Popen:
+    """``python -m ckspace argv``, returned once it reports its signal handlers installed (on the
+    pipe it is given by ``CKSPACE_TEST_READY_FD``): a signal sent from then on is ckspace's to
+    handle, while one sent during interpreter start-up would be Python's (death by the signal)."""
+    read, write = os.pipe()
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "ckspace", *argv], pass_fds=(write,),
+                                   env={**os.environ, "CKSPACE_TEST_READY_FD": str(write)}, **popen)
+    finally:
+        os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], READY_TIMEOUT)
+        said = os.read(read, 64) if ready else b""
+    finally:
+        os.close(read)
+    if said != b"ready\n":
+        process.kill()
+        _, stderr = process.communicate(timeout=READY_TIMEOUT)
+        pytest.fail(f"ckspace {argv!r} did not report ready in {READY_TIMEOUT:.0f} s "
+                    f"(said {said!r}, exit {process.returncode}): {stderr}")
+    return process
+
+
+def finish(process: subprocess.Popen) -> str:
+    """The process's stderr once it has exited, within a bound (killed past it)."""
+    try:
+        _, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return stderr
