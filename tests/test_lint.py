@@ -12,6 +12,7 @@ from functools import cache
 
 import pytest
 from conftest import ORACLE_REVISION
+from fuzz_world import run_cli
 
 from ckspace.constraints.lint import Finding, lint
 
@@ -79,3 +80,18 @@ def test_cli_lint_strict_and_json() -> None:
     assert strict.returncode == 1
     data = json.loads(strict.stdout)
     assert {"rule_set", "arch", "code", "message", "count", "spec"} <= set(data[0])
+
+
+@pytest.mark.parametrize("repeated, once", [
+    (["--rule-set", "tiny", "tiny", "--arch", "gfx950", "gfx950"], ["--rule-set", "tiny", "--arch", "gfx950"]),
+    (["--rule-set", "tiny", "TINY", "--rule-set", "tiny", "--arch", "GFX950", "--arch", "gfx950"],
+     ["--rule-set", "tiny", "--arch", "gfx950"]),
+    (["--rule-set", "tiny", "default", "tiny", "--arch", "gfx942", "gfx950", "gfx942", "--format", "json"],
+     ["--rule-set", "tiny", "default", "--arch", "gfx942", "gfx950", "--format", "json"]),
+], ids=["twice", "spellings and repeated options", "first occurrence order, json"])
+def test_cli_lint_repeated_values_mean_one(repeated: list[str], once: list[str]) -> None:
+    """A rule set or an arch named again (in any spelling) is the same question: every finding
+    once, and the counts line counts it once."""
+    twice, single = run_cli(["lint", *repeated]), run_cli(["lint", *once])
+    assert (twice.status, twice.stderr) == (single.status, single.stderr) == (0, "")
+    assert twice.stdout == single.stdout and twice.stdout

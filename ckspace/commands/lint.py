@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from typing import TextIO
 
 from ckspace.commands.common import add_rules_revision_argument
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
-from ckspace.core.revisions import rules_revision
 from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.revisions import rules_revision
 from ckspace.core.vocab import arch_names, parse_arch
 
 NAME = "lint"
@@ -29,11 +30,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
     tabled = [r for r in rule_set_names() if get_rule_set(r).has_table]  # lint reads proposal tables
-    rule_sets = [get_rule_set(r).name for r in args.rule_set or tabled]
+    rule_sets = _unique(get_rule_set(r).name for r in args.rule_set or tabled)
     if any(not get_rule_set(r).has_table for r in rule_sets):
         raise InvalidChoiceError("rule set to lint", next(r for r in rule_sets if not get_rule_set(r).has_table),
                                  tabled)
-    archs = [parse_arch(a) for a in args.arch or arch_names()]
+    archs = _unique(parse_arch(a) for a in args.arch or arch_names())
     revision = rules_revision(args.rules_revision).name
     from ckspace.constraints.lint import lint  # deferred: numpy
 
@@ -51,3 +52,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  {f.code}: {f.message}{spec}\n")
         out.write(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)\n")
     return 1 if args.strict and findings else 0
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """``names`` (canonical spellings) without repeats, in order of first occurrence: naming a rule
+    set or an arch twice, or in two spellings, asks what naming it once asks, and must not report
+    every finding twice."""
+    return list(dict.fromkeys(names))
