@@ -270,7 +270,12 @@ def test_plan_emit_build_select_is_one_target(variant: str, problems: str, dtype
 @given(st.sampled_from(["gfx942", "gfx950"]), st.sampled_from(list(Variant)), st.integers(0, 10_000))
 def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, variant: Variant, seed: int) -> None:
     """Names enumerate prints (drawn), and the closest proposals explain offers for them with a vector
-    changed, are accepted by explain and by emit's name resolution, as the same config."""
+    changed, are accepted by explain and by ``emit --kernels`` (its name resolution, which writes
+    nothing), as the same config."""
+    import tempfile
+
+    from ckspace.commands.emit import _named
+
     space = Space(arch, variant.value, ndim=2, dtype="bf16", ck=NO_CK)
     drawn = space.sample(1, seed=seed, stratify_by=())
     if not drawn:
@@ -280,6 +285,7 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
     assert space.configs_from_name(config.name) == [config]
     if config.kind == "depthwise":
         return
+    names = [config.name]
     other = space.explain(config.model_copy(update={"vec_c": 1 if config.vec_c != 1 else 2}))
     for cell in other.cells:
         for line in cell.closest:
@@ -287,6 +293,12 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
                 name = line.split()[0]
                 assert space.explain(name).verdict == "member"
                 assert space.configs_from_name(name)[0].name == name
+                names.append(name)
+    with tempfile.TemporaryDirectory() as folder:
+        listed = Path(folder) / "kernels.txt"
+        listed.write_text("\n".join(names) + "\n")
+        emitted = {k.config().name: k.config() for k in _named(space, listed)}
+    assert sorted(emitted) == sorted(set(names)) and emitted[config.name] == config
 
 
 def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(tmp_path: Path,

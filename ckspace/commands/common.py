@@ -20,6 +20,10 @@ ENVIRONMENT = {
     "CKSPACE_HIP_FLAGS": "extra compiler flags for ckspace build (shell words)",
     "CK_ROOT": "CK tree or include directory (default: ROCm, then the amd-aiter wheel)",
     "CC": "host C compiler of the dispatcher's host part and the compiled selector trees",
+    "CKSPACE_CLANG": "read as CKSPACE_CXX when that is unset (what older toolchain scripts exported)",
+    "RAY_ADDRESS": "the Ray cluster of --executor ray when --address is not given",
+    "CKSPACE_TEST_READY_FD": "a file descriptor main writes 'ready' to once its signal handlers are in place "
+                             "(for tests and supervisors that must not signal it during start-up)",
 }
 """Every environment variable ckspace reads, with what it means (``ckspace --help`` lists them)."""
 
