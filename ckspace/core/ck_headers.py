@@ -264,17 +264,26 @@ _OPS = "ck_tile/ops"
 
 def _signature(include: Path) -> str:
     """What the revision read off ``include`` depends on: every file under ``ck_tile/ops`` by path,
-    size and mtime (stat only: a few milliseconds for the ~300 headers)."""
-    entries = []
-    for root, dirs, files in os.walk(include / _OPS):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
+    size and mtime (stat only, through ``os.scandir``: ~2 ms for the ~300 headers, which every
+    command resolving its target pays)."""
+    entries: list[str] = []
+
+    def walk(folder: str) -> None:
+        try:
+            listed = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in listed:
             try:
-                st = path.stat()
+                if entry.is_dir(follow_symlinks=True):
+                    walk(entry.path)
+                else:
+                    st = entry.stat(follow_symlinks=True)
+                    entries.append(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}")
             except OSError:
                 continue
-            entries.append(f"{path.relative_to(include)}\0{st.st_size}\0{st.st_mtime_ns}")
+
+    walk(str(include / _OPS))
     return sha256("\n".join([str(include), *entries]).encode())
 
 
