@@ -194,15 +194,23 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
     fixed = [(fields.index(f), v) for f, v in values.items()]
     base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
                 rule_set=request.rule_set, rules_revision=request.rules_revision, config_kind="depthwise" if depthwise else "gemm")
-    if model.feasible(values):
-        completions = (valid_rows(values) if callable(valid_rows)
-                       else sum(all(row[i] == v for i, v in fixed) for row in valid_rows))
-        return CellExplanation(**base, valid=True, verdict="member", completions=completions, blame=[], closest=[])
+    if callable(valid_rows):  # no listing (open): the solver decides
+        if model.feasible(values):
+            return CellExplanation(**base, valid=True, verdict="member", completions=valid_rows(values), blame=[],
+                                   closest=[])
+    else:  # the cell's valid kernels are listed: a matching row answers without a solve (the CK rules make
+        # the cell's model slow to decide: ~0.1 s where the rows take microseconds); the same rules decide both
+        completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
+        if completions:
+            return CellExplanation(**base, valid=True, verdict="member", completions=completions, blame=[], closest=[])
     correction = model.minimal_correction(values)
     if correction is None:
         bounds = ", ".join(f"{f} in [{lo}, {hi}]" for f, (lo, hi) in model.bounds.items() if f in values)
         raise CkspaceError(f"a value is outside the fields' domains ({bounds})")
     off, witness = correction
+    if not off:  # the listing and the model disagree: a defect of ckspace, never an answer
+        raise CkspaceError(f"internal error: no listed kernel of {request.arch} {cell.label()} matches {values}, "
+                           "but its CP-SAT model admits one; please report it")
     blame = []
     closest: list[str] = []
     for name in off:
