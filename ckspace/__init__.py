@@ -30,6 +30,10 @@ _EXPORTS = {
     "InvalidChoiceError": "ckspace.core.errors",
     "InvalidInputError": "ckspace.core.errors",
     "KernelNameError": "ckspace.core.errors",
+    "NoKernelError": "ckspace.core.errors",
+    "CkHeadersNotFound": "ckspace.core.errors",
+    "Target": "ckspace.core.target",
+    "resolve_target": "ckspace.core.target",
     "Variant": "ckspace.core.vocab",
     "Dtype": "ckspace.core.vocab",
     "Pipeline": "ckspace.core.vocab",
@@ -45,6 +49,11 @@ _EXPORTS = {
 }
 
 __all__ = ["__version__", *_EXPORTS]
+
+
+def __dir__() -> list[str]:
+    """The lazy exports too (``dir(ckspace)`` lists ``Space``, ``Selector``, ...), not only what is loaded."""
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 def __getattr__(name: str) -> Any:

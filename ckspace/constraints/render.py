@@ -80,10 +80,10 @@ def _tuple(items: tuple[Expr, ...], cols: Mapping[str, np.ndarray]) -> str:
     return f"{names} = {values}" if len(items) == 1 else f"({names}) = ({values})"
 
 
-def _table(items: tuple[Expr, ...], table: frozenset[tuple[int, ...]]) -> str:
-    """The rows of a small table in words, else its size."""
+def _table(items: tuple[Expr, ...], table: frozenset[tuple[int, ...]], what: str = "listed") -> str:
+    """The rows of a small table in words, else its size (``the 12 listed``, ``the 12 excluded``)."""
     if len(table) > 8:
-        return f"the {len(table)} listed"
+        return f"the {len(table)} {what}"
     fields = [_enum_field(i) for i in items]
     rows = sorted(table)
     shown = [", ".join(_show(f, v) for f, v in zip(fields, row)) for row in rows]
@@ -114,7 +114,9 @@ def _failures(expr: Expr, cols: Mapping[str, np.ndarray]) -> list[str]:
     if isinstance(expr, In):
         return [f"{_tuple(expr.items, cols)} is not one of {_table(expr.items, expr.table)}"]
     if isinstance(expr, Not) and isinstance(expr.part, In):
-        return [f"{_tuple(expr.part.items, cols)} is one of the excluded {_table(expr.part.items, expr.part.table)}"]
+        table = expr.part.table
+        listed = _table(expr.part.items, table, "excluded")
+        return [f"{_tuple(expr.part.items, cols)} is one of {listed if len(table) > 8 else 'the excluded ' + listed}"]
     if isinstance(expr, Or) and len(expr.parts) == 2 and isinstance(expr.parts[0], Not):
         condition, consequence = expr.parts[0].part, expr.parts[1]  # an implication
         return [f"since {text(condition)}: {msg}" for msg in _failures(consequence, cols)]

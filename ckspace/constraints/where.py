@@ -170,6 +170,9 @@ class _Translator:
             return self._arith(node, _ARITH[type(node.op)], left, right)
         if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
             raise self.fail(node, "a condition cannot be used as a number")
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):  # c.tile_n, as other tools write it
+            raise self.fail(node, f"Attribute is not allowed in a filter: name the field alone ({node.attr!r}, "
+                                  f"not {node.value.id}.{node.attr})")
         raise self.fail(node, f"{type(node).__name__} is not allowed in a filter")
 
     def numeric(self, node: ast.AST, depth: int) -> _Typed:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ckspace.core.errors import InvalidInputError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 
 
 def invalid_input(what: str, exc: ValidationError) -> InvalidInputError:
@@ -39,3 +39,13 @@ class CheckedModel(BaseModel):
     @classmethod
     def _bad_input(cls, exc: ValidationError) -> InvalidInputError:
         return invalid_input(cls.__name__, exc)
+
+    def replace(self, **changes: Any) -> Any:
+        """A copy with ``changes``, validated like a new instance. Pydantic's
+        ``model_copy(update=...)`` checks nothing: a misspelt field (``pipline``) or a wrong value
+        would give a config that is silently not what was meant."""
+        fields = type(self).model_fields
+        unknown = [name for name in changes if name not in fields]
+        if unknown:
+            raise InvalidChoiceError(f"{type(self).__name__} field", unknown[0], fields)
+        return type(self)(**{**self.model_dump(), **changes})

@@ -98,7 +98,13 @@ class Explanation(BaseModel):
     cells: list[CellExplanation]
 
     def text(self) -> str:
-        return "\n".join([*(c.text(self.partial) for c in self.cells), "# " + self.target["note"]])
+        lines = [c.text(self.partial) for c in self.cells]
+        if len(self.cells) > 1:
+            valid = [c for c in self.cells if c.valid]
+            where = f"{len(valid)} of {len(self.cells)} cells"
+            lines.append(f"summary: {sum(c.completions for c in valid)} valid completion(s) in {where}" if self.partial
+                         else f"summary: a kernel of {where}; verdict {self.verdict}")
+        return "\n".join([*lines, "# " + self.target["note"]])
 
 
 def overall_verdict(cells: Sequence[CellExplanation]) -> Verdict:

@@ -30,6 +30,9 @@ class Kernel(NamedTuple):
     row: Row
     valid: bool
 
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r}, arch={self.arch!r}{'' if self.valid else ', valid=False'})"
+
     @property
     def identity(self) -> tuple:
         return (self.arch, self.cell, self.depthwise, self.row)
