@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install, on Debian bookworm, a clang-19 HIP toolchain that compiles CK Tile kernels for gfx942,
-# and the CK headers vendored in the amd-aiter wheel (see shared/spec/TOOLCHAIN.md).
+# and the CK headers vendored in the amd-aiter wheel (README: "Emitting and building kernels").
 #
 # Usage: install-toolchain-gfx942.sh [PREFIX]     (default PREFIX: /opt/ckspace-toolchain)
 # Result: PREFIX/ck/include (CK headers), PREFIX/devlibs (ROCm device bitcode incl. gfx942 ISA file),

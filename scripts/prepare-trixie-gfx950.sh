@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare a Debian trixie chroot with clang-22 (the first Debian clang that knows gfx950) and the
-# HIP headers/device libraries, and a compiler wrapper usable as CKSPACE_CXX (see TOOLCHAIN.md).
+# HIP headers/device libraries, and a compiler wrapper usable as CKSPACE_CXX (README: "Emitting and building kernels").
 # Needs root and debootstrap (apt-get install debootstrap). About 1.4 GB.
 #
 # Usage: prepare-trixie-gfx950.sh [CHROOT] [BIND_DIR ...]

@@ -126,6 +126,11 @@ def test_no_toolchain_error_lists_what_was_looked_for(tmp_path: Path, monkeypatc
     message = str(error.value)
     assert "amdclang++" in message and "hipcc" in message and "clang++" in message
     assert "install-toolchain-gfx942.sh" in message
+    with pytest.raises(CkspaceError) as error:  # the gfx942 script's clang-19 knows no gfx950
+        discover("gfx950")
+    assert "prepare-trixie-gfx950.sh" in str(error.value) and "install-toolchain-gfx942" not in str(error.value)
+    with pytest.raises(CkspaceError, match="the project's scripts cover gfx942, gfx950"):
+        discover("gfx1201")
 
 
 def _toolchain_or_skip() -> None:

@@ -25,7 +25,20 @@ log = logging.getLogger(__name__)
 SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
 DEVICE_LIB_DIRS = ("/opt/ckspace-toolchain/devlibs", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
                    "/usr/share/amdgcn/bitcode")
-TOOLCHAIN_HINT = "scripts/install-toolchain-gfx942.sh installs one on Debian bookworm"
+TOOLCHAIN_SCRIPTS: dict[str, str] = {
+    "gfx942": "scripts/install-toolchain-gfx942.sh installs one on Debian bookworm",
+    "gfx950": "scripts/prepare-trixie-gfx950.sh prepares clang-22 for gfx950 in a Debian trixie chroot "
+              "(then export CKSPACE_CXX to its wrapper)",
+}
+"""Which of the project's scripts provides a compiler for an arch (clang-19 of bookworm knows gfx942
+but not gfx950)."""
+
+
+def toolchain_hint(arch: str) -> str:
+    """Where a HIP compiler for ``arch`` comes from, for the error that found none."""
+    return TOOLCHAIN_SCRIPTS.get(arch, f"a ROCm installation whose amdclang++ knows {arch}, or CKSPACE_CXX "
+                                       f"naming such a compiler; the project's scripts cover "
+                                       f"{', '.join(TOOLCHAIN_SCRIPTS)}")
 
 
 class Toolchain(BaseModel):
@@ -125,13 +138,13 @@ def discover(arch: str) -> Toolchain:
             return found
     if not any(shutil.which(n) for n in SYSTEM_CLANGS):
         refused.append(f"system clang ({', '.join(SYSTEM_CLANGS[:3])}, ..., clang++: none on PATH)")
-    raise CkspaceError(f"no HIP compiler for {arch}; tried: " + "; ".join(refused) + f" ({TOOLCHAIN_HINT})")
+    raise CkspaceError(f"no HIP compiler for {arch}; tried: " + "; ".join(refused) + f" ({toolchain_hint(arch)})")
 
 
 def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -> Toolchain | None:
     def refuse(reason: str) -> None:
         if explicit:
-            raise CkspaceError(f"CKSPACE_CXX={path}: {reason} ({TOOLCHAIN_HINT})")
+            raise CkspaceError(f"CKSPACE_CXX={path}: {reason} ({toolchain_hint(arch)})")
         refused.append(f"{path} ({reason})")
 
     if not _knows_target(path, arch):
