@@ -96,7 +96,7 @@ def test_hostile_filters_are_one_line_errors_and_never_run(tmp_path: Path, templ
     with pytest.raises(WhereError) as info:
         parse_where(text)
     message = str(info.value)
-    assert "\n" not in message and message.startswith("--where") and len(message) < 700
+    assert "\n" not in message and message.startswith("filter ") and len(message) < 700
     assert not marker.exists()
 
 

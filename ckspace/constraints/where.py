@@ -62,7 +62,7 @@ class _Translator:
 
     def fail(self, node: ast.AST | None, message: str) -> WhereError:
         where = f" at column {node.col_offset + 1}" if node is not None and hasattr(node, "col_offset") else ""
-        return WhereError(f"--where {_quote(self.text)}: {message}{where}")
+        return WhereError(f"filter {_quote(self.text)}: {message}{where}")
 
     def boolean(self, node: ast.AST, depth: int = 0) -> Expr:
         if depth > MAX_DEPTH:
@@ -215,21 +215,21 @@ def parse_where(text: str) -> Rule:
     """Parse one filter into a named rule (predicate ``where``)."""
     text = str(text)
     if not text.strip():
-        raise WhereError("--where '': empty filter")
+        raise WhereError("filter '': empty (give an expression over config fields)")
     if len(text) > MAX_LENGTH:
-        raise WhereError(f"--where: filter is {len(text)} characters long (at most {MAX_LENGTH})")
+        raise WhereError(f"filter of {len(text)} characters: too long (at most {MAX_LENGTH})")
     translator = _Translator(text)
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         column = f" at column {exc.offset}" if exc.offset else ""
-        raise WhereError(f"--where {_quote(text)}: syntax error ({exc.msg}){column}") from None
+        raise WhereError(f"filter {_quote(text)}: syntax error ({exc.msg}){column}") from None
     except (RecursionError, MemoryError, ValueError):
-        raise WhereError(f"--where {_quote(text)}: expression too deeply nested or too large") from None
+        raise WhereError(f"filter {_quote(text)}: expression too deeply nested or too large") from None
     try:
         expr = translator.boolean(tree.body)
     except RecursionError:
-        raise WhereError(f"--where {_quote(text)}: expression too deeply nested") from None
+        raise WhereError(f"filter {_quote(text)}: expression too deeply nested") from None
     return Rule(name=f"where[{text.strip()}]", predicate=Predicate.WHERE, expr=expr,
                 text=f"user filter: {text.strip()}", source="--where")
 
