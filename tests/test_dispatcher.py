@@ -9,6 +9,7 @@ predicted TFLOPS equal to float precision.
 from __future__ import annotations
 
 import csv
+import ctypes
 import json
 from functools import cache
 from pathlib import Path
@@ -150,12 +151,46 @@ def test_is_supported_equals_the_python_rules(drawn: tuple[ConvProblem, Variant,
     assert not dispatcher.is_supported(index, problem, other, dtype)  # another cell's kernel
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.fixed_dictionaries({name: st.integers(-2, 9) for name in ("N", "G", "C", "K", "Hi", "Wi", "Y", "X",
-                                                                  "stride_h", "stride_w", "pad_h", "pad_w",
-                                                                  "dil_h", "dil_w", "k_batch")}))
+_MALFORMED_FIELDS = ("N", "G", "C", "K", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w",
+                     "dil_h", "dil_w", "k_batch")
+_INDEX = 2**31
+_AROUND_INDEX = st.sampled_from([_INDEX - 2, _INDEX - 1, _INDEX, _INDEX + 1, 2 * _INDEX, 2**62, 2**63 - 1,
+                                 -_INDEX, -(2**63)])
+_AROUND_ELEMENTS = {  # element counts around 2^63 - 1 (long_index_t), as factors within index_t
+    2**63 - 2: (2, 3, 715827883, 2147483647),
+    2**63 - 1: (7 * 7 * 73, 127 * 337, 92737, 649657),
+    2**63: (2**20, 2**21, 2**22, 1),
+    2**63 + 2: (2 * 5 * 5581, 8681, 49477, 384773),
+}
+_TENSOR_FIELDS = {"input": ("N", "C", "Hi", "Wi"), "output": ("N", "K", "Hi", "Wi"), "weight": ("K", "C", "Y", "X")}
+
+
+@st.composite
+def malformed_2d(draw) -> dict[str, int]:
+    """Small values around the lower bounds, values around index_t's 2^31 (and int64's ends), and
+    tensors of around 2^63 elements (long_index_t) in input, output (1x1 filter) or weight."""
+    values = {name: draw(st.one_of(st.integers(-2, 9), st.integers(-2, 9), _AROUND_INDEX))
+              for name in _MALFORMED_FIELDS}
+    if draw(st.booleans()):
+        tensor = draw(st.sampled_from(sorted(_TENSOR_FIELDS)))
+        factors = draw(st.permutations(_AROUND_ELEMENTS[draw(st.sampled_from(sorted(_AROUND_ELEMENTS)))]))
+        values.update(dict(zip(_TENSOR_FIELDS[tensor], factors)))
+        if draw(st.booleans()):  # the other sizes of a valid problem, so that only the element count decides
+            values.update(G=1, stride_h=1, stride_w=1, pad_h=0, pad_w=0, dil_h=1, dil_w=1, k_batch=1)
+            values.update({name: 1 for name in ("N", "C", "K", "Hi", "Wi", "Y", "X")
+                           if name not in _TENSOR_FIELDS[tensor]})
+            if tensor != "weight":
+                values.update(Y=1, X=1)
+    return values
+
+
+@settings(max_examples=600, deadline=None)
+@given(malformed_2d())
 def test_malformed_problems_are_refused_like_the_python_model(values: dict[str, int]) -> None:
-    """C's problem check and ConvProblem's validation accept exactly the same 2D problems."""
+    """C's problem check and ConvProblem's validation accept exactly the same 2D problems, over the
+    whole int64 range: index_t bounds (2^31 - 1) per value, long_index_t (2^63 - 1) per tensor;
+    what ConvProblem refuses is CKSPACE_INVALID_PROBLEM from ckspace_select and its negation from
+    ckspace_is_supported."""
     _, dispatcher = whole_arch()
     try:
         ConvProblem.from_values({**values, "ndim": 2})
@@ -164,7 +199,23 @@ def test_malformed_problems_are_refused_like_the_python_model(values: dict[str, 
         valid = False
     raw = ConvProblemC(variant=0, dtype=Dtype.BF16.code, ndim=2, Di=1, Z=1, stride_d=1, pad_d=0, dil_d=1, **values)
     status, _, _ = dispatcher.select_raw(raw)
-    assert (status != 3) == valid
+    assert (status != 3) == valid, (status, values)
+    supported = dispatcher._lib.ckspace_is_supported(0, ctypes.byref(raw))
+    assert (supported != -3) == valid, (supported, values)
+
+
+def test_the_largest_valid_tensors_are_accepted_and_one_more_element_refused() -> None:
+    """The edges themselves: 2^63 - 1 elements and sizes of 2^31 - 1 are valid, one more is not."""
+    _, dispatcher = whole_arch()
+    edge = dict(N=7 * 7 * 73, C=127 * 337, K=1, Hi=92737, Wi=649657, Y=1, X=1)
+    for values, valid in ((edge, True), ({**edge, "Wi": 649658}, False),
+                          (dict(N=1, C=1, K=1, Hi=1, Wi=2**31 - 1, Y=1, X=1, pad_w=2**31 - 1), True),
+                          (dict(N=1, C=1, K=1, Hi=1, Wi=2**31, Y=1, X=1), False)):
+        ConvProblem.from_values(values) if valid else pytest.raises(CkspaceError, ConvProblem.from_values, values)
+        raw = ConvProblemC(variant=0, dtype=Dtype.BF16.code, ndim=2, Di=1, Z=1, stride_d=1, pad_d=0, dil_d=1,
+                           G=1, stride_h=1, stride_w=1, pad_h=0, dil_h=1, dil_w=1, k_batch=1,
+                           **{"pad_w": 0, **values})
+        assert (dispatcher.select_raw(raw)[0] != 3) == valid, values
 
 
 def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:

@@ -33,6 +33,13 @@ INDEX_MAX = 2**31 - 1
 ELEMENTS_MAX = 2**63 - 1
 """Largest element count of any one tensor: CK Tile's ``long_index_t`` (64-bit) offsets. Tensors
 beyond 2^31 elements are CK's split-image territory (the ``split_image`` field), not an error."""
+TENSOR_ELEMENTS: dict[str, tuple[str, ...]] = {
+    "input": ("N", "C", "input_volume"),
+    "output": ("N", "K", "output_volume"),
+    "weight": ("K", "Cg", "filter_volume"),
+}
+"""Each tensor's element count as a product of :class:`ConvProblem` attributes, at most
+:data:`ELEMENTS_MAX` (the generated C dispatcher renders the same check from this table)."""
 
 
 class ConvProblem(CheckedModel):
@@ -84,9 +91,8 @@ class ConvProblem(CheckedModel):
         for dim in self.dims:
             if self.output_size(dim) < 1:
                 raise ValueError(f"the output is empty along {dim}: the filter does not fit the padded input")
-        for tensor, elements in (("input", self.N * self.C * self.input_volume),
-                                 ("output", self.N * self.K * self.output_volume),
-                                 ("weight", self.K * self.Cg * self.filter_volume)):
+        for tensor, factors in TENSOR_ELEMENTS.items():
+            elements = math.prod(getattr(self, factor) for factor in factors)
             if elements > ELEMENTS_MAX:
                 raise ValueError(f"the {tensor} tensor has {elements} elements, beyond what CK Tile can index "
                                  f"(2^63-1, long_index_t)")
@@ -204,3 +210,17 @@ class ConvProblem(CheckedModel):
             return cls(**values)
         except InvalidInputError as exc:
             raise InvalidInputError(f"problem {text or values!r}: {exc}") from None
+
+
+def _field_bounds() -> dict[str, tuple[int, int]]:
+    bounds = {}
+    for name, info in ConvProblem.model_fields.items():
+        low = [m.ge for m in info.metadata if hasattr(m, "ge")]
+        high = [m.le for m in info.metadata if hasattr(m, "le")]
+        bounds[name] = (low[0], high[0])
+    return bounds
+
+
+FIELD_BOUNDS: dict[str, tuple[int, int]] = _field_bounds()
+"""Each :class:`ConvProblem` field's (least, greatest) value, read from its declaration above (the
+generated C dispatcher refuses what lies outside them, as the model does)."""

@@ -19,6 +19,7 @@ fallback pool returns the same kernel (tests compare them on real and drawn prob
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
+from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.cfeatures import c_double, features_c
 from ckspace.select.compiled import model_sources
@@ -74,6 +76,41 @@ FIELD_DOCS: dict[str, str] = {
 STRUCT_FIELDS: tuple[str, ...] = ("variant", "dtype", *PARAMS)
 """The fields of ``ckspace_conv_problem``, in order (all ``int64_t``)."""
 assert set(FIELD_DOCS) == set(STRUCT_FIELDS), "every field of the C problem is documented"
+
+_C_FACTORS: dict[str, tuple[str, ...]] = {
+    "N": ("p->N",), "G": ("p->G",), "C": ("p->C",), "K": ("p->K",),
+    "Cg": ("p->C / p->G",), "Kg": ("p->K / p->G",),
+    "input_volume": ("size[0]", "size[1]", "size[2]"), "output_volume": ("out[0]", "out[1]", "out[2]"),
+    "filter_volume": ("filter[0]", "filter[1]", "filter[2]"),
+}
+"""The C (in ``cks_normalize``) of each quantity :data:`~ckspace.core.problem.TENSOR_ELEMENTS` names;
+absent dimensions are 1 there."""
+
+
+def problem_checks() -> dict[str, object]:
+    """What ``cks_normalize`` refuses beside the rules, from :class:`~ckspace.core.problem.ConvProblem`'s
+    own statement of its bounds: each field's range (:data:`~ckspace.core.problem.FIELD_BOUNDS`)
+    and each tensor's element count (:data:`~ckspace.core.problem.TENSOR_ELEMENTS`, at most
+    :data:`~ckspace.core.problem.ELEMENTS_MAX`)."""
+    missing = [f for f in FIELD_BOUNDS if f not in STRUCT_FIELDS]
+    unknown = sorted({f for factors in TENSOR_ELEMENTS.values() for f in factors} - set(_C_FACTORS))
+    if missing or unknown:
+        raise AssertionError(f"the C problem lacks fields {missing} or factors {unknown} of ConvProblem")
+    return {"ndim_bounds": FIELD_BOUNDS["ndim"],
+            "bounds": [(name, low, high) for name, (low, high) in FIELD_BOUNDS.items() if name != "ndim"],
+            "tensors": [(tensor, [c for f in factors for c in _C_FACTORS[f]])
+                        for tensor, factors in TENSOR_ELEMENTS.items()],
+            "elements_max": ELEMENTS_MAX,
+            "ranges": _ranges_text()}
+
+
+def _ranges_text() -> list[str]:
+    """FIELD_BOUNDS as comment lines of the header: the fields of each range, wrapped."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name, bounds in FIELD_BOUNDS.items():
+        groups.setdefault(bounds, []).append(name)
+    return [line for (low, high), names in groups.items()
+            for line in textwrap.wrap(f"{low} .. {high}: {', '.join(names)}", 92, subsequent_indent="    ")]
 
 
 @dataclass(frozen=True)
@@ -168,11 +205,11 @@ def dispatcher_sources(library: Library, arch: str, environment,
     variants = [(v.value, v.code) for v in Variant]
     dtypes = [(d.value, d.code) for d in Dtype]
     files[HEADER] = environment.get_template("ckspace_dispatch.h.j2").render(
-        {**base, "variants": variants, "dtypes": dtypes,
+        {**base, "variants": variants, "dtypes": dtypes, "problem": problem_checks(),
          "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
     files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
         {**base, "kernels": kernels, "fields": GEMM_FIELD_NAMES, "fallbacks": flat, "checks": checks,
-         "cells": cell_context, "helpers": C_HELPERS, "variants": variants, "dtypes": dtypes,
+         "cells": cell_context, "helpers": C_HELPERS, "problem": problem_checks(), "variants": variants, "dtypes": dtypes,
          "n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
          "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),
          "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),

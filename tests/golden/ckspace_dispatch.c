@@ -1604,23 +1604,68 @@ static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, con
 
 
 /* ---- the API --------------------------------------------------------------------------------- */
+/* Whether the product of n factors (each >= 1) is at most limit, without overflowing. */
+static int cks_product_at_most(const int64_t* factors, int n, int64_t limit) {
+  int64_t product = 1;
+  for (int i = 0; i < n; ++i) {
+    if (factors[i] > limit / product) return 0;
+    product *= factors[i];
+  }
+  return 1;
+}
+
 /* The problem with the fields of absent dimensions set as a 1D/2D problem has them (size 1, no
-   pad), or 0 when it is malformed. */
+   pad), or 0 when it is malformed: exactly what ConvProblem (ckspace.core.problem) refuses, its
+   field bounds (CK Tile's 32-bit index_t) and tensor sizes (64-bit long_index_t) rendered from
+   its FIELD_BOUNDS and TENSOR_ELEMENTS. */
 static int cks_normalize(const ckspace_conv_problem* in, ckspace_conv_problem* p) {
   if (in == NULL) return 0;
   *p = *in;
-  if (p->ndim < 1 || p->ndim > 3 || p->variant < 0 || p->variant > 2 || p->dtype < 0
-      || p->dtype > 2) return 0;
+  if (p->ndim < 1 || p->ndim > 3 || p->variant < 0
+      || p->variant > 2 || p->dtype < 0 || p->dtype > 2) return 0;
   if (p->ndim < 3) { p->Di = 1; p->Z = 1; p->stride_d = 1; p->pad_d = 0; p->dil_d = 1; }
   if (p->ndim < 2) { p->Hi = 1; p->Y = 1; p->stride_h = 1; p->pad_h = 0; p->dil_h = 1; }
-  if (p->N < 1 || p->G < 1 || p->C < 1 || p->K < 1 || p->k_batch < 1) return 0;
+  if (p->N < INT64_C(1) || p->N > INT64_C(2147483647)) return 0;
+  if (p->G < INT64_C(1) || p->G > INT64_C(2147483647)) return 0;
+  if (p->C < INT64_C(1) || p->C > INT64_C(2147483647)) return 0;
+  if (p->K < INT64_C(1) || p->K > INT64_C(2147483647)) return 0;
+  if (p->Di < INT64_C(1) || p->Di > INT64_C(2147483647)) return 0;
+  if (p->Hi < INT64_C(1) || p->Hi > INT64_C(2147483647)) return 0;
+  if (p->Wi < INT64_C(1) || p->Wi > INT64_C(2147483647)) return 0;
+  if (p->Z < INT64_C(1) || p->Z > INT64_C(2147483647)) return 0;
+  if (p->Y < INT64_C(1) || p->Y > INT64_C(2147483647)) return 0;
+  if (p->X < INT64_C(1) || p->X > INT64_C(2147483647)) return 0;
+  if (p->stride_d < INT64_C(1) || p->stride_d > INT64_C(2147483647)) return 0;
+  if (p->stride_h < INT64_C(1) || p->stride_h > INT64_C(2147483647)) return 0;
+  if (p->stride_w < INT64_C(1) || p->stride_w > INT64_C(2147483647)) return 0;
+  if (p->pad_d < INT64_C(0) || p->pad_d > INT64_C(2147483647)) return 0;
+  if (p->pad_h < INT64_C(0) || p->pad_h > INT64_C(2147483647)) return 0;
+  if (p->pad_w < INT64_C(0) || p->pad_w > INT64_C(2147483647)) return 0;
+  if (p->dil_d < INT64_C(1) || p->dil_d > INT64_C(2147483647)) return 0;
+  if (p->dil_h < INT64_C(1) || p->dil_h > INT64_C(2147483647)) return 0;
+  if (p->dil_w < INT64_C(1) || p->dil_w > INT64_C(2147483647)) return 0;
+  if (p->k_batch < INT64_C(1) || p->k_batch > INT64_C(2147483647)) return 0;
   if (p->C % p->G != 0 || p->K % p->G != 0) return 0;
   const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
   const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
   const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
-  for (int d = 0; d < 3; ++d) {
-    if (size[d] < 1 || filter[d] < 1 || stride[d] < 1 || pad[d] < 0 || dil[d] < 1) return 0;
-    if (size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1 < 0) return 0; /* empty output */
+  int64_t out[3];
+  for (int d = 0; d < 3; ++d) {  /* no overflow: every value is within index_t here */
+    const int64_t span = size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1;
+    if (span < 0) return 0; /* empty output */
+    out[d] = span / stride[d] + 1;
+  }
+  { /* input tensor elements */
+    const int64_t factors[5] = { p->N, p->C, size[0], size[1], size[2] };
+    if (!cks_product_at_most(factors, 5, INT64_C(9223372036854775807))) return 0;
+  }
+  { /* output tensor elements */
+    const int64_t factors[5] = { p->N, p->K, out[0], out[1], out[2] };
+    if (!cks_product_at_most(factors, 5, INT64_C(9223372036854775807))) return 0;
+  }
+  { /* weight tensor elements */
+    const int64_t factors[5] = { p->K, p->C / p->G, filter[0], filter[1], filter[2] };
+    if (!cks_product_at_most(factors, 5, INT64_C(9223372036854775807))) return 0;
   }
   return 1;
 }

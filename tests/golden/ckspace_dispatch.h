@@ -36,7 +36,15 @@ extern "C" {
 /* A grouped convolution. Channel counts are TOTALS over all groups (C = G * C per group), as
    frameworks state them. Spatial fields are named per dimension, outermost first: depth (d),
    height (h), width (w); a 2D problem uses h and w, a 1D problem w only, and the fields of absent
-   dimensions are ignored. Pads are symmetric (the same before and after). */
+   dimensions are ignored. Pads are symmetric (the same before and after).
+   A problem is malformed (CKSPACE_INVALID_PROBLEM) when a value lies outside its range (CK Tile's
+   index_t is a 32-bit int), C or K is not a multiple of G, the output is empty, or a tensor has
+   more than 9223372036854775807 elements (CK Tile's long_index_t). The ranges:
+     1 .. 3: ndim
+     1 .. 2147483647: N, G, C, K, Di, Hi, Wi, Z, Y, X, stride_d, stride_h, stride_w, dil_d,
+         dil_h, dil_w, k_batch
+     0 .. 2147483647: pad_d, pad_h, pad_w
+*/
 typedef struct ckspace_conv_problem {
   int64_t variant;  /* CKSPACE_FORWARD, CKSPACE_BWD_DATA or CKSPACE_BWD_WEIGHT */
   int64_t dtype;    /* CKSPACE_DTYPE_* */
