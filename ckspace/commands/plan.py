@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="keep each problem's T best-ranked candidates in the model (default: 64; 0: all)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="S",
                         help="CP-SAT deterministic time per solve (about seconds; default: 20)")
-    parser.add_argument("--seed", type=int, default=0, help="the solver's seed (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="the solver's seed, a 32-bit integer (default: 0)")
     parser.add_argument("--format", default="names",
                         help="names (the kernels to emit, with the report as '#' comments; feeds "
                              "`ckspace emit --kernels`) or json (default: names)")
@@ -50,27 +50,44 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> None:
     if args.format not in FORMATS:
         raise InvalidChoiceError("format", args.format, FORMATS)
-    if args.budget is not None and args.budget < 1:
-        raise CkspaceError(f"--budget must be at least 1, not {args.budget}")
+    from ckspace.select.plan import BUDGET_MAX, SEED_RANGE, TIME_LIMIT_MAX
+
+    if args.budget is not None and not 1 <= args.budget <= BUDGET_MAX:
+        raise CkspaceError(f"--budget {args.budget}: valid: at least 1 and at most {BUDGET_MAX:,} kernels "
+                           "(the solver's range)")
+    if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
+        raise CkspaceError(f"--seed {args.seed}: valid: an integer from {SEED_RANGE[0]:,} to {SEED_RANGE[1]:,} "
+                           "(the solver's 32-bit seed)")
     if args.min_efficiency is not None and not 0 < args.min_efficiency <= 100:
         raise CkspaceError(f"--min-efficiency is a percentage in (0, 100], not {args.min_efficiency:g}")
     if args.top is not None and args.top < 0:
         raise CkspaceError(f"--top must be 0 (keep all) or more, not {args.top}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise CkspaceError(f"--time-limit must be positive, not {args.time_limit:g}")
+    if args.time_limit is not None and not 0 < args.time_limit <= TIME_LIMIT_MAX:
+        raise CkspaceError(f"--time-limit {args.time_limit:g}: valid: more than 0 and at most {TIME_LIMIT_MAX:g} "
+                           "deterministic seconds")
     if args.candidates is not None and args.where:
         raise CkspaceError("--where narrows a rule set: not with --candidates")
 
 
-def _registry(args: argparse.Namespace, selector, ndims: list[int]) -> list:
+def _space(args: argparse.Namespace, ndims: list[int]):
+    """The rule set's space (None with --candidates), refused at once when too large to rank."""
     if args.candidates is not None:
+        return None
+    from ckspace.commands.select import CANDIDATE_LIMIT, table_rule_sets
+    from ckspace.space.space import Space
+
+    space = Space(args.arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where,
+                  ck=target_choice(args))
+    space.refuse_beyond(CANDIDATE_LIMIT, "plan ranks",
+                        f"--where EXPR, a rule set with a table ({table_rule_sets()}) or --candidates FILE")
+    return space
+
+
+def _registry(args: argparse.Namespace, selector, ndims: list[int], space) -> list:
+    if space is None:
         from ckspace.commands.select import read_candidates
 
         return read_candidates(args.candidates, selector.arch)
-    from ckspace.space.space import Space
-
-    space = Space(selector.arch, selector.variant.value, ndims, selector.dtype.value, args.rule_set or "full",
-                  where=args.where, ck=selector.target)
     candidates = [c for c in space if c.kind == "gemm"]
     if not candidates:
         raise CkspaceError(f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "
@@ -85,9 +102,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.selector import Selector
     from ckspace.select.workload import read_workload
 
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target_choice(args))
-    workload = read_workload(args.problems, selector.variant, args.weights)
-    candidates = _registry(args, selector, sorted({p.ndim for p in workload.problems}))
+    from ckspace.core.vocab import Variant
+
+    workload = read_workload(args.problems, Variant.parse(args.variant), args.weights)
+    ndims = sorted({p.ndim for p in workload.problems})
+    space = _space(args, ndims)  # a registry too large to rank is refused before any model loads
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model,
+                             ck=target_choice(args) if space is None else space.target)
+    candidates = _registry(args, selector, ndims, space)
     predictions = _predict(selector, candidates, workload)
     top = DEFAULT_TOP if args.top is None else (args.top or None)
     result = solve_plan(predictions.instance, budget=args.budget,

@@ -30,6 +30,8 @@ from ckspace.core.errors import CkspaceError
 NAME = "probe"
 HELP = "compile a sample of a space; report configs the rules accept but the compiler rejects, by first error"
 REPORT = "probe.json"
+SAMPLE_LIMIT = 100_000
+"""Most configs one probe compiles (each is its own translation unit; the sample is held in memory)."""
 LOCATION = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal )?error:\s*(?P<text>.*)$")
 
 
@@ -37,7 +39,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser, variant_required=False)
     parser.set_defaults(rule_set="open")
     parser.add_argument("--sample", type=int, required=True, metavar="N",
-                        help="configs to compile, spread evenly over the cells, uniform inside each")
+                        help="configs to compile, spread evenly over the cells, uniform inside each "
+                             f"(1 to {SAMPLE_LIMIT:,}; a space holding fewer gives all it holds)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     parser.add_argument("--out", type=Path, required=True, help="directory for the emitted tree, build and probe.json")
     parser.add_argument("--jobs", type=int, default=1, help="parallel compiles (default: 1)")
@@ -79,8 +82,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.ck_headers import find_revision
     from ckspace.space.listing import Kernel
 
-    if args.sample < 1:
-        raise CkspaceError(f"--sample must be at least 1, not {args.sample}")
+    if not 1 <= args.sample <= SAMPLE_LIMIT:
+        raise CkspaceError(f"--sample {args.sample}: valid: 1 to {SAMPLE_LIMIT:,} configs to compile")
     if args.rules_only:  # the rules the probe tests include the CK revision's, always
         raise CkspaceError("probe compiles what the CK headers of the target can build: not with --rules-only")
     revision = find_revision(args.ck_root)

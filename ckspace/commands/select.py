@@ -13,6 +13,16 @@ from ckspace.core.errors import CkspaceError, InvalidChoiceError
 NAME = "select"
 HELP = "pick the kernel of a registry predicted fastest for a convolution problem"
 FORMATS = ("text", "json")
+CANDIDATE_LIMIT = 100_000
+"""Most kernels of a rule set ``select`` and ``plan`` rank (each costs ~6 KB and ~30 us to rank: ``open``
+holds hundreds of millions per cell); a larger space is refused at once, by its exact count."""
+
+
+def table_rule_sets() -> str:
+    """The rule sets a too-large ``open`` registry can be narrowed to: those with a table."""
+    from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+
+    return ", ".join(n for n in rule_set_names() if get_rule_set(n).has_table)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -66,14 +76,19 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.selector import Selector
 
     problem = ConvProblem.parse(args.problem)
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target_choice(args))
+    space = None
+    if not args.candidates:  # a registry too large to rank is refused first, before any model loads
+        from ckspace.space.space import Space
+
+        space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full",
+                      ck=target_choice(args))
+        space.refuse_beyond(CANDIDATE_LIMIT, "select ranks",
+                            f"a rule set with a table ({table_rule_sets()}) or --candidates FILE")
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model,
+                             ck=target_choice(args) if space is None else space.target)
     if args.candidates:
         candidates = read_candidates(args.candidates, selector.arch)
     else:
-        from ckspace.space.space import Space
-
-        space = Space(selector.arch, selector.variant.value, problem.ndim, selector.dtype.value,
-                      args.rule_set or "full", ck=selector.target)
         candidates = [c for c in space if c.kind == "gemm"]
         if not candidates:
             raise CkspaceError(f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "

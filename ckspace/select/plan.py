@@ -163,8 +163,15 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
     docstring); coverage always holds over every item that can run a problem."""
     if (budget is None) == (min_efficiency is None):
         raise InvalidInputError("give exactly one of a budget and a minimum efficiency")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise InvalidInputError(f"the budget must be an integer of at least 1, not {budget!r}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or not 1 <= budget <= BUDGET_MAX):
+        raise InvalidInputError(f"the budget must be an integer from 1 to {BUDGET_MAX:,}, not {budget!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise InvalidInputError(f"the seed must be an integer from {SEED_RANGE[0]:,} to {SEED_RANGE[1]:,}, "
+                                f"not {seed!r}")
+    if not 0 < time_limit <= TIME_LIMIT_MAX:
+        raise InvalidInputError(f"the time limit must be more than 0 and at most {TIME_LIMIT_MAX:g} "
+                                f"deterministic seconds, not {time_limit!r}")
     if min_efficiency is not None and not 0.0 < min_efficiency <= 1.0:
         raise InvalidInputError(f"the minimum efficiency must be in (0, 1], not {min_efficiency!r}")
     started = time.perf_counter()
@@ -204,6 +211,50 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
              model_value / SCALE, seconds)
     return PlanResult(chosen=chosen, status=status, model_value=model_value / SCALE, gap=gap,
                       seconds=seconds, time_limit=time_limit, pruned_to=top)
+
+
+SEED_RANGE = (-(2 ** 31), 2 ** 31 - 1)
+"""CP-SAT's ``random_seed`` is a 32-bit integer."""
+BUDGET_MAX = 2 ** 31 - 1
+"""The largest budget asked of the solver (a larger one means the same: every candidate is allowed)."""
+TIME_LIMIT_MAX = 1e9
+"""The largest deterministic time limit (about 30 years: a larger one is no limit at all)."""
+
+
+def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
+    """``solver.Solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
+    SIGINT handling is off (``catch_sigint_signal``: it turned Ctrl-C into an early "time limit"
+    answer, and could deadlock in its handler), the search runs on a thread that blocks those
+    signals, and the calling (main) thread waits for it interruptibly. Whatever the handler raises
+    there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once
+    (``StopSearch``) and propagates."""
+    import signal
+    import threading
+
+    solver.parameters.catch_sigint_signal = False
+    outcome: list = []
+
+    def search() -> None:
+        try:  # the solver's own threads inherit this mask: every signal goes to the waiting thread
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            outcome.append(solver.Solve(model))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+
+    if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
+        return solver.Solve(model)
+    worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
+    except BaseException:
+        solver.StopSearch()
+        worker.join(5.0)
+        raise
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def relative_gap(found: int, bound: int) -> float:
@@ -274,7 +325,9 @@ class _Model:
         solver.parameters.random_seed = seed
         solver.parameters.max_deterministic_time = time_limit
         solver.parameters.linearization_level = 2  # the clauses in the LP: proves 300-problem plans in seconds
-        status = solver.Solve(self.model)
+        log.info("plan: solving (%d items, %s the objective, %g deterministic s at most)", len(self.x),
+                 "maximising" if maximize else "minimising", time_limit)
+        status = solve_interruptibly(solver, self.model)
         if status == cp_model.INFEASIBLE:
             return None
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -189,6 +189,18 @@ class Space:
 
     __len__ = count
 
+    def refuse_beyond(self, limit: int, purpose: str, narrow: str) -> int:
+        """The count of valid kernels, or :class:`CkspaceError` at once (an ``open`` space is counted,
+        never listed) when it exceeds ``limit``: one line naming the count, ``purpose`` (what the
+        limit is for) and ``narrow`` (how the caller's user narrows the space)."""
+        count = self.count()
+        if count > limit:
+            rule_sets = ", ".join(dict.fromkeys(r.rule_set for r in self.requests))
+            cells = "; ".join(f"{r.arch} {', '.join(c.label() for c in r.cells)}" for r in self.requests)
+            raise CkspaceError(f"rule set {rule_sets} holds {count:,} kernels ({cells}); {purpose} at most "
+                               f"{limit:,}: narrow it with {narrow}")
+        return count
+
     def iter_kernels(self) -> Iterator[Kernel]:
         """The valid kernels one at a time, in listing order; for ``open``, produced lazily in rank
         order with constant memory whatever the count."""
