@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -113,28 +115,40 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
         card = ModelCard.model_validate_json((directory / CARD_FILE).read_bytes())
     except FileNotFoundError:
         raise CkspaceError(f"no model card in {directory}") from None
+    except OSError as exc:
+        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {exc}") from None
+        first = str(exc).splitlines()[0]
+        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {first}") from None
     contents: dict[str, bytes] = {}
     for name in (RANKER_FILE, TFLOPS_FILE, FEATURES_FILE):
         try:
             contents[name] = (directory / name).read_bytes()
         except FileNotFoundError:
             raise CkspaceError(f"model {directory} lacks {name}") from None
+        except OSError as exc:
+            raise CkspaceError(f"model {directory}: {name} is unreadable: {exc.strerror or exc}") from None
         if sha256(contents[name]) != card.files.get(name):
             raise CkspaceError(f"model {directory}: {name} does not match the sha256 in its card "
                                "(the file was changed or damaged); retrain or reinstall")
-    spec = json.loads(contents[FEATURES_FILE])
+    spec = _feature_spec_of(directory, contents[FEATURES_FILE])
     expected = feature_spec()
     if spec.get("version") != FEATURE_VERSION or card.feature_version != FEATURE_VERSION:
-        raise CkspaceError(f"model {directory} was trained on feature spec version {spec.get('version')}, "
+        raise CkspaceError(f"model {directory} was trained on feature spec version {spec.get('version')!r}, "
                            f"this ckspace computes version {FEATURE_VERSION}; retrain it with `ckspace train`")
     if spec.get("names") != expected["names"]:
         raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
                            f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
-    texts = {name: _booster_text(directory, name, contents[name]) for name in (RANKER_FILE, TFLOPS_FILE)}
-    ranker = lgb.Booster(model_str=texts[RANKER_FILE])
-    regressor = lgb.Booster(model_str=texts[TFLOPS_FILE])
+    texts = {name: _booster_text(directory, name, contents[name], list(expected["names"]))
+             for name in (RANKER_FILE, TFLOPS_FILE)}
+    boosters = []
+    for name in (RANKER_FILE, TFLOPS_FILE):
+        try:
+            boosters.append(lgb.Booster(model_str=texts[name]))
+        except lgb.basic.LightGBMError as exc:  # checked above; a LightGBM refusal is still one line
+            first = (str(exc).splitlines() or [""])[0]
+            raise CkspaceError(f"model {directory}: LightGBM refuses {name}: {first}") from None
+    ranker, regressor = boosters
     for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
         if booster.num_feature() != len(expected["names"]):
             raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
@@ -142,39 +156,202 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     return ranker, regressor, card
 
 
-def _booster_text(directory: Path, name: str, data: bytes) -> str:
-    """The text of a LightGBM model file, checked to be whole before LightGBM parses it: LightGBM
-    trusts the header's ``tree_sizes`` and aborts the process (or worse) on a file that lies, so
-    each tree must start where the sizes say and the file must end with ``end of trees``."""
-    problem = f"model {directory}: {name} is not a whole LightGBM model file; retrain or reinstall"
+_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INT = re.compile(r"[+-]?\d+")
+_INT32 = 2**31 - 1
+_OBJECTIVES = ("regression", "lambdarank")
+_HEADER = ("version", "num_class", "num_tree_per_iteration", "label_index", "max_feature_idx", "objective",
+           "feature_names", "feature_infos", "tree_sizes")
+_TREE = ("num_leaves", "num_cat", "split_feature", "split_gain", "threshold", "decision_type", "left_child",
+         "right_child", "leaf_value", "leaf_weight", "leaf_count", "internal_value", "internal_weight",
+         "internal_count", "is_linear", "shrinkage")
+_DECISION_TYPES = frozenset({0, 2, 4, 6, 8, 10})
+"""LightGBM's decision_type bits: 1 categorical (never trained here), 2 default-left, then the
+missing-value type (0 none, 1 zero, 2 NaN) in bits 2-3."""
+
+
+class _Malformed(Exception):
+    """One reason a model file is not what ``ckspace train`` writes."""
+
+
+def _floats(where: str, value: str, count: int | tuple[int, ...]) -> list[str]:
+    tokens = value.split(" ") if value else []
+    if len(tokens) not in ((count,) if isinstance(count, int) else count):
+        raise _Malformed(f"{where} has {len(tokens)} values, not {count}")
+    for token in tokens:
+        if not _FLOAT.fullmatch(token) or not math.isfinite(float(token)):
+            raise _Malformed(f"{where} value {token[:40]!r} is not a finite number")
+    return tokens
+
+
+def _ints(where: str, value: str, count: int | tuple[int, ...], low: int, high: int) -> list[int]:
+    tokens = value.split(" ") if value else []
+    if len(tokens) not in ((count,) if isinstance(count, int) else count):
+        raise _Malformed(f"{where} has {len(tokens)} values, not {count}")
+    out = []
+    for token in tokens:
+        if not _INT.fullmatch(token) or not low <= int(token) <= high:
+            raise _Malformed(f"{where} value {token[:40]!r} is not an integer in {low}..{high}")
+        out.append(int(token))
+    return out
+
+
+def _key_values(lines: list[str], keys: tuple[str, ...], where: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if not sep or key not in keys:
+            raise _Malformed(f"{where}: unexpected line {line[:40]!r}")
+        if key in values:
+            raise _Malformed(f"{where}: {key} is given twice")
+        values[key] = value
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise _Malformed(f"{where} lacks {', '.join(missing)}")
+    return values
+
+
+def _tree(index: int, lines: list[str], features: int) -> str:
+    """One tree, validated value by value and as a tree (every node reached once from the root);
+    returned as the canonical block LightGBM and Treelite read."""
+    where = f"tree {index}"
+    v = _key_values(lines, _TREE, where)
+    leaves = _ints(f"{where} num_leaves", v["num_leaves"], 1, 1, _INT32)[0]
+    _ints(f"{where} num_cat", v["num_cat"], 1, 0, 0)
+    _ints(f"{where} is_linear", v["is_linear"], 1, 0, 0)
+    _floats(f"{where} shrinkage", v["shrinkage"], 1)
+    inner = leaves - 1
+    _ints(f"{where} split_feature", v["split_feature"], inner, 0, features - 1)
+    for key in ("split_gain", "threshold", "internal_value", "internal_weight"):
+        _floats(f"{where} {key}", v[key], inner)
+    _ints(f"{where} internal_count", v["internal_count"], inner, 0, 2**63 - 1)
+    _floats(f"{where} leaf_value", v["leaf_value"], leaves)
+    _floats(f"{where} leaf_weight", v["leaf_weight"], (0, leaves))
+    _ints(f"{where} leaf_count", v["leaf_count"], (0, leaves), 0, 2**63 - 1)
+    types = _ints(f"{where} decision_type", v["decision_type"], inner, 0, 255)
+    if any(t not in _DECISION_TYPES for t in types):
+        raise _Malformed(f"{where} has a decision_type other than {sorted(_DECISION_TYPES)}")
+    left = _ints(f"{where} left_child", v["left_child"], inner, -leaves, inner - 1)
+    right = _ints(f"{where} right_child", v["right_child"], inner, -leaves, inner - 1)
+    seen_nodes, seen_leaves, stack = {0} if inner else set(), set(), [0] if inner else []
+    while stack:
+        node = stack.pop()
+        for child in (left[node], right[node]):
+            if child >= 0:
+                if child in seen_nodes:
+                    raise _Malformed(f"{where} is not a tree (node {child} is reached twice)")
+                seen_nodes.add(child)
+                stack.append(child)
+            else:
+                if ~child in seen_leaves:
+                    raise _Malformed(f"{where} is not a tree (leaf {~child} is reached twice)")
+                seen_leaves.add(~child)
+    if len(seen_nodes) != inner or len(seen_leaves) != (leaves if inner else 0):
+        raise _Malformed(f"{where} is not a tree (some nodes or leaves are not reached from its root)")
+    return f"Tree={index}\n" + "".join(f"{key}={v[key]}\n" for key in _TREE) + "\n\n"
+
+
+def _booster_text(directory: Path, name: str, data: bytes, names: list[str]) -> str:
+    """The text of a LightGBM model file, validated in Python and rebuilt from what was validated.
+
+    LightGBM's and Treelite's parsers trust their input: a malformed number or a tree whose
+    children point outside it aborts the process (SIGABRT) or, worse, loads and answers wrongly.
+    So nothing of the file reaches them unchecked: the header and every tree are parsed here,
+    every value is checked (numbers are finite decimal numbers, integers in range, each array as
+    long as ``num_leaves`` says, splits on the ``names`` features, child links forming one tree,
+    no categorical or linear trees, which ``ckspace train`` never writes), and the text handed on
+    is rendered from the checked values (header, trees, ``end of trees``; the informational
+    trailer of feature importances and training parameters is dropped, it affects no prediction).
+    Checking tokens before a native parse was preferred to loading in a child process: it costs
+    milliseconds instead of an interpreter start, and names the bad value."""
+    where = f"model {directory}: {name} is not a whole LightGBM model file as `ckspace train` writes it"
+    try:
+        return _checked_booster_text(data, names)
+    except _Malformed as exc:
+        raise CkspaceError(f"{where} ({exc}); retrain or reinstall") from None
+
+
+def _checked_booster_text(data: bytes, names: list[str]) -> str:
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:
-        raise CkspaceError(problem) from None
-    header, _, _ = text.partition("\nTree=0\n")
-    sizes_line = next((line for line in header.splitlines() if line.startswith("tree_sizes=")), None)
-    if not text.startswith("tree\n") or sizes_line is None:
-        raise CkspaceError(problem)
+        raise _Malformed("it is not ASCII text") from None
+    body, marker, _ = text.partition("\nend of trees\n")
+    if not marker or not body.startswith("tree\n"):
+        raise _Malformed("it does not start with 'tree' and end its trees with 'end of trees'")
+    header_text, tree_marker, trees_text = body.partition("\nTree=")
+    if not tree_marker:
+        raise _Malformed("it holds no tree")
+    header = _key_values([line for line in header_text.splitlines()[1:] if line], _HEADER, "its header")
+    if header["version"] != "v4":
+        raise _Malformed(f"version {header['version'][:20]!r} is not v4")
+    _ints("num_class", header["num_class"], 1, 1, 1)
+    _ints("num_tree_per_iteration", header["num_tree_per_iteration"], 1, 1, 1)
+    _ints("label_index", header["label_index"], 1, 0, _INT32)
+    _ints("max_feature_idx", header["max_feature_idx"], 1, len(names) - 1, len(names) - 1)
+    if header["objective"] not in _OBJECTIVES:
+        raise _Malformed(f"objective {header['objective'][:40]!r} is not one of {', '.join(_OBJECTIVES)}")
+    if header["feature_names"].split(" ") != names:
+        raise _Malformed("its feature names are not the feature spec's")
+    infos = header["feature_infos"].split(" ")
+    if len(infos) != len(names) or not all(i == "none" or _feature_info(i) for i in infos):
+        raise _Malformed("feature_infos is not one 'none' or '[low:high]' per feature")
+    sizes = _ints("tree_sizes", header["tree_sizes"], len(header["tree_sizes"].split(" ")), 1, len(text))
+    blocks = ("Tree=" + trees_text + "\n").split("\nTree=")
+    blocks[0] = blocks[0].removeprefix("Tree=")
+    if len(blocks) != len(sizes):
+        raise _Malformed(f"tree_sizes names {len(sizes)} trees, the file holds {len(blocks)}")
+    trees = []
+    for index, block in enumerate(blocks):
+        first, _, rest = block.partition("\n")
+        if first != str(index):
+            raise _Malformed(f"tree {index} is labelled Tree={first[:20]}")
+        trees.append(_tree(index, [line for line in rest.splitlines() if line], len(names)))
+    header["tree_sizes"] = " ".join(str(len(tree)) for tree in trees)
+    return ("tree\n" + "".join(f"{key}={header[key]}\n" for key in _HEADER) + "\n"
+            + "".join(trees) + "end of trees\n")
+
+
+def _feature_info(info: str) -> bool:
+    if not (info.startswith("[") and info.endswith("]")):
+        return False
+    low, sep, high = info[1:-1].partition(":")
     try:
-        sizes = [int(size) for size in sizes_line.removeprefix("tree_sizes=").split()]
-    except ValueError:
-        raise CkspaceError(problem) from None
-    position = len(header) + 1
-    for index, size in enumerate(sizes):
-        if size <= 0 or not text.startswith(f"Tree={index}\n", position):
-            raise CkspaceError(problem)
-        position += size
-    if not text.startswith("end of trees", position):
-        raise CkspaceError(problem)
-    return text
+        _floats("feature_infos", f"{low} {high}", 2)
+    except _Malformed:
+        return False
+    return bool(sep)
+
+
+def _feature_spec_of(directory: Path, data: bytes) -> dict[str, Any]:
+    """``features.json``'s content: a JSON object, else one line naming the file."""
+    path = FEATURES_FILE
+    try:
+        spec = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CkspaceError(f"model {directory}: {path} is not UTF-8 text; retrain or reinstall") from None
+    except RecursionError:
+        raise CkspaceError(f"model {directory}: {path} is nested too deeply; retrain or reinstall") from None
+    except ValueError as exc:
+        raise CkspaceError(f"model {directory}: {path} is not valid JSON ({exc}); retrain or reinstall") from None
+    if not isinstance(spec, dict):
+        raise CkspaceError(f"model {directory}: {path} is not a JSON object with version and names; "
+                           "retrain or reinstall")
+    return spec
 
 
 def model_texts(directory: Path, card: ModelCard) -> dict[str, str]:
-    """The two booster files of a model directory as text, checked against the card's sha256."""
+    """The two booster files of a model directory as checked text (:func:`_booster_text`: what
+    Treelite reads for the compiled selector is validated as what LightGBM reads), each checked
+    against the card's sha256."""
     out = {}
+    names = list(feature_spec()["names"])
     for name in (RANKER_FILE, TFLOPS_FILE):
-        data = (Path(directory) / name).read_bytes()
+        try:
+            data = (Path(directory) / name).read_bytes()
+        except OSError as exc:
+            raise CkspaceError(f"model {directory}: {name} is unreadable: {exc.strerror or exc}") from None
         if sha256(data) != card.files.get(name):
             raise CkspaceError(f"model {directory}: {name} changed while it was being loaded")
-        out[name] = data.decode()
+        out[name] = _booster_text(Path(directory), name, data, names)
     return out
