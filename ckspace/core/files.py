@@ -7,6 +7,7 @@ place, so a reader never sees half a file. Every content hash ckspace records is
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -14,7 +15,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ckspace.core.errors import InvalidInputError
 
@@ -102,6 +103,74 @@ def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def create_new(path: Path, data: bytes, what: str = "output") -> int:
+    """Create ``path`` holding ``data``, never replacing anything, and return a descriptor open for
+    appending to it. ``data`` goes to a uniquely named temporary beside ``path`` that is then
+    hard-linked as ``path``: a reader sees no file or the whole ``data``, and of two processes creating
+    one path one wins and the other gets :class:`FileExistsError` (as it does for anything already
+    there, a dangling link included). Where hard links are not supported: exclusive creation, then
+    one write."""
+    refuse_foreign(path, what)
+    _writable_parent(path.parent, what)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = -1
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        _write_all(fd, data)
+        try:
+            os.link(tmp, path, follow_symlinks=False)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+                raise
+            os.close(fd)
+            fd = -1
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            _write_all(fd, data)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def escapes(root: Path, relative: str) -> str | None:
+    """Why ``root / relative`` would not be a path inside ``root`` (None when it is): an empty,
+    absolute or non-POSIX name, a ``.`` or ``..`` part, or a folder on the way that is a symbolic
+    link (which may lead anywhere). The last part may be anything: callers refuse or skip a link
+    there themselves (:func:`refuse_foreign`). ckspace writes and deletes in an output tree only
+    paths that pass, whatever a manifest says."""
+    if not relative or "\\" in relative or "\0" in relative or PurePosixPath(relative).is_absolute():
+        return f"{relative!r} is not a relative path"
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return f"{relative!r} leaves the tree or is not a plain path"
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            return None  # created by the writer as a plain folder
+        except OSError as exc:
+            return f"{str(folder)!r}: {exc.strerror}"
+        if stat.S_ISLNK(mode):
+            return f"{str(folder)!r} is a symbolic link"
+        if not stat.S_ISDIR(mode):
+            return f"{str(folder)!r} is not a directory"
+    return None
 
 
 def write_if_changed(path: Path, data: bytes, what: str = "output") -> bool:

@@ -27,7 +27,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.files import refuse_foreign, sha256, write_if_changed
+from ckspace.core.files import escapes, refuse_foreign, sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
@@ -168,14 +168,23 @@ def _model_sources(files: Mapping[str, bytes], library: Library) -> dict[str, st
 
 
 def _previous_files(out: Path) -> set[str]:
+    """The files the previous manifest lists that lie inside ``out`` (:func:`~ckspace.core.files.escapes`):
+    a path with ``..``, an absolute one or one through a link inside the tree is ignored, never
+    followed, whoever wrote the manifest."""
     path = out / MANIFEST_NAME
     if not path.is_file():
         return set()
     try:
-        return set(Manifest.model_validate_json(path.read_bytes()).files())
+        listed = Manifest.model_validate_json(path.read_bytes()).files()
     except ValueError:
         log.warning("ignoring unreadable %s", path)
         return set()
+    inside = {p for p in listed if escapes(out, p) is None}
+    if len(inside) < len(set(listed)):
+        outside = sorted(set(listed) - inside)
+        log.warning("%s lists %d path(s) outside the tree (e.g. %r); ignored, never deleted", path, len(outside),
+                    outside[0])
+    return inside
 
 
 def _ours(path: Path) -> bool:
@@ -197,7 +206,13 @@ def _stale(out: Path, keep: set[str]) -> list[str]:
         if folder.is_dir() and not folder.is_symlink():
             found.update(path.relative_to(out).as_posix() for path in folder.iterdir()
                          if path.suffix in _SOURCE_SUFFIXES and path.is_file())
-    return sorted(p for p in found - keep if (out / p).is_file() and not (out / p).is_symlink() and _ours(out / p))
+    return sorted(p for p in found - keep if _deletable(out, p))
+
+
+def _deletable(out: Path, path: str) -> bool:
+    """A bannered regular file inside ``out``, reached without a link."""
+    return (escapes(out, path) is None and (out / path).is_file() and not (out / path).is_symlink()
+            and _ours(out / path))
 
 
 def check_out(out: Path, force: bool) -> None:
@@ -273,6 +288,10 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
 
     result = EmitResult(manifest=manifest)
     manifest_bytes = files.pop(MANIFEST_NAME)
+    for path in [*files, MANIFEST_NAME]:  # every write stays inside --out: checked before the first one
+        if (why := escapes(out, path)) is not None:
+            raise InvalidInputError(f"--out {str(out)!r}: cannot write {path} inside it ({why}); ckspace writes only "
+                                    "inside --out, never through a link: replace the link with a directory")
     stale = _stale(out, set(files) | {MANIFEST_NAME})
     for path, data in [*sorted(files.items()), (MANIFEST_NAME, manifest_bytes)]:
         if write_if_changed(out / path, data, "--out"):
@@ -280,6 +299,8 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
         else:
             result.unchanged += 1
     for path in sorted(stale):
+        if not _deletable(out, path):  # checked again: the tree may have changed while writing
+            continue
         (out / path).unlink(missing_ok=True)
         result.removed.append(path)
     log.info("emitted %d kernels (%d files written, %d unchanged, %d removed, %d excluded by CK, "
