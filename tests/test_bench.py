@@ -177,6 +177,24 @@ def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path
     assert done.returncode == 2 and "problems file it was started with" in done.stderr
 
 
+def test_resume_of_a_foreign_csv_without_final_newline_refuses_it_untouched(standin: Path, tmp_path: Path) -> None:
+    """Issue 25: the torn-row repair ran before the file was checked, deleting the foreign last line."""
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    for name, content in (("mine.csv", b"a,b\n1,2"), ("link.csv", None)):
+        path = tmp_path / name
+        if content is None:  # a link to a genuine results file: never appended through
+            real = tmp_path / "real.csv"
+            subprocess.run(_command(standin, problems, kernels, real), check=True, capture_output=True)
+            content = real.read_bytes()
+            path.symlink_to(real)
+        else:
+            path.write_bytes(content)
+        done = subprocess.run(_command(standin, problems, kernels, path, "--resume"), capture_output=True, text=True)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and str(path) in done.stderr
+        assert path.read_bytes() == content
+
+
 def test_a_torn_last_row_is_dropped_on_resume(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
     out = tmp_path / "out.csv"
