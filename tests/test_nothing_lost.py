@@ -193,3 +193,32 @@ def test_a_row_torn_anywhere_is_dropped(tmp_path: Path, keep: int) -> None:
     path.write_bytes(_csv([_row(0)]) + _csv([_row(1)]).splitlines(keepends=True)[1][:keep])
     ResultsFile.open(path, True, PROBLEMS).close()
     assert path.read_bytes() == _csv([_row(0)])
+
+
+def test_two_builds_of_one_tree_link_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two host-only builds (what every ``bench`` runs) of one tree at once both succeed and leave one
+    whole library and no temporary: each links to a name of its own (it was the fixed
+    ``libckspace_dispatch.so.tmp``, which the second ``os.replace`` could find gone)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, fake_ck
+
+    from ckspace.core.files import unique_temporary
+
+    first, second = unique_temporary(tmp_path / "lib.so"), unique_temporary(tmp_path / "lib.so")
+    assert first != second and first.name.startswith(".lib.so.") and first.name.endswith(".tmp")
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    tree = tmp_path / "tree"
+    env = {**os.environ, "CK_ROOT": str(ck), "CKSPACE_BUILD_CACHE": str(tmp_path / "objects")}
+    emit = [sys.executable, "-m", "ckspace", "emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2",
+            "--dtype", "bf16", "--rule-set", "default", "--with-selector", "--out", str(tree)]
+    subprocess.run(emit, env=env, cwd=ROOT, check=True, capture_output=True, timeout=300)
+    build = [sys.executable, "-m", "ckspace", "build", str(tree), "--host-only"]
+    runs = [subprocess.Popen(build, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outcomes = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
+    assert all(status == 0 for status, _ in outcomes), outcomes
+    host = tree / "build" / "host"
+    assert (host / "libckspace_dispatch.so").is_file()
+    assert not [p.name for p in host.iterdir() if p.name.endswith(".tmp")]

@@ -86,6 +86,12 @@ def _writable_parent(parent: Path, what: str) -> None:
             return
 
 
+def unique_temporary(path: Path) -> Path:
+    """A temporary name beside ``path`` no other process picks (``.NAME.<random>.tmp``): what every
+    write that ends in a rename goes through, so two commands writing one output never collide."""
+    return path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+
+
 def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder + os.replace);
     refuses links and non-regular files (:func:`refuse_foreign`)."""
@@ -94,7 +100,7 @@ def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # The temporary name is chosen before the file exists and created inside the try, so a signal
     # (Ctrl-C, SIGTERM raised as an exception) at any moment leaves no temporary file behind.
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    tmp = unique_temporary(path)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies: ordinary files
         with os.fdopen(fd, "wb") as handle:
@@ -115,7 +121,7 @@ def create_new(path: Path, data: bytes, what: str = "output") -> int:
     refuse_foreign(path, what)
     _writable_parent(path.parent, what)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    tmp = unique_temporary(path)
     fd = -1
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
-from ckspace.core.files import sha256_file, write_atomic, write_if_changed
+from ckspace.core.files import sha256_file, unique_temporary, write_atomic, write_if_changed
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
@@ -317,13 +317,15 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
     objects = _host_objects(tree, build_dir, manifest.dispatcher.host_units)
     output = build_dir / "libckspace_dispatch.so"
     output.parent.mkdir(parents=True, exist_ok=True)  # with every object cached, nothing else made it
-    tmp = output.with_suffix(".so.tmp")
-    done = subprocess.run([host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    tmp = unique_temporary(output)  # two builds or benches of one tree link side by side
+    try:
+        done = subprocess.run([host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise CkspaceError(f"linking the dispatcher failed: {first_error(done.stderr) or done.stderr.strip()[-300:]}")
+        os.replace(tmp, output)
+    finally:
         tmp.unlink(missing_ok=True)
-        raise CkspaceError(f"linking the dispatcher failed: {first_error(done.stderr) or done.stderr.strip()[-300:]}")
-    os.replace(tmp, output)
     return output
 
 
@@ -332,14 +334,17 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
     if not objects:
         return None, None
     output = build_dir / f"libckspace_kernels_{arch}.so"
-    tmp = output.with_suffix(".so.tmp")
-    result = subprocess.run(toolchain.link_command(objects, str(tmp)), capture_output=True, text=True, check=False)
-    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-    write_atomic(build_dir / "logs" / "link.log", (result.stdout + result.stderr).encode())
-    if result.returncode != 0:
+    tmp = unique_temporary(output)  # two builds of one tree link side by side
+    try:
+        result = subprocess.run(toolchain.link_command(objects, str(tmp)), capture_output=True, text=True,
+                                check=False)
+        (build_dir / "logs").mkdir(parents=True, exist_ok=True)
+        write_atomic(build_dir / "logs" / "link.log", (result.stdout + result.stderr).encode())
+        if result.returncode != 0:
+            return None, first_error(result.stderr) or "link failed (see logs/link.log)"
+        os.replace(tmp, output)
+    finally:
         tmp.unlink(missing_ok=True)
-        return None, first_error(result.stderr) or "link failed (see logs/link.log)"
-    os.replace(tmp, output)
     return str(output), None
 
 
