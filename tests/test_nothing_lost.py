@@ -64,17 +64,16 @@ def test_resume_of_a_results_file_of_other_problems_with_a_torn_tail_refuses_it_
     """The header is ckspace's, a complete row is not of these problems, the last line is torn:
     refused because of the complete row, before the torn line is dropped."""
     other = {**_row(0), **problem_cells(PROBLEMS[1])}  # problem 0 of another problems file
-    content = _csv([other]) + _csv([_row(1)]).splitlines(keepends=True)[1][:30]
-    path = tmp_path / "mine.csv"
-    path.write_bytes(content)
-    with pytest.raises(InvalidInputError):
-        ResultsFile.open(path, True, PROBLEMS)
-    assert path.read_bytes() == content
+    _refused_untouched(tmp_path, _csv([other]) + _csv([_row(1)]).splitlines(keepends=True)[1][:30])
 
 
 def test_resume_of_a_header_followed_by_foreign_text_refuses_it_untouched(tmp_path: Path) -> None:
     """ckspace's header, then an unterminated line that cannot be the start of a bench row."""
-    content = _csv([_row(0)]) + b"totals:,,,," + b"x," * (len(COLUMNS) + 3)
+    _refused_untouched(tmp_path, _csv([_row(0)]) + b"totals:,,,," + b"x," * (len(COLUMNS) + 3))
+
+
+def _refused_untouched(tmp_path: Path, content: bytes) -> None:
+    """``--resume`` of a file holding ``content`` is refused, and the file keeps every byte."""
     path = tmp_path / "mine.csv"
     path.write_bytes(content)
     with pytest.raises(InvalidInputError):
