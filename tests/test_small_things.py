@@ -68,3 +68,20 @@ def test_the_verification_doc_snippet_runs_as_written() -> None:
     namespace: dict = {}
     exec(compile(code, "docs/verification.md", "exec"), namespace)  # our own doc, not user text
     assert namespace["result"].checked > 0
+
+
+def test_select_json_with_no_kernel_still_answers_on_stdout(tmp_path, capsys) -> None:
+    import json
+
+    from ckspace.cli import main
+
+    names = tmp_path / "names.txt"
+    names.write_text("grouped_conv_fwd_bf16_nhwgc_3d_compv3_cshuffle_intrawave_64x64x64_2x2x1_32x32x16_vec8_8_8\n")
+    status = main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--candidates", str(names),
+                   "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1", "--format", "json"])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 1 and record["pick"] is None and record["candidates"] == 1
+    assert "problem_ndim" in json.dumps(record["blocking"]) and record["target"]["known_wrong_excluded"]
+    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--top", "0",
+                 "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1"]) == 2
+    assert "--top 0: valid: how many kernels to list, at least 1" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_target_arguments, target_choice
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, NoKernelError
 
 NAME = "select"
 HELP = "pick the kernel of a registry predicted fastest for a convolution problem"
@@ -75,6 +75,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.problem import ConvProblem
     from ckspace.select.selector import Selector
 
+    if args.top < 1:
+        raise CkspaceError(f"--top {args.top}: valid: how many kernels to list, at least 1")
     problem = ConvProblem.parse(args.problem)
     space = None
     if not args.candidates:  # a registry too large to rank is refused first, before any model loads
@@ -94,7 +96,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             raise CkspaceError(f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
                                f"set {args.rule_set or 'full'} for {selector.arch} in the target "
                                f"({selector.target.describe().removeprefix('target: ')})")
-    selection = selector.select(problem, candidates, k=args.top)
+    try:
+        selection = selector.select(problem, candidates, k=args.top)
+    except NoKernelError as exc:
+        if args.format != "json":
+            raise
+        # JSON readers get an answer too: no pick, why, and the target (exit 1, as in text)
+        out.write(json.dumps({"pick": None, "no_kernel": str(exc), "blocking": exc.blocking,
+                              "candidates": len(candidates), "target": selector.target.record()}) + "\n")
+        return 1
     if args.format == "json":
         out.write(json.dumps({"pick": selection.pick, "family": selection.family,
                               "top": [{"name": r.name, "family": r.family, "score": r.score,
@@ -105,12 +115,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                               "target": selector.target.record()}) + "\n")
         return 0
     out.write(selector.target.describe() + "\n")
-    if selection.source == "analytical":
-        out.write(f"no model for {selector.arch} {selector.variant.value} {selector.dtype.value}: "
-                  "ranked by the analytical roofline score\n")
     through = f" ({selection.fallbacks} through a narrower-vector variant)" if selection.fallbacks else ""
     out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem{through}\n")
-    for rank, ranked in enumerate(selection.top, 1):
+    for rank, ranked in enumerate(selection.top, 1):  # each row says what its numbers come from (no model:
+        # the analytical roofline, which Selector.load has warned of once on stderr)
         stands_for = f"  (vector fallback of {ranked.family})" if ranked.family else ""
-        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  {ranked.name}{stands_for}\n")
+        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  [{selection.source}]  "
+                  f"{ranked.name}{stands_for}\n")
     return 0
