@@ -136,20 +136,14 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the upstream rule space, whatever CK is installed (known-wrong kernels included)")
 
 
-def target_choice(args: argparse.Namespace) -> object:
-    """The ``ck`` argument of :class:`~ckspace.Space` / ``resolve_target`` the options ask for."""
-    from ckspace.core.target import AUTO
+def target_from_args(args: argparse.Namespace):
+    """The :class:`~ckspace.core.target.Target` the options ask for: ``--rules-only``, ``--ck-root
+    PATH``, else the CK headers found."""
+    from ckspace.core.target import AUTO, resolve_target
 
     if getattr(args, "rules_only", False):
-        return None
-    return getattr(args, "ck_root", None) or AUTO
-
-
-def target_from_args(args: argparse.Namespace):
-    """The :class:`~ckspace.core.target.Target` of the options."""
-    from ckspace.core.target import resolve_target
-
-    return resolve_target(target_choice(args))
+        return resolve_target(None)
+    return resolve_target(getattr(args, "ck_root", None) or AUTO)
 
 
 def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=None):
@@ -161,5 +155,5 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
     space = Space(args.arch, variant if variant is not None else variants(args.variant),
                   ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
                   args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision,
-                  ck=target_choice(args))
+                  ck=target_from_args(args))
     return space.for_problem(args.problem) if args.problem else space

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_target_arguments, target_choice
+from ckspace.commands.common import add_target_arguments, target_from_args
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 
 NAME = "plan"
@@ -69,15 +69,15 @@ def _check(args: argparse.Namespace) -> None:
         raise CkspaceError("--where narrows a rule set: not with --candidates")
 
 
-def _space(args: argparse.Namespace, ndims: list[int]):
-    """The rule set's space (None with --candidates), refused at once when too large to rank."""
+def _space(args: argparse.Namespace, ndims: list[int], target):
+    """The rule set's space in ``target`` (None with --candidates), refused at once when too large to
+    rank."""
     if args.candidates is not None:
         return None
     from ckspace.commands.select import CANDIDATE_LIMIT, table_rule_sets
     from ckspace.space.space import Space
 
-    space = Space(args.arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where,
-                  ck=target_choice(args))
+    space = Space(args.arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where, ck=target)
     space.refuse_beyond(CANDIDATE_LIMIT, "plan ranks",
                         f"--where EXPR, a rule set with a table ({table_rule_sets()}) or --candidates FILE")
     return space
@@ -106,9 +106,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     workload = read_workload(args.problems, Variant.parse(args.variant), args.weights)
     ndims = sorted({p.ndim for p in workload.problems})
-    space = _space(args, ndims)  # a registry too large to rank is refused before any model loads
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model,
-                             ck=target_choice(args) if space is None else space.target)
+    target = target_from_args(args)  # one target for the registry and the selector's fallbacks
+    space = _space(args, ndims, target)  # a registry too large to rank is refused before any model loads
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
     candidates = _registry(args, selector, ndims, space)
     predictions = _predict(selector, candidates, workload)
     top = DEFAULT_TOP if args.top is None else (args.top or None)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_target_arguments, target_choice
+from ckspace.commands.common import add_target_arguments, target_from_args
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, NoKernelError
 
 NAME = "select"
@@ -78,16 +78,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.top < 1:
         raise CkspaceError(f"--top {args.top}: valid: how many kernels to list, at least 1")
     problem = ConvProblem.parse(args.problem)
+    target = target_from_args(args)  # one target for the registry and the selector's fallbacks
     space = None
     if not args.candidates:  # a registry too large to rank is refused first, before any model loads
         from ckspace.space.space import Space
 
-        space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full",
-                      ck=target_choice(args))
+        space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full", ck=target)
         space.refuse_beyond(CANDIDATE_LIMIT, "select ranks",
                             f"a rule set with a table ({table_rule_sets()}) or --candidates FILE")
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model,
-                             ck=target_choice(args) if space is None else space.target)
+    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
     if args.candidates:
         candidates = read_candidates(args.candidates, selector.arch)
     else:

@@ -287,8 +287,6 @@ def _signature(include: Path) -> str:
     return sha256("\n".join([str(include), *entries]).encode())
 
 
-
-
 def _cache_path(signature: str) -> Path:
     return cache_dir() / "ck" / f"{signature[:40]}.json"
 
@@ -314,9 +312,10 @@ _REVISIONS: dict[str, "CkRevision"] = {}
 """Revisions read in this process, by :func:`_signature` of their headers."""
 
 
-def _revision(include_dir: str) -> "CkRevision":
-    """The revision of the headers at ``include_dir``: from memory or the disk cache while their
-    files are unchanged (by :func:`_signature`), else read off the headers."""
+def revision_at(include_dir: str) -> "CkRevision":
+    """The revision of the CK headers at a located include directory: from memory or the disk cache
+    while their files are unchanged (by :func:`_signature`), else read off the headers (what
+    ``find_revision`` answers)."""
     from ckspace.core.ck import CkRevision
 
     signature = _signature(Path(include_dir))
@@ -343,12 +342,6 @@ def _store(signature: str, revision: dict[str, Any]) -> None:
         write_atomic(path, text.encode(), "CK revision cache entry")
     except (OSError, CkspaceError) as exc:  # a read-only cache costs time, not the answer
         log.warning("could not write %s (%s); continuing without it", path, exc)
-
-
-def revision_at(include_dir: str) -> "CkRevision":
-    """The revision of the CK headers at a located include directory (cached while they are
-    unchanged): what ``find_revision`` answers."""
-    return _revision(include_dir)
 
 
 def identity_at(include: Path) -> tuple[str, str, bool]:

@@ -86,8 +86,8 @@ class Target:
         if self.rules_only:
             return "target: rules only (--rules-only): the upstream rule space, known-wrong kernels included"
         if self.ck is None:
-            return (f"target: rules only: no CK headers found (looked at {self.looked}); known-wrong kernels "
-                    "excluded")
+            return (f"target: no CK headers found (looked at {self.looked}): the upstream rule space, known-wrong "
+                    "kernels excluded")
         return (f"target: CK {self.ck.label}{'' if self.ck.verified else ' (unverified)'} at {self.ck.include_dir}; "
                 "known-wrong kernels excluded")
 

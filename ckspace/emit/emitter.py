@@ -139,8 +139,7 @@ def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[lis
         for variant in family:
             if variant.name not in have:
                 extra.setdefault(variant.name, variant)
-    candidates = list(extra.values())
-    added = [c for c, broken in zip(candidates, ck_broken(candidates, revision)) if not broken]
+    added = list(extra.values())
     return sorted(configs + added, key=lambda c: c.name), frozenset(c.name for c in added)
 
 

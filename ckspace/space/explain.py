@@ -183,13 +183,12 @@ class PartialQuery:
 
 
 def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[str, int], depthwise: bool, *,
-                 valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int],
-                 proposal_rows: Sequence[tuple[int, ...]]) -> CellExplanation:
+                 valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int]) -> CellExplanation:
     """One cell's answer: valid (with the valid kernels among ``valid_rows`` that agree with
     ``values``, or their number as ``valid_rows(values)`` counts it where the rows are never listed)
-    or a minimal correction set of ``model``'s constraints with the offending values;
-    ``proposal_rows`` (the rule set's table) supply the closest proposals when the rule set is
-    blamed."""
+    or a minimal correction set of ``model``'s constraints with the offending values; when the rule
+    set is blamed, the closest of ``valid_rows`` (kernels of the space) are offered. (A rule set
+    without rows to list, ``open``, has no proposal table to blame.)"""
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
 
     def render(row: tuple[int, ...]) -> str:
@@ -224,8 +223,7 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
             blame.append(Blame(constraint=PROPOSALS, kind=RuleKind.RULE_SET, source=f"rule set {request.rule_set}",
                                statement=f"the config is not one that rule set {request.rule_set} proposes",
                                values={}, detail="valid configs outside the rule set's tables are not emitted"))
-            members = proposal_rows if callable(valid_rows) else valid_rows
-            closest = _closest(members, fields, values, render, request.rule_set, depthwise)
+            closest = _closest(valid_rows, fields, values, render, request.rule_set, depthwise)
             continue
         rule = model.rules[name]
         shown = {f: _decoded(f, witness[f], depthwise) for f in rule.fields if f in witness}

@@ -329,8 +329,7 @@ class Space:
             if not targets:
                 raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
         cells = [explain_cell(self.cell_model(request, cell, depthwise), request, cell, values, depthwise,
-                              valid_rows=self._completions(request, cell, depthwise),
-                              proposal_rows=self.proposal_rows(request, cell, depthwise))
+                              valid_rows=self._completions(request, cell, depthwise))
                  for request, cell, values, depthwise in targets]
         return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
                            verdict=overall_verdict(cells), target=self.target.record(), cells=cells)
@@ -468,11 +467,6 @@ class Space:
 
             self._proposals[request] = propose(request, self.use_cache)
         return self._proposals[request]
-
-    def proposal_rows(self, request: Request, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
-        """The rule set's table of one cell (its candidates, before the predicates it runs itself)."""
-        proposal = self.proposals(request)[cell]
-        return list(proposal.depthwise if depthwise else proposal.candidates)
 
     def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
         """The cell's model with this space's extra rules (memoised): see
