@@ -99,6 +99,30 @@ def test_same_pick_on_every_real_problem() -> None:
         agree(dispatcher, library, selector, ConvProblem.from_values(dict(zip(KEYS, shape))))
 
 
+def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
+    """A forward bf16 library of the full rule set and the measured kernels on gfx950: most are outside
+    the shipped model's domain (vector widths, pipelines, schedulers it never saw), so C and Python
+    both score them through their siblings (ckspace.select.support); they agree on every real
+    shape, picks and estimates, and some picks are extrapolated ones."""
+    if not DATA.is_file():
+        pytest.skip(f"{DATA} is absent")
+    selector = python_selector(Variant.FORWARD, Dtype.BF16)
+    configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"]
+    configs += [config_from_any_name(n, "gfx950") for n in selector.default_candidates]  # inside the domain
+    library = Library.build(configs)
+    dispatcher = compiled(library, "gfx950")
+    outside = [c for c in configs if selector.outside(c) is not None]
+    assert 0 < len(outside) < len(configs)
+    with DATA.open(newline="") as handle:
+        shapes = sorted({tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)})
+    sources = set()
+    for shape in shapes[::3]:
+        problem = ConvProblem.from_values(dict(zip(KEYS, shape)))
+        agree(dispatcher, library, selector, problem)
+        sources.add(selector.select(problem, configs, k=1, pool=configs).pick_source.partition(":")[0])  # runs all
+    assert sources == {"model", "model, extrapolated"}
+
+
 @st.composite
 def hard_problems(draw) -> tuple[ConvProblem, Variant, Dtype]:
     """Odd and even channels per group around the vector widths, groups, 1-3D, strides, pads,

@@ -76,7 +76,7 @@ def test_feature_spec_is_versioned_and_unique() -> None:
     spec = feature_spec()
     assert len(set(spec["names"])) == len(spec["names"]) == len(FEATURE_NAMES)
     shipped = Path(ckspace.__file__).parent / "models" / "gfx950" / "forward_bf16" / "features.json"
-    assert json.loads(shipped.read_text()) == spec and spec["version"] == 1
+    assert json.loads(shipped.read_text()) == spec and spec["version"] == 2
 
 
 def test_config_tables_are_frozen() -> None:
@@ -123,8 +123,8 @@ def test_every_feature_matches_the_plain_python_statement(problem, configs, vari
             assert value == pytest.approx(expected[name], rel=1e-12, abs=1e-12), (name, problem.text, config)
         # the estimate itself to 1e-13 (its logarithm hides a relative error of 1e-12 in a unit
         # constant): both sides round a few times at 1e-16
-        roofline = 2 ** row[FEATURE_NAMES.index(ANALYTICAL_FEATURE)]
-        assert roofline == pytest.approx(2 ** expected[ANALYTICAL_FEATURE], rel=1e-13), (problem.text, config)
+        roofline = 2 ** row[FEATURE_NAMES.index("log2_roofline_tflops")]
+        assert roofline == pytest.approx(2 ** expected["log2_roofline_tflops"], rel=1e-13), (problem.text, config)
 
 
 def test_both_bounds_of_the_roofline_occur() -> None:
@@ -144,10 +144,10 @@ def test_both_bounds_of_the_roofline_occur() -> None:
     assert (f["tiles_m"], f["tiles_n"], f["last_wave_eff"]) == (6272, 2, pytest.approx(12544 / 12800))
     traffic = 2 * (2 * m * k + 6272 * 256 * k + m * 256)  # bf16: A read per N tile, B per M tile, C once
     assert 2 ** f["log2_tile_traffic"] == pytest.approx(traffic)
-    assert 2 ** f[ANALYTICAL_FEATURE] == pytest.approx(2 * m * 256 * k / (traffic / (hw.memory_bandwidth_gbs * 1e9)) / 1e12)
+    assert 2 ** f["log2_roofline_tflops"] == pytest.approx(2 * m * 256 * k / (traffic / (hw.memory_bandwidth_gbs * 1e9)) / 1e12)
     f = features_of("N=1,C=64,K=64,Hi=8,Wi=8,Y=1,X=1")  # M = 64, N = 64, K = 64: one tile, a quarter used
     assert (f["eff_mnk"], f["last_wave_eff"]) == (0.25, 1 / 512)
-    assert 2 ** f[ANALYTICAL_FEATURE] == pytest.approx(hw.peak_tflops(Dtype.BF16) * 0.25 / 512 / 512)
+    assert 2 ** f["log2_roofline_tflops"] == pytest.approx(hw.peak_tflops(Dtype.BF16) * 0.25 / 512 / 512)
 
 
 def test_take_and_stack_keep_rows_whole() -> None:

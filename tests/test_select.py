@@ -255,7 +255,8 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     answer = json.loads(capsys.readouterr().out)
     registry = own_names(names.read_text().splitlines()[1:])
     assert answer["pick"] in registry and len(answer["top"]) == 2
-    assert set(answer["top"][0]) == {"name", "family", "score", "predicted_tflops", "config"}
+    assert set(answer["top"][0]) == {"name", "family", "score", "predicted_tflops", "source", "config"}
+    assert answer["top"][0]["source"].startswith("model") and answer["pick_source"] == answer["top"][0]["source"]
     assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
                  "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names), "--format", "json"]) == 0
     fallback = json.loads(capsys.readouterr().out)
@@ -270,16 +271,20 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     from ckspace.select.dataset import load_measurements
     from ckspace.select.features import ConfigTable, feature_matrix
     from ckspace.select.hardware import hardware_facts
+    from ckspace.select.features import FEATURE_VERSION
     from ckspace.select.store import ModelCard, save_model
+    from ckspace.select.support import training_domain
 
     data = load_measurements([needs_data()], "gfx950", "forward", "bf16")
     small = data.subset(np.arange(0, 231, 6))
     rows = design(small)
     ranker, regressor = fit(rows, "lambdarank", num_rounds=20), fit(rows, "regression", num_rounds=20)
     card = ModelCard(arch="gfx950", variant="forward", dtype="bf16", objective="lambdarank", objective_choice="test",
-                     feature_version=1, data={}, rows=len(rows.log_tflops), problems=len(small.problems),
+                     feature_version=FEATURE_VERSION, data={}, rows=len(rows.log_tflops), problems=len(small.problems),
                      distinct_shapes=len(set(small.groups)), cleaning="", kernels=list(small.kernel_names),
-                     cross_validation={}, training_command="", library_versions={}, files={})
+                     cross_validation={}, training_command="", library_versions={}, files={},
+                     domain=training_domain(small.configs, small.problems, ranker, rows.features, rows.log_tflops,
+                                            rows.problem))
     save_model(tmp_path / "model", ranker, regressor, card)
     loaded_ranker, loaded_regressor, _ = load_model(tmp_path / "model")
     table = ConfigTable.build(small.configs)

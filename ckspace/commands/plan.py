@@ -154,6 +154,8 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
                          "best_predicted_tflops": float(predictions.best_tflops[p]),
                          "efficiency": round(100.0 * float(efficiencies[p]), 4)})
     kernels = sorted(predictions.kernels[c] for c in result.chosen)
+    extrapolated = {predictions.kernels[c]: predictions.extrapolated[c] for c in sorted(result.chosen)
+                    if predictions.extrapolated and predictions.extrapolated[c] is not None}
     variants = sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry)
     mode = {"budget": args.budget} if args.budget is not None else {"min_efficiency": args.min_efficiency}
     return {
@@ -165,7 +167,8 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
                              "TFLOPS, capped at the kernel ranked above as the selector shows them, give the "
                              "efficiency: the pick's over the best of the whole registry"
                              if predictions.source == "model" else
-                             "no model: the analytical roofline both orders and values the candidates"),
+                             "no model: the analytical performance model both orders and values the candidates"),
+        "extrapolated": dict(sorted(extrapolated.items())),
         "status": result.status, "gap": round(100.0 * result.gap, 4), "time_limit": result.time_limit,
         "pruned_to": result.pruned_to,
         "registry": registry_size, "fallback_variants": predictions.instance.items - predictions.registry,
@@ -192,6 +195,13 @@ def _names_text(report: dict) -> str:
              f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); weighted mean predicted efficiency {report['efficiency']:.2f} % over "
              f"{len(report['problems'])} problems; {pruning}",
              f"# {report['what_drives_what']}"]
+    if report["extrapolated"]:
+        lines.append(f"# {len(report['extrapolated'])} of the {len(report['kernels'])} chosen kernels are extrapolated "
+                     "(outside the model's training domain: its estimate of the nearest kernel it saw, scaled by the "
+                     "analytical model):")
+        lines += [f"#   {name}: {why}" for name, why in report["extrapolated"].items()]
+    elif report["source"] == "model":
+        lines.append("# every chosen kernel is inside the model's training domain")
     if report["unrunnable"]:
         lines.append(f"# {len(report['unrunnable'])} problems nothing can run: " + "; ".join(report["unrunnable"]))
     if report["skipped_rows"]:

@@ -107,18 +107,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         out.write(json.dumps({"pick": selection.pick, "family": selection.family,
                               "top": [{"name": r.name, "family": r.family, "score": r.score,
-                                       "predicted_tflops": r.predicted_tflops, "config": r.config.fields()}
+                                       "predicted_tflops": r.predicted_tflops, "source": r.source,
+                                       "config": r.config.fields()}
                                       for r in selection.top],
-                              "source": selection.source, "feasible": selection.feasible,
+                              "source": selection.source, "pick_source": selection.pick_source,
+                              "feasible": selection.feasible,
                               "fallbacks": selection.fallbacks, "candidates": selection.candidates,
                               "target": selector.target.record()}) + "\n")
         return 0
     out.write(selector.target.describe() + "\n")
     through = f" ({selection.fallbacks} through a narrower-vector variant)" if selection.fallbacks else ""
     out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem{through}\n")
+    out.write("TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
+              "training domain, why below) or [analytical]\n")
     for rank, ranked in enumerate(selection.top, 1):  # each row says what its numbers come from (no model:
-        # the analytical roofline, which Selector.load has warned of once on stderr)
+        # the analytical model, which Selector.load has warned of once on stderr)
         stands_for = f"  (vector fallback of {ranked.family})" if ranked.family else ""
-        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  [{selection.source}]  "
+        source, _, why = ranked.source.partition(": ")
+        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  [{source}]  "
                   f"{ranked.name}{stands_for}\n")
+        if why:
+            out.write(f"      extrapolated: {why}\n")
     return 0

@@ -46,6 +46,7 @@ from ckspace.select.features import (
     feature_formulas,
 )
 from ckspace.select.hardware import hardware_facts
+from ckspace.select.support import ModelDomain
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,11 @@ class Library:
         return cls(kernels, tuple(c.name not in fallback_only for c in kernels), tuple(fallbacks))
 
 
-def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str,
-                 model_dirs: Mapping[tuple[Variant, Dtype], Path]) -> dict[tuple[Variant, Dtype], dict[str, str] | None]:
-    """Per cell the two model files' text (verified), or None for the analytical score."""
-    out: dict[tuple[Variant, Dtype], dict[str, str] | None] = {}
+def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: Mapping[tuple[Variant, Dtype], Path],
+                 ) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
+    """Per cell the two model files' text (verified) and the model's domain, or None for the
+    analytical score."""
+    out: dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None] = {}
     for variant, dtype in cells:
         directory = model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value)
         if not Path(directory).is_dir():
@@ -153,7 +155,8 @@ def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str,
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
             raise CkspaceError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, not for the "
                                f"library's {arch} {variant.value} {dtype.value} kernels")
-        out[variant, dtype] = model_texts(Path(directory), card)
+        assert card.domain is not None  # load_model refuses a card without one
+        out[variant, dtype] = (model_texts(Path(directory), card), card.domain)
     return out
 
 
@@ -167,17 +170,28 @@ def dispatcher_sources(library: Library, arch: str, environment,
     cell_index = {cell: i for i, cell in enumerate(cells)}
     models = _cell_models(cells, arch, model_dirs)
     table = ConfigTable.build(library.kernels)
+    domains = {cell: model[1] for cell, model in models.items() if model is not None}
+    reasons = [domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None
+               for c in library.kernels]
+    siblings = ConfigTable.build([domains[c.variant, c.dtype].sibling(c) if reason else c
+                                  for c, reason in zip(library.kernels, reasons)])
     flat: list[int] = []
     kernels = []
     for i, config in enumerate(library.kernels):
         begin = len(flat)
         flat += library.fallbacks[i]
+        cell_model = (config.variant, config.dtype) in domains
         kernels.append({
             "name": config.name, "cell": cell_index[config.variant, config.dtype], "ndim": config.ndim,
             "candidate": int(library.candidate[i]),
             "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
             "formula_columns": [c_double(v) for v in table.formula_columns[i]],
             "block": [c_double(v) for v in table.block[i]],
+            "extrapolated": int(reasons[i] is not None),
+            "source": ("analytical" if not cell_model else "model" if reasons[i] is None
+                       else f"model, extrapolated: {reasons[i]}").replace("*/", "* /"),
+            "sibling_formula_columns": [c_double(v) for v in siblings.formula_columns[i]],
+            "sibling_block": [c_double(v) for v in siblings.block[i]],
         })
     checks = []
     for variant, dtype in cells:
@@ -192,10 +206,12 @@ def dispatcher_sources(library: Library, arch: str, environment,
     cell_context = []
     for variant, dtype in cells:
         prefix = f"cks_{variant.value}_{dtype.value}"
-        texts = models[variant, dtype]
+        model = models[variant, dtype]
+        texts = model[0] if model is not None else None
         function = f"{prefix}_features"
         cell_context.append({"prefix": prefix, "model": texts is not None, "variant_code": variant.code,
                              "dtype_code": dtype.code, "features_function": function,
+                             "score_scale": c_double(model[1].score_per_log2_tflops) if model else "0.0",
                              "features": features_c(function, feature_formulas(variant, dtype, hw))})
         if texts is not None:
             for role, name in (("ranker", RANKER_FILE), ("tflops", TFLOPS_FILE)):

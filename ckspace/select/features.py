@@ -10,14 +10,13 @@ every model; change either and bump :data:`FEATURE_VERSION`):
 * interaction: what a tile does to this problem on this arch: quantisation efficiency along M,
   N and K, output tiles against compute units, last-wave efficiency, padding waste, K-loop trip
   count, blocks per CU that LDS allows, channel padding the vector widths force, tile-level
-  global traffic, and an analytical roofline TFLOPS estimate (also the cold-start score).
+  global traffic, a roofline TFLOPS estimate, and the analytical performance model's TFLOPS.
 
-The last interaction feature, the roofline estimate, is also the *analytical fallback*
-(:data:`ANALYTICAL_FEATURE`): it charges each kernel its padded work -- tile quantisation along M,
-N and K and the channel padding its vector widths force -- at the arch's dense peak scaled by the
-share of compute units its grid keeps busy and by its last-wave efficiency, or its tile-level
-global traffic at full memory bandwidth, whichever takes longer. It needs only spec-sheet facts, so
-it ranks kernels on an arch without measurements; cross-validation scores it beside the model.
+The last interaction feature is the *analytical model* (:data:`ANALYTICAL_FEATURE`,
+:mod:`ckspace.select.performance`): a kernel's time for the problem from its tiles, occupancy,
+pipeline, scheduler, epilogue, vector widths and the arch's facts. It ranks kernels where no
+trained model exists and scales the trained model's estimates for kernels outside its training
+domain (:mod:`ckspace.select.support`); cross-validation scores it beside the model.
 
 The problem and interaction features are stated once, as formulas
 (:mod:`ckspace.select.formula`): the Python selector evaluates them, the generated C dispatcher
@@ -40,9 +39,10 @@ from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
+from ckspace.select import performance
 from ckspace.select.hardware import HardwareFacts
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 PROBLEM_FEATURES: tuple[str, ...] = (
     "N", "G", "Cg", "Kg", "Di", "Hi", "Wi", "Z", "Y", "X", "Do", "Ho", "Wo",
@@ -56,13 +56,13 @@ INTERACTION_FEATURES: tuple[str, ...] = (
     "eff_m", "eff_n", "eff_k", "eff_mnk", "padding_waste",
     "tiles_m", "tiles_n", "log2_tiles", "tiles_per_cu", "last_wave_eff", "waves_of_blocks",
     "k_loop", "blocks_per_cu_lds", "vec_pad_eff_a", "vec_pad_eff_b", "vec_pad_eff_c",
-    "log2_tile_traffic", "tile_intensity", "log2_roofline_tflops",
+    "log2_tile_traffic", "tile_intensity", "log2_roofline_tflops", "log2_model_tflops",
 )
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + INTERACTION_FEATURES
 FORMULA_COLUMNS: tuple[str, ...] = ("block_per_cu_hint", "elem", "lds_bytes", "tile_k", "tile_m", "tile_n",
-                                    "vec_a", "vec_b", "vec_c")
+                                    "vec_a", "vec_b", "vec_c") + performance.COLUMNS
 """The config columns the feature formulas read, in the order the generated C receives them."""
-ANALYTICAL_FEATURE = "log2_roofline_tflops"
+ANALYTICAL_FEATURE = "log2_model_tflops"
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ class ConfigTable:
             f["tile_k"] / (f["wave_k"] * f["warp_tile_k"]),
         ]) if configs else np.empty((0, 6))
         block = np.ascontiguousarray(np.hstack([rows, derived]))
-        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem}
+        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem,
+               **performance.config_columns(configs)}
         matrix = np.ascontiguousarray(np.column_stack([col[name] for name in FORMULA_COLUMNS])) if configs \
             else np.empty((0, len(FORMULA_COLUMNS)))
         return cls(configs, block, matrix)
@@ -172,11 +173,12 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
     compute_s = flops / (eff * vec_a * vec_c) / (hw.peak_tflops(dtype) * 1e12 * busy * last_wave)
     memory_s = traffic / (hw.memory_bandwidth_gbs * 1e9)
     roofline = flops / maximum(compute_s, memory_s) / 1e12
+    model_seconds = performance.cycles_formula(m, n, k, hw) / hw.clock_hz
     interaction_block = (
         eff_m, eff_n, eff_k, eff, 1.0 - eff,
         tiles_m, tiles_n, log2(tiles), tiles / cus, last_wave, tiles / slots,
         k_loop, blocks_lds, vec_a, vec_b, vec_c,
-        log2(traffic), flops / traffic, log2(roofline),
+        log2(traffic), flops / traffic, log2(roofline), log2(flops / model_seconds / 1e12),
     )
     assert len(problem_block) == len(PROBLEM_FEATURES) and len(interaction_block) == len(INTERACTION_FEATURES)
     return problem_block + interaction_block
@@ -196,7 +198,7 @@ _PROGRAMS: dict[tuple, Program] = {}
 
 PROBLEM_VALUES: tuple[str, ...] = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
                                    "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
-                                   "dil_d", "dil_h", "dil_w")
+                                   "dil_d", "dil_h", "dil_w", "k_batch")
 """The problem quantities the features read."""
 
 

@@ -31,12 +31,32 @@ class HardwareFacts(BaseModel):
     memory_bandwidth_gbs: float = Field(gt=0)
     peak_dense_tflops: dict[str, float]
     source: str
+    simds_per_cu: int = Field(gt=0)
+    waves_per_simd: int = Field(gt=0)
+    vgprs_per_lane: int = Field(gt=0)
+    lds_bytes_per_clock: int = Field(gt=0)
+    mfma_full_rate_k: dict[str, dict[str, int]]
+    microarchitecture_source: str
 
     @property
     def lds_bytes_per_cu(self) -> int:
         """LDS per compute unit: the arch facts' capacity (arch_specs.json as the newest rules revision
         has it)."""
         return arch_facts(self.arch).lds_capacity_kb * 1024
+
+    @property
+    def clock_hz(self) -> float:
+        return self.peak_clock_mhz * 1e6
+
+    def flops_per_clock_per_cu(self, dtype: Dtype | str) -> float:
+        """The dense matrix peak of one CU in one clock: what the analytical model charges MFMA work."""
+        return self.peak_tflops(dtype) * 1e12 / (self.compute_units * self.clock_hz)
+
+    def mfma_rate(self, dtype: Dtype | str, warp_tile_m: int, warp_tile_k: int) -> float:
+        """Share of the peak a warp tile's MFMA instruction runs at: 1, or K over the full-rate K
+        for a shape whose K is below it (``mfma_full_rate_k``)."""
+        full = self.mfma_full_rate_k.get(Dtype.parse(dtype).value, {}).get(str(warp_tile_m))
+        return 1.0 if full is None else min(1.0, warp_tile_k / full)
 
     def peak_tflops(self, dtype: Dtype | str) -> float:
         """Dense matrix peak for ``dtype``; raises for a dtype the sheet does not list."""

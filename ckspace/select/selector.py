@@ -1,15 +1,18 @@
 """Run-time kernel selection: score a registry's feasible candidates for one problem in one batch.
 
 ``Selector.load(arch, variant, dtype)`` loads the shipped model of the cell (verified, see
-:mod:`ckspace.select.store`) or, when the package has none, falls back to the analytical roofline
-score (:data:`ckspace.select.features.ANALYTICAL_FEATURE`) and says so (``selector.source``).
+:mod:`ckspace.select.store`) or, when the package has none, falls back to the analytical
+performance model (:mod:`ckspace.select.performance`) and says so (``selector.source``). A kernel
+outside the model's training domain is scored through its nearest seen sibling
+(:mod:`ckspace.select.support`); every ranked row says where its estimate comes from.
 ``select(problem, candidates, k)``
 
 1. keeps the candidates whose config passes CK's ``IsSupportedArgument`` checks for the problem
    (:func:`~ckspace.constraints.problem_rules.gemm_problem_templates`, bound to the problem);
 2. replaces a candidate that fails only on vector alignment by its family's widest vector variant
    that passes every check (:mod:`ckspace.select.fallbacks`), and says so (``Ranked.family``);
-3. ranks what is left and returns the pick and the top k with predicted TFLOPS; raises
+3. ranks what is left by :meth:`Selector.score_table` (the one scoring rule select, plan and the
+   C dispatcher share) and returns the pick and the top k with estimated TFLOPS; raises
    :class:`~ckspace.core.errors.NoKernelError` naming the blocking rules when nothing can run.
 
 Everything that depends on the candidates only (configs, feature columns, rule columns, the
@@ -21,6 +24,7 @@ The generated C dispatcher (:mod:`ckspace.emit.dispatcher`) implements these sam
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -53,6 +57,7 @@ from ckspace.select.features import (
 )
 from ckspace.select.hardware import HardwareFacts, hardware_facts
 from ckspace.select.predictor import FastPredictor
+from ckspace.select.support import PROBLEM_QUANTITIES
 from ckspace.select.store import (
     RANKER_FILE,
     TFLOPS_FILE,
@@ -65,6 +70,10 @@ from ckspace.select.store import (
 log = logging.getLogger(__name__)
 
 _ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+_NONE = np.empty(0, dtype=np.int64)
+_MEMO_LIMIT = 4096
+"""Entries kept in a selector's per-config memos before they are dropped (a long-running server
+ranking ever new candidate lists must not grow without bound)."""
 
 Candidate = str | GemmConfig
 ENGINES = ("auto", "compiled", "lightgbm")
@@ -93,6 +102,11 @@ class Ranked:
     predicted_tflops: float
     config: GemmConfig
     """The kernel itself (``name`` is its own name)."""
+    source: str = "model"
+    """Where the estimate comes from: ``model`` (the trained model, a kernel and problem inside its
+    training domain), ``model, extrapolated: <reason>`` (outside it: the model's estimate of the
+    nearest kernel it saw, scaled by the analytical model, :mod:`ckspace.select.support`) or
+    ``analytical`` (no model for the cell: :mod:`ckspace.select.performance`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +116,34 @@ class Selection:
     pick: str
     family: str | None
     top: list[Ranked]
-    source: str  # "model" or "analytical"
+    source: str  # "model" or "analytical": what the cell has; each row says its own (Ranked.source)
     feasible: int
     fallbacks: int
     candidates: int
+
+    @property
+    def pick_source(self) -> str:
+        """The pick's own source (``model``, ``model, extrapolated: ...`` or ``analytical``)."""
+        return self.top[0].source
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One problem's rows scored by the one rule :meth:`Selector.score_table` states: ``scores``
+    order them (higher first); ``reasons[i]`` says why row i is extrapolated (None: it is not);
+    ``sibling`` holds the feature rows of the extrapolated rows' siblings, in ``extrapolated`` order."""
+
+    scores: np.ndarray
+    matrix: np.ndarray
+    reasons: list[str | None]
+    extrapolated: np.ndarray
+    sibling: np.ndarray | None
+    source: str
+
+    def row_source(self, i: int) -> str:
+        if self.source == "analytical":
+            return "analytical"
+        return "model" if self.reasons[i] is None else f"model, extrapolated: {self.reasons[i]}"
 
 
 @dataclass(frozen=True)
@@ -201,6 +239,10 @@ class Selector:
             self._rank, self._log_tflops = FastPredictor(ranker, num_threads), FastPredictor(regressor, num_threads)
         self._prepared: dict[tuple, CandidateSet] = {}
         self._program = feature_program(variant, dtype, hw)
+        self.domain = card.domain if card is not None else None
+        """The model's training domain (None without a model)."""
+        self._outside: dict[int, tuple[GemmConfig, str | None]] = {}
+        self._siblings: dict[tuple[int, ...], tuple[list[GemmConfig], ConfigTable]] = {}
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
@@ -225,7 +267,7 @@ class Selector:
         hw = hardware_facts(arch)
         directory = Path(model_dir) if model_dir is not None else shipped_model_dir(arch, variant.value, dtype.value)
         if model_dir is None and not directory.is_dir():
-            log.warning("no model for %s %s %s: ranking by the analytical roofline score", arch, variant.value,
+            log.warning("no model for %s %s %s: ranking by the analytical performance model", arch, variant.value,
                         dtype.value)
             return cls(arch, variant, dtype, hw, num_threads=num_threads, target=target)
         ranker, regressor, card = load_model(directory)
@@ -366,18 +408,76 @@ class Selector:
             table = table.take(order)
             names = [names[i] for i in order]
             families = [families[i] for i in order]
-        matrix = self.feature_matrix(problem, table)
+        scored = self.score_table(problem, table)
+        order = np.argsort(-scored.scores, kind="stable")[:k]
+        tflops = self.predicted_tflops(scored, order)
         if self._rank is not None:
-            scores = self.scores(matrix)
-            order = np.argsort(-scores, kind="stable")[:k]
-            tflops = np.minimum.accumulate(np.exp(self.log_tflops(np.ascontiguousarray(matrix[order]))))
-        else:
-            scores = matrix[:, _ANALYTICAL]
-            order = np.argsort(-scores, kind="stable")[:k]
-            tflops = np.exp2(scores[order])
-        top = [Ranked(names[i], families[i], float(scores[i]), float(t), table.configs[i]) for i, t in zip(order, tflops)]
+            tflops = np.minimum.accumulate(tflops)
+        top = [Ranked(names[i], families[i], float(scored.scores[i]), float(t), table.configs[i], scored.row_source(i))
+               for i, t in zip(order, tflops)]
         return Selection(top[0].name, top[0].family, top, self.source, len(names), int(fallback.shape[0]),
                          len(prepared.names))
+
+    def outside(self, config: GemmConfig) -> str | None:
+        """Why the model would extrapolate for ``config`` (None: inside its domain, or no model)."""
+        if self.domain is None:
+            return None
+        memo = self._outside.get(id(config))
+        if memo is None or memo[0] is not config:
+            if len(self._outside) > _MEMO_LIMIT:
+                self._outside.clear()
+            memo = self._outside[id(config)] = (config, self.domain.outside(config))
+        return memo[1]
+
+    def _sibling_table(self, configs: list[GemmConfig]) -> ConfigTable:
+        key = tuple(id(c) for c in configs)
+        memo = self._siblings.get(key)
+        if memo is None or any(a is not b for a, b in zip(memo[0], configs)):
+            if len(self._siblings) > _MEMO_LIMIT:
+                self._siblings.clear()
+            assert self.domain is not None
+            memo = self._siblings[key] = (configs, ConfigTable.build([self.domain.sibling(c) for c in configs]))
+        return memo[1]
+
+    def score_table(self, problem: ConvProblem, table: ConfigTable) -> Scored:
+        """Every row of ``table`` scored for ``problem`` -- the one rule select, plan and the C
+        dispatcher share: the model's score for a kernel inside its domain; for one outside it,
+        the model's score of its sibling plus the analytical model's log2 ratio of the two times
+        the model's score scale (:mod:`ckspace.select.support`); without a model, the analytical
+        log2 TFLOPS."""
+        matrix = self.feature_matrix(problem, table)
+        if self._rank is None:
+            return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), _NONE, None, "analytical")
+        assert self.domain is not None
+        scores = self.scores(matrix)
+        reasons = [self.outside(c) for c in table.configs]
+        extrapolated = np.asarray([i for i, r in enumerate(reasons) if r is not None], dtype=np.int64)
+        sibling = None
+        if extrapolated.size:
+            sibling = self.feature_matrix(problem, self._sibling_table([table.configs[i] for i in extrapolated]))
+            scores[extrapolated] = self.scores(sibling) + self.domain.score_per_log2_tflops * (
+                matrix[extrapolated, _ANALYTICAL] - sibling[:, _ANALYTICAL])
+        beyond = self.domain.problem_outside(_problem_sizes(problem))
+        if beyond is not None:
+            reasons = [f"problem {beyond}" + ("" if r is None else f"; {r}") for r in reasons]
+        return Scored(scores, matrix, reasons, extrapolated, sibling, "model")
+
+    def predicted_tflops(self, scored: Scored, rows: np.ndarray) -> np.ndarray:
+        """The TFLOPS estimate of ``rows`` of a scored table: the regressor's (of the sibling,
+        times the analytical ratio, for an extrapolated row) or the analytical model's."""
+        if scored.source == "analytical":
+            return np.exp2(scored.scores[rows])
+        log_tflops = self.log_tflops(np.ascontiguousarray(scored.matrix[rows]))
+        if scored.extrapolated.size:
+            position = {int(r): j for j, r in enumerate(scored.extrapolated)}
+            moved = [(i, position[int(r)]) for i, r in enumerate(rows) if int(r) in position]
+            if moved:
+                assert scored.sibling is not None
+                at = np.asarray([i for i, _ in moved])
+                sib = np.ascontiguousarray(scored.sibling[[j for _, j in moved]])
+                log_tflops[at] = self.log_tflops(sib) + math.log(2.0) * (
+                    scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL])
+        return np.exp(log_tflops)
 
     def _no_kernel(self, problem: ConvProblem, prepared: CandidateSet) -> NoKernelError:
         """The error naming, for each candidate, the checks that block it (for a family whose
@@ -401,6 +501,10 @@ class Selector:
                            f"{', ...' if len(names) > 3 else ''})" for rules, names in groups.items())
         return NoKernelError(f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
                              f"can run {problem.text()}: {detail}", blocking)
+
+
+def _problem_sizes(problem: ConvProblem) -> dict[str, int]:
+    return {name: getattr(problem, name) for name in PROBLEM_QUANTITIES}
 
 
 def _is_depthwise(item: object) -> bool:

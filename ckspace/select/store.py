@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import refuse_foreign, sha256, write_directory
 from ckspace.select.features import FEATURE_VERSION, feature_spec
+from ckspace.select.support import ModelDomain
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ class ModelCard(BaseModel):
     training_command: str
     library_versions: dict[str, str]
     files: dict[str, str]  # model file -> sha256
+    domain: ModelDomain | None = None
+    """What the model was trained on (:mod:`ckspace.select.support`): a kernel outside it is
+    extrapolated."""
 
 
 def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
@@ -139,6 +143,9 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     if spec.get("names") != expected["names"]:
         raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
                            f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
+    if card.domain is None:
+        raise CkspaceError(f"model {directory}: its card records no training domain (an older ckspace wrote it), "
+                           "so kernels outside it cannot be told apart; retrain it with `ckspace train`")
     texts = {name: _booster_text(directory, name, contents[name], list(expected["names"]))
              for name in (RANKER_FILE, TFLOPS_FILE)}
     boosters = []

@@ -13,8 +13,10 @@ is for: the *ranker's* score orders the candidates of a problem (the pick inside
 first of that order, as :meth:`Selector.select` picks), and the *regressor's* predicted TFLOPS,
 as the selector's list shows them (capped at the kernel ranked above:
 :func:`~ckspace.select.plan.shown_tflops`), give the value: a pick's efficiency is its shown
-TFLOPS over the registry's best shown (the top-ranked kernel's) for that problem. Without a model
-both come from the analytical roofline.
+TFLOPS over the registry's best shown (the top-ranked kernel's) for that problem. Both come from
+:meth:`Selector.score_table`, the rule select uses: a kernel outside the model's training domain
+is estimated through its nearest seen sibling and the analytical model. Without a model both come
+from the analytical performance model.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
-from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.select.plan import PlanInstance, shown_tflops
 from ckspace.select.selector import Candidate, Selector
 
@@ -146,6 +147,8 @@ class Predictions:
     source: str
     configs: tuple[GemmConfig, ...] = ()
     """The kernels themselves, in ``kernels``' order (``kernels`` are their names)."""
+    extrapolated: tuple[str | None, ...] = ()
+    """Per kernel, why the model extrapolates for it (None: inside its domain, or no model)."""
 
 
 def predicted_instance(selector: Selector, candidates: Sequence[Candidate], workload: Workload,
@@ -169,7 +172,6 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
                     known.add(variant_configs[j].name)
                     configs.append(variant_configs[j])
     universe = selector.prepare(configs)
-    analytical = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
     order, value, tflops, best = [], [], [], []
     for problem in workload.problems:
         index = np.flatnonzero(selector.feasible(problem, universe))
@@ -179,12 +181,9 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             tflops.append(np.empty(0))
             best.append(0.0)
         else:
-            matrix = selector.feature_matrix(problem, universe.table.take(index))
-            if selector.source == "model":
-                score, predicted = selector.scores(matrix), np.exp(selector.log_tflops(matrix))
-            else:
-                score = matrix[:, analytical]
-                predicted = np.exp2(score)
+            scored = selector.score_table(problem, universe.table.take(index))  # select's own rule
+            score = scored.scores
+            predicted = selector.predicted_tflops(scored, np.arange(index.size))
             ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
             shown = shown_tflops(predicted[ranked]) if selector.source == "model" else predicted[ranked]
             order.append(index[ranked])
@@ -195,4 +194,5 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
     return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
-                       np.asarray(best), selector.source, tuple(configs))
+                       np.asarray(best), selector.source, tuple(configs),
+                       tuple(selector.outside(c) for c in configs))

@@ -1,0 +1,241 @@
+"""The analytical performance model: a kernel's time for a problem, from how the kernel works.
+
+The trained ranker knows the kernels it was measured on. Everything else -- an arch, variant or dtype
+with no measurements, a pipeline, scheduler, epilogue, specialisation or vector width no model has
+seen -- is ranked by this model, or by the trained model's estimate of the nearest kernel it has
+seen scaled by this model's ratio of the two (:mod:`ckspace.select.support`). It is stated once:
+
+* the **config-only** quantities (per K-iteration cycles of a block's MFMA and LDS work, its global
+  load instructions, its occupancy, prologue depth, epilogue) are computed here in numpy from each
+  config and the arch's hardware facts (:func:`config_columns`), once per candidate list; the C
+  dispatcher receives them as data;
+* the **problem-dependent** part is a :class:`~ckspace.select.formula.Formula`
+  (:func:`cycles_formula`), evaluated by the Python selector and rendered to C for the dispatcher
+  from the same statement, like the features (it is one of them: ``log2_model_tflops``).
+
+How a launch is charged (cycles of the arch's peak engine clock):
+
+1. the implicit GEMM is cut into blocks: ``ceil(M/tile_m) x ceil(N*merged/tile_n) x ceil(G/merged)
+   x k_batch``; each runs ``ceil(K/(tile_k*k_batch))`` K-iterations, padded work included (tile
+   quantisation along M, N and K is in the counts);
+2. blocks run in rounds of ``CUs x occupancy``, occupancy from LDS, wave slots and registers;
+   ``c`` blocks share a CU in a round;
+3. one K-iteration costs the largest of its shared resources -- the CU's matrix cores and LDS
+   (``c x`` the block's own), the global traffic of every active block at the arch's bandwidth
+   (times the L2 reuse constant), the memory latency over the pipeline's global buffers, and the
+   CU's address unit (``c x`` the block's load instructions, so narrow vectors cost issue slots)
+   -- plus :data:`OVERLAP_LOSS` of the others: overlap is never perfect, and two kernels that
+   differ in any resource never tie;
+4. a round adds its prologue (the memory latency, then one iteration per further prefetch stage)
+   and its epilogue (the latency and the output tile's stores);
+5. split-K (``k_batch > 1``) adds the partial results' reduction traffic, twice over for the
+   two-stage kernels (workspace written, then read back).
+
+:data:`CONSTANTS` lists every number not read from a config, the arch's facts
+(``ckspace/data/hardware.json``) or CK Tile's pipeline definitions (:data:`PIPELINES`), with its
+value and where it came from. Three were fit once, by coordinate search on mean + P10/2
+efficiency, on the shared MI355X measurements (``benchmark_forward_300_bf16_gfx950.csv``: 231
+problems x 30 kernels); refitting them inside 5-fold cross-validation moved the held-out mean by
+less than 0.2 points (``bench/analytical_fit.py`` repeats that check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ckspace.core.arch import element_size
+from ckspace.core.config import GemmConfig
+from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization
+from ckspace.select.formula import Formula, ceil, config, maximum, minimum, problem
+from ckspace.select.hardware import HardwareFacts, hardware_facts
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: float
+    source: str
+
+
+CONSTANTS: dict[str, Constant] = {
+    "memory_latency_cycles": Constant(
+        646.0, "fit once on the shared gfx950 forward bf16 measurements (the latency a block waits for a global "
+               "load it could not prefetch; ~270 ns at 2.4 GHz)"),
+    "l2_reuse": Constant(
+        5.0, "fit once on the same measurements: tile-level global traffic served at this multiple of the HBM "
+             "bandwidth (neighbouring blocks share A and B tiles in L2)"),
+    "epilogue_cycles_per_byte": Constant(
+        22.1, "fit once on the same measurements: cycles per output byte each thread of a block stores in the "
+              "epilogue (through LDS for cshuffle)"),
+    "vmem_issue_cycles": Constant(
+        16.0, "assumed, not fit (no measurement has narrow vectors): a wave's vector memory instruction holds the "
+              "CU's address unit for its 64 lanes at 4 per clock, whatever its width"),
+    "valu_cycles": Constant(
+        4.0, "CDNA ISA: a 64-lane wave issues one VALU instruction over 4 clocks on a 16-lane SIMD (the index "
+             "arithmetic of a load; also charged per MFMA instruction issued, inside the overlap loss)"),
+    "overlap_loss": Constant(
+        0.01, "assumed: the share of the non-binding resources that overlap fails to hide; it keeps kernels that "
+              "differ in any resource apart (fits equally from 0.001 to 0.02)"),
+    "registers_base": Constant(
+        32.0, "assumed: VGPRs per lane a kernel needs beside its accumulators, fragments and prefetch buffers "
+              "(addresses, loop state)"),
+}
+
+
+def constant(name: str) -> float:
+    return CONSTANTS[name].value
+
+
+@dataclass(frozen=True)
+class PipelineFacts:
+    """How a CK Tile block pipeline moves data: ``stages`` global prefetch stages (the prologue
+    fills them), ``buffers`` register buffers of global loads in flight (what hides the memory
+    latency), whether it overlaps loads with MFMA at all, and whether its global loads go to LDS
+    directly (async: no VGPR staging, no LDS write by the waves)."""
+
+    stages: int
+    buffers: int
+    overlaps: bool = True
+    asynchronous: bool = False
+
+
+PIPELINES: dict[Pipeline, PipelineFacts] = {
+    Pipeline.COMPV1: PipelineFacts(1, 1, overlaps=False),
+    Pipeline.BASIC_V1: PipelineFacts(1, 1, overlaps=False),
+    Pipeline.COMPV2: PipelineFacts(2, 1),
+    Pipeline.BASIC_V2: PipelineFacts(2, 1),
+    Pipeline.COMPV3: PipelineFacts(2, 1),
+    Pipeline.COMPV4: PipelineFacts(2, 1),
+    Pipeline.COMPV5: PipelineFacts(1, 1),
+    Pipeline.COMPV6: PipelineFacts(3, 2),
+    Pipeline.MEM: PipelineFacts(0, 0),  # stages = buffers, from the tile: mem_stages()
+    Pipeline.COMP_ASYNC: PipelineFacts(2, 1, asynchronous=True),
+    Pipeline.BASIC_ASYNC_V1: PipelineFacts(1, 1, asynchronous=True),
+    Pipeline.WAVELET: PipelineFacts(2, 1),
+}
+"""Per pipeline, from CK Tile's pipeline headers (``ck_tile/ops/gemm/pipeline/``: ``PrefetchStages``
+and ``GlobalBufferNum`` of ``gemm_pipeline_ag_bg_cr_comp_v3..v6``, ``_comp_async``, ``_mem``,
+``wp_pipeline_agmem_bgmem_creg_v2`` for wavelet; the ``agmem_bgmem_creg_v1`` pipeline loads,
+stores to LDS, synchronises and computes in turn). A double LDS buffer is the config's
+``double_smem_buffer``."""
+
+MEM_IN_FLIGHT_BYTES = 32768
+"""The mem pipeline sizes its prefetch to keep this many bytes in flight per CU (its
+``MinMemInFlyBytes``), between 2 and 8 stages."""
+
+
+def mem_stages(tile_m: int, tile_n: int, tile_k: int, elem: int, threads: int, warp_size: int) -> int:
+    """The mem pipeline's prefetch stages for a tile (``FullMemBandPrefetchStages`` clamped to 2..8)."""
+    blocks_per_cu = max(1, 4 * warp_size // threads)
+    need = -(-(MEM_IN_FLIGHT_BYTES // blocks_per_cu) // ((tile_m + tile_n) * elem * tile_k))
+    return int(min(8, max(2, need)))
+
+
+INDEX_INSTRUCTIONS: dict[Specialization, float] = {
+    Specialization.DEFAULT: 6.0,
+    Specialization.FILTER3X3: 4.0,
+    Specialization.FILTER1X1_PAD0: 2.0,
+    Specialization.FILTER1X1_STRIDE1_PAD0: 0.0,
+}
+"""Assumed VALU instructions of im2col index arithmetic per global load instruction: the general
+kernel maps each row to (image, output position, filter tap) with pads; a 3x3 specialisation fixes
+the taps; a 1x1 filter without pads needs only the stride; 1x1, stride 1, no pads is a plain GEMM
+(as is an explicit-GEMM kernel)."""
+
+COLUMNS: tuple[str, ...] = ("perf_occupancy", "perf_compute_cycles", "perf_load_bytes", "perf_issue_cycles",
+                            "perf_buffers", "perf_stages", "perf_epilogue_cycles", "perf_merged",
+                            "perf_streamk", "perf_two_stage")
+"""The config-only columns the cycle formula reads (:func:`config_columns`)."""
+
+
+def config_columns(configs: Sequence[GemmConfig]) -> dict[str, np.ndarray]:
+    """The config-only quantities of the model, one value per config (see the module docstring)."""
+    rows = [_config_terms(c, hardware_facts(c.arch)) for c in configs]
+    return {name: np.asarray([r[i] for r in rows], dtype=np.float64) for i, name in enumerate(COLUMNS)}
+
+
+def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
+    from ckspace.core.arch import arch_facts
+
+    warp = arch_facts(c.arch).warp_size
+    elem = element_size(c.dtype)
+    waves = c.wave_m * c.wave_n * c.wave_k
+    threads = warp * waves
+    facts = PIPELINES[c.pipeline]
+    if c.pipeline is Pipeline.MEM:
+        stages = buffers = mem_stages(c.tile_m, c.tile_n, c.tile_k, elem, threads, warp)
+    else:
+        stages, buffers = facts.stages, facts.buffers
+    # occupancy: LDS, wave slots, registers (whole waves per SIMD)
+    lds = (c.tile_m + c.tile_n) * c.tile_k * elem * (2 if c.double_smem_buffer else 1)
+    by_lds = (hw.lds_bytes_per_cu // lds) if lds else hw.simds_per_cu * hw.waves_per_simd
+    by_waves = hw.simds_per_cu * hw.waves_per_simd // waves
+    accumulators = c.tile_m * c.tile_n / threads  # fp32, one VGPR each
+    fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * elem / (4 * warp)
+    staging = 0.0 if facts.asynchronous else buffers * (c.tile_m + c.tile_n) * c.tile_k * elem / (4 * threads)
+    registers = accumulators + fragments + staging + constant("registers_base")
+    waves_per_simd = max(1, int(hw.vgprs_per_lane // registers))
+    by_registers = waves_per_simd * hw.simds_per_cu // waves
+    occupancy = max(1, min(by_lds, by_waves, by_registers))
+    # one K-iteration of one block: MFMA and LDS work
+    mfma = 2.0 * c.tile_m * c.tile_n * c.tile_k / (hw.flops_per_clock_per_cu(c.dtype)
+                                                      * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
+    lds_reads = (c.wave_n * c.tile_m + c.wave_m * c.tile_n) * c.tile_k * elem
+    lds_writes = 0.0 if facts.asynchronous else (c.tile_m + c.tile_n) * c.tile_k * elem
+    lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
+    # MFMA instructions a SIMD issues per iteration: a warp tile runs as instructions of at most
+    # the full-rate K, so smaller shapes take more issue slots for the same work
+    full_k = hw.mfma_full_rate_k.get(c.dtype.value, {}).get(str(c.warp_tile_m), c.warp_tile_k)
+    instructions = c.tile_m * c.tile_n * c.tile_k / (c.warp_tile_m * c.warp_tile_n * min(c.warp_tile_k, full_k))
+    issue_mfma = instructions / hw.simds_per_cu * constant("valu_cycles")
+    if c.scheduler is Scheduler.INTERWAVE:  # other waves of the SIMD hide a wave's LDS reads
+        resident = max(1.0, occupancy * waves / hw.simds_per_cu)
+        compute = mfma + lds_cycles / resident + constant("overlap_loss") * issue_mfma
+    else:  # the wave interleaves its own LDS reads with its MFMAs
+        compute = max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
+    load_bytes = (c.tile_m + c.tile_n) * c.tile_k * elem
+    loads = (c.tile_m * c.tile_k / c.vec_a + c.tile_n * c.tile_k / c.vec_b) / threads  # per wave
+    index = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
+    issue = loads * (constant("vmem_issue_cycles") + index * constant("valu_cycles"))
+    if not facts.overlaps:  # loads, LDS and MFMA in turn: the latency and the issue add to the work
+        compute += constant("memory_latency_cycles") + issue
+    # epilogue: the latency, then the output tile through LDS (cshuffle, vec_c wide) or straight
+    # from the accumulators (one element per lane along N)
+    out_bytes = c.tile_m * c.tile_n * elem / threads
+    width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
+    stores = c.tile_m * c.tile_n / width / threads
+    epilogue = (constant("memory_latency_cycles") + constant("epilogue_cycles_per_byte") * out_bytes
+                + stores * constant("vmem_issue_cycles"))
+    return (float(occupancy), compute, float(load_bytes), issue, float(buffers), float(stages), epilogue,
+            float(c.num_groups_to_merge), float(bool(c.streamk_enabled)), float(bool(c.two_stage)))
+
+
+def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> Formula:
+    """The launch's cycles for a problem whose per-group GEMM is ``m x n x k`` (formulas of the
+    problem), over the config columns of :func:`config_columns` and the tile sizes."""
+    p, c = problem, config
+    cus = float(hw.compute_units)
+    latency = constant("memory_latency_cycles")
+    merged = c("perf_merged")
+    k_batch = p("k_batch")
+    blocks = ceil(m / c("tile_m")) * ceil(n * merged / c("tile_n")) * ceil(p("G") / merged) * k_batch
+    k_loop = ceil(k / (c("tile_k") * k_batch))
+    slots = cus * c("perf_occupancy")
+    streamk = c("perf_streamk")
+    rounds = streamk * (blocks / slots) + (1.0 - streamk) * ceil(blocks / slots)
+    sharing = minimum(c("perf_occupancy"), ceil(blocks / cus))
+    bytes_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz * constant("l2_reuse")
+    parts = (sharing * c("perf_compute_cycles"),
+             c("perf_load_bytes") * minimum(blocks, slots) / bytes_per_cycle,
+             latency / c("perf_buffers"),
+             sharing * c("perf_issue_cycles"))
+    binding = maximum(maximum(parts[0], parts[1]), maximum(parts[2], parts[3]))
+    iteration = binding + constant("overlap_loss") * (parts[0] + parts[1] + parts[2] + parts[3] - binding)
+    prologue = latency + (c("perf_stages") - 1.0) * iteration
+    round_cycles = k_loop * iteration + prologue + c("perf_epilogue_cycles")
+    reduction = ((k_batch - 1.0) * m * n * p("G") * 4.0 * (1.0 + c("perf_two_stage"))
+                 / (hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz))
+    return rounds * round_cycles + reduction
+
