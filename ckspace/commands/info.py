@@ -1,5 +1,6 @@
 """``ckspace info``: what this ckspace knows, in one place: the archs with their facts, the rule
-sets, the rules revisions, the config fields with their domains, and the environment it reads."""
+sets, the rules revisions, the config fields with their domains, the shipped selection models with
+their training domains (a kernel outside one is extrapolated), and the environment it reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from ckspace.commands.common import add_target_arguments, target_from_args
 from ckspace.core.errors import InvalidChoiceError
 
 NAME = "info"
-HELP = "list the archs (with their facts), rule sets, rules revisions, config fields and environment variables"
+HELP = ("list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
+        "training domains) and environment variables")
 FORMATS = ("text", "json")
 
 
@@ -49,7 +51,20 @@ def facts(target=None) -> dict:
             "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
             "rules_revisions": list(rules_revision_names()), "default_rules_revision": default_rules_revision(),
             "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
-            "environment": ENVIRONMENT}
+            "models": _models(), "environment": ENVIRONMENT}
+
+
+def _models() -> dict[str, dict]:
+    """The shipped models: what each is, how it did in cross-validation, and its training domain."""
+    from ckspace.select.store import shipped_models
+
+    out = {}
+    for cell, card in shipped_models().items():
+        cv = card.cross_validation.get("model", {})
+        out[cell] = {"objective": card.objective, "kernels": len(card.kernels), "problems": card.problems,
+                     "cv_mean": cv.get("mean"), "cv_p10": cv.get("p10"), "data": sorted(card.data),
+                     "domain": card.domain.model_dump(mode="json") if card.domain else None}
+    return out
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -68,6 +83,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"rules revisions: {', '.join(report['rules_revisions'])} "
               f"(default {report['default_rules_revision']})\nconfig fields:\n")
     out.writelines(f"  {name}: {f['domain']} ({f['doc']})\n" for name, f in report["fields"].items())
+    out.write("models (every other cell ranks by the analytical performance model; a kernel or problem outside a "
+              "model's domain is extrapolated):\n")
+    for cell, model in report["models"].items():
+        out.write(f"  {cell}: {model['objective']} on {model['problems']} problems x {model['kernels']} kernels "
+                  f"({', '.join(model['data'])}), cross-validated mean {model['cv_mean']:.2f} %, "
+                  f"P10 {model['cv_p10']:.2f} %\n")
+        domain = model["domain"]
+        if domain is None:
+            out.write("    no training domain recorded: retrain it\n")
+            continue
+        seen = [f"{name} {'/'.join(str(v) for v in values)}" for name, values in domain["categorical"].items()]
+        ranges = [f"{name} {low}..{high}" for name, (low, high) in domain["numeric"].items()]
+        sizes = [f"{name} {low}..{high}" for name, (low, high) in domain["problems"].items()]
+        out.write(f"    kernels: {'; '.join(seen + ranges)}\n    problems: {'; '.join(sizes)}\n")
     out.write("environment:\n")
     out.writelines(f"  {name}: {meaning}\n" for name, meaning in report["environment"].items())
     return 0

@@ -173,8 +173,10 @@ def dispatcher_sources(library: Library, arch: str, environment,
     domains = {cell: model[1] for cell, model in models.items() if model is not None}
     reasons = [domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None
                for c in library.kernels]
-    siblings = ConfigTable.build([domains[c.variant, c.dtype].sibling(c) if reason else c
-                                  for c, reason in zip(library.kernels, reasons)])
+    distinct: dict[GemmConfig, int] = {}  # the siblings the extrapolated kernels share, each once
+    sibling_of = [distinct.setdefault(domains[c.variant, c.dtype].sibling(c), len(distinct)) if reason else -1
+                  for c, reason in zip(library.kernels, reasons)]
+    siblings = ConfigTable.build(list(distinct))
     flat: list[int] = []
     kernels = []
     for i, config in enumerate(library.kernels):
@@ -187,11 +189,9 @@ def dispatcher_sources(library: Library, arch: str, environment,
             "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
             "formula_columns": [c_double(v) for v in table.formula_columns[i]],
             "block": [c_double(v) for v in table.block[i]],
-            "extrapolated": int(reasons[i] is not None),
+            "sibling": sibling_of[i],
             "source": ("analytical" if not cell_model else "model" if reasons[i] is None
                        else f"model, extrapolated: {reasons[i]}").replace("*/", "* /"),
-            "sibling_formula_columns": [c_double(v) for v in siblings.formula_columns[i]],
-            "sibling_block": [c_double(v) for v in siblings.block[i]],
         })
     checks = []
     for variant, dtype in cells:
@@ -225,6 +225,8 @@ def dispatcher_sources(library: Library, arch: str, environment,
          "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
     files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
         {**base, "kernels": kernels, "fields": GEMM_FIELD_NAMES, "fallbacks": flat, "checks": checks,
+         "siblings": [{"name": c.name, "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
+                       "block": [c_double(v) for v in siblings.block[j]]} for j, c in enumerate(siblings.configs)],
          "cells": cell_context, "helpers": C_HELPERS, "problem": problem_checks(), "variants": variants, "dtypes": dtypes,
          "n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
          "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),

@@ -57,7 +57,7 @@ from ckspace.select.features import (
 )
 from ckspace.select.hardware import HardwareFacts, hardware_facts
 from ckspace.select.predictor import FastPredictor
-from ckspace.select.support import PROBLEM_QUANTITIES
+from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain
 from ckspace.select.store import (
     RANKER_FILE,
     TFLOPS_FILE,
@@ -71,9 +71,6 @@ log = logging.getLogger(__name__)
 
 _ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 _NONE = np.empty(0, dtype=np.int64)
-_MEMO_LIMIT = 4096
-"""Entries kept in a selector's per-config memos before they are dropped (a long-running server
-ranking ever new candidate lists must not grow without bound)."""
 
 Candidate = str | GemmConfig
 ENGINES = ("auto", "compiled", "lightgbm")
@@ -158,6 +155,40 @@ class Rows:
         return cls(ConfigTable.build(configs), columns([c.row() for c in configs], GEMM_FIELD_NAMES))
 
 
+@dataclass(frozen=True)
+class Support:
+    """Rows of a config table against the model's domain: which are outside it and why, and the
+    index of each row's sibling in ``siblings`` (the distinct siblings of the outside rows: kernels
+    that share a sibling -- a kernel's vector variants -- score it once)."""
+
+    outside: np.ndarray  # bool per row
+    reasons: tuple[str | None, ...]
+    sibling: np.ndarray  # per row: index into siblings, -1 inside the domain
+    siblings: ConfigTable
+
+    @classmethod
+    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain | None) -> "Support":
+        if domain is None:
+            return cls(np.zeros(len(configs), dtype=bool), (None,) * len(configs),
+                       np.full(len(configs), -1, dtype=np.int64), ConfigTable.build([]))
+        reasons = tuple(domain.outside(c) for c in configs)
+        distinct: dict[GemmConfig, int] = {}
+        index = np.full(len(configs), -1, dtype=np.int64)
+        for i, (c, reason) in enumerate(zip(configs, reasons)):
+            if reason is not None:
+                index[i] = distinct.setdefault(domain.sibling(c), len(distinct))
+        return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct)))
+
+    def take(self, rows: np.ndarray) -> "Support":
+        return Support(self.outside[rows], tuple(self.reasons[i] for i in rows), self.sibling[rows], self.siblings)
+
+    def stack(self, other: "Support") -> "Support":
+        offset = len(self.siblings)
+        return Support(np.concatenate([self.outside, other.outside]), self.reasons + other.reasons,
+                       np.concatenate([self.sibling, np.where(other.sibling >= 0, other.sibling + offset, -1)]),
+                       self.siblings.stack(other.siblings))
+
+
 @dataclass
 class CandidateSet:
     """Candidates resolved to configs with their per-candidate columns; the vector variants of
@@ -168,7 +199,10 @@ class CandidateSet:
     ndim: np.ndarray
     pool: frozenset[tuple] | None = None
     target: Target | None = None
+    domain: ModelDomain | None = None
     _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
+    _support: Support | None = field(default=None, repr=False)
+    _variant_support: Support | None = field(default=None, repr=False)
     family_rows: list[np.ndarray] = field(default_factory=list, repr=False)
     same_as_candidate: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
     """Per variant row: the candidate with the same config, or -1."""
@@ -176,6 +210,20 @@ class CandidateSet:
     @property
     def table(self) -> ConfigTable:
         return self.rows.table
+
+    @property
+    def support(self) -> Support:
+        """The candidates against the model's domain (worked out on first need)."""
+        if self._support is None:
+            self._support = Support.of(self.table.configs, self.domain)
+        return self._support
+
+    @property
+    def variant_support(self) -> Support:
+        """The vector variants (:meth:`variants`' rows) against the model's domain."""
+        if self._variant_support is None:
+            self._variant_support = Support.of(self.variants()[0].table.configs, self.domain)
+        return self._variant_support
 
     def variants(self) -> tuple[Rows, np.ndarray, np.ndarray, list[str]]:
         """(rows of every family's variants, widest first per family; the family of each row; the
@@ -241,8 +289,6 @@ class Selector:
         self._program = feature_program(variant, dtype, hw)
         self.domain = card.domain if card is not None else None
         """The model's training domain (None without a model)."""
-        self._outside: dict[int, tuple[GemmConfig, str | None]] = {}
-        self._siblings: dict[tuple[int, ...], tuple[list[GemmConfig], ConfigTable]] = {}
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
@@ -342,7 +388,7 @@ class Selector:
                 configs.append(config)
                 names.append(config.name)  # the config's own name, whatever name it was given by
             prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]),
-                                    pool_key, self.target)
+                                    pool_key, self.target, self.domain)
             self._prepared[key] = prepared
         return prepared
 
@@ -394,21 +440,26 @@ class Selector:
         direct, fallback = self.runnable(problem, prepared)
         if direct.size == 0 and fallback.size == 0:
             raise self._no_kernel(problem, prepared)
-        table = prepared.table if direct.size == len(prepared.names) else prepared.table.take(direct)
+        everything = direct.size == len(prepared.names)
+        table = prepared.table if everything else prepared.table.take(direct)
+        support = None if self.domain is None else prepared.support if everything else prepared.support.take(direct)
         names = [prepared.names[i] for i in direct]
         families: list[str | None] = [None] * len(names)
         family_index = direct
         if fallback.size:
             rows, _, _, variant_names = prepared.variants()
             table = table.stack(rows.table.take(fallback[:, 1]))
+            if support is not None:
+                support = support.stack(prepared.variant_support.take(fallback[:, 1]))
             names += [variant_names[j] for j in fallback[:, 1]]
             families += [prepared.names[i] for i in fallback[:, 0]]
             family_index = np.concatenate([direct, fallback[:, 0]])
             order = np.argsort(family_index, kind="stable")  # candidate order, variants in their family's place
             table = table.take(order)
+            support = support.take(order) if support is not None else None
             names = [names[i] for i in order]
             families = [families[i] for i in order]
-        scored = self.score_table(problem, table)
+        scored = self.score_table(problem, table, support)
         order = np.argsort(-scored.scores, kind="stable")[:k]
         tflops = self.predicted_tflops(scored, order)
         if self._rank is not None:
@@ -420,43 +471,30 @@ class Selector:
 
     def outside(self, config: GemmConfig) -> str | None:
         """Why the model would extrapolate for ``config`` (None: inside its domain, or no model)."""
-        if self.domain is None:
-            return None
-        memo = self._outside.get(id(config))
-        if memo is None or memo[0] is not config:
-            if len(self._outside) > _MEMO_LIMIT:
-                self._outside.clear()
-            memo = self._outside[id(config)] = (config, self.domain.outside(config))
-        return memo[1]
+        return None if self.domain is None else self.domain.outside(config)
 
-    def _sibling_table(self, configs: list[GemmConfig]) -> ConfigTable:
-        key = tuple(id(c) for c in configs)
-        memo = self._siblings.get(key)
-        if memo is None or any(a is not b for a, b in zip(memo[0], configs)):
-            if len(self._siblings) > _MEMO_LIMIT:
-                self._siblings.clear()
-            assert self.domain is not None
-            memo = self._siblings[key] = (configs, ConfigTable.build([self.domain.sibling(c) for c in configs]))
-        return memo[1]
-
-    def score_table(self, problem: ConvProblem, table: ConfigTable) -> Scored:
+    def score_table(self, problem: ConvProblem, table: ConfigTable, support: Support | None = None) -> Scored:
         """Every row of ``table`` scored for ``problem`` -- the one rule select, plan and the C
         dispatcher share: the model's score for a kernel inside its domain; for one outside it,
         the model's score of its sibling plus the analytical model's log2 ratio of the two times
         the model's score scale (:mod:`ckspace.select.support`); without a model, the analytical
-        log2 TFLOPS."""
+        log2 TFLOPS. ``support``: the rows against the domain (:class:`Support`; worked out here
+        when not given, as a candidate set keeps it for its rows)."""
         matrix = self.feature_matrix(problem, table)
         if self._rank is None:
             return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), _NONE, None, "analytical")
         assert self.domain is not None
+        support = support if support is not None else Support.of(table.configs, self.domain)
         scores = self.scores(matrix)
-        reasons = [self.outside(c) for c in table.configs]
-        extrapolated = np.asarray([i for i, r in enumerate(reasons) if r is not None], dtype=np.int64)
+        extrapolated = np.flatnonzero(support.outside)
         sibling = None
         if extrapolated.size:
-            sibling = self.feature_matrix(problem, self._sibling_table([table.configs[i] for i in extrapolated]))
-            scores[extrapolated] = self.scores(sibling) + self.domain.score_per_log2_tflops * (
+            needed, position = np.unique(support.sibling[extrapolated], return_inverse=True)
+            distinct = self.feature_matrix(problem, support.siblings.take(needed))
+            sibling = np.ascontiguousarray(distinct[position])
+            scores[extrapolated] = self.scores(distinct)[position] + self.domain.score_per_log2_tflops * (
                 matrix[extrapolated, _ANALYTICAL] - sibling[:, _ANALYTICAL])
+        reasons = list(support.reasons)
         beyond = self.domain.problem_outside(_problem_sizes(problem))
         if beyond is not None:
             reasons = [f"problem {beyond}" + ("" if r is None else f"; {r}") for r in reasons]

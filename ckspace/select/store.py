@@ -74,6 +74,17 @@ def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
     return Path(str(resources.files("ckspace").joinpath("models", arch, f"{variant}_{dtype}")))
 
 
+def shipped_models() -> dict[str, ModelCard]:
+    """The models the package ships, by cell text (``gfx950 forward bf16``), cards only (read, not
+    verified: :func:`load_model` verifies a model before it is used)."""
+    root = Path(str(resources.files("ckspace").joinpath("models")))
+    out: dict[str, ModelCard] = {}
+    for card_path in sorted(root.glob(f"*/*/{CARD_FILE}")):
+        card = ModelCard.model_validate_json(card_path.read_bytes())
+        out[f"{card.arch} {card.variant} {card.dtype}"] = card
+    return out
+
+
 def check_model_target(directory: Path, force: bool = False) -> set[str]:
     """The entries already in ``directory`` when a model may be written there (checked before
     training, so a refusal costs nothing); refuses links, non-directories and, unless ``force``,

@@ -181,7 +181,8 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             tflops.append(np.empty(0))
             best.append(0.0)
         else:
-            scored = selector.score_table(problem, universe.table.take(index))  # select's own rule
+            support = universe.support.take(index) if selector.domain is not None else None
+            scored = selector.score_table(problem, universe.table.take(index), support)  # select's own rule
             score = scored.scores
             predicted = selector.predicted_tflops(scored, np.arange(index.size))
             ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does

@@ -1,0 +1,116 @@
+"""Where the analytical model's fitted constants come from, and whether fitting them overfits.
+
+The analytical performance model (``ckspace/select/performance.py``) has three constants fit once
+on the shared MI355X measurements: ``memory_latency_cycles``, ``l2_reuse`` and
+``epilogue_cycles_per_byte``. This script
+
+1. scores the model with the shipped constants on the measurements (mean, P10 and ties of the
+   pick's efficiency, as ``ckspace evaluate`` reports them), beside the old roofline feature that
+   was the analytical fallback before it (the baseline, in the same run);
+2. refits the three constants by coordinate search (factors 0.25..4 of each in turn, three sweeps,
+   objective mean + P10/2) on all problems, printing the fitted values;
+3. repeats the fit inside grouped 5-fold cross-validation (fit on four folds, score the fifth),
+   so the held-out figures say how much the three constants learned the data rather than the
+   physics.
+
+    python3 bench/analytical_fit.py [--data CSV] [--sweeps N]
+
+Nothing it fits is written anywhere: changing a constant is an edit of ``performance.CONSTANTS``
+(with its new source), and the shipped model is retrained after it (the constants shape a feature).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ckspace.select import features, performance
+from ckspace.select.dataset import load_cells
+from ckspace.select.evaluation import fold_of_groups
+from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.select.hardware import hardware_facts
+from ckspace.select.metrics import per_problem_efficiency, summarize
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+FITTED = ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")
+FACTORS = (0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2, 1.4, 2.0, 4.0)
+
+
+def scores(data, values: dict[str, float], column: str = features.ANALYTICAL_FEATURE) -> np.ndarray:
+    """The model's log2 TFLOPS of every (problem, kernel) with the constants ``values``."""
+    saved = {name: performance.CONSTANTS[name] for name in values}
+    try:
+        for name, value in values.items():
+            performance.CONSTANTS[name] = performance.Constant(value, "trial")
+        features._PROGRAMS.clear()
+        table = ConfigTable.build(data.configs)
+        hw = hardware_facts(data.arch)
+        j = FEATURE_NAMES.index(column)
+        return np.vstack([feature_matrix(p, data.variant, data.dtype, table, hw)[:, j] for p in data.problems])
+    finally:
+        performance.CONSTANTS.update(saved)
+        features._PROGRAMS.clear()
+
+
+def objective(data, values: dict[str, float], rows: np.ndarray) -> float:
+    s = summarize(scores(data, values)[rows], data.tflops[rows])
+    return s.mean + 0.5 * s.p10
+
+
+def fit(data, rows: np.ndarray, sweeps: int) -> dict[str, float]:
+    best = {name: performance.CONSTANTS[name].value for name in FITTED}
+    value = objective(data, best, rows)
+    for _ in range(sweeps):
+        for name in FITTED:
+            for factor in FACTORS:
+                trial = {**best, name: best[name] * factor}
+                score = objective(data, trial, rows)
+                if score > value + 1e-9:
+                    best, value = trial, score
+    return best
+
+
+def line(label: str, s) -> str:
+    return f"{label:<34} mean {s.mean:6.2f} %  P10 {s.p10:6.2f} %  top-1 {s.top1:5.1f} %  ties {_ties(s):5.1f} %"
+
+
+def _ties(s) -> float:
+    return getattr(s, "ties", float("nan"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--sweeps", type=int, default=3)
+    args = parser.parse_args()
+    if not args.data.is_file():
+        raise SystemExit(f"{args.data}: no such file (the shared measurements)")
+    data = load_cells([str(args.data)], None, None, None)[0]
+    shipped = {name: performance.CONSTANTS[name].value for name in FITTED}
+    everything = np.arange(len(data.problems))
+    print(f"{data.cell.text()}: {len(data.problems)} problems x {len(data.configs)} kernels")
+    print(line("roofline (baseline, old fallback)", summarize(scores(data, {}, "log2_roofline_tflops"), data.tflops)))
+    print(line("analytical, shipped constants", summarize(scores(data, shipped), data.tflops)))
+    print("shipped: " + ", ".join(f"{k} = {v:g}" for k, v in shipped.items()))
+    start = time.perf_counter()
+    refit = fit(data, everything, args.sweeps)
+    print(f"refit on every problem ({time.perf_counter() - start:.1f} s): "
+          + ", ".join(f"{k} = {v:g}" for k, v in refit.items()))
+    print(line("analytical, refit", summarize(scores(data, refit), data.tflops)))
+    fold = fold_of_groups(data.groups, 5, 0)
+    held_out = np.zeros(len(data.problems))
+    for f in range(5):
+        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        values = fit(data, train, args.sweeps)
+        held_out[test] = per_problem_efficiency(scores(data, values)[test], data.tflops[test])
+        print(f"  fold {f}: " + ", ".join(f"{k} = {v:g}" for k, v in values.items()))
+    pct = 100.0 * held_out
+    print(f"{'analytical, fit inside 5-fold CV':<34} mean {pct.mean():6.2f} %  P10 {np.percentile(pct, 10):6.2f} % "
+          "(held-out problems only)")
+
+
+if __name__ == "__main__":
+    main()
