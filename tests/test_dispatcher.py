@@ -34,7 +34,9 @@ from ckspace.emit.emitter import _environment
 from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library, host_c_compiler
+from ckspace.select.fallbacks import wider
 from ckspace.select.selector import Selector
+from ckspace.select.store import shipped_model_dir
 from ckspace.space.space import Space
 
 DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
@@ -121,6 +123,46 @@ def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
         agree(dispatcher, library, selector, problem)
         sources.add(selector.select(problem, configs, k=1, pool=configs).pick_source.partition(":")[0])  # runs all
     assert sources == {"model", "model, extrapolated"}
+
+
+def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
+    """A model whose card claims every vector width as seen (a copy of the shipped one) scores a
+    kernel's vector variants alike -- it never saw them differ -- so the vector rule decides:
+    each narrower variant is capped below the wider ones by the analytical ratio. Python and the C
+    dispatcher built with that model pick alike, and never a narrower variant of a runnable wider one."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), model)
+    card = json.loads((model / "card.json").read_text())
+    for name in ("vec_a", "vec_b", "vec_c"):
+        card["domain"]["categorical"][name] = [1, 2, 4, 8]
+    (model / "card.json").write_text(json.dumps(card))
+    selector = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
+    configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"]
+    library = Library.build(configs)
+    compiler = host_c_compiler()
+    if compiler is None:
+        pytest.skip("no C compiler")
+    sources = {path: data.decode() for path, data in
+               dispatcher_sources(library, "gfx950", _environment(), {(Variant.FORWARD, Dtype.BF16): model}).items()}
+    dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), compiler))
+    prepared = selector.prepare(configs, configs)
+    binds = 0
+    for text in ("N=8,C=256,K=64,Hi=56,Wi=56,Y=1,X=1", "N=1,C=64,K=64,Hi=28,Wi=28,Y=3,X=3,pad=1",
+                 "N=32,C=512,K=512,Hi=7,Wi=7,Y=3,X=3,pad=1", "N=2,C=24,K=40,Hi=30,Wi=30,Y=1,X=1"):
+        problem = ConvProblem.parse(text)
+        agree(dispatcher, library, selector, problem)
+        rows = np.flatnonzero(selector.feasible(problem, prepared))
+        table, support = prepared.table.take(rows), prepared.support.take(rows)
+        scored = selector.score_table(problem, table, support)
+        raw = selector.scores(scored.matrix)
+        binds += int(np.sum(scored.scores < raw))
+        for r in range(len(rows)):
+            for w in range(len(rows)):
+                if support.family[r] == support.family[w] and wider(support.vectors[w], support.vectors[r]):
+                    assert scored.scores[r] < scored.scores[w], (table.configs[r].name, table.configs[w].name)
+    assert binds > 0, "the rule never bound: the test no longer tests it"
 
 
 @st.composite

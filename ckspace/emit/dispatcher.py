@@ -35,7 +35,7 @@ from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.cfeatures import c_double, features_c
 from ckspace.select.compiled import model_sources
-from ckspace.select.fallbacks import vector_variants
+from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     CONFIG_FEATURES,
@@ -177,11 +177,17 @@ def dispatcher_sources(library: Library, arch: str, environment,
     sibling_of = [distinct.setdefault(domains[c.variant, c.dtype].sibling(c), len(distinct)) if reason else -1
                   for c, reason in zip(library.kernels, reasons)]
     siblings = ConfigTable.build(list(distinct))
+    by_family: dict[tuple, list[int]] = {}
+    for i, config in enumerate(library.kernels):
+        by_family.setdefault(family_key(config), []).append(i)
+    members: list[int] = []  # per kernel, the other vector-width variants of it in the library
     flat: list[int] = []
     kernels = []
     for i, config in enumerate(library.kernels):
         begin = len(flat)
         flat += library.fallbacks[i]
+        member_begin = len(members)
+        members += [j for j in by_family[family_key(config)] if j != i]
         cell_model = (config.variant, config.dtype) in domains
         kernels.append({
             "name": config.name, "cell": cell_index[config.variant, config.dtype], "ndim": config.ndim,
@@ -189,7 +195,7 @@ def dispatcher_sources(library: Library, arch: str, environment,
             "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
             "formula_columns": [c_double(v) for v in table.formula_columns[i]],
             "block": [c_double(v) for v in table.block[i]],
-            "sibling": sibling_of[i],
+            "sibling": sibling_of[i], "member_begin": member_begin, "member_end": len(members),
             "source": ("analytical" if not cell_model else "model" if reasons[i] is None
                        else f"model, extrapolated: {reasons[i]}").replace("*/", "* /"),
         })
@@ -225,6 +231,7 @@ def dispatcher_sources(library: Library, arch: str, environment,
          "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
     files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
         {**base, "kernels": kernels, "fields": GEMM_FIELD_NAMES, "fallbacks": flat, "checks": checks,
+         "members": members,
          "siblings": [{"name": c.name, "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
                        "block": [c_double(v) for v in siblings.block[j]]} for j, c in enumerate(siblings.configs)],
          "cells": cell_context, "helpers": C_HELPERS, "problem": problem_checks(), "variants": variants, "dtypes": dtypes,

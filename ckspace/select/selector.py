@@ -45,7 +45,7 @@ from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
-from ckspace.select.fallbacks import identity, vector_variants
+from ckspace.select.fallbacks import family_key, identity, vector_variants, wider
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
@@ -159,34 +159,38 @@ class Rows:
 class Support:
     """Rows of a config table against the model's domain: which are outside it and why, and the
     index of each row's sibling in ``siblings`` (the distinct siblings of the outside rows: kernels
-    that share a sibling -- a kernel's vector variants -- score it once)."""
+    that share a sibling -- a kernel's vector variants -- score it once); and each row's vector
+    family (an id shared by a kernel's vector-width variants) and widths, for the vector rule."""
 
     outside: np.ndarray  # bool per row
     reasons: tuple[str | None, ...]
     sibling: np.ndarray  # per row: index into siblings, -1 inside the domain
     siblings: ConfigTable
+    family: np.ndarray  # per row: vector family id
+    vectors: np.ndarray  # per row: (vec_a, vec_b, vec_c)
 
     @classmethod
-    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain | None) -> "Support":
-        if domain is None:
-            return cls(np.zeros(len(configs), dtype=bool), (None,) * len(configs),
-                       np.full(len(configs), -1, dtype=np.int64), ConfigTable.build([]))
+    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain, families: dict[tuple, int]) -> "Support":
         reasons = tuple(domain.outside(c) for c in configs)
         distinct: dict[GemmConfig, int] = {}
         index = np.full(len(configs), -1, dtype=np.int64)
         for i, (c, reason) in enumerate(zip(configs, reasons)):
             if reason is not None:
                 index[i] = distinct.setdefault(domain.sibling(c), len(distinct))
-        return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct)))
+        family = np.asarray([families.setdefault(family_key(c), len(families)) for c in configs], dtype=np.int64)
+        vectors = np.asarray([[c.vec_a, c.vec_b, c.vec_c] for c in configs], dtype=np.int64).reshape(len(configs), 3)
+        return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct)), family, vectors)
 
     def take(self, rows: np.ndarray) -> "Support":
-        return Support(self.outside[rows], tuple(self.reasons[i] for i in rows), self.sibling[rows], self.siblings)
+        return Support(self.outside[rows], tuple(self.reasons[i] for i in rows), self.sibling[rows], self.siblings,
+                       self.family[rows], self.vectors[rows])
 
     def stack(self, other: "Support") -> "Support":
         offset = len(self.siblings)
         return Support(np.concatenate([self.outside, other.outside]), self.reasons + other.reasons,
                        np.concatenate([self.sibling, np.where(other.sibling >= 0, other.sibling + offset, -1)]),
-                       self.siblings.stack(other.siblings))
+                       self.siblings.stack(other.siblings), np.concatenate([self.family, other.family]),
+                       np.concatenate([self.vectors, other.vectors]))
 
 
 @dataclass
@@ -200,6 +204,8 @@ class CandidateSet:
     pool: frozenset[tuple] | None = None
     target: Target | None = None
     domain: ModelDomain | None = None
+    families: dict[tuple, int] = field(default_factory=dict, repr=False)
+    """The selector's vector-family ids (shared by every candidate set, so rows of two sets agree)."""
     _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
     _support: Support | None = field(default=None, repr=False)
     _variant_support: Support | None = field(default=None, repr=False)
@@ -215,14 +221,16 @@ class CandidateSet:
     def support(self) -> Support:
         """The candidates against the model's domain (worked out on first need)."""
         if self._support is None:
-            self._support = Support.of(self.table.configs, self.domain)
+            assert self.domain is not None
+            self._support = Support.of(self.table.configs, self.domain, self.families)
         return self._support
 
     @property
     def variant_support(self) -> Support:
         """The vector variants (:meth:`variants`' rows) against the model's domain."""
         if self._variant_support is None:
-            self._variant_support = Support.of(self.variants()[0].table.configs, self.domain)
+            assert self.domain is not None
+            self._variant_support = Support.of(self.variants()[0].table.configs, self.domain, self.families)
         return self._variant_support
 
     def variants(self) -> tuple[Rows, np.ndarray, np.ndarray, list[str]]:
@@ -289,6 +297,7 @@ class Selector:
         self._program = feature_program(variant, dtype, hw)
         self.domain = card.domain if card is not None else None
         """The model's training domain (None without a model)."""
+        self._families: dict[tuple, int] = {}
 
     @classmethod
     def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
@@ -388,7 +397,7 @@ class Selector:
                 configs.append(config)
                 names.append(config.name)  # the config's own name, whatever name it was given by
             prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]),
-                                    pool_key, self.target, self.domain)
+                                    pool_key, self.target, self.domain, self._families)
             self._prepared[key] = prepared
         return prepared
 
@@ -484,7 +493,8 @@ class Selector:
         if self._rank is None:
             return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), _NONE, None, "analytical")
         assert self.domain is not None
-        support = support if support is not None else Support.of(table.configs, self.domain)
+        support = support if support is not None else Support.of(table.configs, self.domain, self._families)
+        scale = self.domain.score_per_log2_tflops
         scores = self.scores(matrix)
         extrapolated = np.flatnonzero(support.outside)
         sibling = None
@@ -492,8 +502,9 @@ class Selector:
             needed, position = np.unique(support.sibling[extrapolated], return_inverse=True)
             distinct = self.feature_matrix(problem, support.siblings.take(needed))
             sibling = np.ascontiguousarray(distinct[position])
-            scores[extrapolated] = self.scores(distinct)[position] + self.domain.score_per_log2_tflops * (
+            scores[extrapolated] = self.scores(distinct)[position] + scale * (
                 matrix[extrapolated, _ANALYTICAL] - sibling[:, _ANALYTICAL])
+        scores = _vector_rule(scores, matrix[:, _ANALYTICAL], support, scale)
         reasons = list(support.reasons)
         beyond = self.domain.problem_outside(_problem_sizes(problem))
         if beyond is not None:
@@ -539,6 +550,29 @@ class Selector:
                            f"{', ...' if len(names) > 3 else ''})" for rules, names in groups.items())
         return NoKernelError(f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
                              f"can run {problem.text()}: {detail}", blocking)
+
+
+def _vector_rule(scores: np.ndarray, analytical: np.ndarray, support: Support, scale: float) -> np.ndarray:
+    """A kernel never scores above a wider-vector variant of itself among the rows: each row is
+    capped at every wider variant's score moved by the analytical log2 ratio of the two (which the
+    analytical model makes negative). The caps read the uncapped scores; they are transitive, so
+    the order of the rows does not matter. A kernel outside the domain already scores so against
+    a shared sibling; the rule binds where a model was trained on several widths and ordered two
+    variants against physics. The C dispatcher applies the same caps in the same arithmetic."""
+    family = support.family
+    if family.size < 2 or np.unique(family).size == family.size:
+        return scores
+    capped = scores.copy()
+    order = np.argsort(family, kind="stable")
+    bounds = np.flatnonzero(np.diff(family[order])) + 1
+    for group in np.split(order, bounds):
+        if group.size < 2:
+            continue
+        for r in group:
+            for w in group:
+                if wider(support.vectors[w], support.vectors[r]):
+                    capped[r] = min(capped[r], scores[w] + scale * (analytical[r] - analytical[w]))
+    return capped
 
 
 def _problem_sizes(problem: ConvProblem) -> dict[str, int]:
