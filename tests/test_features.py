@@ -19,7 +19,6 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.space.benchmark_names import config_from_benchmark_name
 from ckspace.select.features import (
-    ANALYTICAL_FEATURE,
     FEATURE_NAMES,
     ConfigTable,
     feature_matrix,
