@@ -2,13 +2,16 @@
 
 Independent of ckspace.select.features and ckspace.select.formula: integer arithmetic where CK's
 sizes are integers, math.ceil/floor, the implicit GEMM of each variant written out per variant
-(not read from core.operands), and the feature meanings of the module docstring. Tests compare
-the vectorised features against it, so a wrong operator or constant in the formulas shows.
+(not read from core.operands), and the feature meanings of the module docstring; the analytical
+model's feature is tests/reference_performance.py's. Tests compare the vectorised features against
+it, so a wrong operator or constant in the formulas shows.
 """
 
 from __future__ import annotations
 
 import math
+
+from reference_performance import reference_log2_tflops
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
@@ -99,5 +102,7 @@ def reference_features(problem: ConvProblem, config: GemmConfig, variant: Varian
         "vec_pad_eff_a": pad_eff["a"], "vec_pad_eff_b": pad_eff["b"], "vec_pad_eff_c": pad_eff["c"],
         "log2_tile_traffic": math.log2(traffic), "tile_intensity": flops / traffic,
         "log2_roofline_tflops": math.log2(flops / seconds / 1e12),
+        # the analytical performance model (tests/reference_performance.py restates it)
+        "log2_model_tflops": reference_log2_tflops(p, c, variant, dtype, hw),
     })
     return f

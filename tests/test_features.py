@@ -114,16 +114,17 @@ def test_every_feature_matches_the_plain_python_statement(problem, configs, vari
     """Each feature of each candidate, against tests/reference_features.py: every variant's GEMM,
     every dtype's element size and peak, both hardware sheets, tiles far larger than LDS holds."""
     hw = hardware_facts(arch)
-    configs = [c.model_copy(update={"variant": variant, "dtype": dtype}) for c in configs]
+    # a config's own arch's facts price it (ConfigTable), so the configs are of the sheet's arch
+    configs = [c.model_copy(update={"arch": arch, "variant": variant, "dtype": dtype}) for c in configs]
     matrix = feature_matrix(problem, variant, dtype, ConfigTable.build(configs), hw)
     for config, row in zip(configs, matrix, strict=True):
         expected = reference_features(problem, config, variant, dtype, hw)
         for name, value in zip(FEATURE_NAMES, row, strict=True):
-            assert value == pytest.approx(expected[name], rel=1e-12, abs=1e-12), (name, problem.text, config)
+            assert value == pytest.approx(expected[name], rel=1e-12, abs=1e-12), (name, problem.text(), config)
         # the estimate itself to 1e-13 (its logarithm hides a relative error of 1e-12 in a unit
         # constant): both sides round a few times at 1e-16
         roofline = 2 ** row[FEATURE_NAMES.index("log2_roofline_tflops")]
-        assert roofline == pytest.approx(2 ** expected["log2_roofline_tflops"], rel=1e-13), (problem.text, config)
+        assert roofline == pytest.approx(2 ** expected["log2_roofline_tflops"], rel=1e-13), (problem.text(), config)
 
 
 def test_both_bounds_of_the_roofline_occur() -> None:

@@ -21,22 +21,33 @@ How a launch is charged (cycles of the arch's peak engine clock):
 2. blocks run in rounds of ``CUs x occupancy``, occupancy from LDS, wave slots and registers;
    ``c`` blocks share a CU in a round;
 3. one K-iteration costs the largest of its shared resources -- the CU's matrix cores and LDS
-   (``c x`` the block's own), the global traffic of every active block at the arch's bandwidth
-   (times the L2 reuse constant), the memory latency over the pipeline's global buffers, and the
-   CU's address unit (``c x`` the block's load instructions, so narrow vectors cost issue slots)
-   -- plus :data:`OVERLAP_LOSS` of the others: overlap is never perfect, and two kernels that
-   differ in any resource never tie;
+   (``c x`` the block's own, with its LDS barriers: two per iteration with one LDS buffer, three
+   per two with a double buffer), the global traffic of every active block at the arch's
+   bandwidth (times the L2 reuse constant), the memory latency over the pipeline's global
+   buffers, and the CU's address unit (``c x`` the block's load instructions, so narrow vectors
+   cost issue slots, plus the im2col index arithmetic of the gathered operand's loads) -- plus
+   the overlap loss of the others and of the MFMA instructions' issue: overlap is never
+   perfect, and two kernels that differ in any resource never tie;
 4. a round adds its prologue (the memory latency, then one iteration per further prefetch stage)
-   and its epilogue (the latency and the output tile's stores);
+   and its epilogue (the latency and the output tile's stores; a double LDS buffer also fills its
+   second buffer before the loop);
 5. split-K (``k_batch > 1``) adds the partial results' reduction traffic, twice over for the
    two-stage kernels (workspace written, then read back).
+
+What the model cannot tell apart, because its physics is the same: a block tile and its transpose
+(tiles, waves and warp tiles swapped along M and N) of a plain GEMM (1x1 filter, stride 1, no
+pads, or an explicit GEMM) with equal A and B vector widths: every cost it charges is symmetric in
+M and N then. Such a pair ties, and the selector keeps candidate order.
+
+A config is priced with its own arch's facts (:func:`config_columns`); the selector, the
+dispatcher and training only ever evaluate configs of the arch whose facts they hold.
 
 :data:`CONSTANTS` lists every number not read from a config, the arch's facts
 (``ckspace/data/hardware.json``) or CK Tile's pipeline definitions (:data:`PIPELINES`), with its
 value and where it came from. Three were fit once, by coordinate search on mean + P10/2
 efficiency, on the shared MI355X measurements (``benchmark_forward_300_bf16_gfx950.csv``: 231
-problems x 30 kernels): mean 97.5 %, P10 92.8 % of the best measured kernel, no ties; fit inside
-grouped 5-fold cross-validation instead, the held-out figures are 97.5 % and 92.1 %
+problems x 30 kernels): mean 97.6 %, P10 92.1 % of the best measured kernel, no ties; fit inside
+grouped 5-fold cross-validation instead, the held-out figures are 97.3 % and 91.2 %
 (``bench/analytical_fit.py`` repeats both), so three constants learn little beyond the physics.
 """
 
@@ -49,7 +60,7 @@ import numpy as np
 
 from ckspace.core.arch import element_size
 from ckspace.core.config import GemmConfig
-from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization
+from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization, Variant
 from ckspace.select.formula import Formula, ceil, config, maximum, minimum, problem
 from ckspace.select.hardware import HardwareFacts, hardware_facts
 
@@ -65,11 +76,11 @@ CONSTANTS: dict[str, Constant] = {
         678.0, "fit once on the shared gfx950 forward bf16 measurements (the latency a block waits for a global "
                "load it could not prefetch; ~280 ns at 2.4 GHz); bench/analytical_fit.py"),
     "l2_reuse": Constant(
-        5.5, "fit once on the same measurements: tile-level global traffic served at this multiple of the HBM "
+        5.2, "fit once on the same measurements: tile-level global traffic served at this multiple of the HBM "
              "bandwidth (neighbouring blocks share A and B tiles in L2)"),
     "epilogue_cycles_per_byte": Constant(
-        7.7, "fit once on the same measurements: cycles per output byte each thread of a block stores in the "
-             "epilogue (through LDS for cshuffle); the least determined of the three (folds fit 7.7 to 22)"),
+        9.5, "fit once on the same measurements: cycles per output byte each thread of a block stores in the "
+             "epilogue (through LDS for cshuffle); the least determined of the three (folds fit 7.7 to 19)"),
     "vmem_issue_cycles": Constant(
         16.0, "assumed, not fit (no measurement has narrow vectors): a wave's vector memory instruction holds the "
               "CU's address unit for its 64 lanes at 4 per clock, whatever its width"),
@@ -79,6 +90,9 @@ CONSTANTS: dict[str, Constant] = {
     "overlap_loss": Constant(
         0.01, "assumed: the share of the non-binding resources that overlap fails to hide; it keeps kernels that "
               "differ in any resource apart (fits equally from 0.001 to 0.02)"),
+    "barrier_cycles": Constant(
+        4.0, "assumed: what one LDS barrier costs a block whose waves arrive in step (a larger cost fits the "
+             "measurements worse: bench/analytical_fit.py)"),
     "registers_base": Constant(
         32.0, "assumed: VGPRs per lane a kernel needs beside its accumulators, fragments and prefetch buffers "
               "(addresses, loop state)"),
@@ -197,9 +211,11 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     else:  # the wave interleaves its own LDS reads with its MFMAs
         compute = max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
     load_bytes = (c.tile_m + c.tile_n) * c.tile_k * elem
-    loads = (c.tile_m * c.tile_k / c.vec_a + c.tile_n * c.tile_k / c.vec_b) / threads  # per wave
+    loads_a = c.tile_m * c.tile_k / c.vec_a / threads  # per wave
+    loads_b = c.tile_n * c.tile_k / c.vec_b / threads
+    gathered = loads_b if c.variant is Variant.BWD_WEIGHT else loads_a  # the im2col operand
     index = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
-    issue = loads * (constant("vmem_issue_cycles") + index * constant("valu_cycles"))
+    issue = (loads_a + loads_b) * constant("vmem_issue_cycles") + gathered * index * constant("valu_cycles")
     if not facts.overlaps:  # loads, LDS and MFMA in turn: the latency and the issue add to the work
         compute += constant("memory_latency_cycles") + issue
     # epilogue: the latency, then the output tile through LDS (cshuffle, vec_c wide) or straight
@@ -209,6 +225,12 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     stores = c.tile_m * c.tile_n / width / threads
     epilogue = (constant("memory_latency_cycles") + constant("epilogue_cycles_per_byte") * out_bytes
                 + stores * constant("vmem_issue_cycles"))
+    # LDS synchronisation: a single buffer waits twice per K-iteration (before it is overwritten,
+    # after it is written); a double buffer three times per two iterations, and fills both
+    # buffers before its loop
+    compute += constant("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
+    prefill = load_bytes / hw.lds_bytes_per_clock if c.double_smem_buffer else 0.0
+    epilogue += prefill
     return (float(occupancy), compute, float(load_bytes), issue, float(buffers), float(stages), epilogue,
             float(c.num_groups_to_merge), float(bool(c.streamk_enabled)), float(bool(c.two_stage)))
 
