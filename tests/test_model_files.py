@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from ckspace.select.features import FEATURE_NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,16 +61,27 @@ def test_with_sizes_keeps_a_whole_file_whole(tmp_path: Path) -> None:
     assert with_sizes(text) == text
 
 
+def _tree0(key: str, values: int) -> str:
+    """``key=`` and its first ``values`` numbers in tree 0 of the shipped ranker (they change with
+    every retraining, so the damage below is aimed at what the file holds)."""
+    text = (SHIPPED / RANKER_FILE).read_text()
+    start = text.index(f"{key}=", text.index("\nTree=0\n"))
+    return " ".join(text[start:].split("\n", 1)[0].split(" ")[:values])
+
+
+LEAF_COUNT, LEFT, SPLIT = _tree0("leaf_count", 1), _tree0("left_child", 3), _tree0("split_feature", 2)
+
+
 @pytest.mark.parametrize("old, new", [
     ("num_leaves=15", "num_leaves=1x"),  # SIGABRT in LightGBM before
     ("num_leaves=15", "num_leaves=16"),  # SIGABRT
     ("num_cat=0", "num_cat=3"),  # SIGABRT
-    ("left_child=1 2 7", "left_child=1 2 x"),  # Treelite traceback
-    ("split_feature=85 34", "split_feature=85 3x"),  # Treelite traceback
-    ("leaf_count=604", "leaf_count=6x4"),  # Treelite traceback
+    (LEFT, LEFT[:-1] + "x"),  # Treelite traceback
+    (SPLIT, SPLIT[:-1] + "x"),  # Treelite traceback
+    (LEAF_COUNT, LEAF_COUNT[:-1] + "x"),  # Treelite traceback
     ("shrinkage=0.1", "shrinkage=0.x"),  # loaded, silently
-    ("left_child=1 2 7", "left_child=1 2 9"),  # a node reached twice: loaded, silently a different model
-    ("split_feature=85 34", "split_feature=99 34"),  # Treelite traceback
+    (LEFT, LEFT.rsplit(" ", 1)[0] + " 1"),  # a node reached twice: loaded, silently a different model
+    (SPLIT, "split_feature=99 " + SPLIT.split(" ", 1)[1]),  # Treelite traceback
 ])
 def test_a_malformed_tree_is_one_line_naming_the_file_not_an_abort(tmp_path: Path, old: str, new: str) -> None:
     """Run as a separate process: before the fix some of these aborted the interpreter."""
@@ -81,7 +94,10 @@ def test_a_malformed_tree_is_one_line_naming_the_file_not_an_abort(tmp_path: Pat
 
 
 def test_a_malformed_header_number_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (SHIPPED / TFLOPS_FILE).read_text().replace("max_feature_idx=85", "max_feature_idx=8x", 1)
+    last = f"max_feature_idx={len(FEATURE_NAMES) - 1}"
+    text = (SHIPPED / TFLOPS_FILE).read_text()
+    assert last in text
+    text = text.replace(last, last[:-1] + "x", 1)
     model = damaged(tmp_path / "m", TFLOPS_FILE, text.encode())
     assert main([*SELECT, str(model)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -2,7 +2,8 @@
 analytical fallback on measurement CSVs, for every cell they hold (``--arch/--variant/--dtype``
 pick among them, as for ``train``). Text: one block per cell, headed by the cell. JSON: one object
 per line and cell, each naming its ``arch``, ``variant`` and ``dtype`` (one cell: one line, as
-before). A plot shows one cell, so ``--plot``/``--plan-plot`` with several cells is an error."""
+before). A plot shows one cell, so ``--plot``/``--plan-plot`` with several cells is an error.
+``--threads`` and the progress bar on a terminal are ``train``'s (:mod:`ckspace.commands.train`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.train import add_data_arguments, check_data_arguments
+from ckspace.commands.train import (
+    add_data_arguments,
+    check_data_arguments,
+    fit_progress,
+)
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 
 NAME = "evaluate"
@@ -50,7 +55,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.plan_plot is not None and not budgets:
         raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
     from ckspace.select.dataset import load_cells
-    from ckspace.select.evaluation import choose_folds, cross_validate
+    from ckspace.select.evaluation import (
+        choose_folds,
+        cross_validate,
+        cross_validation_steps,
+    )
 
     check_data_arguments(args)
     from ckspace.core.files import output_path
@@ -66,7 +75,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                            f"({'; '.join(d.cell.text() for d in cells)}): pick one with --arch/--variant/--dtype")
     folds = [choose_folds(data, args.folds) for data in cells]  # every cell's check before the first fit
     for data, count in zip(cells, folds):
-        cv = cross_validate(data, count, args.seed, budgets)
+        with fit_progress(data.cell.text(), cross_validation_steps(count)) as progress:
+            cv = cross_validate(data, count, args.seed, budgets, num_threads=args.threads, progress=progress)
         _report(args, data, cv, out)
     return 0
 
@@ -90,7 +100,8 @@ def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
         return
     out.write(f"{cell}: {data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape (seed {cv.seed}), "
               f"{cv.problems} problems; efficiency = picked TFLOPS / best measured TFLOPS (percent)\n")
-    out.write("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5\n")
+    out.write("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5; "
+              "ties = problems whose best score two or more kernels share (kernel order picks there)\n")
     out.write(HEADER + "\n")
     for name, scores in cv.scores.items():
         out.write(scores.row(name) + "\n")

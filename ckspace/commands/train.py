@@ -7,13 +7,21 @@ the layout of ``ckspace/models/``, because a sweep of a ``--variant all`` librar
 cells and its user wants all three models from one command. Every target is checked and every
 cell's data cleaned before the first model is trained, so a refusal costs nothing and writes
 nothing.
+
+``--threads N`` (shared with ``evaluate``) bounds LightGBM's threads, fitting and predicting, and
+OpenMP's default thread count and spin-waiting for the process (:func:`bound_openmp`); on a terminal a progress bar on stderr counts the
+fits (cross-validation folds x objectives, then the final fits), and nothing is drawn otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import shlex
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -22,12 +30,14 @@ from ckspace.core.errors import InvalidInputError
 if TYPE_CHECKING:
     from ckspace.select.dataset import DataCell
 
+log = logging.getLogger(__name__)
+
 NAME = "train"
 HELP = "train LightGBM kernel-selection models on measurement CSVs (ckspace bench's or tile-engine's)"
 
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """--data, --arch, --variant, --dtype, --folds, --seed (shared with evaluate)."""
+    """--data, --arch, --variant, --dtype, --folds, --seed, --threads (shared with evaluate)."""
     parser.add_argument("--data", nargs="+", required=True, metavar="CSV",
                         help="measurement CSV file(s): ckspace bench's (cells in columns) or tile-engine's")
     parser.add_argument("--arch", help="only the cells of this GPU target; for tile-engine CSVs, the target they "
@@ -41,6 +51,11 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                              "shapes when the data hold fewer; at least 2 shapes are needed)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the fold split and of LightGBM, 0 to 2^31-1 (default: 0)")
+    parser.add_argument("--threads", metavar="N",
+                        help="threads LightGBM may use to fit and predict, 1 to 1024 (default: the CPUs this "
+                             "process may run on, at most 4: more threads than cores oversubscribe and slow "
+                             "every fit on a loaded machine, and these small data sets gain little beyond "
+                             "about 4); the figures and the trees do not depend on it")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -55,11 +70,95 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def check_data_arguments(args: argparse.Namespace) -> None:
-    """Folds and seed in range before any file is read."""
+    """Folds, seed and threads in range before any file is read; ``args.threads`` becomes the
+    number of threads (the default filled in), and OpenMP is bounded by it (:func:`bound_openmp`)."""
     if args.folds is not None and args.folds < 2:
         raise InvalidInputError(f"--folds {args.folds}: cross-validation needs at least 2 folds")
     if not 0 <= args.seed < 2**31:
         raise InvalidInputError(f"--seed {args.seed}: a seed is 0 to 2^31-1 (LightGBM's C int)")
+    args.threads = parse_threads(args.threads)
+    bound_openmp(args.threads)
+
+
+MAX_THREADS = 1024
+"""The most ``--threads`` accepts: far above any core count this runs on, and far below what would
+make OpenMP try to start threads by the million (LightGBM reads a C int)."""
+
+
+def parse_threads(text: str | None) -> int:
+    """``--threads``: a whole number, 1 to :data:`MAX_THREADS`; none given is
+    :func:`~ckspace.select.boosters.default_threads` (the affinity mask's CPUs, at most 4). Taken as
+    text and checked here, not by argparse's ``type=int``, so that 0, -1 and "two" all get the same
+    one line naming the value. More threads than this process's CPUs is allowed (the user asked) but
+    logged as a warning: it oversubscribes, which is slower, never faster."""
+    from ckspace.select.boosters import available_cpus, default_threads
+
+    if text is None:
+        return default_threads()
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_THREADS:
+        raise InvalidInputError(f"--threads {text!r}: give a whole number of threads, 1 to {MAX_THREADS}")
+    cores = available_cpus()
+    if value > cores:
+        log.warning("--threads %d is more than the %d CPUs this process may run on: the threads will "
+                    "oversubscribe them, which is slower", value, cores)
+    return value
+
+
+OPENMP_DEFAULTS = {"OMP_NUM_THREADS": None, "GOMP_SPINCOUNT": "10000"}
+"""What :func:`bound_openmp` sets unless the user has (None: the thread count)."""
+
+
+def bound_openmp(threads: int) -> None:
+    """Bound OpenMP for this process unless the user's environment already says otherwise:
+    ``OMP_NUM_THREADS`` = ``threads``, and ``GOMP_SPINCOUNT=10000`` (GNU OpenMP, which LightGBM's
+    Linux wheels use; other runtimes ignore it).
+
+    Every LightGBM call of train and evaluate names its threads, but one that names none (a booster
+    predicting with LightGBM's defaults) takes OpenMP's default, every core. And OpenMP's threads
+    spin, burning their core, while they wait for each other at the end of each parallel region,
+    which LightGBM opens several times per boosting round: 300,000 spins by default, so on a busy
+    machine a thread spins through whole time slices waiting for one that is not running. 10,000
+    spins is long enough for the regions of an unloaded fit to meet, short enough to sleep soon
+    otherwise. Measured on 2 cores (``evaluate`` of the MI355X data, --threads 2, runs of a noisy
+    machine): unloaded 2.5 to 3.4 s wall with 10,000 spins as with 300,000 (``OMP_WAIT_POLICY=
+    PASSIVE``, never spinning: 7.8 s); beside two busy processes 5 to 13 s wall with 10,000 spins,
+    17 to 21 s with 300,000, and 9 to 123 s (CPU time up to 74 s) before ``--threads`` existed.
+    OpenMP reads the variables when it starts, which is when LightGBM is first imported, at the
+    first fit, after the arguments are checked; in a process that has already loaded it (tests
+    calling ``main``) this changes nothing, which is harmless. A user's own values are kept: they
+    are a choice for the whole process, and LightGBM follows ``--threads`` anyway."""
+    for name, value in OPENMP_DEFAULTS.items():
+        wanted = str(threads) if value is None else value
+        if os.environ.setdefault(name, wanted) != wanted:
+            log.info("%s=%s from the environment is kept (ckspace would set %s)", name, os.environ[name], wanted)
+
+
+@contextmanager
+def fit_progress(label: str, total: int) -> Iterator[Callable[[str], None] | None]:
+    """A progress bar on stderr counting ``total`` fits, given to the select/ modules as their
+    ``progress`` callback (one call per finished fit, naming it). Only on a terminal: in a pipe, a
+    file or a test, stderr stays as it was (the callback is None and nothing of rich is loaded).
+    Transient, so the figures printed afterwards stand alone."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(f"{label}: fitting", total=total)
+        yield lambda step: bar.update(task, advance=1, description=f"{label}: fitted {step}")
 
 
 def model_targets(out: Path, cells: Sequence[DataCell]) -> list[Path]:
@@ -82,7 +181,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.select.evaluation import choose_folds
     from ckspace.select.metrics import HEADER
     from ckspace.select.store import check_model_target
-    from ckspace.select.training import train_model
+    from ckspace.select.training import train_model, training_steps
 
     check_data_arguments(args)
     target = output_path(args.out, "--out")
@@ -95,8 +194,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         command = shlex.join(["ckspace", "train", "--data", *args.data, "--arch", data.arch, "--variant",
                               data.variant.value, "--dtype", data.dtype.value,
                               *(["--folds", str(args.folds)] if args.folds is not None else []),
-                              "--seed", str(args.seed), "--out", str(directory)])
-        card, cv = train_model(data, directory, args.folds, args.seed, command, args.force)
+                              "--seed", str(args.seed), "--threads", str(args.threads), "--out", str(directory)])
+        with fit_progress(data.cell.text(), training_steps(choose_folds(data, args.folds))) as progress:
+            card, cv = train_model(data, directory, args.folds, args.seed, command, args.force,
+                                   num_threads=args.threads, progress=progress)
         out.write(f"{data.cell.text()}: {card.cleaning}\n{card.objective_choice}\n{HEADER}\n")
         for name, scores in cv.scores.items():
             out.write(scores.row(name) + "\n")

@@ -7,16 +7,22 @@ Two objectives are supported and compared by :mod:`ckspace.select.evaluation`:
 * ``lambdarank``: LightGBM's per-problem ranking objective, with graded relevance from each
   kernel's efficiency (its TFLOPS over the problem's best). It orders kernels but predicts no
   TFLOPS.
+
+Thread count: every LightGBM call (fit and predict) is given ``num_threads`` explicitly, bounded by
+:func:`default_threads` unless the caller says otherwise. With ``deterministic`` and
+``force_row_wise`` the trees do not depend on it (checked: 1, 2 and 4 threads give the same model
+text, parameters aside), so it changes the time only.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.select.dataset import Measurements
 from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.select.hardware import hardware_facts
@@ -38,11 +44,40 @@ BASE_PARAMS: dict[str, object] = {
     "lambda_l2": 1.0,
     "deterministic": True,
     "force_row_wise": True,
-    "num_threads": 2,
     "verbosity": -1,
 }
+"""Parameters of every fit; ``num_threads`` is added per call (see :func:`default_threads`)."""
 NUM_ROUNDS = 150
 """Boosting rounds of every fit (read at each call: tests lower it to train in seconds)."""
+MAX_DEFAULT_THREADS = 4
+"""The most threads a fit uses unless told otherwise: a cell's data are a few thousand rows of a few
+dozen features, so each boosting round's work is short and threads beyond about four add more
+synchronisation than they take off the split search."""
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask, not the machine's core count (a
+    container, ``taskset`` or a batch scheduler gives fewer)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """The threads LightGBM may use when the caller names none: :func:`available_cpus`, at most
+    :data:`MAX_DEFAULT_THREADS`. Bounded because more OpenMP threads than cores oversubscribe:
+    they spin and preempt each other, and on a loaded machine a fit then costs many times its CPU
+    time; LightGBM's own default (every core OpenMP sees) does exactly that."""
+    return min(MAX_DEFAULT_THREADS, available_cpus())
+
+
+def check_threads(num_threads: int) -> int:
+    """``num_threads`` if it is a whole number of threads, 1 or more; LightGBM reads 0 or less as
+    "OpenMP's default" (every core), which is the oversubscription the bound is there to prevent."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise InvalidInputError(f"num_threads {num_threads!r}: give a whole number of threads, 1 or more")
+    return num_threads
 
 
 @dataclass(frozen=True)
@@ -86,10 +121,12 @@ def relevance(efficiency: np.ndarray) -> np.ndarray:
     return np.clip(grade, 0, RELEVANCE_LEVELS - 1).astype(int)
 
 
-def params_for(objective: str, seed: int) -> dict[str, object]:
+def params_for(objective: str, seed: int, num_threads: int | None = None) -> dict[str, object]:
+    """LightGBM's parameters for ``objective`` (``num_threads``: default :func:`default_threads`)."""
     if objective not in OBJECTIVES:
         raise InvalidChoiceError("objective", objective, OBJECTIVES)
-    params = {**BASE_PARAMS, "seed": seed}
+    threads = default_threads() if num_threads is None else check_threads(num_threads)
+    params = {**BASE_PARAMS, "seed": seed, "num_threads": threads}
     if objective == "regression":
         params["objective"] = "regression"
     else:
@@ -98,17 +135,20 @@ def params_for(objective: str, seed: int) -> dict[str, object]:
     return params
 
 
-def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = None):
-    """Train a booster on ``rows`` (``num_rounds``, default :data:`NUM_ROUNDS`); returns a
+def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = None,
+        num_threads: int | None = None):
+    """Train a booster on ``rows`` (``num_rounds``, default :data:`NUM_ROUNDS`; ``num_threads``,
+    default :func:`default_threads`, which changes the time, not the trees); returns a
     ``lightgbm.Booster``."""
     import lightgbm as lgb
 
     num_rounds = NUM_ROUNDS if num_rounds is None else num_rounds
-    params = params_for(objective, seed)
+    params = params_for(objective, seed, num_threads)
     if objective == "regression":
         dataset = lgb.Dataset(rows.features, label=rows.log_tflops, feature_name=list(FEATURE_NAMES))
     else:
         dataset = lgb.Dataset(rows.features, label=relevance(rows.efficiency), group=rows.group_sizes,
                               feature_name=list(FEATURE_NAMES))
-    log.info("training %s on %d rows of %d problems", objective, len(rows.log_tflops), len(rows.group_sizes))
+    log.info("training %s on %d rows of %d problems, %d threads", objective, len(rows.log_tflops),
+             len(rows.group_sizes), params["num_threads"])
     return lgb.train(params, dataset, num_boost_round=num_rounds)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import platform
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from ckspace.select.boosters import design, fit
+from ckspace.select.boosters import check_threads, default_threads, design, fit
 from ckspace.select.dataset import Measurements
-from ckspace.select.evaluation import CrossValidation, choose_folds, cross_validate
+from ckspace.select.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
 from ckspace.select.features import FEATURE_VERSION
+from ckspace.select.support import training_domain
 from ckspace.select.store import ModelCard, check_model_target, save_model
 
 log = logging.getLogger(__name__)
@@ -28,20 +30,41 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
+FINAL_FITS = 2
+"""Fits after cross-validation: the log-TFLOPS regressor, and the ranker unless regression won (then
+the regressor is the ranker and one fit is made)."""
+
+
+def training_steps(folds: int) -> int:
+    """The most fits :func:`train_model` makes (``progress`` calls): cross-validation's, then the final ones."""
+    return cross_validation_steps(folds) + FINAL_FITS
+
+
 def train_model(data: Measurements, out: Path, folds: int | None = None, seed: int = 0, command: str = "",
-                force: bool = False) -> tuple[ModelCard, CrossValidation]:
+                force: bool = False, num_threads: int | None = None,
+                progress: Callable[[str], None] | None = None) -> tuple[ModelCard, CrossValidation]:
     """Cross-validate both objectives on one cell's measurements (``folds``: see
     :func:`~ckspace.select.evaluation.choose_folds`), then fit the winner (the ranker) and the
     log-TFLOPS regressor (the TFLOPS shown beside picks) on every problem and write the model
     directory (``force``: into a directory holding other files; checked first, so a refusal costs
-    nothing)."""
+    nothing). ``num_threads``: LightGBM's threads (default
+    :func:`~ckspace.select.boosters.default_threads`; the model is the same for any count).
+    ``progress`` is called once per fitted booster (at most :func:`training_steps`)."""
     check_model_target(out, force)
+    threads = default_threads() if num_threads is None else check_threads(num_threads)
     folds = choose_folds(data, folds)
-    cv = cross_validate(data, folds, seed)
+    cv = cross_validate(data, folds, seed, num_threads=threads, progress=progress)
     log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)
     rows = design(data)
-    regressor = fit(rows, "regression", seed)
-    ranker = regressor if cv.objective == "regression" else fit(rows, cv.objective, seed)
+    regressor = fit(rows, "regression", seed, num_threads=threads)
+    if progress is not None:
+        progress("final regression")
+    ranker = regressor
+    if cv.objective != "regression":
+        ranker = fit(rows, cv.objective, seed, num_threads=threads)
+        if progress is not None:
+            progress(f"final {cv.objective}")
+    domain = training_domain(data.configs, data.problems, ranker, rows.features, rows.log_tflops, rows.problem)
     card = ModelCard(
         arch=data.arch, variant=data.variant.value, dtype=data.dtype.value, objective=cv.objective,
         objective_choice=_choice_text(cv), feature_version=FEATURE_VERSION,
@@ -51,7 +74,7 @@ def train_model(data: Measurements, out: Path, folds: int | None = None, seed: i
         cleaning=data.report.text(), kernels=list(data.kernel_names),
         cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
                           **{name: s.model_dump() for name, s in cv.scores.items()}},
-        training_command=command, library_versions=library_versions(), files={})
+        training_command=command, library_versions=library_versions(), files={}, domain=domain)
     return save_model(out, ranker, regressor, card, force), cv
 
 
