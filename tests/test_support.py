@@ -21,7 +21,7 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Pipeline, Scheduler, Specialization, Variant
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable
 from ckspace.select.selector import Selector
-from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale
+from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale, training_domain
 
 ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 BASE = dict(arch="gfx950", variant=Variant.FORWARD, ndim=2, dtype=Dtype.BF16, tile_m=64, tile_n=64, tile_k=64,
@@ -95,11 +95,52 @@ def test_a_problem_beyond_the_trained_sizes_is_named() -> None:
 
 def test_score_scale_is_the_median_slope_within_problems() -> None:
     log2 = np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0])
-    scores = np.array([0.0, 2.0, 4.0, 10.0, 13.0, 16.0, 1.0, 5.0, 9.0])  # slopes 2, 3, 4
+    scores = np.array([0.0, 2.5, 5.0, 10.0, 13.0, 16.0, 1.0, 5.0, 9.0])  # slopes 2.5, 3, 4
     groups = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
     assert score_scale(scores, log2, groups) == pytest.approx(3.0)
+    assert score_scale(scores[:3], log2[:3], groups[:3]) == pytest.approx(2.5)
+    assert score_scale(scores + 7.0, log2, groups) == pytest.approx(3.0)  # an offset is no slope
     assert score_scale(-scores, log2, groups) == 1e-3  # never below a small positive scale
     assert score_scale(scores[:2], log2[:2], groups[:2]) == 1e-3  # too few kernels to measure
+    # a problem of two kernels says nothing (here it would say 100); three are enough, wherever
+    # the small one comes in the order
+    small = (np.array([0.0, 100.0]), np.array([1.0, 2.0]), np.array([-1, -1]))
+    both = [np.concatenate([a, b]) for a, b in zip(small, (scores[:3], log2[:3], groups[:3]))]
+    assert score_scale(*both) == pytest.approx(2.5)
+    flat = (np.array([1.0, 2.0, 3.0]), np.array([4.0, 4.0, 4.0]), np.array([7, 7, 7]))  # one TFLOPS: no slope
+    assert score_scale(*[np.concatenate([a, b]) for a, b in zip(flat, (scores[:3], log2[:3], groups[:3]))]) \
+        == pytest.approx(2.5)
+
+
+def test_the_training_domain_measures_the_scale_in_log2_tflops() -> None:
+    """The measured TFLOPS come as natural logs; the scale is per doubling."""
+
+    class Ranker:
+        def predict(self, features: np.ndarray, num_threads: int) -> np.ndarray:
+            return 3.0 * features[:, 0]  # three score units per doubling
+
+    log2 = np.array([1.0, 2.0, 4.0, 0.5, 1.5, 3.0])
+    rows = np.column_stack([log2, np.zeros(6)])
+    seen = [config(), config(tile_m=128, wave_m=4)]
+    problems = [ConvProblem.parse("N=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3")]
+    d = training_domain(seen, problems, Ranker(), rows, log2 * math.log(2), np.array([0, 0, 0, 1, 1, 1]))
+    assert d.score_per_log2_tflops == pytest.approx(3.0)
+
+
+def test_the_domain_is_frozen_and_keeps_flags_as_flags() -> None:
+    d = domain()
+    assert d.categorical["pad_m"] == [True] and isinstance(d.categorical["pad_m"][0], bool)
+    assert '"pad_m":[true]' in d.model_dump_json() and '"vec_a":[4]' in d.model_dump_json()
+    with pytest.raises(ValueError):
+        d.score_per_log2_tflops = 1.0  # type: ignore[misc]
+
+
+def test_the_trained_sizes_include_their_ends() -> None:
+    d = domain()
+    ends = {name: low for name, (low, high) in d.problems.items()}
+    assert d.problem_outside(ends) is None
+    assert d.problem_outside({name: high for name, (low, high) in d.problems.items()}) is None
+    assert d.outside(config(tile_m=128, wave_m=4)) is None and d.outside(config(tile_m=64)) is None
 
 
 @pytest.fixture(scope="module")

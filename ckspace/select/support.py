@@ -107,7 +107,7 @@ class ModelDomain(BaseModel):
         return "; ".join(reasons) or None
 
     def sibling(self, config: GemmConfig) -> GemmConfig:
-        """The nearest config the model saw the like of (``config`` itself when it is inside)."""
+        """The nearest config the model saw the like of (equal to ``config`` when it is inside)."""
         changes: dict[str, object] = {}
         for name in CATEGORICAL_FIELDS:
             value = getattr(config, name)
@@ -119,18 +119,20 @@ class ModelDomain(BaseModel):
             else:
                 chosen = min(seen, key=lambda v: (abs(math.log2(float(v)) - math.log2(float(value))), -float(v)))
             changes[name] = type(value)(chosen) if isinstance(value, Enum) else chosen
-        for name in NUMERIC_FIELDS:
+        for name in NUMERIC_FIELDS:  # clamped into the seen range (a size inside it stays)
             low, high = self.numeric[name]
-            value = getattr(config, name)
-            if not low <= value <= high:
-                changes[name] = min(max(value, low), high)
-        return config.model_copy(update=changes) if changes else config
+            changes[name] = min(max(getattr(config, name), low), high)
+        return config.model_copy(update=changes)
 
     def problem_outside(self, sizes: dict[str, int]) -> str | None:
         """Why a problem (its :data:`PROBLEM_QUANTITIES`) is beyond the trained sizes, or None."""
         reasons = [f"{name} {sizes[name]} outside the trained {low}..{high}"
                    for name, (low, high) in self.problems.items() if not low <= sizes[name] <= high]
         return "; ".join(reasons) or None
+
+
+MIN_SCALE = 1e-3
+"""The scale of a model whose scores do not rise with TFLOPS (or that nothing measures)."""
 
 
 def score_scale(scores: np.ndarray, log2_tflops: np.ndarray, groups: np.ndarray) -> float:
@@ -144,9 +146,9 @@ def score_scale(scores: np.ndarray, log2_tflops: np.ndarray, groups: np.ndarray)
         x, y = log2_tflops[rows], scores[rows]
         if rows.sum() < 3 or np.ptp(x) == 0:
             continue
-        x = x - x.mean()
-        slopes.append(float((x * (y - y.mean())).sum() / (x * x).sum()))
-    return max(float(np.median(slopes)) if slopes else 0.0, 1e-3)
+        x = x - x.mean()  # centred, so the scores need not be
+        slopes.append(float((x * y).sum() / (x * x).sum()))
+    return max(float(np.median(slopes)), MIN_SCALE) if slopes else MIN_SCALE
 
 
 def training_domain(configs: Sequence[GemmConfig], problems: Sequence, ranker: object, features: np.ndarray,
