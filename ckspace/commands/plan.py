@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -126,15 +127,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _predict(selector, candidates, workload):
     """The predictions, with a progress bar on a terminal (a 1,000-problem workload over a whole
     registry takes seconds)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from ckspace.core.progress import counting_bar
     from ckspace.select.workload import predicted_instance
 
-    console = Console(stderr=True)
-    with Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task("predict", total=len(workload.problems))
+    with counting_bar(enabled=sys.stderr.isatty(), transient=True, stderr=True) as bar:
+        task = bar.add_task("predicting", total=len(workload.problems))
         return predicted_instance(selector, candidates, workload, advance=lambda: bar.advance(task))
 
 

@@ -146,17 +146,9 @@ def fit_progress(label: str, total: int) -> Iterator[Callable[[str], None] | Non
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from ckspace.core.progress import counting_bar
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(file=sys.stderr), transient=True) as bar:
+    with counting_bar(enabled=True, transient=True, stderr=True) as bar:
         task = bar.add_task(f"{label}: fitting", total=total)
         yield lambda step: bar.update(task, advance=1, description=f"{label}: fitted {step}")
 

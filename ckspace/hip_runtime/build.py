@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.core.progress import counting_bar
 from ckspace.core.files import sha256_file, unique_temporary, write_atomic, write_if_changed
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
@@ -106,16 +107,7 @@ def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit],
     (atomically: a reader never sees half an object) and their logs under ``logs/``."""
     if not units:
         return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not progress, transient=False) as bar:
+    with counting_bar(enabled=progress) as bar:
         task = bar.add_task(label, total=len(units))
         results = executor.compile(stage, units, lambda n: bar.advance(task, n))
     for unit in units:

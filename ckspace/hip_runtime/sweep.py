@@ -404,12 +404,13 @@ def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig
             for batch in batches(todo, options.batch)]
     counts: dict[str, int] = {}
     outcomes = ray_outcomes(jobs, options, ray_address) if use_ray else local_outcomes(jobs, devices, options)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    from ckspace.core.progress import counting_bar
+
     try:
-        with Progress(*columns, disable=not progress) as bar:
+        with counting_bar(enabled=progress, extra=(TextColumn("{task.fields[rate]}"), TextColumn("ETA"),
+                                                   TimeRemainingColumn())) as bar:
             task = bar.add_task("bench", total=len(todo), rate="")
             for outcome in outcomes:
                 results.append(measurement_row(outcome, configs[outcome.spec.name], options))
