@@ -12,11 +12,12 @@ import pytest
 from conftest import fake_ck
 from ortools.sat.python import cp_model
 
-from ckspace.core.errors import InvalidInputError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.select.plan import (
     SCALE,
     PlanInfeasibleError,
     PlanInstance,
+    greedy_cover,
     minimum_cover,
     relative_gap,
     solve_plan,
@@ -380,3 +381,36 @@ def test_a_problem_no_item_runs_costs_the_plan_nothing() -> None:
     assert result.chosen == (0,) and result.model_value == 0.5
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.chosen = ()  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_greedy_cover_runs_every_runnable_problem(seed: int) -> None:
+    """Each step takes the item running the most problems not yet run (the lower on a tie), and
+    the set runs every problem some item runs; checked against the definition."""
+    instance = random_instance(np.random.default_rng(seed), 6, 12)
+    cover = greedy_cover(instance)
+    assert len(set(cover)) == len(cover)
+    assert all(set(o.tolist()) & set(cover) for o in instance.order if o.size)
+    uncovered = [set(o.tolist()) for o in instance.order if o.size]
+    for item in cover:  # each the best next choice
+        counts = {c: sum(c in u for u in uncovered) for c in range(instance.items)}
+        assert item == min(counts, key=lambda c: (-counts[c], c))
+        uncovered = [u for u in uncovered if item not in u]
+
+
+def test_a_search_that_finds_nothing_in_time_answers_with_the_greedy_cover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When CP-SAT finds no set within the time limit (here: made to answer UNKNOWN), a budget plan
+    is the greedy cover when it fits the budget, reported feasible with the gap to the value of every
+    item together (a bound no set exceeds); otherwise the error says to raise the time limit."""
+    import ckspace.select.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "solve_interruptibly", lambda solver, model: cp_model.UNKNOWN)
+    instance = random_instance(np.random.default_rng(3), 6, 12)
+    cover = greedy_cover(instance)
+    result = solve_plan(instance, budget=len(cover))
+    assert result.chosen == tuple(sorted(cover)) and result.status == "feasible"
+    bound = instance.model_value(np.arange(instance.items))
+    assert result.gap == pytest.approx(relative_gap(instance.model_value(cover), bound))
+    if len(cover) > 1:
+        with pytest.raises(CkspaceError, match="raise --time-limit"):
+            solve_plan(instance, budget=len(cover) - 1)

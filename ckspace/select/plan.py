@@ -178,7 +178,14 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
     build = _Model(instance, top)
     if budget is not None:
         build.model.Add(build.size <= budget)
-        first = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
+        cover = greedy_cover(instance)
+        start = None
+        if len(cover) <= budget:  # a feasible start: a hard instance still answers within the time limit
+            build.hint(set(cover))
+            start = (tuple(sorted(cover)), instance.model_value(cover, top),
+                     instance.model_value(np.arange(instance.items), top))  # every item: a bound
+        first = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed,
+                            start=start)
         if first is None:
             cover, lower = minimum_cover(instance, time_limit, workers, seed)
             smallest = f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
@@ -264,6 +271,23 @@ def relative_gap(found: int, bound: int) -> float:
     return abs(bound - found) / max(abs(bound), abs(found), 1)
 
 
+def greedy_cover(instance: PlanInstance) -> list[int]:
+    """A set that runs every problem some item can run, built greedily: the item that runs the
+    most problems not yet run, until none is left (ties to the lower item). Not the smallest, but
+    found at once; :func:`solve_plan` gives it to CP-SAT as a first feasible answer."""
+    uncovered = [set(o.tolist()) for o in instance.order if o.size]
+    chosen: list[int] = []
+    while uncovered:
+        counts: dict[int, int] = {}
+        for items in uncovered:
+            for c in items:
+                counts[c] = counts.get(c, 0) + 1
+        best = min(counts, key=lambda c: (-counts[c], c))
+        chosen.append(best)
+        uncovered = [items for items in uncovered if best not in items]
+    return chosen
+
+
 def minimum_cover(instance: PlanInstance, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
                   seed: int = 0) -> tuple[tuple[int, ...], int]:
     """The smallest set found that runs every problem some item can run, and the proven lower bound
@@ -292,14 +316,18 @@ class _Model:
             self.model.AddBoolOr([self.x[c] for c in clause])
         terms = []
         constant = 0
+        self.chains: list[list[tuple[int, object]]] = []  # per problem: (item, its prefix literal or None)
         for p, (order, q, floor) in enumerate(zip(*instance.model_terms(top))):
             constant += floor
             previous = None
+            chain: list[tuple[int, object]] = []
+            self.chains.append(chain)
             for i, c in enumerate(order.tolist()):
                 step = int(q[i]) - (int(q[i + 1]) if i + 1 < order.size else floor)
                 z = self.x[c]
+                chain.append((c, None if previous is None else self.model.NewBoolVar(f"z{p}_{i}")))
                 if previous is not None:
-                    z = self.model.NewBoolVar(f"z{p}_{i}")
+                    z = chain[-1][1]
                     self.model.AddImplication(previous, z)
                     self.model.AddImplication(self.x[c], z)
                     self.model.AddBoolOr([z.Not(), previous, self.x[c]])
@@ -308,10 +336,26 @@ class _Model:
                 previous = z
         self.objective = sum(terms) + constant if terms else constant
         self.solver: cp_model.CpSolver | None = None
+        self.start: tuple[int, ...] | None = None  # the answer when the search found none
+
+    def hint(self, chosen: set[int]) -> None:
+        """Hint the set ``chosen`` to the solver, every literal of it: the items and each problem's
+        prefix literals (a partial hint, the items alone, is ignored by a one-worker search)."""
+        self.model.ClearHints()
+        for c, var in enumerate(self.x):
+            self.model.AddHint(var, c in chosen)
+        for chain in self.chains:
+            reached = False
+            for c, z in chain:
+                reached = reached or c in chosen
+                if z is not None:  # the first item's prefix is its own literal
+                    self.model.AddHint(z, reached)
 
     def solve(self, objective, *, maximize: bool, time_limit: float, workers: int, seed: int,
-              ) -> tuple[str, int, int] | None:
-        """(status, objective value, best bound), or None when infeasible."""
+              start: tuple[tuple[int, ...], int, int] | None = None) -> tuple[str, int, int] | None:
+        """(status, objective value, best bound), or None when infeasible. ``start``: a feasible
+        set, its objective value and a bound on the objective, the answer (``feasible``) when the
+        search finds no set within the time limit (the solver's own bound is then not reported)."""
         if maximize:
             self.model.Maximize(objective)
         else:
@@ -330,6 +374,10 @@ class _Model:
         status = solve_interruptibly(solver, self.model)
         if status == cp_model.INFEASIBLE:
             return None
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) and start is not None:
+            log.info("plan: no set found within the time limit; answering with the greedy cover")
+            self.solver, self.start = None, start[0]
+            return "feasible", start[1], start[2]
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             raise CkspaceError(f"the plan solver found no kernel set within its time limit ({time_limit:g} "
                                "deterministic seconds): raise --time-limit or prune harder (--top)")
@@ -338,5 +386,7 @@ class _Model:
                 int(round(solver.BestObjectiveBound())))
 
     def chosen(self) -> tuple[int, ...]:
+        if self.solver is None and self.start is not None:
+            return self.start
         assert self.solver is not None
         return tuple(c for c, var in enumerate(self.x) if self.solver.Value(var))

@@ -15,8 +15,8 @@
 
 #define CKSPACE_EXPORT __attribute__((visibility("default")))
 #define N_KERNELS 8
-#define N_FEATURES 86
-#define N_FORMULA_COLUMNS 9
+#define N_FEATURES 87
+#define N_FORMULA_COLUMNS 19
 #define N_CONFIG_FEATURES 36
 
 static inline int64_t cks_clamp1(int64_t b) { return b < 1 ? 1 : b; }
@@ -39,6 +39,8 @@ typedef struct cks_kernel {
   int ndim;       /* spatial dimensions the kernel was built for */
   int candidate;  /* 1: a kernel the selector ranks; 0: only a vector-width fallback of one */
   int fallback_begin, fallback_end;  /* its family's fallbacks in FALLBACKS, widest first */
+  int sibling;  /* outside its cell's model's training domain: its sibling in SIBLING_*, else -1 */
+  int member_begin, member_end;  /* its other vector-width variants in MEMBERS (the vector rule) */
   int64_t tile_m;
   int64_t tile_n;
   int64_t tile_k;
@@ -82,29 +84,47 @@ static const char* const NAMES[N_KERNELS] = {
   "grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0",
 };
 
+/* Each kernel's estimate comes from: the cell's model, the model extrapolated (the estimate of the
+   kernel's sibling, the nearest kernel the model saw, moved by the analytical model's ratio of the
+   two: ckspace.select.support), or the analytical model (no model for the cell). */
 static const cks_kernel KERNELS[N_KERNELS] = {
-  { 3, 2, 1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 2, 3, 1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 6, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 5, 2, 1, 0, 0, 128, 32, 32, 1, 1, 1, 32, 32, 16, 8, 8, 1, 6, 0, 0, 1, 1, 1, 0, 8, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1 },
-  { 4, 3, 1, 0, 0, 128, 128, 64, 2, 2, 1, 32, 32, 16, 8, 8, 4, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 1, 2, 1, 0, 0, 128, 128, 64, 2, 2, 1, 16, 16, 32, 8, 8, 1, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 1, 2, 1, 0, 0, 128, 128, 32, 1, 2, 1, 32, 32, 16, 1, 1, 8, 3, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 0, 2, 1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
-  { 0, 3, 1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16: analytical */
+  { 3, 2, 1, 0, 0, -1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16: analytical */
+  { 2, 3, 1, 0, 0, -1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 6, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage: analytical */
+  { 5, 2, 1, 0, 0, -1, 0, 0, 128, 32, 32, 1, 1, 1, 32, 32, 16, 8, 8, 1, 6, 0, 0, 1, 1, 1, 0, 8, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4: analytical */
+  { 4, 3, 1, 0, 0, -1, 0, 0, 128, 128, 64, 2, 2, 1, 32, 32, 16, 8, 8, 4, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1: analytical */
+  { 1, 2, 1, 0, 0, -1, 0, 0, 128, 128, 64, 2, 2, 1, 16, 16, 32, 8, 8, 1, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb: analytical */
+  { 1, 2, 1, 0, 0, -1, 0, 0, 128, 128, 32, 1, 2, 1, 32, 32, 16, 1, 1, 8, 3, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor: analytical */
+  { 0, 2, 1, 0, 0, -1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  /* grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0: analytical */
+  { 0, 3, 1, 0, 0, -1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1 },
 };
 
 static const int FALLBACKS[1] = { 0 };
+static const int MEMBERS[1] = { 0 };
+
+/* Whether kernel a's vector widths are wider than b's: at least as wide in each, wider in one. */
+static int cks_wider(const cks_kernel* a, const cks_kernel* b) {
+  return a->vec_a >= b->vec_a && a->vec_b >= b->vec_b && a->vec_c >= b->vec_c
+      && (a->vec_a > b->vec_a || a->vec_b > b->vec_b || a->vec_c > b->vec_c);
+}
 
 /* Per kernel: the config columns the feature formulas read, then the config feature block. */
 static const double FORMULA_COLUMNS[N_KERNELS][N_FORMULA_COLUMNS] = {
-  { 2.0, 2.0, 10240.0, 64.0, 16.0, 64.0, 4.0, 8.0, 8.0 },
-  { 2.0, 2.0, 10240.0, 64.0, 16.0, 64.0, 4.0, 8.0, 8.0 },
-  { 2.0, 2.0, 10240.0, 32.0, 128.0, 32.0, 8.0, 8.0, 1.0 },
-  { 2.0, 2.0, 32768.0, 64.0, 128.0, 128.0, 8.0, 8.0, 4.0 },
-  { 2.0, 2.0, 32768.0, 64.0, 128.0, 128.0, 8.0, 8.0, 1.0 },
-  { 1.0, 2.0, 32768.0, 32.0, 128.0, 128.0, 1.0, 1.0, 8.0 },
-  { 2.0, 2.0, 4096.0, 64.0, 16.0, 16.0, 8.0, 8.0, 4.0 },
-  { 2.0, 2.0, 4096.0, 64.0, 16.0, 16.0, 8.0, 8.0, 4.0 },
+  { 2.0, 2.0, 10240.0, 64.0, 16.0, 64.0, 4.0, 8.0, 8.0, 6.0, 216.80002114731528, 10240.0, 72.0, 1.0, 2.0, 762.0, 1.0, 0.0, 0.0 },
+  { 2.0, 2.0, 10240.0, 64.0, 16.0, 64.0, 4.0, 8.0, 8.0, 5.0, 216.80002114731528, 10240.0, 72.0, 4.0, 4.0, 762.0, 1.0, 0.0, 0.0 },
+  { 2.0, 2.0, 10240.0, 32.0, 128.0, 32.0, 8.0, 8.0, 1.0, 6.0, 169.44004229463056, 10240.0, 208.0, 2.0, 2.0, 2918.0, 8.0, 0.0, 1.0 },
+  { 2.0, 2.0, 32768.0, 64.0, 128.0, 128.0, 8.0, 8.0, 4.0, 2.0, 1040.9938357044516, 32768.0, 224.0, 1.0, 2.0, 2150.0, 1.0, 0.0, 0.0 },
+  { 2.0, 2.0, 32768.0, 64.0, 128.0, 128.0, 8.0, 8.0, 1.0, 2.0, 1042.2738357044516, 32768.0, 224.0, 1.0, 2.0, 2918.0, 1.0, 0.0, 0.0 },
+  { 1.0, 2.0, 32768.0, 32.0, 128.0, 128.0, 1.0, 1.0, 8.0, 2.0, 521.8569178522258, 16384.0, 1792.0, 1.0, 2.0, 3494.0, 1.0, 0.0, 0.0 },
+  { 2.0, 2.0, 4096.0, 64.0, 16.0, 16.0, 8.0, 8.0, 4.0, 16.0, 72.20000528682883, 4096.0, 112.0, 2.0, 2.0, 770.0, 1.0, 0.0, 0.0 },
+  { 2.0, 2.0, 4096.0, 64.0, 16.0, 16.0, 8.0, 8.0, 4.0, 16.0, 40.040528682882055, 4096.0, 80.0, 2.0, 2.0, 770.0, 1.0, 0.0, 0.0 },
 };
 static const double CONFIG_BLOCK[N_KERNELS][N_CONFIG_FEATURES] = {
   { 16.0, 64.0, 64.0, 1.0, 4.0, 1.0, 16.0, 16.0, 16.0, 4.0, 8.0, 8.0, 2.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 256.0, 10240.0, 2.0, 1.0, 1.0, 4.0 },
@@ -115,6 +135,14 @@ static const double CONFIG_BLOCK[N_KERNELS][N_CONFIG_FEATURES] = {
   { 128.0, 128.0, 32.0, 1.0, 2.0, 1.0, 32.0, 32.0, 16.0, 1.0, 1.0, 8.0, 3.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 128.0, 32768.0, 1.0, 4.0, 2.0, 2.0 },
   { 16.0, 16.0, 64.0, 1.0, 1.0, 1.0, 16.0, 16.0, 32.0, 8.0, 8.0, 4.0, 6.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 64.0, 4096.0, 2.0, 1.0, 1.0, 2.0 },
   { 16.0, 16.0, 64.0, 1.0, 1.0, 1.0, 16.0, 16.0, 32.0, 8.0, 8.0, 4.0, 6.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 64.0, 4096.0, 2.0, 1.0, 1.0, 2.0 },
+};
+/* The same of the siblings the extrapolated kernels are scored through, each once. */
+#define N_SIBLINGS 0
+static const double SIBLING_FORMULA_COLUMNS[1][N_FORMULA_COLUMNS] = {
+  { 0 },
+};
+static const double SIBLING_BLOCK[1][N_CONFIG_FEATURES] = {
+  { 0 },
 };
 
 /* ---- IsSupportedArgument checks, per (variant, ndim, dtype) ---------------------------------- */
@@ -294,8 +322,8 @@ static void cks_checks(const cks_kernel* k, const ckspace_conv_problem* p, int* 
 }
 
 /* ---- features and rankers, per (variant, dtype) cell ----------------------------------------- */
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_forward_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -356,10 +384,15 @@ static void cks_forward_fp16_features(const double* p, const double* cfg, const 
   const double t77 = log2(t76);
   const double t78 = (t64 / t76);
   const double t136 = (t52 * t5);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t52);
+  const double t215 = (t214 * t5);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t52 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -423,6 +456,57 @@ static void cks_forward_fp16_features(const double* p, const double* cfg, const 
     const double t153 = (t64 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t5 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t64 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -509,11 +593,12 @@ static void cks_forward_fp16_features(const double* p, const double* cfg, const 
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_forward_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -574,10 +659,15 @@ static void cks_forward_bf16_features(const double* p, const double* cfg, const 
   const double t77 = log2(t76);
   const double t78 = (t64 / t76);
   const double t136 = (t52 * t5);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t52);
+  const double t215 = (t214 * t5);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t52 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -641,6 +731,57 @@ static void cks_forward_bf16_features(const double* p, const double* cfg, const 
     const double t153 = (t64 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t5 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t64 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -727,11 +868,12 @@ static void cks_forward_bf16_features(const double* p, const double* cfg, const 
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -792,10 +934,15 @@ static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const
   const double t77 = log2(t76);
   const double t78 = (t66 / t76);
   const double t136 = (t52 * t3);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t52);
+  const double t215 = (t214 * t3);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t52 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -859,6 +1006,57 @@ static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const
     const double t153 = (t66 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t3 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t66 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -945,11 +1143,12 @@ static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -1010,10 +1209,15 @@ static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const
   const double t77 = log2(t76);
   const double t78 = (t66 / t76);
   const double t136 = (t52 * t3);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t52);
+  const double t215 = (t214 * t3);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t52 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -1077,6 +1281,57 @@ static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const
     const double t153 = (t66 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t3 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t66 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -1163,11 +1418,12 @@ static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -1228,10 +1484,15 @@ static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, con
   const double t77 = log2(t76);
   const double t78 = (t64 / t76);
   const double t136 = (t5 * t52);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t5);
+  const double t215 = (t214 * t52);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t5 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -1295,6 +1556,57 @@ static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, con
     const double t153 = (t64 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t52 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t64 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -1381,11 +1693,12 @@ static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, con
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
-/* Features of one problem with n candidate kernels (86 per row; see ckspace.select.features).
-   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c */
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+   config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
   const double t5 = (p[3] / p[1]);
@@ -1446,10 +1759,15 @@ static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, con
   const double t77 = log2(t76);
   const double t78 = (t64 / t76);
   const double t136 = (t5 * t52);
+  const double t213 = (p[19] - 1.0);
+  const double t214 = (t213 * t5);
+  const double t215 = (t214 * t52);
+  const double t216 = (t215 * p[1]);
+  const double t218 = (t216 * 4.0);
   for (long i = 0; i < n; ++i) {
-    const double* c = cfg + i * 9;
+    const double* c = cfg + i * 19;
     const double* b = block + i * 36;
-    double* o = out + i * 86;
+    double* o = out + i * 87;
     const double t80 = (t5 / c[4]);
     const double t81 = ceil(t80);
     const double t82 = (t81 * c[4]);
@@ -1513,6 +1831,57 @@ static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, con
     const double t153 = (t64 / t152);
     const double t155 = (t153 / 1000000000000.0);
     const double t156 = log2(t155);
+    const double t159 = (t52 * c[16]);
+    const double t160 = (t159 / c[5]);
+    const double t161 = ceil(t160);
+    const double t162 = (t81 * t161);
+    const double t163 = (p[1] / c[16]);
+    const double t164 = ceil(t163);
+    const double t165 = (t162 * t164);
+    const double t167 = (t165 * p[19]);
+    const double t169 = (304.0 * c[9]);
+    const double t170 = (t167 / t169);
+    const double t171 = (c[17] * t170);
+    const double t172 = (1.0 - c[17]);
+    const double t173 = ceil(t170);
+    const double t174 = (t172 * t173);
+    const double t175 = (t171 + t174);
+    const double t176 = (c[3] * p[19]);
+    const double t177 = (t55 / t176);
+    const double t178 = ceil(t177);
+    const double t179 = (t167 / 304.0);
+    const double t180 = ceil(t179);
+    const double t181 = fmin(c[9], t180);
+    const double t183 = (t181 * c[10]);
+    const double t185 = fmin(t167, t169);
+    const double t186 = (c[11] * t185);
+    const double t188 = (t186 / 13123.809523809525);
+    const double t189 = fmax(t183, t188);
+    const double t192 = (678.0 / c[13]);
+    const double t194 = (t181 * c[12]);
+    const double t195 = fmax(t192, t194);
+    const double t196 = fmax(t189, t195);
+    const double t198 = (t183 + t188);
+    const double t199 = (t198 + t192);
+    const double t200 = (t199 + t194);
+    const double t201 = (t200 - t196);
+    const double t202 = (0.01 * t201);
+    const double t203 = (t196 + t202);
+    const double t204 = (t178 * t203);
+    const double t206 = (c[14] - 1.0);
+    const double t207 = (t206 * t203);
+    const double t208 = (678.0 + t207);
+    const double t209 = (t204 + t208);
+    const double t211 = (t209 + c[15]);
+    const double t212 = (t175 * t211);
+    const double t220 = (1.0 + c[18]);
+    const double t221 = (t218 * t220);
+    const double t223 = (t221 / 2523.809523809524);
+    const double t224 = (t212 + t223);
+    const double t226 = (t224 / 2100000000.0);
+    const double t227 = (t64 / t226);
+    const double t228 = (t227 / 1000000000000.0);
+    const double t229 = log2(t228);
     o[0] = p[0];
     o[1] = p[1];
     o[2] = t3;
@@ -1599,6 +1968,7 @@ static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, con
     o[83] = t139;
     o[84] = t140;
     o[85] = t156;
+    o[86] = t229;
   }
 }
 
@@ -1731,52 +2101,73 @@ CKSPACE_EXPORT int ckspace_select(const ckspace_conv_problem* problem, int* kern
     }
   }
   if (n == 0) return CKSPACE_NO_KERNEL;
-  double values[19] = { (double)p.N, (double)p.G, (double)p.C, (double)p.K, (double)p.Di, (double)p.Hi, (double)p.Wi, (double)p.Z, (double)p.Y, (double)p.X, (double)p.stride_d, (double)p.stride_h, (double)p.stride_w, (double)p.pad_d, (double)p.pad_h, (double)p.pad_w, (double)p.dil_d, (double)p.dil_h, (double)p.dil_w };
-  double* cfg = (double*)malloc(sizeof(double) * (size_t)n * (N_FORMULA_COLUMNS + N_CONFIG_FEATURES + N_FEATURES + 1));
+  double values[20] = { (double)p.N, (double)p.G, (double)p.C, (double)p.K, (double)p.Di, (double)p.Hi, (double)p.Wi, (double)p.Z, (double)p.Y, (double)p.X, (double)p.stride_d, (double)p.stride_h, (double)p.stride_w, (double)p.pad_d, (double)p.pad_h, (double)p.pad_w, (double)p.dil_d, (double)p.dil_h, (double)p.dil_w, (double)p.k_batch };
+  /* per row: config columns, config block, features and score; then the same for the siblings of
+     the extrapolated rows (at most n of them) */
+  const size_t row_doubles = N_FORMULA_COLUMNS + N_CONFIG_FEATURES + N_FEATURES + 2;
+  double* cfg = (double*)malloc(sizeof(double) * (size_t)n * row_doubles * 2);
   if (cfg == NULL) return CKSPACE_NO_KERNEL;
   double* block = cfg + (size_t)n * N_FORMULA_COLUMNS;
   double* features = block + (size_t)n * N_CONFIG_FEATURES;
   double* scores = features + (size_t)n * N_FEATURES;
+  double* uncapped = scores + n;
+  double* sib_cfg = cfg + (size_t)n * row_doubles;
+  double* sib_block = sib_cfg + (size_t)n * N_FORMULA_COLUMNS;
+  double* sib_features = sib_block + (size_t)n * N_CONFIG_FEATURES;
+  double* sib_scores = sib_features + (size_t)n * N_FEATURES;
+  int sib_row[N_KERNELS];  /* per row: its sibling's place among the siblings scored, or -1 */
+  int sib_slot[1];  /* per sibling: its place, or -1 while unused */
+  int n_sib = 0;
+  for (int j = 0; j < N_SIBLINGS; ++j) sib_slot[j] = -1;
   for (int r = 0; r < n; ++r) {
     for (int c = 0; c < N_FORMULA_COLUMNS; ++c) cfg[r * N_FORMULA_COLUMNS + c] = FORMULA_COLUMNS[rows[r]][c];
     for (int c = 0; c < N_CONFIG_FEATURES; ++c) block[r * N_CONFIG_FEATURES + c] = CONFIG_BLOCK[rows[r]][c];
+    const int j = KERNELS[rows[r]].sibling;
+    sib_row[r] = -1;
+    if (j < 0) continue;
+    if (sib_slot[j] < 0) {  /* kernels sharing a sibling (a kernel's vector variants) score it once */
+      for (int c = 0; c < N_FORMULA_COLUMNS; ++c) sib_cfg[n_sib * N_FORMULA_COLUMNS + c] = SIBLING_FORMULA_COLUMNS[j][c];
+      for (int c = 0; c < N_CONFIG_FEATURES; ++c) sib_block[n_sib * N_CONFIG_FEATURES + c] = SIBLING_BLOCK[j][c];
+      sib_slot[j] = n_sib++;
+    }
+    sib_row[r] = sib_slot[j];
   }
   double tflops = 0.0;
   int best = 0;
   switch (cell) {
   case 0:
     cks_forward_fp16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
   case 1:
     cks_forward_bf16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
   case 2:
     cks_bwd_data_fp16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
   case 3:
     cks_bwd_data_bf16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
   case 4:
     cks_bwd_weight_fp16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
   case 5:
     cks_bwd_weight_bf16_features(values, cfg, block, n, features);
-    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 85];
+    for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
     tflops = exp2(scores[best]);
     break;
