@@ -34,7 +34,6 @@ from ckspace.emit.emitter import _environment
 from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library, host_c_compiler
-from ckspace.select.fallbacks import wider
 from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
 from ckspace.space.space import Space
@@ -123,6 +122,11 @@ def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
         agree(dispatcher, library, selector, problem)
         sources.add(selector.select(problem, configs, k=1, pool=configs).pick_source.partition(":")[0])  # runs all
     assert sources == {"model", "model, extrapolated"}
+
+
+def wider(a, b) -> bool:
+    """Vector widths ``a`` wider than ``b``: at least as wide for every operand, wider for one."""
+    return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
 
 
 def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:

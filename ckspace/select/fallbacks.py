@@ -99,11 +99,6 @@ def family_key(config: GemmConfig) -> tuple:
             tuple(v for i, v in enumerate(row) if i not in _VECTOR_COLUMNS))
 
 
-def wider(a: Sequence[int], b: Sequence[int]) -> bool:
-    """Whether vector widths ``a`` are wider than ``b``: at least as wide in every operand, wider in one."""
-    return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
-
-
 def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[tuple, bool]:
     """Whether each config passes the target's rules (:mod:`ckspace.constraints.target_rules`) in its
     cell, by :func:`identity`; the validity rules are the caller's."""

@@ -45,7 +45,7 @@ from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
-from ckspace.select.fallbacks import family_key, identity, vector_variants, wider
+from ckspace.select.fallbacks import family_key, identity, vector_variants
 from ckspace.select.features import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
@@ -560,18 +560,19 @@ def _vector_rule(scores: np.ndarray, analytical: np.ndarray, support: Support, s
     a shared sibling; the rule binds where a model was trained on several widths and ordered two
     variants against physics. The C dispatcher applies the same caps in the same arithmetic."""
     family = support.family
-    if family.size < 2 or np.unique(family).size == family.size:
+    _, inverse, counts = np.unique(family, return_inverse=True, return_counts=True)
+    shared = np.flatnonzero(counts[inverse] > 1)  # rows with another variant of their kernel here
+    if shared.size == 0:
         return scores
+    fam, vec = family[shared], support.vectors[shared]
+    at_least = (vec[None, :, :] >= vec[:, None, :]).all(axis=2)  # [r, w]: w as wide as r everywhere
+    beyond = (vec[None, :, :] > vec[:, None, :]).any(axis=2)
+    r, w = np.nonzero((fam[:, None] == fam[None, :]) & at_least & beyond)
+    if r.size == 0:
+        return scores
+    r, w = shared[r], shared[w]
     capped = scores.copy()
-    order = np.argsort(family, kind="stable")
-    bounds = np.flatnonzero(np.diff(family[order])) + 1
-    for group in np.split(order, bounds):
-        if group.size < 2:
-            continue
-        for r in group:
-            for w in group:
-                if wider(support.vectors[w], support.vectors[r]):
-                    capped[r] = min(capped[r], scores[w] + scale * (analytical[r] - analytical[w]))
+    np.minimum.at(capped, r, scores[w] + scale * (analytical[r] - analytical[w]))
     return capped
 
 
