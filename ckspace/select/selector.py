@@ -560,6 +560,8 @@ def _vector_rule(scores: np.ndarray, analytical: np.ndarray, support: Support, s
     a shared sibling; the rule binds where a model was trained on several widths and ordered two
     variants against physics. The C dispatcher applies the same caps in the same arithmetic."""
     family = support.family
+    if len(set(family.tolist())) == family.size:  # no kernel here with a variant of itself: the usual case
+        return scores
     _, inverse, counts = np.unique(family, return_inverse=True, return_counts=True)
     shared = np.flatnonzero(counts[inverse] > 1)  # rows with another variant of their kernel here
     if shared.size == 0:
