@@ -185,7 +185,7 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
         stages, buffers = facts.stages, facts.buffers
     # occupancy: LDS, wave slots, registers (whole waves per SIMD)
     lds = (c.tile_m + c.tile_n) * c.tile_k * elem * (2 if c.double_smem_buffer else 1)
-    by_lds = (hw.lds_bytes_per_cu // lds) if lds else hw.simds_per_cu * hw.waves_per_simd
+    by_lds = hw.lds_bytes_per_cu // lds  # every tile stages at least one element
     by_waves = hw.simds_per_cu * hw.waves_per_simd // waves
     accumulators = c.tile_m * c.tile_n / threads  # fp32, one VGPR each
     fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * elem / (4 * warp)
