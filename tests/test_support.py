@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -87,10 +88,10 @@ def test_several_fields_outside_are_all_named_and_all_moved() -> None:
 
 def test_a_problem_beyond_the_trained_sizes_is_named() -> None:
     d = domain()
-    assert d.problem_outside({"N": 4, "G": 1, "Cg": 64, "Kg": 64, "input_volume": 196, "filter_volume": 9,
-                              "output_volume": 144}) is None
-    assert d.problem_outside({"N": 32, "G": 2, "Cg": 64, "Kg": 64, "input_volume": 196, "filter_volume": 9,
-                              "output_volume": 144}) == "N 32 outside the trained 1..8; G 2 outside the trained 1..1"
+    assert d.problem_outside(SimpleNamespace(N=4, G=1, Cg=64, Kg=64, input_volume=196, filter_volume=9,
+                                             output_volume=144)) is None
+    assert d.problem_outside(SimpleNamespace(N=32, G=2, Cg=64, Kg=64, input_volume=196, filter_volume=9,
+                                             output_volume=144)) == "N 32 outside the trained 1..8; G 2 outside the trained 1..1"
 
 
 def test_score_scale_is_the_median_slope_within_problems() -> None:
@@ -138,8 +139,8 @@ def test_the_domain_is_frozen_and_keeps_flags_as_flags() -> None:
 def test_the_trained_sizes_include_their_ends() -> None:
     d = domain()
     ends = {name: low for name, (low, high) in d.problems.items()}
-    assert d.problem_outside(ends) is None
-    assert d.problem_outside({name: high for name, (low, high) in d.problems.items()}) is None
+    assert d.problem_outside(SimpleNamespace(**ends)) is None
+    assert d.problem_outside(SimpleNamespace(**{name: high for name, (low, high) in d.problems.items()})) is None
     assert d.outside(config(tile_m=128, wave_m=4)) is None and d.outside(config(tile_m=64)) is None
 
 

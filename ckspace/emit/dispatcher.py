@@ -46,7 +46,7 @@ from ckspace.select.features import (
     feature_formulas,
 )
 from ckspace.select.hardware import hardware_facts
-from ckspace.select.support import ModelDomain
+from ckspace.select.support import ModelDomain, source_text
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 
 log = logging.getLogger(__name__)
@@ -196,8 +196,7 @@ def dispatcher_sources(library: Library, arch: str, environment,
             "formula_columns": [c_double(v) for v in table.formula_columns[i]],
             "block": [c_double(v) for v in table.block[i]],
             "sibling": sibling_of[i], "member_begin": member_begin, "member_end": len(members),
-            "source": ("analytical" if not cell_model else "model" if reasons[i] is None
-                       else f"model, extrapolated: {reasons[i]}").replace("*/", "* /"),
+            "source": source_text(cell_model, reasons[i]).replace("*/", "* /"),
         })
     checks = []
     for variant, dtype in cells:

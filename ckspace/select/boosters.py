@@ -72,9 +72,12 @@ def default_threads() -> int:
     return min(MAX_DEFAULT_THREADS, available_cpus())
 
 
-def check_threads(num_threads: int) -> int:
-    """``num_threads`` if it is a whole number of threads, 1 or more; LightGBM reads 0 or less as
-    "OpenMP's default" (every core), which is the oversubscription the bound is there to prevent."""
+def thread_count(num_threads: int | None) -> int:
+    """The threads to use: :func:`default_threads` for None, else ``num_threads`` if it is a whole
+    number of threads, 1 or more; LightGBM reads 0 or less as "OpenMP's default" (every core),
+    which is the oversubscription the bound is there to prevent."""
+    if num_threads is None:
+        return default_threads()
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise InvalidInputError(f"num_threads {num_threads!r}: give a whole number of threads, 1 or more")
     return num_threads
@@ -125,8 +128,7 @@ def params_for(objective: str, seed: int, num_threads: int | None = None) -> dic
     """LightGBM's parameters for ``objective`` (``num_threads``: default :func:`default_threads`)."""
     if objective not in OBJECTIVES:
         raise InvalidChoiceError("objective", objective, OBJECTIVES)
-    threads = default_threads() if num_threads is None else check_threads(num_threads)
-    params = {**BASE_PARAMS, "seed": seed, "num_threads": threads}
+    params = {**BASE_PARAMS, "seed": seed, "num_threads": thread_count(num_threads)}
     if objective == "regression":
         params["objective"] = "regression"
     else:

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
-from ckspace.select.boosters import OBJECTIVES, check_threads, default_threads, design, fit, problem_features
+from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features, thread_count
 from ckspace.select.dataset import Measurements
 from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.select.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
@@ -105,7 +105,7 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0, plan_budge
     :func:`~ckspace.select.boosters.default_threads`). ``progress`` is called once per fitted
     booster (:func:`cross_validation_steps` in all) with what was fitted, so a caller can show
     progress without this module knowing how."""
-    threads = default_threads() if num_threads is None else check_threads(num_threads)
+    threads = thread_count(num_threads)
     per_problem = problem_features(data)
     fold = fold_of_groups(data.groups, folds, seed)
     n_problems, n_kernels = data.tflops.shape

@@ -8,7 +8,7 @@ five best measured kernels (``top5_pick_in_oracle_top5``). Only measured kernels
 ``ties`` is the share of problems where the selector's best score among the measured kernels is
 held by two or more of them (exact equality): there the pick is decided by kernel order, not by
 the selector, so a high tie rate makes the other figures partly an accident of that order (the
-analytical roofline, which prices many kernels alike, is the selector to watch).
+old roofline score, which priced many kernels alike, tied on two thirds of the problems).
 """
 
 from __future__ import annotations

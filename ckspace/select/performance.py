@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ckspace.core.arch import element_size
+from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization, Variant
 from ckspace.select.formula import Formula, ceil, config, maximum, minimum, problem
@@ -172,8 +172,6 @@ def config_columns(configs: Sequence[GemmConfig]) -> dict[str, np.ndarray]:
 
 
 def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
-    from ckspace.core.arch import arch_facts
-
     warp = arch_facts(c.arch).warp_size
     elem = element_size(c.dtype)
     waves = c.wave_m * c.wave_n * c.wave_k
@@ -183,13 +181,14 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
         stages = buffers = mem_stages(c.tile_m, c.tile_n, c.tile_k, elem, threads, warp)
     else:
         stages, buffers = facts.stages, facts.buffers
+    load_bytes = (c.tile_m + c.tile_n) * c.tile_k * elem  # one K-slice of A and B
     # occupancy: LDS, wave slots, registers (whole waves per SIMD)
-    lds = (c.tile_m + c.tile_n) * c.tile_k * elem * (2 if c.double_smem_buffer else 1)
+    lds = load_bytes * (2 if c.double_smem_buffer else 1)
     by_lds = hw.lds_bytes_per_cu // lds  # every tile stages at least one element
     by_waves = hw.simds_per_cu * hw.waves_per_simd // waves
     accumulators = c.tile_m * c.tile_n / threads  # fp32, one VGPR each
     fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * elem / (4 * warp)
-    staging = 0.0 if facts.asynchronous else buffers * (c.tile_m + c.tile_n) * c.tile_k * elem / (4 * threads)
+    staging = 0.0 if facts.asynchronous else buffers * load_bytes / (4 * threads)
     registers = accumulators + fragments + staging + constant("registers_base")
     waves_per_simd = max(1, int(hw.vgprs_per_lane // registers))
     by_registers = waves_per_simd * hw.simds_per_cu // waves
@@ -198,7 +197,7 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     mfma = 2.0 * c.tile_m * c.tile_n * c.tile_k / (hw.flops_per_clock_per_cu(c.dtype)
                                                       * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
     lds_reads = (c.wave_n * c.tile_m + c.wave_m * c.tile_n) * c.tile_k * elem
-    lds_writes = 0.0 if facts.asynchronous else (c.tile_m + c.tile_n) * c.tile_k * elem
+    lds_writes = 0.0 if facts.asynchronous else load_bytes
     lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
     # MFMA instructions a SIMD issues per iteration: a warp tile runs as instructions of at most
     # the full-rate K, so smaller shapes take more issue slots for the same work
@@ -210,7 +209,6 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
         compute = mfma + lds_cycles / resident + constant("overlap_loss") * issue_mfma
     else:  # the wave interleaves its own LDS reads with its MFMAs
         compute = max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
-    load_bytes = (c.tile_m + c.tile_n) * c.tile_k * elem
     loads_a = c.tile_m * c.tile_k / c.vec_a / threads  # per wave
     loads_b = c.tile_n * c.tile_k / c.vec_b / threads
     gathered = loads_b if c.variant is Variant.BWD_WEIGHT else loads_a  # the im2col operand
@@ -249,7 +247,8 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
     streamk = c("perf_streamk")
     rounds = streamk * (blocks / slots) + (1.0 - streamk) * ceil(blocks / slots)
     sharing = minimum(c("perf_occupancy"), ceil(blocks / cus))
-    bytes_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz * constant("l2_reuse")
+    hbm_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz
+    bytes_per_cycle = hbm_per_cycle * constant("l2_reuse")
     parts = (sharing * c("perf_compute_cycles"),
              c("perf_load_bytes") * minimum(blocks, slots) / bytes_per_cycle,
              latency / c("perf_buffers"),
@@ -258,7 +257,6 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
     iteration = binding + constant("overlap_loss") * (parts[0] + parts[1] + parts[2] + parts[3] - binding)
     prologue = latency + (c("perf_stages") - 1.0) * iteration
     round_cycles = k_loop * iteration + prologue + c("perf_epilogue_cycles")
-    reduction = ((k_batch - 1.0) * m * n * p("G") * 4.0 * (1.0 + c("perf_two_stage"))
-                 / (hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz))
+    reduction = (k_batch - 1.0) * m * n * p("G") * 4.0 * (1.0 + c("perf_two_stage")) / hbm_per_cycle
     return rounds * round_cycles + reduction
 

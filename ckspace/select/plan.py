@@ -324,10 +324,9 @@ class _Model:
             self.chains.append(chain)
             for i, c in enumerate(order.tolist()):
                 step = int(q[i]) - (int(q[i + 1]) if i + 1 < order.size else floor)
-                z = self.x[c]
-                chain.append((c, None if previous is None else self.model.NewBoolVar(f"z{p}_{i}")))
+                z = self.x[c] if previous is None else self.model.NewBoolVar(f"z{p}_{i}")
+                chain.append((c, None if previous is None else z))
                 if previous is not None:
-                    z = chain[-1][1]
                     self.model.AddImplication(previous, z)
                     self.model.AddImplication(self.x[c], z)
                     self.model.AddBoolOr([z.Not(), previous, self.x[c]])

@@ -57,7 +57,7 @@ from ckspace.select.features import (
 )
 from ckspace.select.hardware import HardwareFacts, hardware_facts
 from ckspace.select.predictor import FastPredictor
-from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain
+from ckspace.select.support import ModelDomain, source_text
 from ckspace.select.store import (
     RANKER_FILE,
     TFLOPS_FILE,
@@ -70,7 +70,6 @@ from ckspace.select.store import (
 log = logging.getLogger(__name__)
 
 _ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
-_NONE = np.empty(0, dtype=np.int64)
 
 Candidate = str | GemmConfig
 ENGINES = ("auto", "compiled", "lightgbm")
@@ -128,19 +127,18 @@ class Selection:
 class Scored:
     """One problem's rows scored by the one rule :meth:`Selector.score_table` states: ``scores``
     order them (higher first); ``reasons[i]`` says why row i is extrapolated (None: it is not);
-    ``sibling`` holds the feature rows of the extrapolated rows' siblings, in ``extrapolated`` order."""
+    ``sibling_of[i]`` is the row of ``sibling`` (the feature rows of the distinct siblings) row i
+    is scored through, -1 when it is scored itself."""
 
     scores: np.ndarray
     matrix: np.ndarray
     reasons: list[str | None]
-    extrapolated: np.ndarray
+    sibling_of: np.ndarray
     sibling: np.ndarray | None
     source: str
 
     def row_source(self, i: int) -> str:
-        if self.source == "analytical":
-            return "analytical"
-        return "model" if self.reasons[i] is None else f"model, extrapolated: {self.reasons[i]}"
+        return source_text(self.source == "model", self.reasons[i])
 
 
 @dataclass(frozen=True)
@@ -224,6 +222,12 @@ class CandidateSet:
             assert self.domain is not None
             self._support = Support.of(self.table.configs, self.domain, self.families)
         return self._support
+
+    def support_of(self, rows: np.ndarray | None = None) -> Support | None:
+        """The support of candidate ``rows`` (all of them when None); None without a model."""
+        if self.domain is None:
+            return None
+        return self.support if rows is None else self.support.take(rows)
 
     @property
     def variant_support(self) -> Support:
@@ -451,7 +455,7 @@ class Selector:
             raise self._no_kernel(problem, prepared)
         everything = direct.size == len(prepared.names)
         table = prepared.table if everything else prepared.table.take(direct)
-        support = None if self.domain is None else prepared.support if everything else prepared.support.take(direct)
+        support = prepared.support_of(None if everything else direct)
         names = [prepared.names[i] for i in direct]
         families: list[str | None] = [None] * len(names)
         family_index = direct
@@ -491,25 +495,27 @@ class Selector:
         when not given, as a candidate set keeps it for its rows)."""
         matrix = self.feature_matrix(problem, table)
         if self._rank is None:
-            return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), _NONE, None, "analytical")
+            return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), np.full(len(table), -1), None,
+                          "analytical")
         assert self.domain is not None
         support = support if support is not None else Support.of(table.configs, self.domain, self._families)
         scale = self.domain.score_per_log2_tflops
         scores = self.scores(matrix)
-        extrapolated = np.flatnonzero(support.outside)
+        sibling_of = np.full(len(table), -1, dtype=np.int64)
         sibling = None
+        extrapolated = np.flatnonzero(support.outside)
         if extrapolated.size:
-            needed, position = np.unique(support.sibling[extrapolated], return_inverse=True)
-            distinct = self.feature_matrix(problem, support.siblings.take(needed))
-            sibling = np.ascontiguousarray(distinct[position])
-            scores[extrapolated] = self.scores(distinct)[position] + scale * (
-                matrix[extrapolated, _ANALYTICAL] - sibling[:, _ANALYTICAL])
+            needed, sibling_of[extrapolated] = np.unique(support.sibling[extrapolated], return_inverse=True)
+            sibling = self.feature_matrix(problem, support.siblings.take(needed))
+            at = sibling_of[extrapolated]
+            scores[extrapolated] = self.scores(sibling)[at] + scale * (
+                matrix[extrapolated, _ANALYTICAL] - sibling[at, _ANALYTICAL])
         scores = _vector_rule(scores, matrix[:, _ANALYTICAL], support, scale)
         reasons = list(support.reasons)
-        beyond = self.domain.problem_outside(_problem_sizes(problem))
+        beyond = self.domain.problem_outside(problem)
         if beyond is not None:
             reasons = [f"problem {beyond}" + ("" if r is None else f"; {r}") for r in reasons]
-        return Scored(scores, matrix, reasons, extrapolated, sibling, "model")
+        return Scored(scores, matrix, reasons, sibling_of, sibling, "model")
 
     def predicted_tflops(self, scored: Scored, rows: np.ndarray) -> np.ndarray:
         """The TFLOPS estimate of ``rows`` of a scored table: the regressor's (of the sibling,
@@ -517,15 +523,13 @@ class Selector:
         if scored.source == "analytical":
             return np.exp2(scored.scores[rows])
         log_tflops = self.log_tflops(np.ascontiguousarray(scored.matrix[rows]))
-        if scored.extrapolated.size:
-            position = {int(r): j for j, r in enumerate(scored.extrapolated)}
-            moved = [(i, position[int(r)]) for i, r in enumerate(rows) if int(r) in position]
-            if moved:
-                assert scored.sibling is not None
-                at = np.asarray([i for i, _ in moved])
-                sib = np.ascontiguousarray(scored.sibling[[j for _, j in moved]])
-                log_tflops[at] = self.log_tflops(sib) + math.log(2.0) * (
-                    scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL])
+        through = scored.sibling_of[rows]
+        at = np.flatnonzero(through >= 0)
+        if at.size:
+            assert scored.sibling is not None
+            sib = np.ascontiguousarray(scored.sibling[through[at]])
+            log_tflops[at] = self.log_tflops(sib) + math.log(2.0) * (
+                scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL])
         return np.exp(log_tflops)
 
     def _no_kernel(self, problem: ConvProblem, prepared: CandidateSet) -> NoKernelError:
@@ -564,8 +568,6 @@ def _vector_rule(scores: np.ndarray, analytical: np.ndarray, support: Support, s
         return scores
     _, inverse, counts = np.unique(family, return_inverse=True, return_counts=True)
     shared = np.flatnonzero(counts[inverse] > 1)  # rows with another variant of their kernel here
-    if shared.size == 0:
-        return scores
     fam, vec = family[shared], support.vectors[shared]
     at_least = (vec[None, :, :] >= vec[:, None, :]).all(axis=2)  # [r, w]: w as wide as r everywhere
     beyond = (vec[None, :, :] > vec[:, None, :]).any(axis=2)
@@ -576,10 +578,6 @@ def _vector_rule(scores: np.ndarray, analytical: np.ndarray, support: Support, s
     capped = scores.copy()
     np.minimum.at(capped, r, scores[w] + scale * (analytical[r] - analytical[w]))
     return capped
-
-
-def _problem_sizes(problem: ConvProblem) -> dict[str, int]:
-    return {name: getattr(problem, name) for name in PROBLEM_QUANTITIES}
 
 
 def _is_depthwise(item: object) -> bool:

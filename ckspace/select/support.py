@@ -114,7 +114,7 @@ class ModelDomain(BaseModel):
             seen = self.categorical[name]
             if _plain(value) in seen:
                 continue
-            if isinstance(value, bool) or isinstance(value, Enum):
+            if isinstance(value, (bool, Enum)):
                 chosen: Value = self.common[name]
             else:
                 chosen = min(seen, key=lambda v: (abs(math.log2(float(v)) - math.log2(float(value))), -float(v)))
@@ -124,11 +124,21 @@ class ModelDomain(BaseModel):
             changes[name] = min(max(getattr(config, name), low), high)
         return config.model_copy(update=changes)
 
-    def problem_outside(self, sizes: dict[str, int]) -> str | None:
-        """Why a problem (its :data:`PROBLEM_QUANTITIES`) is beyond the trained sizes, or None."""
+    def problem_outside(self, problem: object) -> str | None:
+        """Why a problem (its :data:`PROBLEM_QUANTITIES`, read as :meth:`of` reads them) is beyond
+        the trained sizes, or None."""
+        sizes = {name: getattr(problem, name) for name in self.problems}
         reasons = [f"{name} {sizes[name]} outside the trained {low}..{high}"
                    for name, (low, high) in self.problems.items() if not low <= sizes[name] <= high]
         return "; ".join(reasons) or None
+
+
+def source_text(model: bool, reason: str | None) -> str:
+    """Where an estimate comes from, in the words every output uses: ``analytical`` (no model),
+    ``model`` (inside its domain) or ``model, extrapolated: <reason>``."""
+    if not model:
+        return "analytical"
+    return "model" if reason is None else f"model, extrapolated: {reason}"
 
 
 MIN_SCALE = 1e-3

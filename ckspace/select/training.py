@@ -8,7 +8,7 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from ckspace.select.boosters import check_threads, default_threads, design, fit
+from ckspace.select.boosters import design, fit, thread_count
 from ckspace.select.dataset import Measurements
 from ckspace.select.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
 from ckspace.select.features import FEATURE_VERSION
@@ -51,7 +51,7 @@ def train_model(data: Measurements, out: Path, folds: int | None = None, seed: i
     :func:`~ckspace.select.boosters.default_threads`; the model is the same for any count).
     ``progress`` is called once per fitted booster (at most :func:`training_steps`)."""
     check_model_target(out, force)
-    threads = default_threads() if num_threads is None else check_threads(num_threads)
+    threads = thread_count(num_threads)
     folds = choose_folds(data, folds)
     cv = cross_validate(data, folds, seed, num_threads=threads, progress=progress)
     log.info("cross-validation: %s wins (mean %.2f %%)", cv.objective, cv.scores["model"].mean)

@@ -181,8 +181,7 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             tflops.append(np.empty(0))
             best.append(0.0)
         else:
-            support = universe.support.take(index) if selector.domain is not None else None
-            scored = selector.score_table(problem, universe.table.take(index), support)  # select's own rule
+            scored = selector.score_table(problem, universe.table.take(index), universe.support_of(index))
             score = scored.scores
             predicted = selector.predicted_tflops(scored, np.arange(index.size))
             ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
@@ -194,6 +193,7 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
         if advance is not None:
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
+    support = universe.support_of()
     return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
                        np.asarray(best), selector.source, tuple(configs),
-                       tuple(selector.outside(c) for c in configs))
+                       support.reasons if support is not None else (None,) * len(configs))
