@@ -1,7 +1,7 @@
 """Where the analytical model's fitted constants come from, and whether fitting them overfits.
 
 The analytical performance model (``ckspace/select/performance.py``) has three constants fit once
-on the shared MI355X measurements: ``memory_latency_cycles``, ``l2_reuse`` and
+on the MI355X measurements (the ``mi355x-forward-bf16`` data set): ``memory_latency_cycles``, ``l2_reuse`` and
 ``epilogue_cycles_per_byte``. This script
 
 1. scores the model with the shipped constants on the measurements (mean, P10 and ties of the
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.datasets import DATASETS
 from ckspace.select import features, performance
 from ckspace.select.dataset import load_cells
 from ckspace.select.evaluation import fold_of_groups
@@ -34,7 +35,7 @@ from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.select.hardware import hardware_facts
 from ckspace.select.metrics import per_problem_efficiency, summarize
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+DATA = DATASETS["mi355x-forward-bf16"].path
 FITTED = ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")
 FACTORS = (0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2, 1.4, 2.0, 4.0)
 
@@ -87,7 +88,7 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=3)
     args = parser.parse_args()
     if not args.data.is_file():
-        raise SystemExit(f"{args.data}: no such file (the shared measurements)")
+        raise SystemExit(f"{args.data}: no such file")
     data = load_cells([str(args.data)], None, None, None)[0]
     shipped = {name: performance.CONSTANTS[name].value for name in FITTED}
     everything = np.arange(len(data.problems))

@@ -9,8 +9,12 @@ For each arch and rule set, in one run:
 
 each the median of ``--repeat`` runs, with the ratio cold / nested (all three list the upstream rule
 space, ``ck=None``), and ``target``: the warm listing of the default target (the CK headers found,
-less the known-wrong kernels). Then the whole-process time of ``ckspace enumerate --arch gfx950
---variant bwd_weight --count`` with a warm cache, for the default target and with ``--rules-only``.
+less the known-wrong kernels). These run in this process: imports done, the JSON tables parsed,
+only ckspace's memos cleared before a cold run. Then whole processes, as a user times them from a
+shell: the first arch's ``full`` listed cold by ``ckspace enumerate --no-cache --count`` (imports
+included: its cold path loads numpy and pydantic, the nested loop only the standard library)
+against ``python tests/nested_loop.py``, and ``ckspace enumerate --arch gfx950 --variant
+bwd_weight --count`` with a warm cache, for the default target and with ``--rules-only``.
 
 Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N]
 """
@@ -118,6 +122,14 @@ def main() -> int:
 
     t_python = _median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
     print()
+    arch = args.arch[0]
+    ours = [sys.executable, "-m", "ckspace", "enumerate", "--arch", arch, "--variant", "all", "--rule-set", "full",
+            "--rules-only", "--rules-revision", NESTED_REVISION, "--no-cache", "--count"]
+    theirs = [sys.executable, str(HERE.parent / "tests" / "nested_loop.py"), "--arch", arch, "--rule-set", "full"]
+    t_ours, t_theirs = (_median_seconds(lambda c=c: subprocess.run(c, check=True, capture_output=True), args.repeat)
+                        for c in (ours, theirs))
+    print(f"cold {arch} full, whole process: ckspace enumerate --no-cache --count {t_ours:.3f} s, "
+          f"tests/nested_loop.py {t_theirs:.3f} s, ratio {t_ours / t_theirs:.2f} (median of {args.repeat})")
     for extra in ([], ["--rules-only"]):
         cmd = [sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count",
                *extra]

@@ -1,7 +1,8 @@
 """Whole-process time of ``ckspace plan`` on 1,000 real problems over a whole registry.
 
-The workload: 1,000 rows drawn (seeded) from the forward problem lists of ``../shared/data/problems``
-(MIOpen production shapes, the benchmark set, upstream's synthetic and validation shapes), each with
+The workload: 1,000 rows drawn (seeded) from the forward problem lists ckspace ships (data sets
+miopen-forward-300, benchmark-forward-300, synthetic-forward and holdout-300: MIOpen production
+shapes, the benchmark set, upstream's synthetic and holdout shapes), each with
 a weight from 1 to 10 in a ``count`` column. The registry: every GEMM kernel of the ``full`` rule set
 for gfx950 forward bf16 (2D; the 3D rows of the lists are dropped, as a 2D library cannot run
 them), plus the vector variants their fallbacks reach. Prints, per run, the wall time, the solver's
@@ -23,9 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-PROBLEMS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "problems"
-FILES = ("forward_miopen300_problems.csv", "forward_bench300_problems.csv", "forward_synthetic_extended_problems.csv",
-         "validation_holdout_300_problems.csv")
+from ckspace.core.datasets import DATASETS
+
+FILES = ("miopen-forward-300", "benchmark-forward-300", "synthetic-forward", "holdout-300")
+"""The data sets drawn from (:mod:`ckspace.core.datasets`)."""
 COLUMNS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
 
 
@@ -33,7 +35,7 @@ def draw(count: int, seed: int) -> list[dict[str, str]]:
     """``count`` 2D forward rows drawn without replacement from the lists, with a weight each."""
     rows = []
     for name in FILES:
-        with (PROBLEMS / name).open(newline="") as handle:
+        with DATASETS[name].path.open(newline="") as handle:
             for row in csv.DictReader(handle):
                 three_d = row.get("ndim", "2") == "3" or row.get("Di", "1") != "1" or row.get("Z", "1") != "1"
                 if not three_d and row.get("direction", "forward") == "forward":
@@ -51,9 +53,6 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--problems", type=int, default=1000)
     args = parser.parse_args()
-    if not PROBLEMS.is_dir():
-        print(f"skipped: {PROBLEMS} is absent (the problem lists live in ../shared)")
-        return 0
     goals = ([("--budget", str(args.budget))] if args.budget else
              [("--min-efficiency", str(args.min_efficiency))] if args.min_efficiency else
              [("--budget", "8"), ("--budget", "16"), ("--min-efficiency", "97")])

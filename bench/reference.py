@@ -3,9 +3,9 @@
 A bench run computes each problem's reference once and compares every kernel's output with it, so
 per problem it pays ``random_operands`` + ``reference`` once and ``verify`` once per kernel. Shapes:
 the 256x256 forward problem with C=52, K=156 and the largest forward problem (by FLOPs) of
-``forward_bench300_problems.csv`` whose tensors fit in MEMORY_BUDGET as float32 (the very largest,
+the ``benchmark-forward-300`` data set whose tensors fit in MEMORY_BUDGET as float32 (the very largest,
 13 TFLOP over 9 GB of tensors, is estimated from the measured rate, not run on a shared 2-core machine), and the largest backward problems of the upstream validation
-lists (fixed fallbacks when ``../shared`` is absent), in bf16. The baseline, in the same run, is
+lists (the ``validation-bwd-data`` and ``validation-bwd-weight`` data sets), in bf16. The baseline, in the same run, is
 the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as multiply-adds per
 second. The last line times the sampled check a worker makes of that very largest forward problem
 (``ckspace.hip_runtime.sampled``: operands, positions, ``reference_at``, ``verify_at`` of a whole
@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import naive_conv  # noqa: E402  (tests/ holds the independent naive implementation)
 
+from ckspace.core.datasets import DATASETS  # noqa: E402
 from ckspace.core.problem import ConvProblem  # noqa: E402
 from ckspace.core.vocab import Variant  # noqa: E402
 from ckspace.hip_runtime.reference import (  # noqa: E402
@@ -42,36 +43,24 @@ from ckspace.hip_runtime.sampled import SAMPLES, reference_at, sample_positions 
 from ckspace.hip_runtime.verification import tolerance, verify, verify_at  # noqa: E402
 from ckspace.select.workload import read_workload  # noqa: E402
 
-PROBLEMS = ROOT.parent / "shared" / "data" / "problems"
-FALLBACK = {
-    "forward": ["N=1,C=52,K=156,Hi=256,Wi=256,Y=1,X=1", "N=32,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1"],
-    "bwd_data": ["N=8,C=256,K=64,Hi=14,Wi=14,Y=1,X=1"],
-    "bwd_weight": ["N=8,C=512,K=256,Hi=7,Wi=7,Y=3,X=3,pad=1"],
-}
 MEMORY_BUDGET = 1 << 30
 SMALL = {"ndim": 2, "N": 1, "G": 1, "C": 8, "K": 8, "Hi": 8, "Wi": 8, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}
 
 
 def _problems(name: str, variant: Variant) -> list[ConvProblem]:
-    path = PROBLEMS / name
-    return list(read_workload(path, variant).problems) if path.exists() else []
+    return list(read_workload(DATASETS[name].path, variant).problems)
 
 
 def shapes() -> list[tuple[str, ConvProblem]]:
-    forward = _problems("forward_bench300_problems.csv", Variant.FORWARD)
-    chosen = []
-    if forward:
-        first = next(p for p in forward if (p.C, p.K, p.Hi, p.Wi) == (52, 156, 256, 256))
-        fits = [p for p in forward if 4 * sum(map(math.prod, operand_shapes(p, "forward"))) <= MEMORY_BUDGET]
-        chosen += [("forward", first), ("forward", max(fits, key=lambda p: p.flops))]
-        largest = max(forward, key=lambda p: p.flops)
-        if largest not in fits:
-            chosen.append(("forward (estimated)", largest))
-    else:
-        chosen += [("forward", ConvProblem.parse(t)) for t in FALLBACK["forward"]]
+    forward = _problems("benchmark-forward-300", Variant.FORWARD)
+    first = next(p for p in forward if (p.C, p.K, p.Hi, p.Wi) == (52, 156, 256, 256))
+    fits = [p for p in forward if 4 * sum(map(math.prod, operand_shapes(p, "forward"))) <= MEMORY_BUDGET]
+    chosen = [("forward", first), ("forward", max(fits, key=lambda p: p.flops))]
+    largest = max(forward, key=lambda p: p.flops)
+    if largest not in fits:
+        chosen.append(("forward (estimated)", largest))
     for variant in ("bwd_data", "bwd_weight"):
-        problems = _problems(f"{variant}_test_validation_problems.csv", Variant(variant))
-        problems = problems or [ConvProblem.parse(t) for t in FALLBACK[variant]]
+        problems = _problems(f"validation-{variant.replace('_', '-')}", Variant(variant))
         chosen.append((variant, max(problems, key=lambda p: p.flops)))
     return chosen
 
@@ -140,8 +129,7 @@ def main() -> None:
         print(f"| {variant} | {problem.text()} | {problem.flops / 1e9:.1f} | {inputs * 1e3:.0f} | "
               f"{med * 1e3:.0f} ({low * 1e3:.0f}-{high * 1e3:.0f}) | {problem.flops / 2 / med / 1e9:.1f} | "
               f"{check * 1e3:.0f} | {c_ref.size} |")
-    forward = _problems("forward_bench300_problems.csv", Variant.FORWARD)
-    sampled_check(max(forward, key=lambda p: p.flops) if forward else ConvProblem.parse(FALLBACK["forward"][1]))
+    sampled_check(max(_problems("benchmark-forward-300", Variant.FORWARD), key=lambda p: p.flops))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Latency of one ``Selector.select`` call with the shipped model loaded.
 
 Registries: the model's 30 measured kernels, and every GEMM kernel of the ``full`` rule set for
-gfx950 forward 2D bf16. Problems: the 300 forward shapes of the benchmark set when ``../shared`` is
-there, else a fixed list. Each select sees a new problem (nothing per-problem is cached); the
+gfx950 forward 2D bf16. Problems: the 300 forward shapes of the benchmark set (the
+``benchmark-forward-300`` data set). Each select sees a new problem (nothing per-problem is cached); the
 candidate columns are prepared once per registry, as a long-lived selector does. Also reported:
 LightGBM's own ``Booster.predict`` on the same feature matrix, against the direct C-API call the
 selector makes.
@@ -19,10 +19,10 @@ import argparse
 import csv
 import itertools
 import time
-from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
@@ -34,16 +34,9 @@ from ckspace.select.features import feature_matrix
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
 
-PROBLEMS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "problems" / "forward_bench300_problems.csv"
-FALLBACK = ["N=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1", "N=4,C=256,K=64,Hi=28,Wi=28,Y=1,X=1",
-            "N=8,C=128,K=128,Hi=14,Wi=14,Y=3,X=3,stride=2,pad=1", "N=1,C=512,K=512,Hi=7,Wi=7,Y=3,X=3,pad=1"]
-
-
 def problems() -> list[ConvProblem]:
-    if not PROBLEMS_CSV.is_file():
-        return [ConvProblem.parse(t) for t in FALLBACK]
     keys = ("N", "G", "C", "K", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
-    with PROBLEMS_CSV.open(newline="") as handle:
+    with DATASETS["benchmark-forward-300"].path.open(newline="") as handle:
         return [ConvProblem.from_values({k: int(row[k]) for k in keys}) for row in csv.DictReader(handle)]
 
 

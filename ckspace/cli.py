@@ -50,10 +50,10 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
     """The parser of every command, and the command modules by name. The commands are imported
     here, not at the top, so that :func:`main` has its signal handlers before they load."""
     from ckspace.commands import COMMANDS
-    from ckspace.commands.common import StrictParser, help_epilog
+    from ckspace.commands.common import StrictParser, format_choices, help_epilog
 
     parser = StrictParser(prog="ckspace", description="The space of AMD CK Tile grouped-convolution kernels.",
-                          epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ckspace {__version__}")
     _add_globals(parser, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=StrictParser)
@@ -64,6 +64,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
         _add_globals(command, argparse.SUPPRESS)
         module.configure(command)
         modules[module.NAME] = module
+    parser.epilog = help_epilog({name: choices for name, command in sub.choices.items()
+                                 if (choices := format_choices(command))})
     return parser, modules
 
 
@@ -76,8 +78,15 @@ def _add_globals(parser: argparse.ArgumentParser, default: object) -> None:
 
 
 def _write(text: str) -> None:
+    """Write the command's output to stdout. A character stdout's encoding cannot represent
+    (``PYTHONIOENCODING=ascii``, a Latin-1 locale) is written as its backslash escape (``\\xfc``)
+    rather than failing the command: the JSON, CSV and name outputs are ASCII whatever the input
+    (JSON escapes, kernel names, field values), so such a character is in a text or markdown report
+    (a path the user gave, a rule's prose), which reads well enough escaped, while failing would hide
+    the report of work already done (emit's files are written) behind a status that says it failed."""
     try:
-        sys.stdout.write(text)
+        encoding = sys.stdout.encoding or "utf-8"
+        sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
         sys.stdout.flush()
     except (AttributeError, ValueError):  # stdout closed (no file, or closed file object)
         raise CkspaceError("stdout is closed") from None
@@ -115,7 +124,7 @@ def _tell_ready() -> None:
         fd = int(value)
         os.write(fd, b"ready\n")
         os.close(fd)
-    except (ValueError, OSError):
+    except (ValueError, OverflowError, OSError):  # OverflowError: a number no descriptor has
         raise InvalidInputError(f"{READY_FD} is {value!r}; give the number of a file descriptor open for "
                                 "writing, or unset it") from None
 
@@ -132,7 +141,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command is None:
             sys.stdout.write(parser.format_help())
             return 0
-        logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
+        from ckspace.core.progress import NOTICE  # a compile of seconds is said without -v
+
+        logging.basicConfig(level=[NOTICE, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
                             format="ckspace: %(levelname)s: %(message)s", force=True)
         if getattr(args, "cache_dir", None) is not None:
             if not args.cache_dir.strip():

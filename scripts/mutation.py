@@ -311,7 +311,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    # the copies live in a temporary directory: point the tests at this checkout's ../shared
-    if (ROOT.parent / "shared").is_dir():
-        os.environ.setdefault("CKSPACE_SHARED", str(ROOT.parent / "shared"))
     sys.exit(main())

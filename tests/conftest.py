@@ -1,23 +1,33 @@
-"""Shared fixtures: the reference material in ../shared (optional) and an isolated cache."""
+"""Shared fixtures: the upstream reference fixtures (``tests/fixtures``), an isolated cache, the
+skips a missing compiler causes, and the skip policy CI holds the run to (:mod:`skip_policy`)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import lzma
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from hypothesis import Phase, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("CKSPACE_SHARED") or ROOT.parent / "shared")
-"""The reference material: $CKSPACE_SHARED, else ../shared beside the checkout."""
-ORACLE = SHARED / "oracle"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+"""Upstream's outputs the tests compare with, xz-compressed (their provenance: fixtures/README.md)."""
 ORACLE_REVISION = "7cd53015"
 """The rules revision the oracle fixtures, RULES.md and the reference implementations in tests/ pin."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from skip_policy import (  # noqa: E402 - the hooks CI's skip policy needs, registered with this conftest
+    NO_C_COMPILER,
+    pytest_make_collect_report,  # noqa: F401
+    pytest_runtest_makereport,  # noqa: F401
+)
 
 settings.register_profile("mutation", derandomize=True, database=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate])
@@ -37,11 +47,37 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["CKSPACE_CACHE_DIR"] = shared or str(tmp_path_factory.mktemp("ckspace-cache"))
 
 
+def _fixture_text(*parts: str) -> str:
+    return lzma.decompress((FIXTURES.joinpath(*parts)).read_bytes()).decode()
+
+
 def oracle_lines(name: str) -> list[dict]:
-    path = ORACLE / f"{name}.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the oracle fixtures live in ../shared, not in the package")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The cells of one oracle fixture (``fixtures/oracle/<name>.jsonl.xz``)."""
+    return [json.loads(line) for line in _fixture_text("oracle", f"{name}.jsonl.xz").splitlines() if line.strip()]
+
+
+def upstream_csv(name: str) -> list[dict[str, str]]:
+    """The rows of an upstream CSV kept as a fixture (``fixtures/upstream/<name>.xz``)."""
+    return list(csv.DictReader(io.StringIO(_fixture_text("upstream", f"{name}.xz"), newline="")))
+
+
+def skip_without_compiler(reason: str) -> NoReturn:
+    """Skip a test whose compiler is missing (``reason`` names the script that installs one); a
+    failure instead under ``CKSPACE_REQUIRE_TOOLCHAIN=1``: .ci/run installs the toolchain, so there
+    a missing compiler is a broken install, not a machine without one."""
+    if os.environ.get("CKSPACE_REQUIRE_TOOLCHAIN") == "1":
+        pytest.fail(f"CKSPACE_REQUIRE_TOOLCHAIN=1 but: {reason}")
+    pytest.skip(reason)
+
+
+def c_compiler() -> str:
+    """The host C compiler the dispatcher's host part and the compiled trees are built with."""
+    from ckspace.select.compiled import host_c_compiler
+
+    compiler = host_c_compiler()
+    if compiler is None:
+        skip_without_compiler(NO_C_COMPILER)
+    return compiler
 
 
 def load_nested_loop():
@@ -49,6 +85,11 @@ def load_nested_loop():
     import nested_loop
 
     return nested_loop
+
+
+FAKE_OBJECT = b'\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\xe0\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+"""What the tests' stand-in compilers write as an object: the smallest whole ELF64 relocatable (a
+header whose empty section table lies inside the file), so the object cache takes it as whole."""
 
 
 HALF = ((4, 64, 16), (16, 16, 16), (16, 16, 32), (32, 32, 8), (32, 32, 16), (64, 4, 16))

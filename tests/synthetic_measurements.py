@@ -10,10 +10,10 @@ units in whole rounds, and split-K adds a reduction. Seeded lognormal noise make
 measurements do. The truth (noise-free latency) is returned beside the rows, so a test can judge a
 selector against it.
 
-Kernels come from the real space (``Space(..., rule_set="default")``), problems from the published
-problem lists in ``../shared/data/problems`` plus 1D/3D, dilated and split-K shapes drawn here;
-only pairs whose kernel supports the problem (the selector's problem rules, as ``ckspace bench``
-asks ``ckspace_is_supported``) get rows.
+Kernels come from the real space (``Space(..., rule_set="default")``), problems from upstream's
+synthetic problem lists (the ``synthetic-<variant>`` data sets of :mod:`ckspace.core.datasets`)
+plus 1D/3D, dilated and split-K shapes drawn here; only pairs whose kernel supports the problem
+(the selector's problem rules, as ``ckspace bench`` asks ``ckspace_is_supported``) get rows.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from conftest import SHARED
 
 from ckspace.core.config import GemmConfig
+from ckspace.core.datasets import DATASETS
 from ckspace.core.measurement import COLUMNS, config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
 
-PROBLEMS = SHARED / "data" / "problems"
 ARCH, DTYPE = "gfx950", "bf16"
 CUS, PEAK_TFLOPS = 256, 2516.6
 PIPELINE_SPEED = {"compv3": 1.0, "compv4": 1.1, "compv5": 0.9, "compv6": 1.05, "mem": 0.7, "comp_async": 1.1,
@@ -44,7 +43,7 @@ _KEYS = ("N", "C", "K", "G", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "strid
 
 def listed_problems(variant: str, count: int, offset: int = 0) -> list[ConvProblem]:
     """``count`` distinct problems of the variant's published synthetic list, spread over it (2D)."""
-    path = PROBLEMS / f"{variant}_synthetic_extended_problems.csv"
+    path = DATASETS[f"synthetic-{variant.replace('_', '-')}"].path
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     out: dict[str, ConvProblem] = {}

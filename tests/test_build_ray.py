@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from compile_sample import sample_kernels, sample_request
-from conftest import fake_ck
+from conftest import FAKE_OBJECT, fake_ck
 from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
@@ -66,7 +66,7 @@ for line in source.read_text().splitlines():
             os.kill(os.getppid(), signal.SIGKILL); sys.exit(9)
         if rule == "BROKEN" or (rule == "FLAKY" and first_time(rule)):
             print(f"{{name}}:1:1: error: {{rule.lower()}} kernel", file=sys.stderr); sys.exit(1)
-out.write_text("obj")
+out.write_bytes({fake_object})
 """
 
 
@@ -94,7 +94,8 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The stand-in compiler as CKSPACE_CXX, a fake CK tree; returns the folder of the attempt markers."""
     compiler = tmp_path / "stand-in" / "clang"
     compiler.parent.mkdir()
-    compiler.write_text(STAND_IN.format(python=sys.executable, markers=str(tmp_path / "markers")))
+    compiler.write_text(STAND_IN.format(python=sys.executable, markers=str(tmp_path / "markers"),
+                                        fake_object=repr(FAKE_OBJECT)))
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CKSPACE_CXX", str(compiler))
     monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(tmp_path))
@@ -162,7 +163,7 @@ def test_200_units_with_failures_and_killed_workers(tmp_path: Path, stand_in: Pa
 
     objects = cache_objects(tmp_path / "objects")
     assert len(objects) == 200 + 126 + 10 + 3  # warm, changed, ok after a retry (3 after a killed worker)...
-    assert set(objects.values()) == {b"obj"}  # ...and no half object, no temporary file
+    assert set(objects.values()) == {FAKE_OBJECT}  # ...and no half object, no temporary file
     again = build(tree, "gfx942", jobs=None, batch=1, allow_edited=True, executor="ray", address=ray_cluster)
     assert {k.name for k in again.kernels if not k.cached} == {k for k, v in expected.items() if "failed" in v}
     assert (again.ok, again.failed) == (report.ok, report.failed)

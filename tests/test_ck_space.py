@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from ckspace import CkspaceError, Space
+from ckspace import Space
 from ckspace.core.ck_headers import find_revision
 
 
 @pytest.fixture(scope="module")
 def ck_space() -> Space:
-    space = Space("gfx942", rule_set="full", ck=None)
-    try:
-        return space.for_ck(find_revision())
-    except CkspaceError as exc:
-        if os.environ.get("CKSPACE_REQUIRE_TOOLCHAIN"):
-            raise
-        pytest.skip(f"no CK headers here: {exc}")
+    """The CK headers of the test extras (amd-aiter): always there in a test install."""
+    return Space("gfx942", rule_set="full", ck=None).for_ck(find_revision())
 
 
 def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:

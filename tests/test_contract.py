@@ -13,16 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, fake_ck
+from conftest import fake_ck
 from fuzz_world import PROBLEM, contract_breaks, run_cli
 
 import ckspace
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256
 from ckspace.select.store import shipped_model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+DATA = DATASETS["mi355x-forward-bf16"].path
 EXPLAIN = ["explain", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16"]
 TINY = ["--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16", "--rule-set", "tiny"]
 EMIT = [*TINY[:-1], "full-tests"]
@@ -41,8 +42,6 @@ def fails(argv: list[str], *needles: str, status: int = 2) -> str:
 
 @pytest.fixture(scope="module")
 def small_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is absent")
     path = tmp_path_factory.mktemp("data") / "small.csv"  # no arch in the name: --arch is needed
     path.write_text("".join(DATA.read_text().splitlines(keepends=True)[:400]))
     return path
@@ -102,7 +101,6 @@ def test_evaluate_plot_never_replaces_a_device_and_writes_a_whole_png(tmp_path, 
     fails([*evaluate, "/dev/null"], "not a regular file")
     fails([*evaluate, str(tmp_path)], "directory")
     assert Path("/dev/null").is_char_device()
-    pytest.importorskip("matplotlib")
     assert run_cli([*evaluate, str(tmp_path / "plot.png")]).status == 0
     assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")
     assert [p.name for p in tmp_path.iterdir()] == ["plot.png"]

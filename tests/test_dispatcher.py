@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED
+from conftest import c_compiler
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +25,7 @@ from ckspace.constraints.expr import evaluate
 from ckspace.constraints.classify import columns
 from ckspace.constraints.problem_rules import gemm_problem_rules
 from ckspace.core.config import GemmConfig
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
@@ -33,22 +34,19 @@ from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.emitter import _environment
 from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
-from ckspace.select.compiled import compile_library, host_c_compiler
+from ckspace.select.compiled import compile_library
 from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
 from ckspace.space.space import Space
 
-DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+DATA = DATASETS["mi355x-forward-bf16"].path
 KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
 
 
 def compiled(library: Library, arch: str) -> Dispatcher:
     """The host part of ``library``'s dispatcher, built with the host C compiler."""
-    compiler = host_c_compiler()
-    if compiler is None:
-        pytest.skip("no C compiler")
     sources = {path: data.decode() for path, data in dispatcher_sources(library, arch, _environment()).items()}
-    return Dispatcher.load(compile_library(sources, host_units(list(sources)), compiler))
+    return Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
 
 
 @cache
@@ -90,8 +88,6 @@ def agree(dispatcher: Dispatcher, library: Library, selector: Selector, problem:
 
 
 def test_same_pick_on_every_real_problem() -> None:
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is absent")
     library, dispatcher, selector = measured()
     with DATA.open(newline="") as handle:
         shapes = {tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)}
@@ -105,8 +101,6 @@ def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
     the shipped model's domain (vector widths, pipelines, schedulers it never saw), so C and Python
     both score them through their siblings (ckspace.select.support); they agree on every real
     shape, picks and estimates, and some picks are extrapolated ones."""
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is absent")
     selector = python_selector(Variant.FORWARD, Dtype.BF16)
     configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"]
     configs += [config_from_any_name(n, "gfx950") for n in selector.default_candidates]  # inside the domain
@@ -145,12 +139,9 @@ def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
     selector = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
     configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"]
     library = Library.build(configs)
-    compiler = host_c_compiler()
-    if compiler is None:
-        pytest.skip("no C compiler")
     sources = {path: data.decode() for path, data in
                dispatcher_sources(library, "gfx950", _environment(), {(Variant.FORWARD, Dtype.BF16): model}).items()}
-    dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), compiler))
+    dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
     prepared = selector.prepare(configs, configs)
     binds = 0
     for text in ("N=8,C=256,K=64,Hi=56,Wi=56,Y=1,X=1", "N=1,C=64,K=64,Hi=28,Wi=28,Y=3,X=3,pad=1",

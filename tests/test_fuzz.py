@@ -1,17 +1,19 @@
 """Fuzzing the command line against its contract.
 
 Random argument lists over every subcommand (its own options, global options anywhere, values
-valid, plausible and hostile, the hostile files of :mod:`fuzz_world`) must each end with exit
-status 0, 1 or 2, no traceback, a failure as one line on stderr, and nothing that existed before
-lost or changed but ckspace's own outputs. A bounded run is part of every test run; the long run
-is opt-in: ``pytest -m fuzz_long`` (examples: ``CKSPACE_FUZZ_EXAMPLES``, default 3000). Ctrl-C and
-SIGTERM are sent to real processes at moments of an emit, timed from the process's report that its
-handlers are installed (never from its start: see :func:`fuzz_world.start_ready`).
+valid, plausible and hostile, the hostile files of :mod:`fuzz_world`, now and then a hostile
+environment variable) must each end with exit status 0, 1 or 2, no traceback, a failure as one
+line on stderr, and nothing that existed before lost or changed but ckspace's own outputs. A
+bounded run is part of every test run; the long run is opt-in: ``pytest -m fuzz_long`` (examples:
+``CKSPACE_FUZZ_EXAMPLES``, default 3000). Ctrl-C and SIGTERM are sent to real processes at moments
+of an emit, timed from the process's report that its handlers are installed (never from its start:
+see :func:`fuzz_world.start_ready`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -19,8 +21,9 @@ from pathlib import Path
 
 import pytest
 from conftest import fake_ck
-from fuzz_world import PROBLEM, build_world, contract_breaks, finish, lost, run_cli, snapshot, start_ready
-from hypothesis import HealthCheck, given, settings
+from fuzz_world import (HOSTILE_ENVIRONMENT, PROBLEM, build_world, contract_breaks, finish, lost, run_cli, snapshot,
+                        start_ready)
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import _parser
@@ -44,6 +47,9 @@ _VALUES = [
 ]
 """Values any option may get: valid ones (so commands get past the first check), near misses and
 hostile ones. Paths of the hostile world are added per run."""
+CACHES = ["small_gfx950.csv/cache", "/proc/ckspace-no-cache", "damaged_cache"]
+"""Cache directories nobody can write (under a file; in /proc, which root cannot write either) and
+one whose entries are damaged (:func:`fuzz_world.build_world`): a command answers without them."""
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +101,7 @@ def command_lines(draw, paths: dict[str, str]) -> list[str]:
         elif kind == 8:
             argv.insert(draw(st.integers(0, len(argv))), draw(st.sampled_from(["-v", "-vv", "--version"])))
         else:
-            argv += ["--cache-dir", draw(st.sampled_from(["cache2", "", "small_gfx950.csv", "/dev/null"]))]
+            argv += ["--cache-dir", draw(st.sampled_from(["cache2", "", "small_gfx950.csv", "/dev/null", *CACHES]))]
     return argv
 
 
@@ -146,6 +152,13 @@ def mutated_lines(draw, paths: dict[str, str]) -> list[str]:
     return argv
 
 
+_SETTINGS = [(name, value) for name, values in HOSTILE_ENVIRONMENT.items() for value in values]
+
+environments = st.one_of(st.just({}), st.just({}), st.just({}),
+                         st.lists(st.sampled_from(_SETTINGS), min_size=1, max_size=2).map(dict))
+"""Mostly the world's environment; else one or two variables set to a hostile value for the run."""
+
+
 class Tally:
     """Command lines run and their exit statuses (reported by the fuzz tests)."""
 
@@ -160,13 +173,13 @@ def _fuzz(world, examples: int) -> None:
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=examples <= 400,
               suppress_health_check=list(HealthCheck))
-    @given(argv=st.one_of(command_lines(paths), mutated_lines(paths)))
-    def one(argv: list[str]) -> None:
-        outcome = run_cli(argv)
+    @given(argv=st.one_of(command_lines(paths), mutated_lines(paths)), env=environments)
+    def one(argv: list[str], env: dict[str, str]) -> None:
+        outcome = run_cli(argv, env)
         Tally.runs += 1
         Tally.statuses[outcome.status] = Tally.statuses.get(outcome.status, 0) + 1
         broken = contract_breaks(argv, outcome)
-        assert not broken, f"ckspace {argv!r}: {broken}; stderr: {outcome.stderr[-500:]}"
+        assert not broken, f"{env or ''} ckspace {argv!r}: {broken}; stderr: {outcome.stderr[-500:]}"
         assert os.getcwd() == str(root)
 
     one()
@@ -192,6 +205,40 @@ def test_fuzz_command_lines_keep_the_contract(world) -> None:
 @pytest.mark.fuzz_long
 def test_fuzz_long(world) -> None:
     _fuzz(world, int(os.environ.get("CKSPACE_FUZZ_EXAMPLES", "3000")))
+
+
+@st.composite
+def misspelt_lines(draw) -> tuple[list[str], str]:
+    """A working command line with a misspelling of one of its command's long options (a letter
+    dropped, doubled, or swapped with the next) inserted anywhere after the command; and the typo."""
+    argv = list(draw(st.sampled_from(VALID_LINES)))
+    options = _options(argv[0])
+    name = draw(st.sampled_from([o for o in options if o.startswith("--")]))[2:]
+    at = draw(st.integers(0, len(name) - 2))
+    typo = "--" + draw(st.sampled_from([name[:at] + name[at + 1:], name[:at] + name[at] + name[at:],
+                                        name[:at] + name[at + 1] + name[at] + name[at + 2:]]))
+    assume(typo not in options)
+    argv.insert(draw(st.integers(1, len(argv))), typo)
+    return argv, typo
+
+
+def test_a_misspelt_option_is_named_in_one_line(world) -> None:
+    """Wherever it stands (before a required option, between an option and its value), the typo is
+    what the one line names, with a real option as the hint when one is close."""
+
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(case=misspelt_lines())
+    def one(case: tuple[list[str], str]) -> None:
+        argv, typo = case
+        outcome = run_cli(argv)
+        lines = outcome.stderr.splitlines()
+        assert outcome.status == 2 and len(lines) == 1, (argv, outcome.stderr)
+        assert lines[0].startswith(f"ckspace: error: unknown option {typo} of ckspace {argv[0]}"), (argv, lines)
+        hint = re.search(r"did you mean (\S+)\?", lines[0])
+        assert hint is None or hint[1] in _options(argv[0]), lines[0]
+
+    one()
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

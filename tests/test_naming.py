@@ -14,7 +14,7 @@ from contextlib import redirect_stdout
 from itertools import permutations
 
 import pytest
-from conftest import SHARED
+from conftest import upstream_csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +22,7 @@ from ckspace.cli import main
 from ckspace.constraints.generate.default import proposals
 from ckspace.core import naming
 from ckspace.core.config import GemmConfig
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidChoiceError, KernelNameError
 from ckspace.core.fields import (
     GEMM_DEFAULTS,
@@ -251,13 +252,10 @@ def test_benchmark_names_map_to_the_recorded_configs() -> None:
 
 
 def test_every_benchmark_csv_kernel_is_a_recorded_one() -> None:
-    paths = sorted((SHARED / "data" / "upstream").glob("*.csv"))
-    if not paths:
-        pytest.skip("../shared/data/upstream is absent: the measurements live in ../shared, not in the package")
-    kernels = set()
-    for path in paths:
-        with path.open(newline="") as f:
-            kernels |= {row[col] for row in csv.DictReader(f) for col in ("kernel", "kernel_name") if col in row}
+    """The kernels of the shipped measurements and of upstream's predictions on the same problems."""
+    with DATASETS["mi355x-forward-bf16"].path.open(newline="") as f:
+        kernels = {row["kernel"] for row in csv.DictReader(f)}
+    kernels |= {row["kernel_name"] for row in upstream_csv("ml_predictions_300.csv")}
     assert kernels and {k.removeprefix(BENCHMARK_PREFIX) for k in kernels} == set(BENCHMARK_CONFIGS)
 
 

@@ -20,7 +20,7 @@ import pytest
 import reference_rules as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import ORACLE_REVISION
+from conftest import FAKE_OBJECT, ORACLE_REVISION
 from strategies import consistent_streamk
 from test_build import use_fake_toolchain
 from test_emit import AITER
@@ -313,7 +313,7 @@ source = pathlib.Path(args[args.index("-c") + 1])
 if "interwave" in source.read_text():
     print("/x/include/ck_tile/ops/p.hpp:12:7: error: static assertion failed due to requirement '3 == 4'",
           file=sys.stderr); sys.exit(1)
-out.write_text("obj")
+out.write_bytes({FAKE_OBJECT!r})
 """
 
 

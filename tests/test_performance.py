@@ -16,13 +16,13 @@ from itertools import product
 
 import numpy as np
 import pytest
-from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_performance import block_costs, reference_cycles, reference_log2_tflops
 from strategies import boundary_problems, gemm_configs
 
 from ckspace.core.config import GemmConfig
+from ckspace.core.datasets import DATASETS
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
@@ -477,10 +477,7 @@ def test_the_model_ranks_the_measured_kernels_as_documented() -> None:
     from ckspace.select.dataset import load_measurements
     from ckspace.select.metrics import summarize
 
-    data_file = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
-    if not data_file.is_file():
-        pytest.skip(f"{data_file} is absent")
-    data = load_measurements([data_file], "gfx950", "forward", "bf16")
+    data = load_measurements([DATASETS["mi355x-forward-bf16"].path], "gfx950", "forward", "bf16")
     table, hw = ConfigTable.build(data.configs), hardware_facts("gfx950")
     scores = np.vstack([feature_matrix(p, data.variant, data.dtype, table, hw)[:, ANALYTICAL] for p in data.problems])
     s = summarize(scores, data.tflops)

@@ -216,14 +216,9 @@ def test_plan_cli_min_efficiency_and_bad_input(capsys: pytest.CaptureFixture[str
 def test_evaluate_plans_against_hindsight(capsys: pytest.CaptureFixture[str]) -> None:
     """The hindsight plan is optimal on the measurements per fold, so no plan of the same budget
     can beat it on (a); every budget carries the JSON contract's fields."""
-    from conftest import SHARED
-
     from ckspace.cli import main
 
-    data = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
-    if not data.exists():
-        pytest.skip(f"{data} is absent: the measurements live in ../shared, not in the package")
-    assert main(["evaluate", "--data", str(data), "--folds", "3", "--seed", "1", "--format", "json",
+    assert main(["evaluate", "--data", "mi355x-forward-bf16", "--folds", "3", "--seed", "1", "--format", "json",
                  "--plan-budgets", "2,4"]) == 0
     plans = json.loads(capsys.readouterr().out)["plans"]
     assert sorted(plans) == ["2", "4"]

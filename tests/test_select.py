@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import reference_problem as ref
 import reference_rules as rr
-from conftest import SHARED
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import boundary_problems
 from test_problem import problems
 
 from ckspace.cli import main
+from ckspace.core.datasets import DATASETS
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
@@ -31,7 +31,7 @@ from ckspace.select.store import (
 )
 from ckspace.space.space import Space
 
-DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+DATA = DATASETS["mi355x-forward-bf16"].path
 PROBLEM = "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
 
 
@@ -50,12 +50,6 @@ def full_registry() -> list[GemmConfig]:
 def own_names(names) -> list[str]:
     """The configs' own ckspace names of kernel names (selection prints those, never benchmark names)."""
     return [config_from_any_name(n, "gfx950").name for n in names]
-
-
-def needs_data() -> Path:
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is absent: the measurements live in ../shared, not in the package")
-    return DATA
 
 
 def test_benchmark_names_map_through_the_default_tables() -> None:
@@ -275,7 +269,7 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     from ckspace.select.store import ModelCard, save_model
     from ckspace.select.support import training_domain
 
-    data = load_measurements([needs_data()], "gfx950", "forward", "bf16")
+    data = load_measurements([DATA], "gfx950", "forward", "bf16")
     small = data.subset(np.arange(0, 231, 6))
     rows = design(small)
     ranker, regressor = fit(rows, "lambdarank", num_rounds=20), fit(rows, "regression", num_rounds=20)
@@ -296,9 +290,8 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
 
 
 def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    data = needs_data()
     plot = tmp_path / "cv.png"
-    assert main(["evaluate", "--data", str(data), "--folds", "3", "--seed", "1", "--format", "json",
+    assert main(["evaluate", "--data", "mi355x-forward-bf16", "--folds", "3", "--seed", "1", "--format", "json",
                  "--plot", str(plot)]) == 0
     result = json.loads(capsys.readouterr().out)
     assert {"mean", "median", "p10", "min", "top1", "top5"} <= set(result)
@@ -327,11 +320,8 @@ def _shapes(path: Path) -> list[ConvProblem]:
 def test_listed_numbers_agree_with_the_order(selector: Selector, full_registry) -> None:
     """On the real forward problems, no listed kernel shows a higher predicted TFLOPS than the one
     above it, and the scores fall down the list."""
-    path = SHARED / "data" / "problems" / "forward_miopen300_problems.csv"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
     checked = 0
-    for problem in _shapes(path):
+    for problem in _shapes(DATASETS["miopen-forward-300"].path):
         for registry in (list(selector.default_candidates), full_registry):
             try:
                 result = selector.select(problem, registry, k=10)
@@ -347,9 +337,8 @@ def test_listed_numbers_agree_with_the_order(selector: Selector, full_registry) 
 def test_every_real_problem_is_answered_by_the_measured_kernels(selector: Selector) -> None:
     """All 230 distinct shapes of the measurements get a kernel from the 30 measured families (63
     of them only through a narrower-vector variant), and the pick's family was measured on it."""
-    data = needs_data()
     keys = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
-    with data.open(newline="") as handle:
+    with DATA.open(newline="") as handle:
         measured: dict[tuple, dict[str, float]] = {}
         for row in csv.DictReader(handle):
             measured.setdefault(tuple(int(row[k]) for k in keys), {})[row["kernel"]] = float(row["tflops"])

@@ -31,8 +31,6 @@ from ckspace.select.selector import Selector
 
 BAD = {"wrong": 0.04, "crash": 0.02, "timeout": 0.02, "failed": 0.01}
 
-pytestmark = pytest.mark.skipif(not sm.PROBLEMS.is_dir(), reason=f"{sm.PROBLEMS} is absent (../shared)")
-
 
 @pytest.fixture(autouse=True)
 def _few_rounds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED
 from fuzz_world import contract_breaks, run_cli
 
 from ckspace.commands.train import (
@@ -23,12 +22,13 @@ from ckspace.commands.train import (
     fit_progress,
     parse_threads,
 )
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidInputError
 from ckspace.select import boosters
 from ckspace.select.features import FEATURE_NAMES
 from ckspace.select.metrics import HEADER, random_expectation, summarize
 
-DATA = SHARED / "data" / "upstream" / "benchmark_forward_300_bf16_gfx950.csv"
+DATA = DATASETS["mi355x-forward-bf16"].path
 
 
 @pytest.fixture(autouse=True)
@@ -38,9 +38,7 @@ def _few_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def real():
-    """The MI355X forward bf16 measurements (231 problems x 30 kernels), if ../shared holds them."""
-    if not DATA.is_file():
-        pytest.skip(f"{DATA} is absent: the measurements live in ../shared, not in the package")
+    """The MI355X forward bf16 measurements (231 problems x 30 kernels)."""
     from ckspace.select.dataset import load_cells
 
     [data] = load_cells([DATA])
@@ -51,8 +49,8 @@ def real():
 @pytest.mark.parametrize("command", ["train", "evaluate"])
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5", "2x", str(MAX_THREADS + 1), "99999999999999999999"])
 def test_a_bad_thread_count_is_one_line_naming_it(tmp_path: Path, command: str, bad: str) -> None:
-    """Checked before any file is read: the data file need not exist."""
-    argv = [command, "--data", str(tmp_path / "absent.csv"), "--threads", bad,
+    """Checked before any file is read (the data set's name is resolved to its file, not read)."""
+    argv = [command, "--data", "mi355x-forward-bf16", "--threads", bad,
             *(["--out", str(tmp_path / "model")] if command == "train" else [])]
     outcome = run_cli(argv)
     assert outcome.status == 2 and not contract_breaks(argv, outcome), outcome.stderr
@@ -197,9 +195,12 @@ def test_evaluate_prints_the_same_off_a_terminal_and_nothing_on_stderr(real) -> 
     lines = outcome.stdout.splitlines()
     start = lines.index(HEADER) + 1
     table = lines[start:next(i for i in range(start, len(lines)) if lines[i].startswith("model = "))]
-    # the trained model, the single best kernel and the analytical model side by side, ties last
+    # the trained model (named by its objective, which has no row of its own), the other objective,
+    # the single best kernel and the analytical model side by side, ties last
     rows = {line.split()[0]: line.split() for line in table}
-    assert list(rows) == ["model", *boosters.OBJECTIVES, "single_best_kernel", "random", "analytical"]
+    winner = next(iter(rows)).removeprefix("model=")
+    assert list(rows) == [f"model={winner}", *(o for o in boosters.OBJECTIVES if o != winner), "single_best_kernel",
+                          "random", "analytical"]
     assert all(len(row) == len(HEADER.split()) for row in rows.values())
     assert rows["random"][-1] == "0.0"
 

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.commands.common import data_set_help, problems_file
+from ckspace.core.datasets import Kind
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 
 NAME = "bench"
 HELP = "run, verify and time a built library's kernels on problems (AMD GPU); one CSV row per pair"
@@ -14,8 +16,9 @@ HELP = "run, verify and time a built library's kernels on problems (AMD GPU); on
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, help="a tree written by ckspace emit --with-selector and built by ckspace build")
-    parser.add_argument("--problems", required=True, type=Path, metavar="CSV",
-                        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels)")
+    parser.add_argument("--problems", required=True, type=problems_file, metavar="CSV",
+                        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels), "
+                             + data_set_help(Kind.PROBLEMS))
     parser.add_argument("--out", required=True, type=Path, metavar="CSV",
                         help="results, one row per pair (never replaced: --resume continues it)")
     parser.add_argument("--variant", help="run only this variant's kernels (default: the library's, if it holds one)")
@@ -52,15 +55,13 @@ def _devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
+    from ckspace.core.files import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 
     manifest_path = tree / MANIFEST_NAME
-    if not manifest_path.is_file():
+    if not manifest_path.exists():
         raise InvalidInputError(f"{tree} has no {MANIFEST_NAME}: give a tree written by ckspace emit --with-selector")
-    try:
-        manifest = Manifest.model_validate_json(manifest_path.read_bytes())
-    except ValueError as exc:
-        raise InvalidInputError(f"{manifest_path} is not a ckspace manifest ({str(exc).splitlines()[0]})") from None
+    manifest = read_json_model(Manifest, manifest_path, "manifest")
     if manifest.dispatcher is None:
         raise InvalidInputError(f"{tree} has no dispatcher: emit it with --with-selector, then ckspace build")
     built = sorted((tree / "build").glob("*/libckspace_kernels_*.so"))
@@ -131,10 +132,9 @@ def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:
     of_variant = [n for n, c in configs.items() if c.variant is variant]
     if path is None:
         return of_variant
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CkspaceError(f"cannot read --kernels {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from ckspace.core.files import read_input_text
+
+    text = read_input_text(path, "--kernels")
     wanted = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     unknown = [n for n in wanted if n not in configs]
     if unknown:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from ckspace.commands.common import CK_ROOT_DEFAULT
+
 NAME = "build"
 HELP = "compile an emitted tree (batched, cached) into a shared library with a JSON report"
 
@@ -26,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "auto (the cluster ray start runs on this machine); default: $RAY_ADDRESS, else a "
                              "private Ray instance on this machine")
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
-    parser.add_argument("--ck-root", help="CK tree or include dir (default: CK_ROOT, ROCm, amd-aiter wheel)")
+    parser.add_argument("--ck-root", metavar="PATH", help=f"the CK headers to compile against ({CK_ROOT_DEFAULT})")
     parser.add_argument("--allow-edited", action="store_true",
                         help="build sources whose sha256 differs from manifest.json (edited by hand)")
 

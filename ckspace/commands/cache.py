@@ -1,7 +1,9 @@
 """``ckspace cache``: where the caches are and how big, and clearing them.
 
-A damaged cell entry is rebuilt on its own (it never needs clearing); ``clear`` is for reclaiming
-space or starting cold, and removes only the caches' own entries, nothing else in the directory.
+A damaged entry is rebuilt on its own (it never needs clearing); ``clear`` is for reclaiming space
+or starting cold, and removes the caches' own entries (cells, CK revisions, compiled selectors, and
+with ``--objects`` the compiled objects of ``build``, which take hours to make again), nothing else
+in the directory.
 """
 
 from __future__ import annotations
@@ -10,34 +12,35 @@ import argparse
 import json
 from typing import TextIO
 
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.commands.common import add_format_argument, one_of
 
 NAME = "cache"
-HELP = "show the cell and object caches (info) or empty them (clear)"
+HELP = "show the caches (info: cells, CK revisions, compiled selectors, objects) or empty them (clear)"
 ACTIONS = ("info", "clear")
 FORMATS = ("text", "json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", help="info or clear")
+    parser.add_argument("action", type=one_of("cache action", ACTIONS), choices=ACTIONS,
+                        help="show the caches (info) or empty them (clear)")
     parser.add_argument("--objects", action="store_true", help="clear: also the compiled-object cache of build")
-    parser.add_argument("--format", default="text", help="info: text or json (default: text)")
+    add_format_argument(parser, FORMATS, "; for info")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.constraints import cellcache
+    from ckspace.core import ck_headers
     from ckspace.hip_runtime import objcache
+    from ckspace.select import compiled
 
-    if args.action not in ACTIONS:
-        raise InvalidChoiceError("cache action", args.action, ACTIONS)
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     if args.action == "clear":
-        cells = cellcache.clear()
+        cells, revisions, selectors = cellcache.clear(), ck_headers.clear_cache(), compiled.clear_cache()
         objects = objcache.clear() if args.objects else 0
-        out.write(f"removed {cells} cell entries" + (f" and {objects} objects\n" if args.objects else "\n"))
+        out.write(f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors"
+                  + (f" and {objects} objects\n" if args.objects else "\n"))
         return 0
-    report = {"cells": cellcache.info(), "objects": objcache.info()}
+    report = {"cells": cellcache.info(), "ck_revisions": ck_headers.cache_info(),
+              "compiled_selectors": compiled.cache_info(), "objects": objcache.info()}
     if args.format == "json":
         out.write(json.dumps(report) + "\n")
         return 0

@@ -4,10 +4,14 @@ every command's arguments go through."""
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+from pathlib import Path
 
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
-from ckspace.core.errors import CkspaceError
+from ckspace.core.datasets import Kind, data_file, dataset_names
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 from ckspace.core.revisions import default_rules_revision, rules_revision_names
 from ckspace.core.vocab import Dtype, Variant, arch_names
 
@@ -28,14 +32,18 @@ ENVIRONMENT = {
 """Every environment variable ckspace reads, with what it means (``ckspace --help`` lists them)."""
 
 
-def help_epilog() -> str:
-    """What ``ckspace --help`` shows below the commands: the valid values and the environment."""
+def help_epilog(formats: dict[str, tuple[str, ...]]) -> str:
+    """What ``ckspace --help`` shows below the commands: the valid values (``formats``: each
+    command's ``--format`` choices, read from its parser so none is left out) and the environment."""
+    by_choices: dict[tuple[str, ...], list[str]] = {}
+    for command, choices in formats.items():
+        by_choices.setdefault(choices, []).append(command)
+    listed = "; ".join(f"{', '.join(commands)} {'|'.join(choices)}" for choices, commands in by_choices.items())
     lines = [f"archs: {', '.join(arch_names())}",
              f"variants: {', '.join(v.value for v in Variant)}; ndims: 1, 2, 3; dtypes: {', '.join(d.value for d in Dtype)}",
              f"rule sets: {', '.join(rule_set_names())}",
              f"rules revisions: {', '.join(rules_revision_names())} (default {default_rules_revision()})",
-             "formats: enumerate names|json|jsonl|csv; explain, lint, diff, select, evaluate text|json; "
-             "rules markdown|json",
+             f"formats (--format): {listed}",
              "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
              "findings with --strict, kernels emit cannot write), 2 bad input, 3 explain: valid but not proposed "
              "by the rule set, 130/143 interrupted",
@@ -60,8 +68,9 @@ class _StoreOnce(argparse.Action):
 
 
 class StrictParser(argparse.ArgumentParser):
-    """argparse, but errors are the one line the rest of the CLI prints, single-valued options may
-    be given once, and no option takes an empty string (an empty value is not "unset")."""
+    """argparse, but errors are the one line the rest of the CLI prints, an unknown option is named
+    before any other error, single-valued options may be given once, and no option takes an empty
+    string (an empty value is not "unset")."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("allow_abbrev", False)  # --arc is not --arch
@@ -71,6 +80,50 @@ class StrictParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CkspaceError(message)
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's signature
+        """argparse's, but an unknown option is named before anything else, with the option it most
+        resembles: argparse reports a missing required option (or a bad value after the typo) first,
+        so ``select --problm x`` would only say that --problem is required. What the parser cannot
+        read is refused here, not returned: a subcommand's parser is called through this method, and
+        only it knows its own options."""
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        except CkspaceError:
+            self._refuse_unknown_options(self._own_tokens(args))
+            raise
+        self._refuse_unknown_options(extras)
+        if extras:
+            raise CkspaceError(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def _own_tokens(self, args: list[str]) -> list[str]:
+        """The tokens this parser reads: up to ``--``, and up to the subcommand's name if it has any
+        (what follows is the subcommand's, which checks it itself)."""
+        commands = {name for a in self._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
+        own = []
+        for token in args:
+            if token == "--" or token in commands:
+                break
+            own.append(token)
+        return own
+
+    def _refuse_unknown_options(self, tokens: list[str]) -> None:
+        """Raise for the first token argparse would read as an option this parser does not have
+        (``-3`` is a number, ``-vv`` is -v twice, a token with a space is a value)."""
+        import difflib  # here, not at the top: 8 ms of every start, needed only for a mistake
+
+        known = sorted({o for a in self._actions for o in a.option_strings})
+        bare = {o.lstrip("-"): o for o in known}
+        for token in tokens:
+            name = token.partition("=")[0]
+            if not re.fullmatch(r"--?[A-Za-z][\w-]*", name) or name in known or \
+                    (not name.startswith("--") and name[:2] in known):
+                continue
+            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.7)
+            hint = f"; did you mean {bare[close[0]]}?" if close else ""
+            raise CkspaceError(f"unknown option {name} of {self.prog}{hint} (valid: {', '.join(known)})")
 
     def _get_values(self, action, arg_strings):  # noqa: ANN001 - argparse's own hook
         if not isinstance(action, argparse._SubParsersAction):
@@ -125,13 +178,43 @@ def request_from_args(args: argparse.Namespace) -> Request:
                          args.rules_revision)
 
 
+def one_of(what: str, choices: tuple[str, ...]):
+    """An argparse ``type`` that refuses anything but ``choices`` in ckspace's words (``unknown
+    format 'xml'; valid: text, json``); given with ``choices=`` too, so that the usage line shows
+    them (argparse checks the type first, so its own message is never reached)."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise argparse.ArgumentTypeError(str(InvalidChoiceError(what, value, choices)))
+        return value
+
+    return check
+
+
+def add_format_argument(parser: argparse.ArgumentParser, formats: tuple[str, ...], more: str = "") -> None:
+    """--format, one of ``formats`` (the first is the default): as argparse choices, so the usage
+    line shows them, a wrong one is refused before the command starts, and ``ckspace --help`` lists
+    them from the parser (:func:`format_choices`)."""
+    parser.add_argument("--format", type=one_of("format", formats), choices=formats, default=formats[0],
+                        help=f"output format (default: {formats[0]}){more}")
+
+
+def format_choices(parser: argparse.ArgumentParser) -> tuple[str, ...] | None:
+    """The ``--format`` choices of a command's parser (None: it has no --format)."""
+    return next((tuple(a.choices) for a in parser._actions if "--format" in a.option_strings and a.choices), None)
+
+
+CK_ROOT_DEFAULT = "default: CK_ROOT, ROCm, the amd-aiter wheel"
+"""Where the CK headers come from without ``--ck-root PATH``, as every command's help says it."""
+
+
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """--ck-root PATH / --rules-only: the target the command answers for (default: the CK headers
     ckspace finds; see :mod:`ckspace.core.target`)."""
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--ck-root", metavar="PATH",
-                       help="the CK headers of the target (default: CK_ROOT, ROCm, the amd-aiter wheel): only "
-                            "kernels they can build, less the ones upstream documents as wrong")
+                       help=f"the CK headers of the target ({CK_ROOT_DEFAULT}): only kernels they can build, less "
+                            "the ones upstream documents as wrong")
     which.add_argument("--rules-only", action="store_true",
                        help="the upstream rule space, whatever CK is installed (known-wrong kernels included)")
 
@@ -157,3 +240,31 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
                   args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision,
                   ck=target_from_args(args))
     return space.for_problem(args.problem) if args.problem else space
+
+
+def measurements_file(value: str) -> Path:
+    """argparse ``type`` of a measurement CSV argument (train and evaluate ``--data``): see
+    :func:`_data_file`."""
+    return _data_file(value, Kind.MEASUREMENTS)
+
+
+def problems_file(value: str) -> Path:
+    """argparse ``type`` of a problems CSV argument (plan and bench ``--problems``): see
+    :func:`_data_file`."""
+    return _data_file(value, Kind.PROBLEMS)
+
+
+def data_set_help(kind: Kind) -> str:
+    """What a CSV argument's help says about the data set names it takes (and that a file wins)."""
+    return (f"or the name of a {kind.value} data set shipped with ckspace: {', '.join(dataset_names(kind))} "
+            "(`ckspace info` describes them; an existing file of that name is read instead)")
+
+
+def _data_file(value: str, kind: Kind) -> Path:
+    """An existing path, else the file of the shipped data set of ``kind`` so named
+    (:func:`ckspace.core.datasets.data_file`); anything else is one line naming the value and the
+    data sets (argparse prefixes the option)."""
+    try:
+        return data_file(value, kind)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -8,12 +8,13 @@ import json
 from typing import TextIO
 
 from ckspace.commands.common import (
+    add_format_argument,
     add_space_arguments,
     request_from_args,
     space_from_args,
 )
 from ckspace.core.cells import Request
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import FIELD_INDEX
 from ckspace.space.listing import Kernel
 
@@ -35,12 +36,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--against-dtype", nargs="+", action="extend", help="the other side's dtypes")
     parser.add_argument("--against-rules-only", action="store_true",
                         help="the other side is the upstream rule space (what the target leaves out of it)")
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     other = argparse.Namespace(**vars(args))
     for side in _SIDES:
         value = getattr(args, f"against_{side}")

@@ -87,14 +87,10 @@ def _named(space, path: Path) -> list:
     one or the other: the command fails naming each that is not, with the rules that stop it."""
     from ckspace.core.cells import Cell
     from ckspace.core.config import GemmConfig
+    from ckspace.core.files import read_input_text
     from ckspace.space.listing import Kernel
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CkspaceError(f"cannot read --kernels {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CkspaceError(f"--kernels {path} is not UTF-8 text (kernel names, one per line)") from None
+    text = read_input_text(path, "--kernels")
     wanted = list(dict.fromkeys(line.strip() for line in text.splitlines()
                                 if line.strip() and not line.lstrip().startswith("#")))
     if not wanted:

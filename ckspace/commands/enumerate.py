@@ -14,10 +14,11 @@ import sys
 from typing import TextIO
 
 from ckspace.commands.common import (
+    add_format_argument,
     add_space_arguments,
     space_from_args,
 )
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.core.vocab import csv_cell
 
 NAME = "enumerate"
 HELP = "count or list the kernels a rule set emits"
@@ -29,16 +30,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--count", action="store_true", help="print the number of kernels")
     what.add_argument("--list", action="store_true", help="print the kernels")
-    parser.add_argument("--format", default="names",
-                        help=f"{', '.join(FORMATS)} (default: names); with --count, json prints the count and the "
-                             "target as an object, any other format the bare number")
+    add_format_argument(parser, FORMATS, "; with --count, json prints the count and the target as an object, "
+                                         "any other format the bare number")
     parser.add_argument("--raw", action="store_true",
                         help="the rule set's proposals before the validity filter (with a 'valid' field)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     space = space_from_args(args)
     _say_target(space)
     if args.count:
@@ -68,7 +66,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         columns = list(dict.fromkeys(key for r in records for key in r))
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(records)
+        writer.writerows({key: csv_cell(value) for key, value in r.items()} for r in records)
     return 0
 
 
@@ -115,7 +113,7 @@ def _stream(space, fmt: str, sink: TextIO, chunk: int = 4096) -> None:
                         columns = list(records[0])
                         sink.write(",".join(columns) + "\n")
                     writer = csv.DictWriter(sink, fieldnames=columns, lineterminator="\n")
-                    writer.writerows(records)
+                    writer.writerows({key: csv_cell(value) for key, value in r.items()} for r in records)
             first = False
             progress.advance(task, len(batch))
         if fmt == "json":

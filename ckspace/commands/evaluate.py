@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from ckspace.commands.common import add_format_argument
 from ckspace.commands.train import (
     add_data_arguments,
     check_data_arguments,
     fit_progress,
 )
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 
 NAME = "evaluate"
 HELP = "cross-validate kernel selection (model, baselines, analytical fallback) on measurement CSVs"
@@ -26,7 +27,7 @@ FORMATS = ("text", "json")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
     parser.add_argument("--plot", metavar="FILE.png",
                         help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS")
     parser.add_argument("--plan-budgets", metavar="K,K,...",
@@ -49,8 +50,6 @@ def _budgets(text: str | None) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     budgets = _budgets(args.plan_budgets)
     if args.plan_plot is not None and not budgets:
         raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
     """One cell's figures (and plots) as the options ask."""
-    from ckspace.select.metrics import HEADER
+    from ckspace.select.metrics import table
 
     cell = data.cell.text()
     if args.plot is not None:
@@ -100,11 +99,7 @@ def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
         return
     out.write(f"{cell}: {data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape (seed {cv.seed}), "
               f"{cv.problems} problems; efficiency = picked TFLOPS / best measured TFLOPS (percent)\n")
-    out.write("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5; "
-              "ties = problems whose best score two or more kernels share (kernel order picks there)\n")
-    out.write(HEADER + "\n")
-    for name, scores in cv.scores.items():
-        out.write(scores.row(name) + "\n")
+    out.write(table(cv.scores, cv.objective))
     out.write(f"model = {cv.objective} (better mean efficiency); log-TFLOPS regressor median |error| "
               f"{cv.tflops_median_error:.1f} %\n")
     if cv.plans:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.commands.common import add_format_argument, add_space_arguments
+from ckspace.core.errors import CkspaceError
 
 NAME = "explain"
 HELP = ("say why a kernel name or a partial config is or is not a kernel of the space, naming a minimal set of "
@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser, variant_required=False)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a field of a partial config, e.g. --set pipeline=compv4 --set tile_k=32 (repeatable)")
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
 
 
 def _partial(pairs: list[str]) -> dict[str, str]:
@@ -39,8 +39,6 @@ def _partial(pairs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.commands.common import space_from_args
 
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     if args.name and args.set:
         raise CkspaceError("give a kernel name or --set fields, not both")
     if args.name:

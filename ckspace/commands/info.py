@@ -1,6 +1,7 @@
 """``ckspace info``: what this ckspace knows, in one place: the archs with their facts, the rule
 sets, the rules revisions, the config fields with their domains, the shipped selection models with
-their training domains (a kernel outside one is extrapolated), and the environment it reads."""
+their training domains (a kernel outside one is extrapolated), the shipped data sets (their names
+work where a command takes a measurement or problems CSV), and the environment it reads."""
 
 from __future__ import annotations
 
@@ -8,17 +9,16 @@ import argparse
 import json
 from typing import TextIO
 
-from ckspace.commands.common import add_target_arguments, target_from_args
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args
 
 NAME = "info"
 HELP = ("list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
-        "training domains) and environment variables")
+        "training domains), shipped data sets and environment variables")
 FORMATS = ("text", "json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
     add_target_arguments(parser)
 
 
@@ -51,7 +51,7 @@ def facts(target=None) -> dict:
             "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
             "rules_revisions": list(rules_revision_names()), "default_rules_revision": default_rules_revision(),
             "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
-            "models": _models(), "environment": ENVIRONMENT}
+            "models": _models(), "datasets": _datasets(), "environment": ENVIRONMENT}
 
 
 def _models() -> dict[str, dict]:
@@ -67,9 +67,15 @@ def _models() -> dict[str, dict]:
     return out
 
 
+def _datasets() -> dict[str, dict]:
+    """The shipped data sets: what each is, its rows, source and sha256, and where it is installed."""
+    from ckspace.core.datasets import DATASETS
+
+    return {name: {"kind": d.kind.value, "rows": d.rows, "what": d.what, "source": d.source, "sha256": d.sha256,
+                   "path": str(d.path)} for name, d in DATASETS.items()}
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     report = facts(target_from_args(args))
     if args.format == "json":
         out.write(json.dumps(report, indent=1) + "\n")
@@ -97,6 +103,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ranges = [f"{name} {low}..{high}" for name, (low, high) in domain["numeric"].items()]
         sizes = [f"{name} {low}..{high}" for name, (low, high) in domain["problems"].items()]
         out.write(f"    kernels: {'; '.join(seen + ranges)}\n    problems: {'; '.join(sizes)}\n")
+    out.write("data sets (a name works where a command takes a CSV: train/evaluate --data for measurements, "
+              "plan/bench --problems for problems; an existing file of the same name is read instead):\n")
+    for name, data in report["datasets"].items():
+        out.write(f"  {name}: {data['kind']}, {data['rows']:,} rows: {data['what']}\n    source: {data['source']}\n")
     out.write("environment:\n")
     out.writelines(f"  {name}: {meaning}\n" for name, meaning in report["environment"].items())
     return 0

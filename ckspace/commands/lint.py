@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
-from ckspace.commands.common import add_rules_revision_argument
+from ckspace.commands.common import add_format_argument, add_rules_revision_argument
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.revisions import rules_revision
@@ -22,13 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule-set", nargs="+", action="extend", help="rule sets (default: all)")
     parser.add_argument("--arch", nargs="+", action="extend", help="archs (default: all)")
     add_rules_revision_argument(parser)
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
     parser.add_argument("--strict", action="store_true", help="exit with status 1 when there are findings")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     tabled = [r for r in rule_set_names() if get_rule_set(r).has_table]  # lint reads proposal tables
     rule_sets = _unique(get_rule_set(r).name for r in args.rule_set or tabled)
     if any(not get_rule_set(r).has_table for r in rule_sets):

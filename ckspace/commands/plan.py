@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_target_arguments, target_from_args
-from ckspace.core.errors import CkspaceError, InvalidChoiceError
+from ckspace.commands.common import add_format_argument, add_target_arguments, data_set_help, problems_file, target_from_args
+from ckspace.core.datasets import Kind
+from ckspace.core.errors import CkspaceError
 
 NAME = "plan"
 HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"
@@ -21,18 +22,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
     parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
     parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
-    parser.add_argument("--problems", required=True, type=Path, metavar="CSV",
+    parser.add_argument("--problems", required=True, type=problems_file, metavar="CSV",
                         help="the workload: a problems CSV (N, G, total C and K, Hi, Wi, Y, X, optional Di/Z, "
-                             "stride/pad/dil columns; the format of MIOpen's and upstream's problem lists)")
+                             "stride/pad/dil columns; the format of MIOpen's and upstream's problem lists), "
+                             + data_set_help(Kind.PROBLEMS))
     parser.add_argument("--weights", metavar="COLUMN", help="the column saying how much each problem counts")
     goal = parser.add_mutually_exclusive_group(required=True)
     goal.add_argument("--budget", type=int, metavar="K", help="at most K kernels: the best predicted efficiency")
     goal.add_argument("--min-efficiency", type=float, metavar="E",
                       help="the fewest kernels whose weighted mean predicted efficiency reaches E percent")
     registry = parser.add_mutually_exclusive_group()
-    registry.add_argument("--candidates", type=Path, metavar="FILE",
-                          help="the registry: kernel names (one per line) or a build manifest; default: the "
-                               "rule set's kernels")
+    registry.add_argument("--candidates", type=Path, metavar="PATH",
+                          help="the registry: kernel names (one per line), a build manifest or a tree ckspace emit "
+                               "wrote (its manifest.json); default: the rule set's kernels")
     registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set (default: full)")
     parser.add_argument("--where", action="append", default=[], metavar="EXPR",
                         help="with --rule-set: filter on config fields (repeatable)")
@@ -43,14 +45,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="S",
                         help="CP-SAT deterministic time per solve (about seconds; default: 20)")
     parser.add_argument("--seed", type=int, default=0, help="the solver's seed, a 32-bit integer (default: 0)")
-    parser.add_argument("--format", default="names",
-                        help="names (the kernels to emit, with the report as '#' comments; feeds "
-                             "`ckspace emit --kernels`) or json (default: names)")
+    add_format_argument(parser, FORMATS, "; names: the kernels to emit, with the report as '#' comments (feeds "
+                                         "`ckspace emit --kernels`)")
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     from ckspace.select.plan import BUDGET_MAX, SEED_RANGE, TIME_LIMIT_MAX
 
     if args.budget is not None and not 1 <= args.budget <= BUDGET_MAX:
@@ -86,9 +85,9 @@ def _space(args: argparse.Namespace, ndims: list[int], target):
 
 def _registry(args: argparse.Namespace, selector, ndims: list[int], space) -> list:
     if space is None:
-        from ckspace.commands.select import read_candidates
+        from ckspace.commands.select import of_cell, read_candidates
 
-        return read_candidates(args.candidates, selector.arch)
+        return of_cell(read_candidates(args.candidates, selector.arch), selector, args.candidates)
     candidates = [c for c in space if c.kind == "gemm"]
     if not candidates:
         raise CkspaceError(f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "

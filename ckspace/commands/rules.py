@@ -18,8 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from ckspace.commands.common import add_rules_revision_argument, add_target_arguments, target_from_args, variants
-from ckspace.core.errors import InvalidChoiceError
+from ckspace.commands.common import add_format_argument, add_rules_revision_argument, add_target_arguments, target_from_args, variants
 from ckspace.core.revisions import (
     RulesRevision,
     default_rules_revision,
@@ -69,7 +68,7 @@ class Entry:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="markdown", help="markdown or json (default: markdown)")
+    add_format_argument(parser, FORMATS)
     parser.add_argument("--arch", default=DEFAULT_ARCH, help=f"the cell's arch (default: {DEFAULT_ARCH})")
     parser.add_argument("--variant", nargs="+", action="extend",
                         help="forward, bwd_data, bwd_weight or all (default: all)")
@@ -81,8 +80,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     arch = parse_arch(args.arch)
     chosen = list(dict.fromkeys(Variant.parse(v) for v in variants(args.variant) or list(Variant)))
     dtype = Dtype.parse(args.dtype)

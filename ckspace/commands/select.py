@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_target_arguments, target_from_args
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, NoKernelError
+from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args
+from ckspace.core.errors import CkspaceError, NoKernelError
 
 NAME = "select"
 HELP = "pick the kernel of a registry predicted fastest for a convolution problem"
@@ -32,34 +32,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problem", required=True, metavar="TEXT",
                         help="the convolution, e.g. 'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
     registry = parser.add_mutually_exclusive_group()
-    registry.add_argument("--candidates", type=Path, metavar="FILE",
+    registry.add_argument("--candidates", type=Path, metavar="PATH",
                           help="the registry: a file of kernel names (ckspace or tile-engine benchmark names, one "
-                               "per line, '#' comments) or a build manifest (JSON with a 'kernels' list); "
-                               "default: the GEMM kernels of rule set full in the target")
+                               "per line, '#' comments), a build manifest (JSON with a 'kernels' list) or a tree "
+                               "ckspace emit wrote (its manifest.json); default: the GEMM kernels of rule set full "
+                               "in the target")
     registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set in the target for "
                                              "the problem's cell (default: full)")
     add_target_arguments(parser)
     parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="how many to list (default: 5)")
-    parser.add_argument("--format", default="text", help="text or json (default: text)")
+    add_format_argument(parser, FORMATS)
 
 
 def read_candidates(path: Path, arch: str) -> list:
-    """Kernel names from a names file, or configs from a build manifest's ``kernels``."""
+    """Kernel names from a names file, or configs from a build manifest's ``kernels`` (given as the
+    file or as the emitted tree that holds it)."""
     from ckspace.core.config import GemmConfig
+    from ckspace.core.files import parse_json, read_input_text
+    from ckspace.emit.manifest import MANIFEST_NAME
 
-    if path.exists() and not path.is_file():  # a directory, a device, a fifo (reading one would block)
-        raise CkspaceError(f"--candidates {path} is not a regular file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CkspaceError(f"cannot read --candidates {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CkspaceError(f"--candidates {path} is not UTF-8 text (kernel names, one per line, or a build "
-                           "manifest)") from None
+    if path.is_dir() and (path / MANIFEST_NAME).is_file():  # an emitted tree: the kernels its manifest lists
+        path = path / MANIFEST_NAME
+    text = read_input_text(path, "--candidates")
     if text.lstrip().startswith("{"):
+        manifest = parse_json(text, path, "--candidates")
         try:
-            kernels = json.loads(text)["kernels"]
+            kernels = manifest["kernels"]
             configs = [GemmConfig.from_fields(entry["config"]) for entry in kernels]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a config not an object
             raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
@@ -69,9 +68,21 @@ def read_candidates(path: Path, arch: str) -> list:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
+def of_cell(candidates: list, selector, path: Path) -> list:
+    """A manifest's kernels of the selector's variant and dtype: an emitted tree often holds several
+    cells (``emit --variant all``), and the others are not candidates, not a mistake. Names are
+    kept as given (a names file is the user's list: a kernel of another cell in it is refused)."""
+    if not candidates or isinstance(candidates[0], str):
+        return candidates
+    mine = [c for c in candidates if (c.variant, c.dtype) == (selector.variant, selector.dtype)]
+    if not mine:
+        held = sorted({f"{c.variant.value} {c.dtype.value}" for c in candidates})
+        raise CkspaceError(f"--candidates {path}: no {selector.variant.value} {selector.dtype.value} kernel "
+                           f"(it holds {', '.join(held)})")
+    return mine
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    if args.format not in FORMATS:
-        raise InvalidChoiceError("format", args.format, FORMATS)
     from ckspace.core.problem import ConvProblem
     from ckspace.select.selector import Selector
 
@@ -88,7 +99,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                             f"a rule set with a table ({table_rule_sets()}) or --candidates FILE")
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
     if args.candidates:
-        candidates = read_candidates(args.candidates, selector.arch)
+        candidates = of_cell(read_candidates(args.candidates, selector.arch), selector, args.candidates)
     else:
         candidates = [c for c in space if c.kind == "gemm"]
         if not candidates:

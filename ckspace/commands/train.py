@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ckspace.commands.common import data_set_help, measurements_file
+from ckspace.core.datasets import Kind, argument_text
 from ckspace.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -38,8 +40,9 @@ HELP = "train LightGBM kernel-selection models on measurement CSVs (ckspace benc
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """--data, --arch, --variant, --dtype, --folds, --seed, --threads (shared with evaluate)."""
-    parser.add_argument("--data", nargs="+", required=True, metavar="CSV",
-                        help="measurement CSV file(s): ckspace bench's (cells in columns) or tile-engine's")
+    parser.add_argument("--data", nargs="+", required=True, metavar="CSV", type=measurements_file,
+                        help="measurement CSV file(s): ckspace bench's (cells in columns) or tile-engine's, "
+                             + data_set_help(Kind.MEASUREMENTS))
     parser.add_argument("--arch", help="only the cells of this GPU target; for tile-engine CSVs, the target they "
                                        "were measured on (required unless every such file name says it: "
                                        "benchmark_<variant>_<n>_<dtype>_<arch>.csv)")
@@ -171,7 +174,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
     from ckspace.select.dataset import load_cells
     from ckspace.select.evaluation import choose_folds
-    from ckspace.select.metrics import HEADER
+    from ckspace.select.metrics import table
     from ckspace.select.store import check_model_target
     from ckspace.select.training import train_model, training_steps
 
@@ -183,15 +186,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         check_model_target(directory, args.force)
         choose_folds(data, args.folds)
     for data, directory in zip(cells, targets):
-        command = shlex.join(["ckspace", "train", "--data", *args.data, "--arch", data.arch, "--variant",
-                              data.variant.value, "--dtype", data.dtype.value,
+        command = shlex.join(["ckspace", "train", "--data", *map(argument_text, args.data), "--arch", data.arch,
+                              "--variant", data.variant.value, "--dtype", data.dtype.value,
                               *(["--folds", str(args.folds)] if args.folds is not None else []),
                               "--seed", str(args.seed), "--threads", str(args.threads), "--out", str(directory)])
         with fit_progress(data.cell.text(), training_steps(choose_folds(data, args.folds))) as progress:
             card, cv = train_model(data, directory, args.folds, args.seed, command, args.force,
                                    num_threads=args.threads, progress=progress)
-        out.write(f"{data.cell.text()}: {card.cleaning}\n{card.objective_choice}\n{HEADER}\n")
-        for name, scores in cv.scores.items():
-            out.write(scores.row(name) + "\n")
+        out.write(f"{data.cell.text()}: {card.cleaning}\n{card.objective_choice}\n{table(cv.scores, cv.objective)}")
         out.write(f"model written to {directory}\n")
     return 0

@@ -4,8 +4,9 @@ One JSON file per cell and rule set. The key lists everything that can change th
 ckspace version, the hash of the rule tables (revision deltas included), the rules revision, the
 arch, the rule set, the cell, and for rule sets
 whose cells depend on the whole request (the sampling ones) the request itself. Files are written
-atomically; an entry that does not parse, belongs to another key or fails its checksum is rebuilt,
-never trusted. Reading the cache imports neither the solver nor numpy.
+atomically; an entry that does not parse, belongs to another key or fails its checksum, or
+anything but a file in its place, is rebuilt, never trusted (:mod:`ckspace.core.cachefiles`).
+Reading the cache imports neither the solver nor numpy.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Any
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellResult, Request
-from ckspace.core.errors import CkspaceError
-from ckspace.core.files import cache_dir, sha256, write_atomic
+from ckspace.core.cachefiles import clear_folder, folder_info, read_entry, write_entry
+from ckspace.core.files import cache_dir, sha256
 from ckspace.core.tables import tables_hash
 
 log = logging.getLogger(__name__)
@@ -89,19 +90,19 @@ def load(request: Request, cell: Cell) -> CellResult | None:
 
 
 def _payload(path: Path, key: dict[str, Any]) -> Any:
-    """The checked payload of the entry at ``path`` (None when absent or unreadable); ValueError and
-    its kin for an entry of another key, a wrong checksum or bad JSON."""
+    """The checked payload of the entry at ``path`` (None when absent or unreadable here); ValueError
+    and its kin for an entry of another key, a wrong checksum, bad bytes or JSON (nested too deeply
+    included), or anything but a file in its place."""
+    data = read_entry(path)
+    if data is None:
+        return None
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        log.warning("cache entry %s unreadable (%s): rebuilding", path, exc)
-        return None
-    entry = json.loads(data.decode("utf-8"))
-    if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
-        raise ValueError("key or checksum mismatch")
-    return json.loads(entry["payload"])
+        entry = json.loads(data.decode("utf-8"))
+        if entry["key"] != key or entry["checksum"] != sha256(entry["payload"].encode()):
+            raise ValueError("key or checksum mismatch")
+        return json.loads(entry["payload"])
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def load_flags(request: Request, cell: Cell, target: str, sizes: tuple[int, int]) -> tuple[list[bool], list[bool]] | None:
@@ -149,22 +150,13 @@ def _rows(values: object) -> list[tuple[int, ...]]:
 
 def info() -> dict[str, object]:
     """Where the cell cache is, how many entries it holds and their size in bytes."""
-    root = cache_dir() / "cells"
-    entries = [p for p in root.glob("*.json") if p.is_file()] if root.is_dir() else []
-    return {"directory": str(root), "entries": len(entries), "bytes": sum(p.stat().st_size for p in entries)}
+    return folder_info(cache_dir() / "cells")
 
 
 def clear() -> int:
     """Delete the cell cache's entries (only ``cells/*.json`` and stray temporary files: nothing
     else under the cache directory); returns how many were removed."""
-    root = cache_dir() / "cells"
-    removed = 0
-    if root.is_dir():
-        for path in [*root.glob("*.json"), *root.glob(".*.tmp")]:
-            if path.is_file() and not path.is_symlink():
-                path.unlink(missing_ok=True)
-                removed += 1
-    return removed
+    return clear_folder(cache_dir() / "cells")
 
 
 def store(request: Request, cell: Cell, result: CellResult) -> None:
@@ -176,10 +168,7 @@ def store(request: Request, cell: Cell, result: CellResult) -> None:
 
 
 def _write(key: dict[str, Any], content: dict[str, Any]) -> None:
-    path = _path(key)
+    """Write an entry; a cache that cannot be written costs speed, not the answer (said once)."""
     payload = json.dumps(content, separators=(",", ":"))
     text = json.dumps({"key": key, "checksum": sha256(payload.encode()), "payload": payload})
-    try:
-        write_atomic(path, text.encode(), "cache entry")
-    except (OSError, CkspaceError) as exc:  # a read-only, full or misplaced cache costs speed, not the answer
-        log.warning("could not write cache entry %s (%s); continuing without it", path, exc)
+    write_entry(cache_dir(), _path(key), text.encode())

@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ckspace.core.cachefiles import clear_folder, folder_info, read_json_entry, write_entry
 from ckspace.core.errors import CkHeadersNotFound, CkspaceError
-from ckspace.core.files import cache_dir, sha256, write_atomic
+from ckspace.core.files import cache_dir, sha256
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 
 log = logging.getLogger(__name__)
@@ -255,8 +256,8 @@ def find_revision(ck_root: str | os.PathLike[str] | None = None) -> "CkRevision"
 # Reading a revision off its headers takes ~0.2 s and pydantic, while a warm listing must answer in
 # about a tenth of a second. So the revision is cached on disk under a key made of the include
 # directory and the size and mtime of every file under ``ck_tile/ops`` (everything it is read from):
-# a changed header changes the key, and a cache that cannot be read or written costs time, not the
-# answer.
+# a changed header changes the key, and a cache that cannot be read or written, or a damaged entry,
+# costs time, not the answer (:mod:`ckspace.core.cachefiles`).
 
 _FORMAT = 1
 _OPS = "ck_tile/ops"
@@ -294,18 +295,25 @@ def _cache_path(signature: str) -> Path:
 def _read_cached(signature: str) -> dict[str, Any] | None:
     path = _cache_path(signature)
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
+        entry = read_json_entry(path)
+        if entry is None:
+            return None
         if entry.get("format") != _FORMAT or entry.get("signature") != signature:
             return None
         revision = entry["revision"]
-        if not isinstance(revision, dict) or not isinstance(revision.get("fingerprint"), str):
-            return None
+        if not (isinstance(revision, dict) and isinstance(revision.get("fingerprint"), str)
+                and isinstance(revision.get("label"), str) and isinstance(revision.get("verified"), bool)):
+            raise ValueError("not a revision")  # what identity_at reads without validating
         return revision
-    except FileNotFoundError:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        if path not in _DAMAGED:  # identity_at and revision_at both read it
+            _DAMAGED.add(path)
+            log.warning("CK revision cache entry %s is unreadable (%s): reading the headers again", path, exc)
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("CK revision cache entry %s is unreadable (%s): reading the headers again", path, exc)
-        return None
+
+
+_DAMAGED: set[Path] = set()
+"""Damaged entries already reported in this process."""
 
 
 _REVISIONS: dict[str, "CkRevision"] = {}
@@ -337,11 +345,18 @@ def revision_at(include_dir: str) -> "CkRevision":
 
 def _store(signature: str, revision: dict[str, Any]) -> None:
     text = json.dumps({"format": _FORMAT, "signature": signature, "revision": revision})
-    path = _cache_path(signature)
-    try:
-        write_atomic(path, text.encode(), "CK revision cache entry")
-    except (OSError, CkspaceError) as exc:  # a read-only cache costs time, not the answer
-        log.warning("could not write %s (%s); continuing without it", path, exc)
+    write_entry(cache_dir(), _cache_path(signature), text.encode())
+
+
+def cache_info() -> dict[str, object]:
+    """Where the CK revision cache is, how many entries it holds and their size in bytes."""
+    return folder_info(cache_dir() / "ck")
+
+
+def clear_cache() -> int:
+    """Delete the CK revision cache's entries (``ck/*.json`` and stray temporaries, nothing else);
+    returns how many were removed."""
+    return clear_folder(cache_dir() / "ck")
 
 
 def identity_at(include: Path) -> tuple[str, str, bool]:

@@ -21,7 +21,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES, GEMM_FIELDS
 from ckspace.core.problem import ConvProblem
-from ckspace.core.vocab import Choice
+from ckspace.core.vocab import csv_cell
 
 Status = Literal["ok", "wrong", "crash", "timeout", "failed"]
 STATUSES: tuple[str, ...] = ("ok", "wrong", "crash", "timeout", "failed")
@@ -70,10 +70,7 @@ def problem_cells(problem: ConvProblem) -> dict[str, str]:
 def config_cells(config: GemmConfig) -> dict[str, str]:
     """The config's columns: enums by their value, booleans as 0/1."""
     cells = {"arch": config.arch, "variant": config.variant.value, "dtype": config.dtype.value}
-    for name in GEMM_FIELD_NAMES:
-        value = getattr(config, name)
-        cells[name] = str(int(value)) if isinstance(value, bool) else str(value.value if isinstance(value, Choice)
-                                                                          else value)
+    cells.update({name: csv_cell(getattr(config, name)) for name in GEMM_FIELD_NAMES})
     return cells
 
 

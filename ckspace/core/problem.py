@@ -13,6 +13,7 @@ import re
 from functools import cached_property
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.operands import OPERANDS
@@ -27,6 +28,9 @@ _KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride", "pad", "
          "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w",
          "k_batch", "ndim")
 
+
+_LACKING = "lacking_keys"
+"""The validation error of a problem that does not give every size of its dimensions."""
 
 INDEX_MAX = 2**31 - 1
 """Largest size along any one dimension (and of N, G, C, K): CK Tile's ``index_t`` is a 32-bit int."""
@@ -49,6 +53,9 @@ class ConvProblem(CheckedModel):
 
     @classmethod
     def _bad_input(cls, exc: ValidationError) -> InvalidInputError:
+        first = exc.errors()[0]
+        if first.get("type") == _LACKING:  # every absent key at once: one fix, not one retry per key
+            return InvalidInputError(_lacking(first["ctx"]["keys"], first["ctx"]["given"]))
         error = invalid_input(cls.__name__, exc)
         first = exc.errors()[0]
         if first.get("type") == "less_than_equal" and first.get("loc", ("",))[0] != "ndim":
@@ -76,6 +83,25 @@ class ConvProblem(CheckedModel):
     dil_h: int = Field(default=1, ge=1, le=INDEX_MAX)
     dil_w: int = Field(default=1, ge=1, le=INDEX_MAX)
     k_batch: int = Field(default=1, ge=1, le=INDEX_MAX, description="split-K factor (bwd_weight)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ndim_from_keys(cls, data: object) -> object:
+        """``ndim`` follows from the keys given, as in :meth:`parse`: ``ConvProblem(N=1, C=64, K=64,
+        Hi=8, Wi=8, Y=3, X=3)`` is 2D without saying so. Every size of the problem's dimensions must
+        be given: the neutral 1 of an absent dimension's ``Hi``/``Y`` is not a guess ckspace makes
+        for a 2D problem (``Hi=8,Wi=8,X=3`` is not a 1x3 filter), and all absent keys are named at once."""
+        if not isinstance(data, dict):
+            return data
+        if "ndim" not in data:
+            data = {**data, "ndim": _ndim_of(data)}
+        ndim = data["ndim"]
+        dims = _DIMS[3 - ndim:] if ndim in (1, 2, 3) else _DIMS[2:]
+        required = ["N", "C", "K", *(_SPATIAL_IN[d] for d in dims), *(_FILTER[d] for d in dims)]
+        lacking = [key for key in required if key not in data]
+        if lacking:
+            raise PydanticCustomError(_LACKING, "lacks {keys}", {"keys": lacking, "given": dict(data)})
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> "ConvProblem":
@@ -191,14 +217,7 @@ class ConvProblem(CheckedModel):
     @classmethod
     def from_values(cls, values: dict[str, int], text: str | None = None) -> "ConvProblem":
         values = dict(values)
-        if "ndim" not in values:
-            keys = set(values)
-            if keys & {"Di", "Z", "stride_d", "pad_d", "dil_d"}:
-                values["ndim"] = 3
-            elif keys & {"Hi", "Y", "stride_h", "pad_h", "dil_h"}:
-                values["ndim"] = 2
-            else:
-                values["ndim"] = 1
+        values.setdefault("ndim", _ndim_of(values))
         ndim = values["ndim"]
         dims = _DIMS[3 - ndim:] if ndim in (1, 2, 3) else ()
         for short in _SHORTHANDS:
@@ -209,7 +228,32 @@ class ConvProblem(CheckedModel):
         try:
             return cls(**values)
         except InvalidInputError as exc:
-            raise InvalidInputError(f"problem {text or values!r}: {exc}") from None
+            what, message = f"problem {text or values!r}", str(exc)
+            if message.startswith("ConvProblem lacks "):  # "problem 'N=1' lacks K, ...": the text is the subject
+                raise InvalidInputError(what + message.removeprefix("ConvProblem")) from None
+            raise InvalidInputError(f"{what}: {message}") from None
+
+
+def _ndim_of(keys) -> int:
+    """The dimension count the keys imply: 3 with a depth key, else 2 with a height key, else 1."""
+    keys = set(keys)
+    if keys & {"Di", "Z", "stride_d", "pad_d", "dil_d"}:
+        return 3
+    if keys & {"Hi", "Y", "stride_h", "pad_h", "dil_h"}:
+        return 2
+    return 1
+
+
+def _lacking(missing: list[str], given: object) -> str:
+    """``ConvProblem lacks K, Wi, X (...)``: every required key absent, and the dimension count it
+    was read as; with no depth or height key that is 1D, which may not be what was meant, so the
+    keys of 2D and 3D are named too."""
+    values = given if isinstance(given, dict) else {}
+    ndim = values.get("ndim", 1)
+    if ndim == 1 and not set(values) & {"Di", "Hi", "Z", "Y", *(f"{p}_{d}" for p in _SHORTHANDS for d in "dh")}:
+        return f"ConvProblem lacks {', '.join(missing)} (read as 1D: no depth or height key; for 2D give Hi, Y too, " \
+               "for 3D Di, Hi, Z, Y)"
+    return f"ConvProblem lacks {', '.join(missing)} (a {ndim}D problem)"
 
 
 def _field_bounds() -> dict[str, tuple[int, int]]:

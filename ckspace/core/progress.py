@@ -8,8 +8,15 @@ bar is made, so commands that never draw one do not load it.
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
+
+NOTICE = logging.INFO + 5
+"""Log level of the one line said before a step that takes seconds and draws no bar (compiling the
+selector): the command line shows it without -v, while a program using ckspace as a library sees it
+only if it asks for INFO (Python's last-resort handler prints WARNING and above)."""
+logging.addLevelName(NOTICE, "NOTICE")
 
 
 def counting_bar(*, enabled: bool, transient: bool = False, stderr: bool = False, extra: tuple[Any, ...] = ()) -> Any:

@@ -213,6 +213,17 @@ def parse_ndim(value: object) -> int:
     return ndim
 
 
+def csv_cell(value: object) -> str:
+    """One value as every CSV ckspace writes spells it: booleans 0/1 (as the kernel names and the
+    measurement readers have them; ``True`` in one file and ``1`` in another made a reader of
+    both parse two spellings), choices by their value, None empty."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if value is None:
+        return ""
+    return str(value.value if isinstance(value, Choice) else value)
+
+
 def arch_names() -> tuple[str, ...]:
     """Every arch of the shipped arch table, in table order."""
     return tuple(table("arch")["arch_order"])

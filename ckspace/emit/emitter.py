@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.files import escapes, refuse_foreign, sha256, write_if_changed
+from ckspace.core.files import TEMPORARY, escapes, locked_directory, refuse_foreign, sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
@@ -214,13 +215,39 @@ def _deletable(out: Path, path: str) -> bool:
             and _ours(out / path))
 
 
+def _temporary(name: str) -> bool:
+    """A name of ckspace's temporary of a tree file (``.NAME.<hex>.tmp``, :func:`~ckspace.core.files.unique_temporary`)."""
+    match = TEMPORARY.fullmatch(name)
+    return (match is not None and match["kind"] == "tmp"
+            and (match["name"] == MANIFEST_NAME or Path(match["name"]).suffix in _SOURCE_SUFFIXES))
+
+
+def _temporaries(out: Path) -> list[Path]:
+    """The temporaries of tree files in the tree's own folders (``build/`` and links aside): what a
+    killed emit leaves, the only debris an emit removes."""
+    found = []
+    for folder in (out, out / WRAPPER_DIR):
+        found += [p for p in _entries(folder) if _temporary(p.name)]
+    for base, _, names in os.walk(out / MODEL_DIR):  # links are not followed
+        found += [Path(base, n) for n in names if _temporary(n)]
+    return [p for p in found if p.is_file() and not p.is_symlink()]
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return list(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+    except OSError:
+        return []
+
+
 def check_out(out: Path, force: bool) -> None:
     """Refuse an ``--out`` that is a file, a link, or a directory that is not an emitted tree (no
-    manifest) and holds anything but bannered files and the tree's folders (what an interrupted
-    first emit leaves), unless ``force``."""
+    manifest) and holds anything but bannered files, the tree's folders and ckspace's temporaries
+    (what an interrupted first emit leaves, a SIGKILLed one included), unless ``force``."""
     refuse_foreign(out, "--out", "directory")
     if (out.is_dir() and not force and not (out / MANIFEST_NAME).is_file()
-            and any(not (_ours(path) if path.is_file() else path.name in _TREE_FOLDERS) for path in out.iterdir())):
+            and any(not (_ours(path) or _temporary(path.name) if path.is_file() else path.name in _TREE_FOLDERS)
+                    for path in out.iterdir())):
         raise InvalidInputError(f"--out {str(out)!r} is a non-empty directory that is not an emitted tree (no "
                                 f"{MANIFEST_NAME}); give an empty or new directory, or --force to emit into it")
 
@@ -230,8 +257,39 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
          force: bool = False) -> EmitResult:
     """Write the tree for ``kernels`` under ``out``; see the module docstring. The manifest is
     written last, so an interrupted emit leaves the previous manifest, and the next emit removes
-    whatever bannered file the new one does not list."""
+    whatever bannered file the new one does not list.
+
+    One emit writes a tree at a time: the whole emit holds an exclusive lock on ``out`` itself
+    (:func:`~ckspace.core.files.locked_directory`, which leaves no file), so a second one fails at
+    once naming the tree instead of interleaving its files with the first's (the tree would not
+    match its manifest); ``build`` and ``bench`` hold it shared. Under the lock no other ckspace
+    writes the tree, so the temporaries found in it are a killed emit's and are removed. A new
+    ``out`` is created to be locked, and removed again when the emit fails before writing into it."""
     check_out(out, force)
+    try:
+        out.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:
+        raise InvalidInputError(f"--out {str(out)!r}: {exc.strerror}") from None
+    with locked_directory(out, "--out"):
+        try:
+            check_out(out, force)  # again: it may have changed before the lock was ours
+            for path in _temporaries(out):
+                path.unlink(missing_ok=True)
+            return _emit(kernels, out, revision, arch=arch, request=request, selector=selector)
+        except BaseException:
+            if created:
+                try:
+                    out.rmdir()  # only when still empty
+                except OSError:
+                    pass
+            raise
+
+
+def _emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
+          arch: str, request: Mapping[str, Any], selector: SelectorOptions | None) -> EmitResult:
     configs, excluded, depthwise = buildable(kernels, revision)
     fallback_only: frozenset[str] = frozenset()
     if selector is not None and selector.fallbacks:

@@ -12,6 +12,7 @@ their first error. Everything after the compiles is the same whichever executor 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -27,7 +28,8 @@ from pydantic import BaseModel
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 from ckspace.core.progress import counting_bar
-from ckspace.core.files import sha256_file, unique_temporary, write_atomic, write_if_changed
+from ckspace.core.files import read_input, read_json_model, sha256, unique_temporary, write_atomic, write_if_changed
+from ckspace.core.files import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
@@ -97,7 +99,7 @@ def _units(tree: Path, kernels: list[str], size: int, prefix: str, toolchain: To
 
 
 def _key(tree: Path, text: str, files: list[str], toolchain: Toolchain, revision: CkRevision) -> str:
-    sources = [text.encode(), *((tree / f).read_bytes() for f in files)]
+    sources = [text.encode(), *(read_input(tree / f, "source") for f in files)]
     return objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch,
                                revision.fingerprint)
 
@@ -117,6 +119,21 @@ def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit],
             objcache.store_bytes(unit.key, result.object)
 
 
+def _reading_tree(function):
+    """Run ``function(tree, ...)`` holding the tree's lock shared (builds and benches of one tree run
+    side by side; each links to a name of its own), so that an emit, which holds it exclusively,
+    never rewrites the sources while they are compiled (an object would be cached under the key of
+    sources it was not compiled from). A tree that is not a directory is ``function``'s to refuse."""
+    @functools.wraps(function)
+    def run(tree, *args, **kwargs):
+        if not os.path.isdir(tree):
+            return function(tree, *args, **kwargs)
+        with locked_directory(Path(os.path.realpath(tree)), "tree", shared=True):
+            return function(tree, *args, **kwargs)
+    return run
+
+
+@_reading_tree
 def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str | None = None,
           progress: bool = False, allow_edited: bool = False, executor: str = "ninja",
           address: str | None = None) -> BuildReport:
@@ -202,20 +219,34 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
     return report
 
 
+def hip_build_of(library: Path) -> BuildReport | None:
+    """The report ``ckspace build`` wrote beside ``library`` when it linked it, else None. Such a
+    library is HIP code (``--host-only`` links no kernel library), whose ``ckspace_run`` cannot
+    compute on host memory; a stand-in library has no report naming it. A report that cannot be
+    read says nothing either way (None)."""
+    path = library.parent / REPORT_NAME
+    try:
+        report = BuildReport.model_validate_json(read_input(path, "build report"))  # a fifo there: refused
+    except (OSError, ValueError):  # InvalidInputError is a ValueError
+        return None
+    return report if report.library and Path(report.library).name == library.name else None
+
+
 def verify_sources(tree: Path, manifest: Manifest, allow_edited: bool) -> None:
     """Refuse a tree whose sources are missing or differ from the sha256 the manifest recorded
     (edited by hand, half-written, or from another emit), unless ``allow_edited``: what is built is
-    then what ckspace emitted."""
+    then what ckspace emitted. A source that is a fifo or a device is refused, not waited on
+    (:func:`~ckspace.core.files.read_input`)."""
     records = [*manifest.shared, *(r for k in manifest.kernels for r in (k.header, k.source, k.wrapper))]
     missing, edited = [], []
     for record in records:
-        try:
-            if sha256_file(tree / record.path) != record.sha256:
-                edited.append(record.path)
-        except OSError:
+        path = tree / record.path
+        if not path.exists():
             missing.append(record.path)
+        elif sha256(read_input(path, "source")) != record.sha256:
+            edited.append(record.path)
     if missing:
-        raise CkspaceError(f"{tree}: {len(missing)} source(s) of {MANIFEST_NAME} are missing or unreadable "
+        raise CkspaceError(f"{tree}: {len(missing)} source(s) of {MANIFEST_NAME} are missing "
                            f"(e.g. {missing[0]}); re-emit the tree")
     if edited and not allow_edited:
         raise CkspaceError(f"{tree}: {len(edited)} source(s) differ from the sha256 in {MANIFEST_NAME} "
@@ -238,14 +269,9 @@ def _check_object_cache() -> None:
 
 def _read_manifest(tree: Path) -> Manifest:
     path = tree / MANIFEST_NAME
-    if not path.is_file():
+    if not path.exists():
         raise CkspaceError(f"{tree} has no {MANIFEST_NAME} (run ckspace emit --out {tree} first)")
-    try:
-        return Manifest.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise CkspaceError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise CkspaceError(f"{path} is not a ckspace manifest ({str(exc).splitlines()[0]}); re-emit the tree") from None
+    return read_json_model(Manifest, path, "manifest")
 
 
 def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
@@ -254,14 +280,17 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
 
     compiler = host_c_compiler()
     if compiler is None:
-        raise CkspaceError("the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found")
+        given = os.environ.get("CC")
+        raise CkspaceError(f"CC is {given!r}, which names no executable (CC is one program, its flags go "
+                           "elsewhere); the dispatcher's host part needs a C compiler" if given else
+                           "the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found")
     identity = compiler_identity(compiler)
     objects = []
     for unit in units:
         source = tree / unit
         included = sorted(p for p in source.parent.glob(f"{source.stem}/*") if p.is_file())
-        key = objcache.object_key([source.read_bytes(), *(p.read_bytes() for p in included),
-                                   (tree / DISPATCH_HEADER).read_bytes()], identity, FLAGS, "host", "")
+        key = objcache.object_key([read_input(p, "source") for p in (source, *included, tree / DISPATCH_HEADER)],
+                                  identity, FLAGS, "host", "")
         cached = objcache.lookup(key)
         if cached is None:
             obj = build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
@@ -272,7 +301,7 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
                 raise CkspaceError(f"compiling the dispatcher's {unit} failed: "
                                    f"{first_error(done.stderr) or done.stderr.strip()[-300:]}")
             objcache.store(key, obj)
-            cached = objcache.lookup(key)
+            cached = objcache.lookup(key) or obj  # a cache that cannot be written costs time, not the link
         objects.append(str(cached))
     return objects
 
@@ -295,6 +324,7 @@ def _dispatcher_objects(tree: Path, build_dir: Path, manifest: Manifest, toolcha
     return [*_host_objects(tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
 
 
+@_reading_tree
 def build_host(tree: Path, allow_edited: bool = False) -> Path:
     """``ckspace build DIR --host-only``: the dispatcher's host part alone (no HIP, no kernels) as
     ``build/host/libckspace_dispatch.so``; ``ckspace_run`` is absent from it."""

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
+from ckspace.core.files import read_input
 from ckspace.core.problem import ConvProblem
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,19 @@ class ProblemArgs(ctypes.Structure):
 
 
 def exported_functions(path: Path) -> list[str]:
-    """Names of the defined global functions in the dynamic symbol table of an ELF64 LE file."""
-    data = path.read_bytes()
+    """Names of the defined global functions in the dynamic symbol table of an ELF64 LE file; a
+    file that is not one (truncated, or another file under the library's name) is one line."""
+    data = read_input(path, "kernel library")
+    try:
+        return _exported_functions(data)
+    except (struct.error, IndexError, ValueError):
+        raise CkspaceError(f"kernel library {str(path)!r} is not a whole 64-bit little-endian ELF shared "
+                           "object; rebuild it with ckspace build") from None
+
+
+def _exported_functions(data: bytes) -> list[str]:
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise CkspaceError(f"{path} is not a 64-bit little-endian ELF shared object")
+        raise ValueError("not an ELF64 LE file")
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]

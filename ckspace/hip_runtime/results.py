@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import create_new, refuse_foreign
+from ckspace.core.files import create_new, file_kind, refuse_foreign
 from ckspace.core.measurement import COLUMNS, problem_from_row
 from ckspace.core.problem import ConvProblem
 
@@ -83,17 +83,20 @@ class ResultsFile:
 
 
 def _open_existing(path: Path) -> int:
-    """``path`` opened to read and append, never through a link nor waiting on a fifo."""
+    """``path`` opened to read and append, never through a link nor waiting on a fifo: the flags
+    and the check of the open descriptor of :func:`~ckspace.core.files.read_input`, which this file
+    cannot use (it is opened for appending too, and must not be a link)."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InvalidInputError(f"--out {str(path)!r} is a symbolic link; ckspace does not write through "
                                     "links, give the target path") from None
         raise CkspaceError(f"cannot open --out {path} to resume it: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise InvalidInputError(f"--out {str(path)!r} is not a regular file")
+        raise InvalidInputError(f"--out {str(path)!r} is {file_kind(mode)}, not a regular file")
     os.set_blocking(fd, True)
     return fd
 

@@ -38,6 +38,7 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.hip_runtime.results import ResultsFile
 from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
+from ckspace.hip_runtime.build import hip_build_of
 from ckspace.hip_runtime.device import Backend, DeviceInfo
 from ckspace.hip_runtime.dispatcher import Dispatcher
 from ckspace.hip_runtime.loader import exported_functions
@@ -394,6 +395,11 @@ def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig
     started = time.monotonic()
     if RUN_SYMBOL not in exported_functions(library_path):
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
+    if options.backend == "host" and (report := hip_build_of(library_path)) is not None:
+        # up front: on host memory every pair of a HIP library would end 'failed', in a sweep that exits 0
+        raise InvalidInputError(f"--backend host: {library_path} is a HIP library (ckspace build linked it for "
+                                f"{report.arch} with {report.toolchain.version}); bench it with --backend hip on an "
+                                "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)")
     host = Dispatcher.load(host_path)
     pairs = plan_pairs(host, configs, problems, kernels)
     results = ResultsFile.open(out, resume, problems)

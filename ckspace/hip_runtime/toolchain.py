@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +95,18 @@ def _device_libs(arch: str) -> str | None:
 
 
 def _base_flags(arch: str) -> list[str]:
-    extra = shlex.split(os.environ.get("CKSPACE_HIP_FLAGS", ""))
-    return ["-x", "hip", f"--offload-arch={arch}", "-std=c++20", "-O3", "-fPIC", *extra]
+    return ["-x", "hip", f"--offload-arch={arch}", "-std=c++20", "-O3", "-fPIC", *_hip_flags()]
+
+
+def _hip_flags() -> list[str]:
+    """``$CKSPACE_HIP_FLAGS`` as shell words; a value the shell could not split either (an
+    unbalanced quote, a trailing backslash) is one line naming the variable and its value."""
+    value = os.environ.get("CKSPACE_HIP_FLAGS", "")
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise InvalidInputError(f"CKSPACE_HIP_FLAGS is {value!r}: {exc} (give compiler flags as shell words, "
+                                "e.g. '-O2 -DNDEBUG')") from None
 
 
 def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]) -> Toolchain:
@@ -109,6 +119,7 @@ def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]
 
 def discover(arch: str) -> Toolchain:
     """The first usable compiler for ``arch``; :class:`CkspaceError` listing what was tried."""
+    _hip_flags()  # a value that is no shell words is refused before any compiler is looked for
     refused: list[str] = []
     variable = "CKSPACE_CXX" if os.environ.get("CKSPACE_CXX") else "CKSPACE_CLANG"
     explicit = os.environ.get(variable)

@@ -15,6 +15,14 @@ same model compiled to C answers in microseconds. Both the generated dispatcher 
   the cache directory (keyed by the sources and the compiler) and calls it through ctypes: one call
   for a problem's feature matrix, one per ensemble.
 
+A cache entry (``compiled-selectors/<key>/``) holds the sources, the library and ``entry.json``
+with the library's sha256. Loading a shared library trusts it completely (a truncated one kills the
+process with SIGBUS when mapped), so an entry is loaded only when its checksum matches; a damaged
+one (short, garbage, a fifo or directory in its place, no or a wrong checksum, or one that does not
+load) is compiled again and replaced atomically, with a warning. A cache that cannot be written
+makes the selector call LightGBM for the run (said once), or, for ``engine="compiled"``, compile
+into a temporary directory removed at once (the loaded library needs no file).
+
 TL2cgen was chosen over LightGBM's own ``convert_model`` (C++ if-else, CLI only, not in the
 Python package) and over hand-written tree walking: it is maintained for exactly this, emits C
 with no dependencies that any C compiler builds, and keeps thresholds at full double precision,
@@ -27,9 +35,12 @@ from __future__ import annotations
 
 import ctypes
 import io
+import json
 import logging
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import warnings
@@ -39,8 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usable_folder
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import cache_dir, sha256
+from ckspace.core.files import TEMPORARY, cache_dir, discard, remove_leftovers, replace_directory, sha256
+from ckspace.core.progress import NOTICE
 from ckspace.select.cfeatures import features_c
 from ckspace.select.features import ConfigTable
 from ckspace.select.formula import Formula
@@ -133,46 +146,144 @@ def features_unit(formulas: Sequence[Formula]) -> str:
               "  cks_features_of(p, cfg, block, n, out);\n}\n")
 
 
-def compile_library(sources: dict[str, str], units: Sequence[str], compiler: str) -> Path:
-    """The shared library of ``units`` (names in ``sources``), built with ``compiler`` into the
-    cache directory once per distinct sources and compiler; concurrent builders are safe."""
-    digest = sha256("\0".join([compiler_identity(compiler), *FLAGS, *units,
-                                *(f"{name}\0{text}" for name, text in sorted(sources.items()))]).encode())
-    target = cache_dir() / "compiled-selectors" / digest[:32]
-    library = target / "selector.so"
-    if library.is_file():
-        return library
-    log.info("compiling the selector to C with %s (once per model; cached in %s)", compiler, target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        for name, text in sources.items():
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text)
-        command = [compiler, *FLAGS, "-shared", "-o", str(staging / library.name),
-                   *(str(staging / u) for u in units), "-lm"]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"status {done.returncode}"
-            raise CkspaceError(f"compiling the selector to C failed ({compiler}): {last}")
-        try:
-            os.replace(staging, target)
-        except OSError:  # another process finished first: use its library
-            if not library.is_file():
-                raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+CACHE_FOLDER = "compiled-selectors"
+LIBRARY = "selector.so"
+ENTRY = "entry.json"
+UNITS = ("cks_features.c", "cks_ranker.c", "cks_tflops.c")
+_FORMAT = 2
+"""Part of every entry's key: entries of format 1 (no checksum) are never looked up, nor trusted."""
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}")
+
+
+def _build_into(folder: Path, sources: dict[str, str], units: Sequence[str], compiler: str) -> Path:
+    for name, text in sources.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    library = folder / LIBRARY
+    command = [compiler, *FLAGS, "-shared", "-o", str(library), *(str(folder / u) for u in units), "-lm"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"status {done.returncode}"
+        raise CkspaceError(f"compiling the selector to C failed ({compiler}): {last}")
     return library
+
+
+def _load(library: Path) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(str(library))
+    except OSError as exc:
+        raise CkspaceError(f"the selector compiled to C does not load: {exc}") from None
+
+
+def _whole(target: Path) -> tuple[str, ctypes.CDLL | None]:
+    """The loaded library of the entry at ``target`` (reason ''), or why it cannot be used (no
+    library; reason '' when there is no entry): its checksum is checked before it is loaded."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return "", None
+    except OSError as exc:
+        return exc.strerror or str(exc), None
+    if not stat.S_ISDIR(mode):
+        return "not a directory", None
+    try:
+        entry = read_json_entry(target / ENTRY)
+        data = read_entry(target / LIBRARY)
+    except ValueError as exc:
+        return str(exc), None
+    if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+        return f"no {ENTRY} with the library's checksum", None
+    if data is None or sha256(data) != entry["sha256"]:
+        return f"{LIBRARY} is missing or does not match its checksum", None
+    try:
+        return "", ctypes.CDLL(str(target / LIBRARY))
+    except OSError as exc:
+        return f"does not load: {exc}", None
+
+
+def cached_library(sources: dict[str, str], units: Sequence[str], compiler: str,
+                   what: str = "generated C") -> tuple[Path, ctypes.CDLL] | None:
+    """The shared library of ``units`` (names in ``sources``) built with ``compiler``, from the
+    cache directory (compiled there once per distinct sources and compiler; a damaged entry is
+    compiled again and replaced, see the module's docstring), loaded; None when the cache cannot
+    be written (said once). Concurrent builders are safe: each loads the library it compiled before
+    moving it into place."""
+    digest = sha256("\0".join([f"format {_FORMAT}", compiler_identity(compiler), *FLAGS, *units,
+                                *(f"{name}\0{text}" for name, text in sorted(sources.items()))]).encode())
+    root = cache_dir()
+    folder = root / CACHE_FOLDER
+    if not usable_folder(root, folder):
+        return None
+    target = folder / digest[:32]
+    why, loaded = _whole(target)
+    if loaded is not None:
+        return target / LIBRARY, loaded
+    if why:
+        log.warning("compiled selector %s is damaged (%s): compiling it again", target, why)
+    else:
+        # said without -v (NOTICE): the first select would otherwise be silent for seconds
+        log.log(NOTICE, "compiling %s with %s (once; cached in %s)", what, compiler, target)
+
+    def fill(staging: Path) -> ctypes.CDLL:
+        library = _build_into(staging, sources, units, compiler)
+        lib = _load(library)  # before it is moved into place: what another process does then is no matter
+        (staging / ENTRY).write_text(json.dumps({"format": _FORMAT, "sha256": sha256(library.read_bytes())}))
+        return lib
+
+    try:
+        return target / LIBRARY, replace_directory(target, fill)
+    except OSError as exc:
+        unusable(root, f"cannot write {folder}: {exc.strerror or exc}")
+        return None
+
+
+def compile_library(sources: dict[str, str], units: Sequence[str], compiler: str) -> Path:
+    """:func:`cached_library`'s path; an error when the cache cannot hold it."""
+    found = cached_library(sources, units, compiler)
+    if found is None:
+        raise CkspaceError(f"the cache directory {cache_dir()} cannot be written: set CKSPACE_CACHE_DIR or "
+                           "--cache-dir to a writable directory")
+    return found[0]
+
+
+def cache_info() -> dict[str, object]:
+    """Where the compiled selectors are cached, how many entries and their size in bytes."""
+    folder = cache_dir() / CACHE_FOLDER
+    entries = [p for p in _listed(folder) if _ENTRY_NAME.fullmatch(p.name)]
+    size = 0
+    for entry in entries:
+        for base, _, names in os.walk(entry):
+            size += sum(os.lstat(os.path.join(base, n)).st_size for n in names)
+    return {"directory": str(folder), "entries": len(entries), "bytes": size}
+
+
+def clear_cache() -> int:
+    """Delete the compiled selectors (entries ``<hex>/`` and what killed builders left, never the
+    staging of a live one; nothing else in the folder); returns how many entries were removed."""
+    folder = cache_dir() / CACHE_FOLDER
+    removed = 0
+    for path in _listed(folder):
+        if _ENTRY_NAME.fullmatch(path.name):
+            discard(path)
+            removed += 1
+        elif (match := TEMPORARY.fullmatch(path.name)) and _ENTRY_NAME.fullmatch(match["name"]):
+            remove_leftovers(folder / match["name"])
+    return removed
+
+
+def _listed(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+    except OSError:
+        return []
 
 
 class CompiledSelector:
     """A model's features and trees compiled into one shared library, called through ctypes."""
 
-    def __init__(self, library: Path, features: int) -> None:
-        self.library = library
+    def __init__(self, lib: ctypes.CDLL, features: int) -> None:
         self.features = features
-        self._lib = ctypes.CDLL(str(library))
+        self._lib = lib
         self._features = self._lib.cks_features
         self._features.restype = None
         self._features.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long, ctypes.c_void_p]
@@ -185,11 +296,20 @@ class CompiledSelector:
 
     @classmethod
     def build(cls, formulas: Sequence[Formula], ranker_text: str, tflops_text: str, features: int,
-              compiler: str) -> "CompiledSelector":
+              compiler: str, uncached: bool = False, model: str = "a model") -> "CompiledSelector | None":
+        """The model compiled (once, into the cache); None when the cache cannot be written, unless
+        ``uncached``: then it is compiled into a temporary directory, removed once loaded. ``model``
+        names the model in the line that announces a compile."""
         sources = {"cks_features.c": features_unit(formulas),
                    **model_sources(ranker_text, "cks_ranker", features),
                    **model_sources(tflops_text, "cks_tflops", features)}
-        return cls(compile_library(sources, ["cks_features.c", "cks_ranker.c", "cks_tflops.c"], compiler), features)
+        found = cached_library(sources, UNITS, compiler, f"the selector for {model}")
+        if found is not None:
+            return cls(found[1], features)
+        if not uncached:
+            return None
+        with tempfile.TemporaryDirectory(prefix="ckspace-selector-") as folder:
+            return cls(_load(_build_into(Path(folder), sources, UNITS, compiler)), features)
 
     def feature_matrix(self, values: np.ndarray, table: ConfigTable) -> np.ndarray:
         """The features of one problem (``values`` in PROBLEM_VALUES order, float64) with every row

@@ -22,6 +22,7 @@ measurements); nothing is invented or imputed.
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
 import re
@@ -37,7 +38,7 @@ from pydantic import BaseModel
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import sha256_file
+from ckspace.core.files import decode_input, read_input, sha256
 from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -121,12 +122,12 @@ class Measurements:
 
 @contextmanager
 def _readable(path: Path) -> Iterator[None]:
-    """A CSV that is not UTF-8 text (binary, UTF-16) is bad input, said in one line; a UTF-8 byte
-    order mark is accepted (the files are opened as ``utf-8-sig``)."""
+    """Text the csv module cannot parse (a field longer than its limit) is bad input, said in one
+    line; text that is not UTF-8 was refused when read (:func:`~ckspace.core.files.read_input_text`)."""
     try:
         yield
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise InvalidInputError(f"{path}: not a UTF-8 CSV file ({str(exc).splitlines()[0][:120]})") from None
+    except csv.Error as exc:
+        raise InvalidInputError(f"--data {str(path)!r} is not a CSV file ({str(exc).splitlines()[0][:120]})") from None
 
 
 Row = dict[str, str]
@@ -155,11 +156,10 @@ def _read(paths: Sequence[str | Path], arch: str | None) -> _Read:
     rows_read = 0
     for raw_path in paths:
         path = Path(raw_path)
-        if not path.is_file():
-            raise CkspaceError(f"no such data file: {path}")
-        files[str(path)] = sha256_file(path)
-        with path.open(newline="", encoding="utf-8-sig") as handle, _readable(path):
-            reader = csv.DictReader(handle)
+        data = read_input(path, "--data")  # read once: what is hashed is what is parsed
+        files[str(path)] = sha256(data)
+        with _readable(path):
+            reader = csv.DictReader(io.StringIO(decode_input(data, path, "--data"), newline=""))
             missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
             if missing:
                 raise CkspaceError(f"{path}: not a measurement CSV (missing columns {', '.join(missing)})")

@@ -40,6 +40,17 @@ class Scores(BaseModel):
 
 HEADER = (f"{'selector':<22} {'mean':>7} {'median':>7} {'P10':>7} {'min':>7} {'top1':>6} {'top5':>6} {'top5b':>6} "
           f"{'ties':>6}")
+LEGEND = ("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5; "
+          "ties = problems whose best score two or more kernels share (kernel order picks there)")
+
+
+def table(scores: dict[str, Scores], objective: str) -> str:
+    """The legend, :data:`HEADER` and a row per selector, as train and evaluate print them. The model
+    is the winning objective's booster: its row is labelled ``model=<objective>`` and that objective
+    has no row of its own (it would repeat the model's figures)."""
+    rows = [scores["model"].row(f"model={objective}")]
+    rows += [s.row(name) for name, s in scores.items() if name not in ("model", objective)]
+    return "\n".join([LEGEND, HEADER, *rows]) + "\n"
 
 
 def _top(values: np.ndarray, k: int) -> np.ndarray:

@@ -38,21 +38,34 @@ def _save(fig, plt, path: Path, option: str) -> None:
 
 
 def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
-    """Mean efficiency against budget: (a) solid, (b) dashed, for the plan and each baseline."""
+    """Mean efficiency against budget for the plan and each baseline, in two legends: the colour is
+    the kernel set, the line (a) the best measured kernel in it (solid, filled circles) or (b) the
+    selector's pick in it (dashed, open squares). One legend of eight entries drew (a) and (b) of a
+    set alike at its size, and lay over the lines."""
+    from matplotlib.lines import Line2D
+
     plt = _pyplot()
-    fig, axis = plt.subplots(figsize=(8, 5.5))
+    fig, axis = plt.subplots(figsize=(10, 5.5))
     budgets = [int(b) for b in cv.plans]
     labels = {"plan": "plan (predicted)", "hindsight": "hindsight (measured)",
               "frequent_winners": "most frequent winners", "random": "random"}
-    for color, (name, label) in enumerate(labels.items()):
-        for key, style, what in (("plan_oracle", "-", "best in plan"), ("plan_selector", "--", "selector's pick")):
+    series = {"plan_oracle": ("(a) best measured kernel in the set", dict(linestyle="-", marker="o")),
+              "plan_selector": ("(b) the selector's pick in the set",
+                                dict(linestyle="--", marker="s", markerfacecolor="none"))}
+    for color, name in enumerate(labels):
+        for key, (_, style) in series.items():
             means = [r.figures(name)[key].mean for r in cv.plans.values()]
-            axis.plot(budgets, means, style, color=f"C{color}", marker="o", label=f"{label}: {what}")
+            axis.plot(budgets, means, color=f"C{color}", **style)
     axis.set_xscale("log", base=2)
     axis.set_xticks(budgets, [str(b) for b in budgets])
     axis.set(xlabel="kernels in the plan (budget)", ylabel="mean efficiency vs best measured (%)", title=title)
     axis.grid(alpha=0.3)
-    axis.legend(loc="lower right", fontsize=8)
+    sets = axis.legend([Line2D([], [], color=f"C{i}", linewidth=3) for i in range(len(labels))], list(labels.values()),
+                       title="kernel set", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
+    axis.add_artist(sets)
+    axis.legend([Line2D([], [], color="black", **style) for _, style in series.values()],
+                [label for label, _ in series.values()],
+                title="efficiency of", loc="upper left", bbox_to_anchor=(1.02, 0.55), fontsize=9, handlelength=4)
     fig.tight_layout()
     _save(fig, plt, path, "--plan-plot")
 

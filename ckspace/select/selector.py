@@ -311,7 +311,7 @@ class Selector:
 
         ``engine``: ``compiled`` runs the trees compiled to C (:mod:`ckspace.select.compiled`;
         built once per model with the host C compiler, cached), ``lightgbm`` calls LightGBM's C API,
-        ``auto`` (default) compiles when a C compiler is there. Both give the same scores; the
+        ``auto`` (default) compiles when a C compiler is there and the cache can keep the result. Both give the same scores; the
         compiled trees answer ~7x faster for a few dozen candidates.
 
         One prediction thread by default: for a few dozen rows a second OpenMP thread saves
@@ -340,8 +340,14 @@ class Selector:
                 raise SelectorError("engine 'compiled' needs a C compiler ($CC, cc, gcc or clang); none was found")
             if compiler is not None:
                 texts = model_texts(directory, card)
+                # without a cache to keep it, compiling costs each run seconds LightGBM does not
                 compiled = CompiledSelector.build(feature_formulas(variant, dtype, hw), texts[RANKER_FILE],
-                                                  texts[TFLOPS_FILE], ranker.num_feature(), compiler)
+                                                  texts[TFLOPS_FILE], ranker.num_feature(), compiler,
+                                                  uncached=engine == "compiled",
+                                                  model=f"{card.arch} {card.variant} {card.dtype} ({directory})")
+                if compiled is None:
+                    log.info("the compiled selector cannot be cached: the selector calls LightGBM (slower per "
+                             "call, same answers)")
             else:
                 log.info("no C compiler: the selector calls LightGBM (slower, same answers)")
         return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads, compiled, target)

@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import refuse_foreign, sha256, write_directory
+from ckspace.core.files import (decode_input, parse_json, read_input, read_json_model, refuse_foreign, sha256,
+                                write_directory)
 from ckspace.select.features import FEATURE_VERSION, feature_spec
 from ckspace.select.support import ModelDomain
 
@@ -80,7 +81,7 @@ def shipped_models() -> dict[str, ModelCard]:
     root = Path(str(resources.files("ckspace").joinpath("models")))
     out: dict[str, ModelCard] = {}
     for card_path in sorted(root.glob(f"*/*/{CARD_FILE}")):
-        card = ModelCard.model_validate_json(card_path.read_bytes())
+        card = read_json_model(ModelCard, card_path, "model card")
         out[f"{card.arch} {card.variant} {card.dtype}"] = card
     return out
 
@@ -126,23 +127,10 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     if not directory.is_dir():
         raise InvalidInputError(f"--model {str(directory)!r} is not a model directory (it holds {CARD_FILE}, "
                                 f"{RANKER_FILE}, {TFLOPS_FILE} and {FEATURES_FILE}; `ckspace train --out` writes one)")
-    try:
-        card = ModelCard.model_validate_json((directory / CARD_FILE).read_bytes())
-    except FileNotFoundError:
-        raise CkspaceError(f"no model card in {directory}") from None
-    except OSError as exc:
-        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise CkspaceError(f"model card {directory / CARD_FILE} is unreadable: {first}") from None
+    card = read_json_model(ModelCard, directory / CARD_FILE, "model card")
     contents: dict[str, bytes] = {}
     for name in (RANKER_FILE, TFLOPS_FILE, FEATURES_FILE):
-        try:
-            contents[name] = (directory / name).read_bytes()
-        except FileNotFoundError:
-            raise CkspaceError(f"model {directory} lacks {name}") from None
-        except OSError as exc:
-            raise CkspaceError(f"model {directory}: {name} is unreadable: {exc.strerror or exc}") from None
+        contents[name] = read_input(directory / name, "model file")
         if sha256(contents[name]) != card.files.get(name):
             raise CkspaceError(f"model {directory}: {name} does not match the sha256 in its card "
                                "(the file was changed or damaged); retrain or reinstall")
@@ -343,17 +331,10 @@ def _feature_info(info: str) -> bool:
 
 def _feature_spec_of(directory: Path, data: bytes) -> dict[str, Any]:
     """``features.json``'s content: a JSON object, else one line naming the file."""
-    path = FEATURES_FILE
-    try:
-        spec = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CkspaceError(f"model {directory}: {path} is not UTF-8 text; retrain or reinstall") from None
-    except RecursionError:
-        raise CkspaceError(f"model {directory}: {path} is nested too deeply; retrain or reinstall") from None
-    except ValueError as exc:
-        raise CkspaceError(f"model {directory}: {path} is not valid JSON ({exc}); retrain or reinstall") from None
+    path = directory / FEATURES_FILE
+    spec = parse_json(decode_input(data, path, "model file"), path, "model file")
     if not isinstance(spec, dict):
-        raise CkspaceError(f"model {directory}: {path} is not a JSON object with version and names; "
+        raise CkspaceError(f"model file {str(path)!r} is not a JSON object with version and names; "
                            "retrain or reinstall")
     return spec
 
@@ -365,10 +346,7 @@ def model_texts(directory: Path, card: ModelCard) -> dict[str, str]:
     out = {}
     names = list(feature_spec()["names"])
     for name in (RANKER_FILE, TFLOPS_FILE):
-        try:
-            data = (Path(directory) / name).read_bytes()
-        except OSError as exc:
-            raise CkspaceError(f"model {directory}: {name} is unreadable: {exc.strerror or exc}") from None
+        data = read_input(Path(directory) / name, "model file")
         if sha256(data) != card.files.get(name):
             raise CkspaceError(f"model {directory}: {name} changed while it was being loaded")
         out[name] = _booster_text(Path(directory), name, data, names)

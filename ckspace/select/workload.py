@@ -22,6 +22,7 @@ from the analytical performance model.
 from __future__ import annotations
 
 import csv
+import io
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ import numpy as np
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.files import read_input_text
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.select.plan import PlanInstance, shown_tflops
@@ -58,13 +60,10 @@ class Workload:
 
 
 def read_workload(path: Path, variant: Variant, weight_column: str | None = None) -> Workload:
-    """The problems of a CSV (see the module docstring); bad rows are errors naming the row."""
+    """The problems of a CSV (see the module docstring); bad rows are errors naming the row, and a
+    file that is no CSV text (:func:`~ckspace.core.files.read_input_text`) is one line naming it."""
+    reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise CkspaceError(f"cannot read --problems {path}: {exc.strerror}") from None
-    with handle:
-        reader = csv.DictReader(handle)
         columns = tuple(reader.fieldnames or ())
         missing = [c for c in _REQUIRED if c not in columns]
         if missing:
@@ -87,6 +86,8 @@ def read_workload(path: Path, variant: Variant, weight_column: str | None = None
                 skipped.append(f"line {number}: {str(exc).rpartition(': ')[2]}")
                 continue
             merged[problem] = merged.get(problem, 0.0) + weight
+    except csv.Error as exc:  # e.g. a field longer than the csv module reads
+        raise InvalidInputError(f"--problems {str(path)!r} is not a CSV file ({exc})") from None
     if not merged:
         raise CkspaceError(f"{path}: no problems" + (f" ({skipped[0]})" if skipped else ""))
     if skipped:
