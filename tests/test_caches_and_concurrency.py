@@ -442,7 +442,11 @@ def test_signals_leave_no_debris(tmp_path: Path, signum: int, status: int, at: i
 _BLOCKED_DIRECTORY_WRITE = """
 import os, signal, sys, time
 from pathlib import Path
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # as ckspace's CLI: the stack unwinds
+# As ckspace's CLI does: both signals unwind the stack, whatever this process inherited (a test run
+# started in the background by a non-interactive shell hands its children SIGINT ignored, and Python
+# then installs no KeyboardInterrupt handler of its own).
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+signal.signal(signal.SIGINT, signal.default_int_handler)
 real, calls = {patched}, []
 def blocking(*args, **kwargs):
     calls.append(args)
