@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ckspace.core.files import discard, read_to_end, unique_temporary
+from ckspace.core.files import discard, file_kind, read_to_end, unique_temporary
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,7 @@ def read_entry(path: Path) -> bytes | None:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            found = "a directory" if stat.S_ISDIR(mode) else "a fifo" if stat.S_ISFIFO(mode) else "not a regular file"
-            raise ValueError(f"{found} is in its place")
+            raise ValueError(f"{file_kind(mode)} is in its place")
         return read_to_end(fd)
     except OSError as exc:
         raise ValueError(exc.strerror or str(exc)) from None

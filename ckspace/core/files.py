@@ -225,6 +225,15 @@ def _flocked(fd: int) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def listed(folder: Path) -> list[Path]:
+    """The entries of ``folder``, sorted; none when it is absent, not a directory, a link (never
+    followed into) or unreadable: what sweeps of ckspace's own folders walk."""
+    try:
+        return sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
+    except OSError:
+        return []
+
+
 def discard(path: Path) -> None:
     """Remove ``path`` (a directory with its contents, anything else itself; a link is not followed)."""
     try:

@@ -28,7 +28,7 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.files import TEMPORARY, escapes, locked_directory, refuse_foreign, sha256, write_if_changed
+from ckspace.core.files import TEMPORARY, escapes, listed, locked_directory, refuse_foreign, sha256, write_if_changed
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
@@ -227,17 +227,10 @@ def _temporaries(out: Path) -> list[Path]:
     killed emit leaves, the only debris an emit removes."""
     found = []
     for folder in (out, out / WRAPPER_DIR):
-        found += [p for p in _entries(folder) if _temporary(p.name)]
+        found += [p for p in listed(folder) if _temporary(p.name)]
     for base, _, names in os.walk(out / MODEL_DIR):  # links are not followed
         found += [Path(base, n) for n in names if _temporary(n)]
     return [p for p in found if p.is_file() and not p.is_symlink()]
-
-
-def _entries(folder: Path) -> list[Path]:
-    try:
-        return list(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
-    except OSError:
-        return []
 
 
 def check_out(out: Path, force: bool) -> None:

@@ -52,7 +52,7 @@ import numpy as np
 
 from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usable_folder
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import TEMPORARY, cache_dir, discard, remove_leftovers, replace_directory, sha256
+from ckspace.core.files import TEMPORARY, cache_dir, discard, listed, remove_leftovers, replace_directory, sha256
 from ckspace.core.progress import NOTICE
 from ckspace.select.cfeatures import features_c
 from ckspace.select.features import ConfigTable
@@ -249,7 +249,7 @@ def compile_library(sources: dict[str, str], units: Sequence[str], compiler: str
 def cache_info() -> dict[str, object]:
     """Where the compiled selectors are cached, how many entries and their size in bytes."""
     folder = cache_dir() / CACHE_FOLDER
-    entries = [p for p in _listed(folder) if _ENTRY_NAME.fullmatch(p.name)]
+    entries = [p for p in listed(folder) if _ENTRY_NAME.fullmatch(p.name)]
     size = 0
     for entry in entries:
         for base, _, names in os.walk(entry):
@@ -262,7 +262,7 @@ def clear_cache() -> int:
     staging of a live one; nothing else in the folder); returns how many entries were removed."""
     folder = cache_dir() / CACHE_FOLDER
     removed = 0
-    for path in _listed(folder):
+    for path in listed(folder):
         if _ENTRY_NAME.fullmatch(path.name):
             discard(path)
             removed += 1
@@ -271,11 +271,6 @@ def clear_cache() -> int:
     return removed
 
 
-def _listed(folder: Path) -> list[Path]:
-    try:
-        return sorted(folder.iterdir()) if folder.is_dir() and not folder.is_symlink() else []
-    except OSError:
-        return []
 
 
 class CompiledSelector:
