@@ -1,6 +1,6 @@
 """Where the analytical model's fitted constants come from, and whether fitting them overfits.
 
-The analytical performance model (``ckspace/select/performance.py``) has three constants fit once
+The analytical performance model (``ckspace/features/performance.py``) has three constants fit once
 on the MI355X measurements (the ``mi355x-forward-bf16`` data set): ``memory_latency_cycles``, ``l2_reuse`` and
 ``epilogue_cycles_per_byte``. This script
 
@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.datasets import DATASETS
-from ckspace.select import features, performance
-from ckspace.select.dataset import load_cells
-from ckspace.select.evaluation import fold_of_groups
-from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.hardware import hardware_facts
-from ckspace.select.metrics import per_problem_efficiency, summarize
+from ckspace.features import matrix as features, performance
+from ckspace.training.dataset import load_cells
+from ckspace.training.evaluation import fold_of_groups
+from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.features.hardware import hardware_facts
+from ckspace.training.metrics import per_problem_efficiency, summarize
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 FITTED = ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")

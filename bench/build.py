@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the CI
 from compile_sample import sample_kernels  # noqa: E402
 
 from ckspace.emit.emitter import emit
-from ckspace.hip_runtime.build import build
+from ckspace.build.builder import build
 from ckspace.core.ck_headers import find_revision
-from ckspace.hip_runtime.cluster import connected, describe
+from ckspace.build.cluster import connected, describe
 
 
 def main() -> None:

@@ -48,8 +48,7 @@ from ckspace.constraints.expr import (
     fields_of,
 )
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.space import open as open_space
-
+from ckspace.space import counted as open_space
 COMPARED = (
     "tile_m in [16, 32, 48, 64, 96, 128, 192, 256] and tile_n in [16, 32, 64, 128, 256]",
     "tile_k in [16, 32, 48, 64] and pipeline in [compv3, compv4, mem] and epilogue == cshuffle",

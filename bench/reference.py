@@ -8,7 +8,7 @@ the ``benchmark-forward-300`` data set whose tensors fit in MEMORY_BUDGET as flo
 lists (the ``validation-bwd-data`` and ``validation-bwd-weight`` data sets), in bf16. The baseline, in the same run, is
 the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as multiply-adds per
 second. The last line times the sampled check a worker makes of that very largest forward problem
-(``ckspace.hip_runtime.sampled``: operands, positions, ``reference_at``, ``verify_at`` of a whole
+(``ckspace.verify.sampled``: operands, positions, ``reference_at``, ``verify_at`` of a whole
 output) without ever computing its full reference.
 
     python3 bench/reference.py [--repeats N]
@@ -33,15 +33,15 @@ import naive_conv  # noqa: E402  (tests/ holds the independent naive implementat
 from ckspace.core.datasets import DATASETS  # noqa: E402
 from ckspace.core.problem import ConvProblem  # noqa: E402
 from ckspace.core.vocab import Variant  # noqa: E402
-from ckspace.hip_runtime.reference import (  # noqa: E402
+from ckspace.verify.reference import (  # noqa: E402
     numpy_dtype,
     operand_shapes,
     random_operands,
     reference,
 )
-from ckspace.hip_runtime.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
-from ckspace.hip_runtime.verification import tolerance, verify, verify_at  # noqa: E402
-from ckspace.select.workload import read_workload  # noqa: E402
+from ckspace.verify.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
+from ckspace.verify.comparison import tolerance, verify, verify_at  # noqa: E402
+from ckspace.planning.workload import read_workload  # noqa: E402
 
 MEMORY_BUDGET = 1 << 30
 SMALL = {"ndim": 2, "N": 1, "G": 1, "C": 8, "K": 8, "Hi": 8, "Wi": 8, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}

@@ -27,10 +27,10 @@ from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.emitter import _environment
-from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
+from ckspace.run.c_api import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library, host_c_compiler
-from ckspace.select.features import feature_matrix
+from ckspace.features.matrix import feature_matrix
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
 

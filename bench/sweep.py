@@ -26,10 +26,10 @@ from standin_library import build_standin  # noqa: E402
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
-from ckspace.hip_runtime.build import build_host
-from ckspace.hip_runtime.dispatcher import Dispatcher
-from ckspace.hip_runtime.sweep import SweepOptions, batches, plan_pairs, run_sweep
-from ckspace.hip_runtime.worker import BatchJob, serve
+from ckspace.build.builder import build_host
+from ckspace.run.c_api import Dispatcher
+from ckspace.run.sweep import SweepOptions, batches, plan_pairs, run_sweep
+from ckspace.run.worker import BatchJob, serve
 
 
 def standin(root: Path, crash: int) -> tuple[Path, Path, dict[str, GemmConfig]]:

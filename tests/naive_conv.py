@@ -1,6 +1,6 @@
 """Grouped convolution from its definition, one output element at a time, independent of ckspace.
 
-The test statement of what ``ckspace.hip_runtime.reference`` computes: plain Python loops over
+The test statement of what ``ckspace.verify.reference`` computes: plain Python loops over
 every element and every term of its sum, float64 accumulation, and the layouts written out here
 (channels innermost, groups beside them): input ``N, spatial..., G, C/G``, weight
 ``G, K/G, filter..., C/G``, output ``N, out_spatial..., G, K/G``. A problem is a dict of the

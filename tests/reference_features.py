@@ -1,6 +1,6 @@
 """The selector's features, restated for one (problem, config) pair in plain Python.
 
-Independent of ckspace.select.features and ckspace.select.formula: integer arithmetic where CK's
+Independent of ckspace.features.matrix and ckspace.features.formula: integer arithmetic where CK's
 sizes are integers, math.ceil/floor, the implicit GEMM of each variant written out per variant
 (not read from core.operands), and the feature meanings of the module docstring; the analytical
 model's feature is tests/reference_performance.py's. Tests compare the vectorised features against
@@ -17,7 +17,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Pipeline, Variant
-from ckspace.select.hardware import HardwareFacts
+from ckspace.features.hardware import HardwareFacts
 
 ELEMENT_BYTES = {Dtype.FP16: 2, Dtype.BF16: 2, Dtype.FP32: 4}
 

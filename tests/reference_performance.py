@@ -1,8 +1,8 @@
 """The analytical performance model, restated for one (problem, config) pair in plain Python.
 
-Independent of ``ckspace.select.performance``'s code (``_config_terms``, ``config_columns``,
-``cycles_formula``) and of ``ckspace.select.formula``: written from the model's description (the
-module docstring of :mod:`ckspace.select.performance`) with its data tables and constants, in
+Independent of ``ckspace.features.performance``'s code (``_config_terms``, ``config_columns``,
+``cycles_formula``) and of ``ckspace.features.formula``: written from the model's description (the
+module docstring of :mod:`ckspace.features.performance`) with its data tables and constants, in
 Python ints and floats, with integer ceilings where CK's counts are integers. Every hardware fact
 comes from the ``hw`` sheet the caller names (the model of "this kernel on this GPU").
 
@@ -31,8 +31,8 @@ from ckspace.core.arch import arch_facts
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Variant
-from ckspace.select.hardware import HardwareFacts
-from ckspace.select.performance import CONSTANTS, INDEX_INSTRUCTIONS, PIPELINES, mem_stages
+from ckspace.features.hardware import HardwareFacts
+from ckspace.features.performance import CONSTANTS, INDEX_INSTRUCTIONS, PIPELINES, mem_stages
 
 ELEMENT_BYTES = {Dtype.FP16: 2, Dtype.BF16: 2, Dtype.FP32: 4}
 ACCUMULATOR_BYTES = 4  # split-K partial results are fp32

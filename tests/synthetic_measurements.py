@@ -3,7 +3,7 @@ shapes, invented timings.
 
 No GPU measured bwd_data or bwd_weight kernels for this project, so the tests that train on those
 variants need data with a known truth. The timings come from a small cost model written here, on
-purpose unlike ckspace's analytical roofline (``select.features``): the implicit GEMM sizes are
+purpose unlike ckspace's analytical roofline (``ckspace.features.matrix``): the implicit GEMM sizes are
 restated per variant, each block tile pays its quantisation waste and a fixed cost per K step,
 bigger tiles run a larger share of peak, pipelines differ by a factor, the grid fills the compute
 units in whole rounds, and split-K adds a reduction. Seeded lognormal noise makes rows vary as

@@ -232,7 +232,7 @@ def _children(parent: int) -> list[int]:
         if entry.name.isdigit():
             try:
                 ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if ppid == parent and b"ckspace.hip_runtime.worker" in (entry / "cmdline").read_bytes():
+                if ppid == parent and b"ckspace.run.worker" in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
             except (OSError, IndexError, ValueError):
                 continue
@@ -273,8 +273,8 @@ def test_the_hip_device_without_a_gpu_is_one_error() -> None:
     device that is not there is a CkspaceError naming the call, not a crash or a raw tuple. On a
     machine with an AMD GPU, the device the probe reports opens instead."""
     from ckspace.core.errors import CkspaceError
-    from ckspace.hip_runtime.device import HipDevice
-    from ckspace.hip_runtime.gpus import probe_devices
+    from ckspace.run.device import HipDevice
+    from ckspace.run.gpus import probe_devices
 
     try:
         devices = probe_devices()

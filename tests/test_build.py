@@ -23,11 +23,11 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.emitter import SelectorOptions, emit
-from ckspace.hip_runtime.build import build
+from ckspace.build.builder import build
 from ckspace.core.ck_headers import find_revision, locate_ck
-from ckspace.hip_runtime.dispatcher import Dispatcher
-from ckspace.hip_runtime.loader import KernelLibrary, ProblemArgs, exported_functions
-from ckspace.hip_runtime.toolchain import discover
+from ckspace.run.c_api import Dispatcher
+from ckspace.run.loader import KernelLibrary, ProblemArgs, exported_functions
+from ckspace.build.toolchain import discover
 from ckspace.space.space import Space
 
 FAKE_COMPILER = f"""#!{sys.executable}

@@ -25,9 +25,9 @@ from test_build import _toolchain_or_skip
 
 from ckspace.cli import main
 from ckspace.emit.emitter import SelectorOptions, buildable, emit
-from ckspace.hip_runtime.build import BuildReport, build
+from ckspace.build.builder import BuildReport, build
 from ckspace.core.ck_headers import find_revision
-from ckspace.hip_runtime.loader import KernelLibrary
+from ckspace.run.loader import KernelLibrary
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
@@ -203,7 +203,7 @@ def test_cli_executor_choices_and_missing_ray(tmp_path: Path, stand_in: Path, ca
 def test_an_open_connection_is_reused_and_left_open(ray_cluster: str) -> None:
     """What bench/build.py relies on: builds inside ``connected`` use that connection, and only the
     ``connected`` that opened it closes it."""
-    from ckspace.hip_runtime.cluster import connected, describe
+    from ckspace.build.cluster import connected, describe
 
     def import_ckspace() -> str:
         try:

@@ -32,8 +32,7 @@ from conftest import ROOT, c_compiler
 from fuzz_world import Outcome, contract_breaks, run_cli, start_ready, start_reporting
 
 from ckspace.core.files import TEMPORARY, locked_directory, write_directory
-from ckspace.hip_runtime import objcache
-
+from ckspace.build import objcache
 PROBLEM = "N=1,C=64,K=64,Hi=56,Wi=56,Y=3,X=3"
 SELECT = ["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problem", PROBLEM]
 SPACE = ["--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16"]

@@ -19,7 +19,7 @@ from ckspace.core.datasets import DATASETS, Kind, argument_text, data_file, data
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.files import sha256
 from ckspace.core.vocab import Variant
-from ckspace.select.workload import read_workload
+from ckspace.planning.workload import read_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"

@@ -32,7 +32,7 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.emitter import _environment
-from ckspace.hip_runtime.dispatcher import ConvProblemC, Dispatcher
+from ckspace.run.c_api import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library
 from ckspace.select.selector import Selector

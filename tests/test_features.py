@@ -18,13 +18,13 @@ import ckspace
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.space.benchmark_names import config_from_benchmark_name
-from ckspace.select.features import (
+from ckspace.features.matrix import (
     FEATURE_NAMES,
     ConfigTable,
     feature_matrix,
     feature_spec,
 )
-from ckspace.select.hardware import hardware_facts
+from ckspace.features.hardware import hardware_facts
 
 HW = hardware_facts("gfx950")
 

@@ -1,4 +1,4 @@
-"""The feature formula language (select/formula.py) against plain Python floats.
+"""The feature formula language (ckspace/features/formula.py) against plain Python floats.
 
 Formulas are drawn as recipes, built through the operators and helpers the feature module uses,
 and computed directly with ``math`` (:func:`value`): a :class:`Program` over many candidate rows
@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ckspace.select.formula import (
+from ckspace.features.formula import (
     Formula,
     Num,
     Program,

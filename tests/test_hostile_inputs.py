@@ -138,7 +138,7 @@ def test_a_problems_field_longer_than_the_csv_module_reads_is_one_line(tmp_path:
 def test_a_problems_file_with_a_byte_order_mark_is_read(problems: Path) -> None:
     """As the measurement CSVs always were: a spreadsheet's UTF-8 export starts with one."""
     from ckspace.core.vocab import Variant
-    from ckspace.select.workload import read_workload
+    from ckspace.planning.workload import read_workload
 
     plain = read_workload(problems, Variant.FORWARD)
     problems.write_bytes(b"\xef\xbb\xbf" + problems.read_bytes())

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ckspace.select.features import FEATURE_NAMES
+from ckspace.features.matrix import FEATURE_NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

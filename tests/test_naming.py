@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
-from ckspace.constraints.generate.default import proposals
+from ckspace.constraints.generate.default_list import proposals
 from ckspace.core import naming
 from ckspace.core.config import GemmConfig
 from ckspace.core.datasets import DATASETS

@@ -22,7 +22,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.measurement import COLUMNS, config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
-from ckspace.hip_runtime.results import ResultsFile
+from ckspace.run.results import ResultsFile
 
 KERNEL = "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1"
 PROBLEMS = (ConvProblem.parse("N=2,C=16,K=16,G=1,Hi=6,Wi=6,Y=3,X=3,stride_h=1,stride_w=1,pad_h=1,pad_w=1"),

@@ -34,8 +34,7 @@ from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import FIELD_KIND, GEMM_FIELD_NAMES, decode, plain
 from ckspace.core.vocab import Dtype, Variant, arch_names
-from ckspace.space import open as open_space
-
+from ckspace.space import counted as open_space
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAX_PRODUCT = 60_000

@@ -1,4 +1,4 @@
-"""The analytical performance model (ckspace.select.performance) against its plain-Python statement
+"""The analytical performance model (ckspace.features.performance) against its plain-Python statement
 (tests/reference_performance.py), and the properties the selector relies on: distinct kernels never
 tie at the top, and a narrower vector never beats its family's wider one.
 
@@ -27,10 +27,10 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
-from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.select.fallbacks import identity, vector_variants
-from ckspace.select.hardware import hardware_facts
-from ckspace.select.performance import CONSTANTS, MEM_IN_FLIGHT_BYTES, PIPELINES, PipelineFacts, mem_stages
+from ckspace.features.hardware import hardware_facts
+from ckspace.features.performance import CONSTANTS, MEM_IN_FLIGHT_BYTES, PIPELINES, PipelineFacts, mem_stages
 from ckspace.select.selector import CandidateSet, Selector
 from ckspace.space.space import Space
 
@@ -474,8 +474,8 @@ def test_the_model_ranks_the_measured_kernels_as_documented() -> None:
     """The figures the module states for its constants, on the MI355X measurements (231 problems x
     30 kernels): mean 97.6 %, P10 92.1 % of the best measured kernel, no ties. A changed constant or
     term moves them; a deliberate change updates the docstring, the README and this test."""
-    from ckspace.select.dataset import load_measurements
-    from ckspace.select.metrics import summarize
+    from ckspace.training.dataset import load_measurements
+    from ckspace.training.metrics import summarize
 
     data = load_measurements([DATASETS["mi355x-forward-bf16"].path], "gfx950", "forward", "bf16")
     table, hw = ConfigTable.build(data.configs), hardware_facts("gfx950")
@@ -487,7 +487,7 @@ def test_the_model_ranks_the_measured_kernels_as_documented() -> None:
 def test_index_arithmetic_shrinks_with_the_specialisation() -> None:
     """A plain GEMM (1x1, stride 1, no pads) computes no im2col index; each specialisation does no
     more index arithmetic per load than the more general kernel it narrows."""
-    from ckspace.select.performance import INDEX_INSTRUCTIONS
+    from ckspace.features.performance import INDEX_INSTRUCTIONS
 
     order = (Specialization.DEFAULT, Specialization.FILTER3X3, Specialization.FILTER1X1_PAD0,
              Specialization.FILTER1X1_STRIDE1_PAD0)

@@ -13,7 +13,7 @@ from conftest import fake_ck
 from ortools.sat.python import cp_model
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.select.plan import (
+from ckspace.planning.plan import (
     SCALE,
     PlanInfeasibleError,
     PlanInstance,
@@ -334,7 +334,7 @@ def test_the_infeasible_answers_say_how_far_off_they_are() -> None:
 
 
 def test_a_result_reports_its_time_and_model_value(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("INFO", logger="ckspace.select.plan"):
+    with caplog.at_level("INFO", logger="ckspace.planning.plan"):
         result = solve_plan(_two_problems(), budget=2, time_limit=10)
     assert result.chosen == (0, 1) and result.model_value == pytest.approx(0.75) and result.gap == 0.0
     assert 0 <= result.seconds < 60 and result.time_limit == 10 and result.pruned_to is None
@@ -397,7 +397,7 @@ def test_a_search_that_finds_nothing_in_time_answers_with_the_greedy_cover(monke
     """When CP-SAT finds no set within the time limit (here: made to answer UNKNOWN), a budget plan
     is the greedy cover when it fits the budget, reported feasible with the gap to the value of every
     item together (a bound no set exceeds); otherwise the error says to raise the time limit."""
-    import ckspace.select.plan as plan_module
+    import ckspace.planning.plan as plan_module
 
     monkeypatch.setattr(plan_module, "solve_interruptibly", lambda solver, model: cp_model.UNKNOWN)
     instance = random_instance(np.random.default_rng(3), 6, 12)

@@ -1,4 +1,4 @@
-"""CPU references and result verification (``ckspace.hip_runtime.reference`` / ``verification``).
+"""CPU references and result verification (``ckspace.verify.reference`` / ``verification``).
 
 The references are checked against ``tests/naive_conv.py`` (the definition of convolution as
 element loops) on drawn tiny problems of every variant, ndim, grouping, stride, pad, dilation and
@@ -25,7 +25,7 @@ from naive_conv import shapes as naive_shapes
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.hip_runtime.reference import (
+from ckspace.verify.reference import (
     numpy_dtype,
     operand_bytes,
     operand_from_buffer,
@@ -33,7 +33,7 @@ from ckspace.hip_runtime.reference import (
     random_operands,
     reference,
 )
-from ckspace.hip_runtime.verification import Tolerance, tolerance, verify
+from ckspace.verify.comparison import Tolerance, tolerance, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "verification.md"
@@ -389,8 +389,7 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
 def test_operands_drawn_in_chunks_are_the_one_draw_of_the_whole(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunked generation (to keep temporaries small) changes no value: against one draw of the whole."""
-    from ckspace.hip_runtime import reference as ref
-
+    from ckspace.verify import reference as ref
     monkeypatch.setattr(ref, "GENERATION_CHUNK", 6)
     problem = ConvProblem.parse("N=1,C=8,K=4,Hi=3,Wi=5,Y=3,X=3,pad=1")
     a, b = ref.random_operands(problem, "bwd_data", dtype, 11)

@@ -25,7 +25,7 @@ from ckspace.core.naming import parse_kernel_name
 from ckspace.core.revisions import default_rules_revision, rules_revision, rules_revision_names
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Pipeline, Variant, arch_names
-from ckspace.select.hardware import hardware_facts
+from ckspace.features.hardware import hardware_facts
 
 NEWER = "pr12173"
 KIB = 1024

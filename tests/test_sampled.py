@@ -1,4 +1,4 @@
-"""Verification at sampled output elements (``ckspace.hip_runtime.sampled``, ``verify_at``).
+"""Verification at sampled output elements (``ckspace.verify.sampled``, ``verify_at``).
 
 ``reference_at`` is held to the full reference and to the naive element loops of
 ``tests/naive_conv.py`` at drawn positions of drawn problems of every variant, ndim, grouping,
@@ -34,15 +34,15 @@ from test_reference import (
 
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.problem import ConvProblem
-from ckspace.hip_runtime import sampled
-from ckspace.hip_runtime.reference import (
+from ckspace.verify import sampled
+from ckspace.verify.reference import (
     numpy_dtype,
     operand_shapes,
     random_operands,
     reference,
 )
-from ckspace.hip_runtime.sampled import reference_at, sample_positions, use_sampling
-from ckspace.hip_runtime.verification import (
+from ckspace.verify.sampled import reference_at, sample_positions, use_sampling
+from ckspace.verify.comparison import (
     Tolerance,
     count_nonfinite,
     tolerance,
@@ -267,8 +267,8 @@ class _Library:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_worker_checks_big_problems_at_samples(variant: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ckspace.hip_runtime.device import HostDevice
-    from ckspace.hip_runtime.worker import BatchJob, PairSpec, _Prepared, run_pair
+    from ckspace.run.device import HostDevice
+    from ckspace.run.worker import BatchJob, PairSpec, _Prepared, run_pair
 
     monkeypatch.setattr(sampled, "SAMPLING_MACS", 10**5)  # MID's problems (2.6e6-1.6e7 MACs) count as big
     monkeypatch.setattr(sampled, "SAMPLES", 256)

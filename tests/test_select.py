@@ -73,7 +73,7 @@ def test_shipped_model_loads_verified_and_selects(selector: Selector) -> None:
 
 
 def test_direct_prediction_equals_lightgbm_predict(selector: Selector) -> None:
-    from ckspace.select.features import feature_matrix
+    from ckspace.features.matrix import feature_matrix
 
     prepared = selector.prepare(selector.default_candidates)
     matrix = feature_matrix(ConvProblem.parse(PROBLEM), selector.variant, selector.dtype, prepared.table, selector.hw)
@@ -261,11 +261,11 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 
 def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
-    from ckspace.select.boosters import design, fit
-    from ckspace.select.dataset import load_measurements
-    from ckspace.select.features import ConfigTable, feature_matrix
-    from ckspace.select.hardware import hardware_facts
-    from ckspace.select.features import FEATURE_VERSION
+    from ckspace.training.boosters import design, fit
+    from ckspace.training.dataset import load_measurements
+    from ckspace.features.matrix import ConfigTable, feature_matrix
+    from ckspace.features.hardware import hardware_facts
+    from ckspace.features.matrix import FEATURE_VERSION
     from ckspace.select.store import ModelCard, save_model
     from ckspace.select.support import training_domain
 

@@ -176,8 +176,8 @@ def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsy
     from standin_library import build_standin
 
     from ckspace.cli import main
-    from ckspace.hip_runtime.build import BuildReport
-    from ckspace.hip_runtime.toolchain import Toolchain
+    from ckspace.build.builder import BuildReport
+    from ckspace.build.toolchain import Toolchain
 
     tree = build_standin(tmp_path)
     problems = tmp_path / "problems.csv"
@@ -274,8 +274,8 @@ def test_the_first_select_says_once_that_it_compiles_the_selector(tmp_path: Path
 def test_train_prints_a_legend_and_each_selector_once(tmp_path: Path, capsys, monkeypatch) -> None:
     from ckspace.cli import main
     from ckspace.core.datasets import DATASETS
-    from ckspace.select import plot
-    from ckspace.select.metrics import HEADER, LEGEND
+    from ckspace.training import plot
+    from ckspace.training.metrics import HEADER, LEGEND
 
     data = tmp_path / "small.csv"
     data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))

@@ -20,7 +20,7 @@ from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Pipeline, Scheduler, Specialization, Variant
-from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable
 from ckspace.select.selector import Selector
 from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale, training_domain
 

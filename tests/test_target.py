@@ -227,9 +227,9 @@ def test_plan_emit_build_select_is_one_target(variant: str, problems: str, dtype
     """plan --budget 8 -> emit --kernels -> build --host-only: every planned kernel is emitted, and
     the library's compiled selection equals Selector.select with the library as pool on every
     problem of the workload."""
-    from ckspace.hip_runtime.dispatcher import Dispatcher
+    from ckspace.run.c_api import Dispatcher
     from ckspace.select.selector import Selector
-    from ckspace.select.workload import read_workload
+    from ckspace.planning.workload import read_workload
 
     real_ck()
     plan = tmp_path / "plan.txt"
@@ -302,9 +302,9 @@ def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(tmp_path: P
     library's selection is the Python selector's over the library."""
     from test_build import _toolchain_or_skip
 
-    from ckspace.hip_runtime.dispatcher import Dispatcher
+    from ckspace.run.c_api import Dispatcher
     from ckspace.select.selector import Selector
-    from ckspace.select.workload import read_workload
+    from ckspace.planning.workload import read_workload
 
     _toolchain_or_skip()
     monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "objects"))

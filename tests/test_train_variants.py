@@ -23,10 +23,10 @@ from fuzz_world import contract_breaks, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ckspace.select.boosters as boosters
+import ckspace.training.boosters as boosters
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.select.dataset import load_cells
+from ckspace.training.dataset import load_cells
 from ckspace.select.selector import Selector
 
 BAD = {"wrong": 0.04, "crash": 0.02, "timeout": 0.02, "failed": 0.01}
@@ -173,7 +173,7 @@ def test_the_bwd_weight_model_picks_better_than_chance_on_held_out_problems(
 def test_emit_with_selector_takes_the_bwd_weight_model(bwd_weight_model: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The model goes into a bwd_weight library's C dispatcher, whose pick equals the Python one."""
-    from ckspace.hip_runtime.dispatcher import Dispatcher
+    from ckspace.run.c_api import Dispatcher
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"

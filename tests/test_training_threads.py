@@ -24,9 +24,9 @@ from ckspace.commands.train import (
 )
 from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidInputError
-from ckspace.select import boosters
-from ckspace.select.features import FEATURE_NAMES
-from ckspace.select.metrics import HEADER, random_expectation, summarize
+from ckspace.training import boosters
+from ckspace.features.matrix import FEATURE_NAMES
+from ckspace.training.metrics import HEADER, random_expectation, summarize
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 
@@ -39,7 +39,7 @@ def _few_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def real():
     """The MI355X forward bf16 measurements (231 problems x 30 kernels)."""
-    from ckspace.select.dataset import load_cells
+    from ckspace.training.dataset import load_cells
 
     [data] = load_cells([DATA])
     return data
@@ -121,13 +121,13 @@ def test_one_and_two_threads_fit_the_same_model_on_synthetic_rows() -> None:
 
 
 def test_one_and_two_threads_fit_the_same_model_on_the_real_measurements(real) -> None:
-    from ckspace.select.boosters import design
+    from ckspace.training.boosters import design
 
     _same_model_for_any_thread_count(design(real))
 
 
 def test_cross_validation_figures_do_not_depend_on_the_thread_count(real) -> None:
-    from ckspace.select.evaluation import cross_validate
+    from ckspace.training.evaluation import cross_validate
 
     one, two = (cross_validate(real, 3, seed=1, num_threads=n) for n in (1, 2))
     assert one.summary() == two.summary() and one.efficiency == two.efficiency
@@ -136,7 +136,7 @@ def test_cross_validation_figures_do_not_depend_on_the_thread_count(real) -> Non
 
 # -- progress -------------------------------------------------------------------------------------
 def test_cross_validation_calls_progress_once_per_fit(real) -> None:
-    from ckspace.select.evaluation import cross_validate, cross_validation_steps
+    from ckspace.training.evaluation import cross_validate, cross_validation_steps
 
     calls: list[str] = []
     cross_validate(real, 3, num_threads=1, progress=calls.append)
@@ -147,7 +147,7 @@ def test_cross_validation_calls_progress_once_per_fit(real) -> None:
 def test_training_calls_progress_once_per_fit_and_counts_the_fits(real, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Every fit, cross-validation's and the final ones, calls back once: spied on ``fit`` itself."""
-    from ckspace.select import evaluation, training
+    from ckspace.training import evaluation, trainer as training
 
     fits: list[str] = []
     calls: list[str] = []

@@ -23,8 +23,7 @@ CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "fp16"]
 @pytest.fixture
 def never_listed(monkeypatch: pytest.MonkeyPatch) -> None:
     """An open space listed or sampled fails the test at once (unfixed, it grows past 5 GiB)."""
-    from ckspace.space import open as open_space
-
+    from ckspace.space import counted as open_space
     def refuse(*args, **kwargs):
         raise AssertionError("an open space of hundreds of millions of kernels was listed or sampled")
 
@@ -86,7 +85,7 @@ def test_solve_plan_refuses_values_beyond_the_solvers_ranges() -> None:
     import numpy as np
 
     from ckspace.core.errors import InvalidInputError
-    from ckspace.select.plan import PlanInstance, solve_plan
+    from ckspace.planning.plan import PlanInstance, solve_plan
 
     instance = PlanInstance(1, (np.array([0]),), (np.array([1.0]),), np.ones(1))
     for kwargs in ({"budget": 10 ** 23}, {"budget": 1, "seed": 2 ** 31}, {"budget": 1, "time_limit": float("inf")}):

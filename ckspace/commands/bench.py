@@ -77,11 +77,11 @@ def _library(tree: Path) -> tuple[Path, dict]:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
     from ckspace.core.vocab import Variant
-    from ckspace.hip_runtime.device import BACKENDS
-    from ckspace.hip_runtime.gpus import probe_devices
-    from ckspace.hip_runtime.sweep import SweepOptions, run_sweep
-    from ckspace.hip_runtime.build import build_host, stderr_is_terminal
-    from ckspace.select.workload import read_workload
+    from ckspace.run.device import BACKENDS
+    from ckspace.run.gpus import probe_devices
+    from ckspace.run.sweep import SweepOptions, run_sweep
+    from ckspace.build.builder import build_host, stderr_is_terminal
+    from ckspace.planning.workload import read_workload
 
     if args.backend not in BACKENDS:
         raise InvalidChoiceError("--backend", args.backend, BACKENDS)

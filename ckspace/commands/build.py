@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.errors import CkspaceError
     from ckspace.core.vocab import parse_arch
-    from ckspace.hip_runtime.build import (
+    from ckspace.build.builder import (
         REPORT_NAME,
         build,
         build_host,

@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.constraints import cellcache
     from ckspace.core import ck_headers
-    from ckspace.hip_runtime import objcache
+    from ckspace.build import objcache
     from ckspace.select import compiled
 
     if args.action == "clear":

@@ -53,8 +53,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     budgets = _budgets(args.plan_budgets)
     if args.plan_plot is not None and not budgets:
         raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
-    from ckspace.select.dataset import load_cells
-    from ckspace.select.evaluation import (
+    from ckspace.training.dataset import load_cells
+    from ckspace.training.evaluation import (
         choose_folds,
         cross_validate,
         cross_validation_steps,
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     check_data_arguments(args)
     from ckspace.core.files import output_path
-    from ckspace.select.plot import check_plot_target
+    from ckspace.training.plot import check_plot_target
 
     for option, path in (("--plot", args.plot), ("--plan-plot", args.plan_plot)):
         if path is not None:
@@ -82,15 +82,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
     """One cell's figures (and plots) as the options ask."""
-    from ckspace.select.metrics import table
+    from ckspace.training.metrics import table
 
     cell = data.cell.text()
     if args.plot is not None:
-        from ckspace.select.plot import write_plot
+        from ckspace.training.plot import write_plot
 
         write_plot(cv, Path(args.plot), f"{cell}: kernel selection vs measured oracle")
     if args.plan_plot is not None:
-        from ckspace.select.plot import write_plan_plot
+        from ckspace.training.plot import write_plan_plot
 
         write_plan_plot(cv, Path(args.plan_plot), f"{cell}: kernel-set plans, {cv.folds}-fold grouped CV")
     if args.format == "json":
@@ -109,7 +109,7 @@ def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
 def _plans_text(cv) -> str:
     """The plan table: per budget, (a) best measured inside the plan and (b) the selector's pick
     inside it, each over the best measured overall, mean / P10, for the plan and its baselines."""
-    from ckspace.select.plan_evaluation import PLANS as names
+    from ckspace.training.plan_evaluation import PLANS as names
 
     lines = ["kernel-set plans for each fold's held-out problems: (a) best measured kernel inside the plan, "
              "(b) the selector's pick inside the plan, over the best measured overall (mean / P10, percent)",

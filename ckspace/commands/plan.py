@@ -1,5 +1,5 @@
 """``ckspace plan``: choose the kernel set a workload needs, with CP-SAT over the selector's
-predictions (:mod:`ckspace.select.plan`, :mod:`ckspace.select.workload`)."""
+predictions (:mod:`ckspace.planning.plan`, :mod:`ckspace.planning.workload`)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from ckspace.select.plan import BUDGET_MAX, SEED_RANGE, TIME_LIMIT_MAX
+    from ckspace.planning.plan import BUDGET_MAX, SEED_RANGE, TIME_LIMIT_MAX
 
     if args.budget is not None and not 1 <= args.budget <= BUDGET_MAX:
         raise CkspaceError(f"--budget {args.budget}: valid: at least 1 and at most {BUDGET_MAX:,} kernels "
@@ -98,9 +98,9 @@ def _registry(args: argparse.Namespace, selector, ndims: list[int], space) -> li
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     _check(args)
-    from ckspace.select.plan import DEFAULT_TIME_LIMIT, DEFAULT_TOP, solve_plan
+    from ckspace.planning.plan import DEFAULT_TIME_LIMIT, DEFAULT_TOP, solve_plan
     from ckspace.select.selector import Selector
-    from ckspace.select.workload import read_workload
+    from ckspace.planning.workload import read_workload
 
     from ckspace.core.vocab import Variant
 
@@ -127,7 +127,7 @@ def _predict(selector, candidates, workload):
     """The predictions, with a progress bar on a terminal (a 1,000-problem workload over a whole
     registry takes seconds)."""
     from ckspace.core.progress import counting_bar
-    from ckspace.select.workload import predicted_instance
+    from ckspace.planning.workload import predicted_instance
 
     with counting_bar(enabled=sys.stderr.isatty(), transient=True, stderr=True) as bar:
         task = bar.add_task("predicting", total=len(workload.problems))

@@ -78,7 +78,7 @@ def signature(error: str) -> tuple[str, str]:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import write_atomic
     from ckspace.emit.emitter import emit
-    from ckspace.hip_runtime.build import build, stderr_is_terminal
+    from ckspace.build.builder import build, stderr_is_terminal
     from ckspace.core.ck_headers import find_revision
     from ckspace.space.listing import Kernel
 

@@ -132,7 +132,7 @@ def _entries(arch: str, chosen: list[Variant], dtype: Dtype, problem: ConvProble
         entries += [Entry("ck_revision", "gemm", v.value, r) for v in chosen
                     for r in ck_rules(revision, v, dtype, arch)]
         entries += [Entry("ck_revision", "depthwise", None, r) for r in ck_depthwise_rules(revision)]
-    from ckspace.constraints.generate.open import domain_rules
+    from ckspace.constraints.generate.open_domains import domain_rules
     from ckspace.core.cells import Cell
 
     entries += [Entry("domain", "gemm", v.value, r) for v in chosen for r in domain_rules(arch, Cell(v, 2, dtype))]

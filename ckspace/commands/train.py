@@ -1,7 +1,7 @@
 """``ckspace train``: fit kernel-selection models on measurement CSVs, one per cell they hold.
 
 The data name their cells (ours in columns, tile_engine's in file and kernel names; see
-:mod:`ckspace.select.dataset`); ``--arch/--variant/--dtype`` pick among them. One cell: ``--out``
+:mod:`ckspace.training.dataset`); ``--arch/--variant/--dtype`` pick among them. One cell: ``--out``
 is its model directory. Several: each cell's model goes to ``--out/<arch>/<variant>_<dtype>/``,
 the layout of ``ckspace/models/``, because a sweep of a ``--variant all`` library holds three
 cells and its user wants all three models from one command. Every target is checked and every
@@ -30,7 +30,7 @@ from ckspace.core.datasets import Kind, argument_text
 from ckspace.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from ckspace.select.dataset import DataCell
+    from ckspace.training.dataset import DataCell
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +90,11 @@ make OpenMP try to start threads by the million (LightGBM reads a C int)."""
 
 def parse_threads(text: str | None) -> int:
     """``--threads``: a whole number, 1 to :data:`MAX_THREADS`; none given is
-    :func:`~ckspace.select.boosters.default_threads` (the affinity mask's CPUs, at most 4). Taken as
+    :func:`~ckspace.training.boosters.default_threads` (the affinity mask's CPUs, at most 4). Taken as
     text and checked here, not by argparse's ``type=int``, so that 0, -1 and "two" all get the same
     one line naming the value. More threads than this process's CPUs is allowed (the user asked) but
     logged as a warning: it oversubscribes, which is slower, never faster."""
-    from ckspace.select.boosters import available_cpus, default_threads
+    from ckspace.training.boosters import available_cpus, default_threads
 
     if text is None:
         return default_threads()
@@ -172,11 +172,11 @@ def model_targets(out: Path, cells: Sequence[DataCell]) -> list[Path]:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
-    from ckspace.select.dataset import load_cells
-    from ckspace.select.evaluation import choose_folds
-    from ckspace.select.metrics import table
+    from ckspace.training.dataset import load_cells
+    from ckspace.training.evaluation import choose_folds
+    from ckspace.training.metrics import table
     from ckspace.select.store import check_model_target
-    from ckspace.select.training import train_model, training_steps
+    from ckspace.training.trainer import train_model, training_steps
 
     check_data_arguments(args)
     target = output_path(args.out, "--out")

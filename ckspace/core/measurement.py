@@ -8,7 +8,7 @@ and where and how it was measured. Absent spatial dimensions (depth of a 2D prob
 cells, as tile_engine writes them. ``latency_ms``/``tflops``/``non_zero`` are empty unless the
 kernel ran to completion.
 
-Both the writer (``hip_runtime``) and the readers (``select.dataset``) use this module, so the
+Both the writer (``ckspace.run``) and the readers (``ckspace.training.dataset``) use this module, so the
 schema is stated once.
 """
 

@@ -6,7 +6,7 @@ Beside the kernels, the emitted tree gets
 * ``ckspace_dispatch.c`` — host C: the kernel table, the IsSupportedArgument checks rendered from
   their rule expressions (:mod:`ckspace.constraints.cexpr`), the vector-width fallbacks
   (:mod:`ckspace.select.fallbacks`), the features rendered from their formulas
-  (:mod:`ckspace.select.cfeatures`) and the selection loop;
+  (:mod:`ckspace.features.c_source`) and the selection loop;
 * ``ckspace_model/`` — each cell's ranker and regressor compiled to C by TL2cgen
   (:mod:`ckspace.select.compiled`);
 * ``ckspace_dispatch_run.cpp`` — ``ckspace_run``, compiled with the kernels by a HIP compiler.
@@ -33,10 +33,10 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.select.cfeatures import c_double, features_c
+from ckspace.features.c_source import c_double, features_c
 from ckspace.select.compiled import model_sources
 from ckspace.select.fallbacks import family_key, vector_variants
-from ckspace.select.features import (
+from ckspace.features.matrix import (
     ANALYTICAL_FEATURE,
     CONFIG_FEATURES,
     FEATURE_NAMES,
@@ -45,7 +45,7 @@ from ckspace.select.features import (
     ConfigTable,
     feature_formulas,
 )
-from ckspace.select.hardware import hardware_facts
+from ckspace.features.hardware import hardware_facts
 from ckspace.select.support import ModelDomain, source_text
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 

@@ -11,7 +11,7 @@ same model compiled to C answers in microseconds. Both the generated dispatcher 
   ``<prefix>_batch(const double* rows, long n, long cols, double* out)`` that writes the raw
   scores (LightGBM's ``raw_score``: trees summed in order, no transformation).
 * :class:`CompiledSelector` adds the features rendered from their formulas
-  (:mod:`ckspace.select.cfeatures`), builds everything once per model with the host C compiler into
+  (:mod:`ckspace.features.c_source`), builds everything once per model with the host C compiler into
   the cache directory (keyed by the sources and the compiler) and calls it through ctypes: one call
   for a problem's feature matrix, one per ensemble.
 
@@ -54,9 +54,9 @@ from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usabl
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import TEMPORARY, cache_dir, discard, listed, remove_leftovers, replace_directory, sha256
 from ckspace.core.progress import NOTICE
-from ckspace.select.cfeatures import features_c
-from ckspace.select.features import ConfigTable
-from ckspace.select.formula import Formula
+from ckspace.features.c_source import features_c
+from ckspace.features.matrix import ConfigTable
+from ckspace.features.formula import Formula
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ the Python features."""
 
 
 def features_unit(formulas: Sequence[Formula]) -> str:
-    """A translation unit exporting ``cks_features`` (see :mod:`ckspace.select.cfeatures`)."""
+    """A translation unit exporting ``cks_features`` (see :mod:`ckspace.features.c_source`)."""
     return (f"{BANNER}#pragma STDC FP_CONTRACT OFF\n#include <math.h>\n\n"
             + features_c("cks_features_of", formulas)
             + "\nvoid cks_features(const double* p, const double* cfg, const double* block, long n, double* out) {\n"

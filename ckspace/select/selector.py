@@ -2,7 +2,7 @@
 
 ``Selector.load(arch, variant, dtype)`` loads the shipped model of the cell (verified, see
 :mod:`ckspace.select.store`) or, when the package has none, falls back to the analytical
-performance model (:mod:`ckspace.select.performance`) and says so (``selector.source``). A kernel
+performance model (:mod:`ckspace.features.performance`) and says so (``selector.source``). A kernel
 outside the model's training domain is scored through its nearest seen sibling
 (:mod:`ckspace.select.support`); every ranked row says where its estimate comes from.
 ``select(problem, candidates, k)``
@@ -46,7 +46,7 @@ from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
 from ckspace.select.fallbacks import family_key, identity, vector_variants
-from ckspace.select.features import (
+from ckspace.features.matrix import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
     PROBLEM_VALUES,
@@ -55,7 +55,7 @@ from ckspace.select.features import (
     feature_formulas,
     feature_program,
 )
-from ckspace.select.hardware import HardwareFacts, hardware_facts
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.select.predictor import FastPredictor
 from ckspace.select.support import ModelDomain, source_text
 from ckspace.select.store import (
@@ -102,7 +102,7 @@ class Ranked:
     """Where the estimate comes from: ``model`` (the trained model, a kernel and problem inside its
     training domain), ``model, extrapolated: <reason>`` (outside it: the model's estimate of the
     nearest kernel it saw, scaled by the analytical model, :mod:`ckspace.select.support`) or
-    ``analytical`` (no model for the cell: :mod:`ckspace.select.performance`)."""
+    ``analytical`` (no model for the cell: :mod:`ckspace.features.performance`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import (decode_input, parse_json, read_input, read_json_model, refuse_foreign, sha256,
                                 write_directory)
-from ckspace.select.features import FEATURE_VERSION, feature_spec
+from ckspace.features.matrix import FEATURE_VERSION, feature_spec
 from ckspace.select.support import ModelDomain
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ outside it is *extrapolated*:
   model saw (a number: the nearest seen value, the larger on a tie; a choice: the value most of the
   training kernels have; sizes clamped into the seen range);
 * its estimate is the model's estimate for the sibling, moved by the analytical model's ratio of
-  the two (:mod:`ckspace.select.performance`): ``score(sibling) + k * (A(kernel) - A(sibling))`` with
+  the two (:mod:`ckspace.features.performance`): ``score(sibling) + k * (A(kernel) - A(sibling))`` with
   ``A`` the analytical log2 TFLOPS and ``k`` the model's score units per doubling of TFLOPS
   (:attr:`ModelDomain.score_per_log2_tflops`, measured on the training data), and the TFLOPS
   ``tflops(sibling) * 2 ** (A(kernel) - A(sibling))``.

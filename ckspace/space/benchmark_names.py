@@ -3,7 +3,7 @@
 The benchmark names (``grouped_conv_forward_bf16_2d_16x64x64_compv3``; grammar in
 :mod:`ckspace.core.naming`) carry only the variant, dtype, ndim, block tile and pipeline. The rest
 of the config is the ``default`` rule set's, because those kernels come from upstream's
-hand-curated tile list: :func:`~ckspace.constraints.generate.default.curated_row` builds it from
+hand-curated tile list: :func:`~ckspace.constraints.generate.default_list.curated_row` builds it from
 that rule set's tables. Only those tables give ONE (wave, warp tile) per tile (the ``full`` rule
 set pairs a tile with several), and the ten benchmark tiles are exactly their tile list. The tile
 of the name is used as is (the default rule set's compv4 tile_k doubling is already in it), and
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ckspace.constraints.generate.default import curated_row
+from ckspace.constraints.generate.default_list import curated_row
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, KernelNameError
 from ckspace.core.naming import is_benchmark_name, parse_benchmark_name

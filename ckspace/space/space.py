@@ -182,8 +182,7 @@ class Space:
         """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch).
         For ``open``, counted exactly without listing (:mod:`ckspace.constraints.count`)."""
         if self.open:
-            from ckspace.space import open as open_space
-
+            from ckspace.space import counted as open_space
             return open_space.count(self)
         return len(self._valid)
 
@@ -205,8 +204,7 @@ class Space:
         """The valid kernels one at a time, in listing order; for ``open``, produced lazily in rank
         order with constant memory whatever the count."""
         if self.open:
-            from ckspace.space import open as open_space
-
+            from ckspace.space import counted as open_space
             return open_space.iter_kernels(self)
         return iter(self._valid)
 
@@ -269,8 +267,7 @@ class Space:
         for ``open`` a counter of them (the rows are never listed)."""
         if not self.open:
             return self.rows_of(request.arch, cell, depthwise)
-        from ckspace.space import open as open_space
-
+        from ckspace.space import counted as open_space
         return (lambda values: 0) if depthwise else (lambda values: open_space.completions(self, request, cell, values))
 
     def rows_of(self, arch: str, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
@@ -353,8 +350,7 @@ class Space:
         if unknown:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
         if self.open:
-            from ckspace.space import open as open_space
-
+            from ckspace.space import counted as open_space
             return [k.config() for k in open_space.sample(self, n, seed, stratify_by)]
         index = [GEMM_FIELD_NAMES.index(f) for f in stratify_by]
         strata: dict[tuple, list[Kernel]] = {}

@@ -3,7 +3,7 @@
 //
 // Host part of the dispatcher: the kernel table, CK's IsSupportedArgument checks rendered from
 // ckspace's rule expressions (ckspace.constraints.problem_rules), the features rendered from their
-// formulas (ckspace.select.features) and the rankers compiled by TL2cgen (ckspace_model/).
+// formulas (ckspace.features.matrix) and the rankers compiled by TL2cgen (ckspace_model/).
 // Compile without contraction or fast-math (-ffp-contract=off): the features must be the doubles
 // the Python selector computes.
 #pragma STDC FP_CONTRACT OFF
@@ -322,7 +322,7 @@ static void cks_checks(const cks_kernel* k, const ckspace_conv_problem* p, int* 
 }
 
 /* ---- features and rankers, per (variant, dtype) cell ----------------------------------------- */
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_forward_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
@@ -597,7 +597,7 @@ static void cks_forward_fp16_features(const double* p, const double* cfg, const 
   }
 }
 
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_forward_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
@@ -872,7 +872,7 @@ static void cks_forward_bf16_features(const double* p, const double* cfg, const 
   }
 }
 
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
@@ -1147,7 +1147,7 @@ static void cks_bwd_data_fp16_features(const double* p, const double* cfg, const
   }
 }
 
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
@@ -1422,7 +1422,7 @@ static void cks_bwd_data_bf16_features(const double* p, const double* cfg, const
   }
 }
 
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);
@@ -1697,7 +1697,7 @@ static void cks_bwd_weight_fp16_features(const double* p, const double* cfg, con
   }
 }
 
-/* Features of one problem with n candidate kernels (87 per row; see ckspace.select.features).
+/* Features of one problem with n candidate kernels (87 per row; see ckspace.features.matrix).
    config columns in cfg: block_per_cu_hint, elem, lds_bytes, tile_k, tile_m, tile_n, vec_a, vec_b, vec_c, perf_occupancy, perf_compute_cycles, perf_load_bytes, perf_issue_cycles, perf_buffers, perf_stages, perf_epilogue_cycles, perf_merged, perf_streamk, perf_two_stage */
 static void cks_bwd_weight_bf16_features(const double* p, const double* cfg, const double* block, long n, double* out) {
   const double t3 = (p[2] / p[1]);

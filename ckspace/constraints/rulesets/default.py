@@ -23,7 +23,7 @@ class DefaultRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.default import (
+        from ckspace.constraints.generate.default_list import (
             proposals,  # deferred: see generate/
         )
 

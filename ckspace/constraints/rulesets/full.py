@@ -1,7 +1,7 @@
 """Rule set ``full``: upstream's rule-derived space.
 
 The rule set calls ``TileConfig.is_valid`` and ``is_valid_for_arch`` on its own proposals, as
-upstream does; the walk over its tables is :mod:`ckspace.constraints.generate.full`.
+upstream does; the walk over its tables is :mod:`ckspace.constraints.generate.full_walk`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class FullRuleSet(RuleSet):
 
     def propose(self, request: Request,
                 base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.full import (  # deferred
+        from ckspace.constraints.generate.full_walk import (  # deferred
             cell_candidates,
             depthwise_rows,
         )

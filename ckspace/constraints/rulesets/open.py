@@ -1,6 +1,6 @@
 """Rule set ``open``: no proposal table, every config of the documented domains that the rules allow.
 
-Each GEMM field ranges over a domain stated as a named rule (:mod:`ckspace.constraints.generate.open`)
+Each GEMM field ranges over a domain stated as a named rule (:mod:`ckspace.constraints.generate.open_domains`)
 and validity is exactly the rules: the validity predicates, and with a CK revision, a problem or
 filters, their rules too. The spaces are far too large to list up front (about 10^11 configs a
 cell), so the enumerator never sees them: :mod:`ckspace.constraints.count` counts them exactly,
@@ -33,6 +33,6 @@ class OpenRuleSet(RuleSet):
                            "it through Space or `ckspace enumerate --rule-set open`")
 
     def domain_rules(self, arch: str, cell: Cell) -> tuple["Rule", ...]:
-        from ckspace.constraints.generate.open import domain_rules  # deferred: see generate/
+        from ckspace.constraints.generate.open_domains import domain_rules  # deferred: see generate/
 
         return domain_rules(arch, cell)

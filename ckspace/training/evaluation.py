@@ -7,7 +7,7 @@ they are scored on the same held-out problems, so every row of the report covers
 problems. The objective with the better mean efficiency (then P10) is the ``model``.
 
 Every fit and every prediction runs on ``num_threads`` LightGBM threads (default
-:func:`~ckspace.select.boosters.default_threads`): the figures do not depend on it, the time does.
+:func:`~ckspace.training.boosters.default_threads`): the figures do not depend on it, the time does.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
-from ckspace.select.boosters import OBJECTIVES, design, fit, problem_features, thread_count
-from ckspace.select.dataset import Measurements
-from ckspace.select.features import ANALYTICAL_FEATURE, FEATURE_NAMES
-from ckspace.select.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
-from ckspace.select.metrics import (
+from ckspace.training.boosters import OBJECTIVES, design, fit, problem_features, thread_count
+from ckspace.training.dataset import Measurements
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
+from ckspace.training.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
+from ckspace.training.metrics import (
     Scores,
     per_problem_efficiency,
     random_expectation,
@@ -59,7 +59,7 @@ class CrossValidation(BaseModel):
 DEFAULT_FOLDS = 5
 MIN_SHAPES = 2
 """The least data a model can be trained and judged on: two distinct problem shapes, each with at
-least two kernels measured ok (:data:`~ckspace.select.dataset.MIN_KERNELS_PER_PROBLEM`). Fewer
+least two kernels measured ok (:data:`~ckspace.training.dataset.MIN_KERNELS_PER_PROBLEM`). Fewer
 cannot be cross-validated, and cross-validation picks the objective and gives the card its figures."""
 
 
@@ -100,9 +100,9 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0, plan_budge
                    num_threads: int | None = None,
                    progress: Callable[[str], None] | None = None) -> CrossValidation:
     """Out-of-fold scores; with ``plan_budgets``, the kernel-set plans of
-    :mod:`ckspace.select.plan_evaluation` per budget, from the same out-of-fold predictions.
+    :mod:`ckspace.training.plan_evaluation` per budget, from the same out-of-fold predictions.
     ``num_threads``: LightGBM's threads for fitting and predicting (default
-    :func:`~ckspace.select.boosters.default_threads`). ``progress`` is called once per fitted
+    :func:`~ckspace.training.boosters.default_threads`). ``progress`` is called once per fitted
     booster (:func:`cross_validation_steps` in all) with what was fitted, so a caller can show
     progress without this module knowing how."""
     threads = thread_count(num_threads)

@@ -13,13 +13,13 @@ every model; change either and bump :data:`FEATURE_VERSION`):
   global traffic, a roofline TFLOPS estimate, and the analytical performance model's TFLOPS.
 
 The last interaction feature is the *analytical model* (:data:`ANALYTICAL_FEATURE`,
-:mod:`ckspace.select.performance`): a kernel's time for the problem from its tiles, occupancy,
+:mod:`ckspace.features.performance`): a kernel's time for the problem from its tiles, occupancy,
 pipeline, scheduler, epilogue, vector widths and the arch's facts. It ranks kernels where no
 trained model exists and scales the trained model's estimates for kernels outside its training
 domain (:mod:`ckspace.select.support`); cross-validation scores it beside the model.
 
 The problem and interaction features are stated once, as formulas
-(:mod:`ckspace.select.formula`): the Python selector evaluates them, the generated C dispatcher
+(:mod:`ckspace.features.formula`): the Python selector evaluates them, the generated C dispatcher
 is rendered from them. Config columns depend on the candidates only, so a selector computes them
 once (:class:`ConfigTable`, emitted as data into the dispatcher); per problem it adds the scalars and
 the interactions in a handful of numpy operations over all candidates at once.
@@ -38,9 +38,9 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.select.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
-from ckspace.select import performance
-from ckspace.select.hardware import HardwareFacts
+from ckspace.features.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
+from ckspace.features import performance
+from ckspace.features.hardware import HardwareFacts
 
 FEATURE_VERSION = 2
 

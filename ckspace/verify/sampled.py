@@ -1,13 +1,13 @@
 """Verifying big problems at sampled output elements: which elements, their exact values, and when.
 
-The full reference (:func:`ckspace.hip_runtime.reference.reference`) of the largest shipped
+The full reference (:func:`ckspace.verify.reference.reference`) of the largest shipped
 problems does not fit a bench worker: the biggest forward problem of ``forward_bench300`` (13
 TFLOP) would take 13 minutes of CPU at ``bench/reference.py``'s quiet-machine forward rate (26-110
 at the rates measured here under load) and float32 copies of its 7.3e8-element tensors (~12 GB),
 and it is recomputed per batch. Above :data:`SAMPLING_MACS` (or :data:`SAMPLING_ELEMENTS`) a
 worker instead computes the reference at :data:`SAMPLES` output elements (:func:`sample_positions`,
 :func:`reference_at`) and holds the kernel's output to them with
-:func:`~ckspace.hip_runtime.verification.verify_at`, which still fails NaN or inf anywhere.
+:func:`~ckspace.verify.comparison.verify_at`, which still fails NaN or inf anywhere.
 
 :func:`reference_at` states every sampled element's sum as a (position, reduction index) grid: the
 flat offsets it reads in a and b are a per-position part plus a per-reduction-index part, and an
@@ -32,7 +32,7 @@ from ckspace.core.errors import InvalidInputError
 from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
-from ckspace.hip_runtime.reference import (
+from ckspace.verify.reference import (
     check_operands,
     operand_shapes,
     spatial_letters,
@@ -280,7 +280,7 @@ def _sums(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def reference_at(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray,
                  positions: np.ndarray) -> np.ndarray:
     """The reference values (float32) of operand c at flat ``positions`` of its memory layout: the
-    same sums as :func:`~ckspace.hip_runtime.reference.reference`, in float32 accumulation, without
+    same sums as :func:`~ckspace.verify.reference.reference`, in float32 accumulation, without
     computing or holding the rest of c. Costs (positions x reduction length) multiply-adds."""
     check_operands(problem, variant, a, b)
     layout, shape = _c_layout(problem, variant)

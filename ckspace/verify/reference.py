@@ -3,7 +3,7 @@
 A bench worker verifies every (kernel, problem) pair it measures. Per problem it draws the GEMM
 operands a and b once (:func:`random_operands`, in the kernel's dtype), computes the reference c
 once (:func:`reference`, float32) and holds every kernel's output to it
-(:mod:`ckspace.hip_runtime.verification`). The operand roles per variant and the memory layouts are
+(:mod:`ckspace.verify.comparison`). The operand roles per variant and the memory layouts are
 read from :data:`ckspace.core.operands.OPERANDS` and :data:`~ckspace.core.operands.TENSOR_LAYOUTS`;
 arrays are numpy arrays in those layouts (``NHWGC``: shape ``(N, Hi, Wi, G, Cg)``), so their bytes
 are exactly what the kernel reads and writes.
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 INPUT_BOUND = 1.0
 """Inputs are drawn uniformly from [-INPUT_BOUND, INPUT_BOUND] (see :func:`random_operands`); the
-tolerance's error model (:mod:`ckspace.hip_runtime.verification`) reads it."""
+tolerance's error model (:mod:`ckspace.verify.comparison`) reads it."""
 
 _NUMPY_DTYPES: dict[Dtype, np.dtype] = {
     Dtype.FP16: np.dtype(np.float16),

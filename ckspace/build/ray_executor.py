@@ -1,6 +1,6 @@
 """Compiling translation units as Ray tasks, on whichever machines the cluster has.
 
-Each unit is one task (one CPU of the cluster) running :func:`~ckspace.hip_runtime.ray_task.compile_unit`
+Each unit is one task (one CPU of the cluster) running :func:`~ckspace.build.ray_task.compile_unit`
 with the toolchain's compile command (:meth:`Toolchain.compile_command`, the ninja rule's) in a
 temporary folder on the worker. The emitted sources a unit includes travel with the task (the files
 every unit includes, such as the registry header, are put in the object store once per round), so no
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from ckspace.hip_runtime import ray_task
-from ckspace.hip_runtime.executor import Unit, UnitResult
-from ckspace.hip_runtime.toolchain import Toolchain
+from ckspace.build import ray_task
+from ckspace.build.executor import Unit, UnitResult
+from ckspace.build.toolchain import Toolchain
 
 log = logging.getLogger(__name__)
 

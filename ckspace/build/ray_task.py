@@ -1,6 +1,6 @@
 """What a Ray worker runs to compile one translation unit: standard library only.
 
-This module is shipped to the workers *by value* (:mod:`~ckspace.hip_runtime.ray_executor` registers
+This module is shipped to the workers *by value* (:mod:`~ckspace.build.ray_executor` registers
 it with Ray's pickler), so a worker needs Ray, the same Python and the toolchain and CK headers at
 the driver's paths, but not ckspace itself — nor, on a shared machine, the same ckspace as the
 driver. The unit's emitted sources come with the task (a worker may be another machine with no view

@@ -2,12 +2,12 @@
 
 A feature is written once as a :class:`Formula` tree whose leaves are problem quantities
 (:func:`problem`: the fields of :class:`~ckspace.core.problem.ConvProblem`), config columns
-(:func:`config`: the columns of :class:`~ckspace.select.features.ConfigTable`) and numbers. The same
+(:func:`config`: the columns of :class:`~ckspace.features.matrix.ConfigTable`) and numbers. The same
 trees are
 
 * evaluated in Python by a :class:`Program` (problem-only parts as floats, once per problem; parts
   that read the config as numpy columns over all candidates at once), which is what
-  :func:`~ckspace.select.features.feature_matrix` does;
+  :func:`~ckspace.features.matrix.feature_matrix` does;
 * rendered to C by :mod:`ckspace.emit.cformula` for the generated dispatcher.
 
 Every operation is IEEE double arithmetic in both (``math``/libm for scalars, numpy for columns),

@@ -2,7 +2,7 @@
 
 Asking the HIP runtime initialises it, and a process that has initialised a GPU must not start the
 workers that run kernels (nor should a crash in the driver take ``ckspace bench`` down), so the
-question is asked by ``python -m ckspace.hip_runtime.gpus`` and its answer read back as JSON.
+question is asked by ``python -m ckspace.run.gpus`` and its answer read back as JSON.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 from ckspace.core.errors import CkspaceError
-from ckspace.hip_runtime.device import HIP_MISSING, DeviceInfo, hip_devices
+from ckspace.run.device import HIP_MISSING, DeviceInfo, hip_devices
 
 
 def probe_devices() -> list[DeviceInfo]:

@@ -1,13 +1,13 @@
-"""The selector's features rendered to C from their formulas (:mod:`ckspace.select.formula`).
+"""The selector's features rendered to C from their formulas (:mod:`ckspace.features.formula`).
 
 :func:`features_c` writes one C function,
 
     void <name>(const double* p, const double* cfg, const double* block, long n, double* out)
 
-that fills ``out`` (``n`` rows of :data:`~ckspace.select.features.FEATURE_NAMES`, row-major) from the
-problem values ``p`` (:data:`~ckspace.select.features.PROBLEM_VALUES` order), the config columns the
-formulas read (``cfg``, ``n`` rows of :data:`~ckspace.select.features.FORMULA_COLUMNS`) and the config
-block (``block``, ``n`` rows of :data:`~ckspace.select.features.CONFIG_FEATURES`). Problem-only nodes are computed once
+that fills ``out`` (``n`` rows of :data:`~ckspace.features.matrix.FEATURE_NAMES`, row-major) from the
+problem values ``p`` (:data:`~ckspace.features.matrix.PROBLEM_VALUES` order), the config columns the
+formulas read (``cfg``, ``n`` rows of :data:`~ckspace.features.matrix.FORMULA_COLUMNS`) and the config
+block (``block``, ``n`` rows of :data:`~ckspace.features.matrix.CONFIG_FEATURES`). Problem-only nodes are computed once
 before the loop over candidates. Every node is one parenthesised double operation in the formula's
 order, and the unit must be compiled without contraction or reassociation (no ``-ffast-math``;
 ``-ffp-contract=off``), so C and Python compute the same doubles.
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ckspace.select.features import (
+from ckspace.features.matrix import (
     CONFIG_FEATURES,
     FEATURE_NAMES,
     FORMULA_COLUMNS,
     PROBLEM_FEATURES,
     PROBLEM_VALUES,
 )
-from ckspace.select.formula import Formula, Num, Op, Var, reads_config, topological
+from ckspace.features.formula import Formula, Num, Op, Var, reads_config, topological
 
 _INFIX = {"+", "-", "*", "/"}
 _CALL = {"min": "fmin", "max": "fmax", "log2": "log2", "ceil": "ceil", "floor": "floor"}
@@ -40,7 +40,7 @@ def c_double(value: float) -> str:
 
 def features_c(name: str, formulas: Sequence[Formula]) -> str:
     """The C function ``name`` computing the features whose problem and interaction blocks are
-    ``formulas`` (in :func:`~ckspace.select.features.feature_formulas` order)."""
+    ``formulas`` (in :func:`~ckspace.features.matrix.feature_formulas` order)."""
     n_problem = len(PROBLEM_FEATURES)
     n_config = len(CONFIG_FEATURES)
     if len(formulas) != len(FEATURE_NAMES) - n_config:
@@ -72,7 +72,7 @@ def features_c(name: str, formulas: Sequence[Formula]) -> str:
     stores += [f"o[{n_problem + n_config + j}] = {names[f]};" for j, f in enumerate(formulas[n_problem:])]
     indent = "\n  "
     inner = "\n    "
-    return f"""/* Features of one problem with n candidate kernels ({width} per row; see ckspace.select.features).
+    return f"""/* Features of one problem with n candidate kernels ({width} per row; see ckspace.features.matrix).
    config columns in cfg: {', '.join(columns)} */
 static void {name}(const double* p, const double* cfg, const double* block, long n, double* out) {{
   {indent.join(scalar_lines)}

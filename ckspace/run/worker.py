@@ -1,14 +1,14 @@
 """The bench worker: one process that runs a batch of (kernel, problem) pairs on one device.
 
-``python -m ckspace.hip_runtime.worker FD`` reads a :class:`BatchJob` as JSON on standard input and
+``python -m ckspace.run.worker FD`` reads a :class:`BatchJob` as JSON on standard input and
 writes JSON lines to file descriptor ``FD``: ``device`` once, then per pair ``start`` (the pair is
-in flight) and ``done`` with its :class:`PairResult`. The supervisor (:mod:`ckspace.hip_runtime.sweep`)
+in flight) and ``done`` with its :class:`PairResult`. The supervisor (:mod:`ckspace.run.sweep`)
 reads them: a pair that started and never finished is the one that crashed or hung its process.
 Messages go to their own pipe, not stdout, so whatever a kernel library prints cannot corrupt them.
 
 Pairs arrive ordered by problem, so a problem's operands are generated, uploaded and its CPU
 reference computed once for all the batch's kernels that run it: the whole reference, or for a big
-problem its values at sampled elements (:mod:`ckspace.hip_runtime.sampled`).
+problem its values at sampled elements (:mod:`ckspace.verify.sampled`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pydantic import BaseModel
 from ckspace.core.measurement import Status
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.hip_runtime.device import Backend, Device, open_device
-from ckspace.hip_runtime import reference as ref
-from ckspace.hip_runtime import sampled
-from ckspace.hip_runtime.dispatcher import STATUS, ConvProblemC, Dispatcher
-from ckspace.hip_runtime.verification import Verification, tolerance, verify, verify_at
+from ckspace.run.device import Backend, Device, open_device
+from ckspace.verify import reference as ref
+from ckspace.verify import sampled
+from ckspace.run.c_api import STATUS, ConvProblemC, Dispatcher
+from ckspace.verify.comparison import Verification, tolerance, verify, verify_at
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +91,8 @@ class _Prepared:
     @staticmethod
     def _checker(spec: PairSpec, a: np.ndarray, b: np.ndarray, seed: int) -> Callable[[np.ndarray], Verification]:
         """The check of a kernel's output: against the whole reference, or, for a problem whose
-        full reference is too costly (:func:`~ckspace.hip_runtime.sampled.use_sampling`), against
-        the reference at :data:`~ckspace.hip_runtime.sampled.SAMPLES` positions drawn from the seed."""
+        full reference is too costly (:func:`~ckspace.verify.sampled.use_sampling`), against
+        the reference at :data:`~ckspace.verify.sampled.SAMPLES` positions drawn from the seed."""
         tol = tolerance(spec.problem, spec.variant, spec.dtype)
         if sampled.use_sampling(spec.problem, spec.variant):
             positions = sampled.sample_positions(spec.problem, spec.variant, sampled.SAMPLES, seed + spec.problem_idx)

@@ -3,7 +3,7 @@
 Parsing the CK headers costs about 10 s per translation unit, so kernels are compiled ``batch`` to
 a unit (each unit includes the kernels' compilation units). A unit whose object is in the
 content-addressed cache is not compiled again. The misses go to an executor
-(:mod:`~ckspace.hip_runtime.executor`): a generated ``build.ninja`` on this machine by default, or
+(:mod:`~ckspace.build.executor`): a generated ``build.ninja`` on this machine by default, or
 tasks on a Ray cluster (``--executor ray``); one failure never stops the others. The kernels of a
 failed unit are then compiled one per unit, so the report names exactly the kernels that fail and
 their first error. Everything after the compiles is the same whichever executor ran them.
@@ -33,11 +33,11 @@ from ckspace.core.files import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
-from ckspace.hip_runtime import objcache
+from ckspace.build import objcache
 from ckspace.core.ck_headers import find_revision
-from ckspace.hip_runtime.executor import Executor, Unit
-from ckspace.hip_runtime.ninja_executor import NinjaExecutor
-from ckspace.hip_runtime.toolchain import Toolchain, discover
+from ckspace.build.executor import Executor, Unit
+from ckspace.build.ninja_executor import NinjaExecutor
+from ckspace.build.toolchain import Toolchain, discover
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring.
 
     ``executor`` ``ninja`` compiles here, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
-    on the Ray cluster at ``address`` (:func:`ckspace.hip_runtime.cluster.connected` says which
+    on the Ray cluster at ``address`` (:func:`ckspace.build.cluster.connected` says which
     without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
     if executor not in EXECUTORS:
@@ -166,8 +166,8 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         if executor == "ray":
-            from ckspace.hip_runtime.cluster import connected
-            from ckspace.hip_runtime.ray_executor import RayExecutor
+            from ckspace.build.cluster import connected
+            from ckspace.build.ray_executor import RayExecutor
 
             ray = stack.enter_context(connected(address))
             jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -2,9 +2,9 @@
 
 Per fold and budget K, four plans of K kernels for the held-out problems (the workload):
 
-* ``plan``: chosen by :func:`~ckspace.select.plan.solve_plan` from the out-of-fold predictions,
+* ``plan``: chosen by :func:`~ckspace.planning.plan.solve_plan` from the out-of-fold predictions,
   exactly as ``ckspace plan`` chooses: the ranker's scores order each problem's kernels, the
-  regressor's predicted TFLOPS as the selector shows them (:func:`~ckspace.select.plan.shown_tflops`,
+  regressor's predicted TFLOPS as the selector shows them (:func:`~ckspace.planning.plan.shown_tflops`,
   over the problem's best) value the pick;
 * ``hindsight``: chosen the same way from the measurements themselves (order and value measured):
   the ceiling no prediction can beat;
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from ckspace.select.plan import PlanInstance, shown_tflops, solve_plan
+from ckspace.planning.plan import PlanInstance, shown_tflops, solve_plan
 
 log = logging.getLogger(__name__)
 

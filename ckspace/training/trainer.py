@@ -8,10 +8,10 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from ckspace.select.boosters import design, fit, thread_count
-from ckspace.select.dataset import Measurements
-from ckspace.select.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
-from ckspace.select.features import FEATURE_VERSION
+from ckspace.training.boosters import design, fit, thread_count
+from ckspace.training.dataset import Measurements
+from ckspace.training.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
+from ckspace.features.matrix import FEATURE_VERSION
 from ckspace.select.support import training_domain
 from ckspace.select.store import ModelCard, check_model_target, save_model
 
@@ -44,11 +44,11 @@ def train_model(data: Measurements, out: Path, folds: int | None = None, seed: i
                 force: bool = False, num_threads: int | None = None,
                 progress: Callable[[str], None] | None = None) -> tuple[ModelCard, CrossValidation]:
     """Cross-validate both objectives on one cell's measurements (``folds``: see
-    :func:`~ckspace.select.evaluation.choose_folds`), then fit the winner (the ranker) and the
+    :func:`~ckspace.training.evaluation.choose_folds`), then fit the winner (the ranker) and the
     log-TFLOPS regressor (the TFLOPS shown beside picks) on every problem and write the model
     directory (``force``: into a directory holding other files; checked first, so a refusal costs
     nothing). ``num_threads``: LightGBM's threads (default
-    :func:`~ckspace.select.boosters.default_threads`; the model is the same for any count).
+    :func:`~ckspace.training.boosters.default_threads`; the model is the same for any count).
     ``progress`` is called once per fitted booster (at most :func:`training_steps`)."""
     check_model_target(out, force)
     threads = thread_count(num_threads)

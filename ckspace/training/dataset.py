@@ -43,7 +43,7 @@ from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, 
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.space.benchmark_names import config_from_any_name
-from ckspace.select.hardware import hardware_facts
+from ckspace.features.hardware import hardware_facts
 
 log = logging.getLogger(__name__)
 

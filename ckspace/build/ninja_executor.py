@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import write_if_changed
-from ckspace.hip_runtime.executor import Unit, UnitResult
-from ckspace.hip_runtime.toolchain import Toolchain
+from ckspace.build.executor import Unit, UnitResult
+from ckspace.build.toolchain import Toolchain
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ append one CSV row per pair.
 
 Why it is built this way:
 
-* **A batch per process.** Kernels run in worker processes (:mod:`ckspace.hip_runtime.worker`), a
+* **A batch per process.** Kernels run in worker processes (:mod:`ckspace.run.worker`), a
   batch of kernels each. A page fault or a hang costs the pair in flight, not the sweep: the
   supervisor records it as ``crash`` or ``timeout`` and starts a new worker on the rest of the batch.
   The process that plans and writes never initialises a GPU.
@@ -35,14 +35,14 @@ from pydantic import BaseModel
 from ckspace import __version__
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.hip_runtime.results import ResultsFile
+from ckspace.run.results import ResultsFile
 from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
-from ckspace.hip_runtime.build import hip_build_of
-from ckspace.hip_runtime.device import Backend, DeviceInfo
-from ckspace.hip_runtime.dispatcher import Dispatcher
-from ckspace.hip_runtime.loader import exported_functions
-from ckspace.hip_runtime.worker import BatchJob, PairResult, PairSpec
+from ckspace.build.builder import hip_build_of
+from ckspace.run.device import Backend, DeviceInfo
+from ckspace.run.c_api import Dispatcher
+from ckspace.run.loader import exported_functions
+from ckspace.run.worker import BatchJob, PairResult, PairSpec
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class _Worker:
         ``crash``/``timeout`` result for the pair in flight if the worker dies or hangs."""
         read_fd, write_fd = os.pipe()
         with tempfile.TemporaryFile() as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "ckspace.hip_runtime.worker", str(write_fd)],
+            proc = subprocess.Popen([sys.executable, "-m", "ckspace.run.worker", str(write_fd)],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
                                     pass_fds=(write_fd,), env=self.env, start_new_session=True)
             os.close(write_fd)
@@ -316,7 +316,7 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
     libraries ask for the custom resource ``ckspace_device`` instead). A task lost with its node
     is sent once more with the pairs it had not finished; a second loss is an error. The library
     must be at the same path on every node (shared storage, or the same tree copied there)."""
-    from ckspace.hip_runtime.cluster import connected
+    from ckspace.build.cluster import connected
 
     with connected(address) as ray:
         resource = "GPU" if options.backend == "hip" else STANDIN_RESOURCE

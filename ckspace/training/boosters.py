@@ -1,6 +1,6 @@
 """LightGBM training on clean measurements: design matrices, objectives, fitting.
 
-Two objectives are supported and compared by :mod:`ckspace.select.evaluation`:
+Two objectives are supported and compared by :mod:`ckspace.training.evaluation`:
 
 * ``regression``: L2 regression on log TFLOPS. Its output is a TFLOPS prediction, which is what
   ``select`` reports beside each candidate.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
-from ckspace.select.dataset import Measurements
-from ckspace.select.features import FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.hardware import hardware_facts
+from ckspace.training.dataset import Measurements
+from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.features.hardware import hardware_facts
 
 log = logging.getLogger(__name__)
 

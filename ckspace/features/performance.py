@@ -9,7 +9,7 @@ seen scaled by this model's ratio of the two (:mod:`ckspace.select.support`). It
   load instructions, its occupancy, prologue depth, epilogue) are computed here in numpy from each
   config and the arch's hardware facts (:func:`config_columns`), once per candidate list; the C
   dispatcher receives them as data;
-* the **problem-dependent** part is a :class:`~ckspace.select.formula.Formula`
+* the **problem-dependent** part is a :class:`~ckspace.features.formula.Formula`
   (:func:`cycles_formula`), evaluated by the Python selector and rendered to C for the dispatcher
   from the same statement, like the features (it is one of them: ``log2_model_tflops``).
 
@@ -61,8 +61,8 @@ import numpy as np
 from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization, Variant
-from ckspace.select.formula import Formula, ceil, config, maximum, minimum, problem
-from ckspace.select.hardware import HardwareFacts, hardware_facts
+from ckspace.features.formula import Formula, ceil, config, maximum, minimum, problem
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The seam between ``ckspace build`` and what runs its compiles: translation units in, one result
 per unit out.
 
-An executor (:mod:`~ckspace.hip_runtime.ninja_executor` on this machine, the default;
-:mod:`~ckspace.hip_runtime.ray_executor` on a Ray cluster) gets the units whose objects are not in the
+An executor (:mod:`~ckspace.build.ninja_executor` on this machine, the default;
+:mod:`~ckspace.build.ray_executor` on a Ray cluster) gets the units whose objects are not in the
 cache and returns, for every one of them, the object's bytes or none, and the compiler's log. What
 follows — storing objects in the cache, isolating failed batches, the per-kernel logs, the report
 and the link — is the build's and shared, so both executors give the same report by construction.

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.hip_runtime.reference import INPUT_BOUND, numpy_dtype
+from ckspace.verify.reference import INPUT_BOUND, numpy_dtype
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _partial_sum_bound(terms: int) -> float:
 
 def tolerance(problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> Tolerance:
     """The bound a correct kernel's output keeps to, for operands from
-    :func:`~ckspace.hip_runtime.reference.random_operands`.
+    :func:`~ckspace.verify.reference.random_operands`.
 
     With K the GEMM's reduction length, k_b the split-K factor, n = ceil(K / k_b) the terms of one
     partial sum, eps_out one ulp of the output dtype at 1 and eps_acc that of float32, and
@@ -210,7 +210,7 @@ def count_nonfinite(values: np.ndarray) -> int:
 def verify_at(c_kernel: np.ndarray, positions: np.ndarray, values: np.ndarray, tol: Tolerance) -> Verification:
     """:func:`verify` at sampled elements: the kernel's output (any shape, in its dtype) at flat
     ``positions`` against the reference ``values`` there
-    (:func:`ckspace.hip_runtime.sampled.reference_at`), and NaN or inf anywhere in the output
+    (:func:`ckspace.verify.sampled.reference_at`), and NaN or inf anywhere in the output
     (that scan is cheap and covers every element: a fault that writes NaN into one tile must not
     hide between samples). ``checked`` says on how many elements the values were compared."""
     kernel = np.asarray(c_kernel).reshape(-1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import refuse_foreign, write_atomic
-from ckspace.select.evaluation import CrossValidation
+from ckspace.training.evaluation import CrossValidation
 
 
 def check_plot_target(path: Path, option: str = "--plot") -> None:

@@ -8,11 +8,11 @@ those lists write for 2D shapes; else 2D. Identical problems are merged, their w
 list that repeats a shape weighs it more (as a weight column does).
 
 :func:`predicted_instance` turns a workload and a candidate registry into a
-:class:`~ckspace.select.plan.PlanInstance` with the selector's two models, each used for what it
+:class:`~ckspace.planning.plan.PlanInstance` with the selector's two models, each used for what it
 is for: the *ranker's* score orders the candidates of a problem (the pick inside any set is the
 first of that order, as :meth:`Selector.select` picks), and the *regressor's* predicted TFLOPS,
 as the selector's list shows them (capped at the kernel ranked above:
-:func:`~ckspace.select.plan.shown_tflops`), give the value: a pick's efficiency is its shown
+:func:`~ckspace.planning.plan.shown_tflops`), give the value: a pick's efficiency is its shown
 TFLOPS over the registry's best shown (the top-ranked kernel's) for that problem. Both come from
 :meth:`Selector.score_table`, the rule select uses: a kernel outside the model's training domain
 is estimated through its nearest seen sibling and the analytical model. Without a model both come
@@ -35,7 +35,7 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import read_input_text
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
-from ckspace.select.plan import PlanInstance, shown_tflops
+from ckspace.planning.plan import PlanInstance, shown_tflops
 from ckspace.select.selector import Candidate, Selector
 
 log = logging.getLogger(__name__)

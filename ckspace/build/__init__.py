@@ -1,0 +1,9 @@
+"""Compiling an emitted tree into one shared library.
+
+:mod:`~ckspace.build.builder` plans the batched translation units and writes the build report;
+:mod:`~ckspace.build.toolchain` finds the HIP compiler; :mod:`~ckspace.build.objcache` keeps
+compiled objects by content; :mod:`~ckspace.build.executor` is the seam to what runs the compiles
+(:mod:`~ckspace.build.ninja_executor` here, :mod:`~ckspace.build.ray_executor` and
+:mod:`~ckspace.build.ray_task` on a Ray cluster that :mod:`~ckspace.build.cluster` connects to).
+May import emit, select, space, constraints and core; never run, verify or commands.
+"""
