@@ -28,8 +28,9 @@ from pydantic import BaseModel
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 from ckspace.core.progress import counting_bar
-from ckspace.core.files import read_input, read_json_model, sha256, unique_temporary, write_atomic, write_if_changed
-from ckspace.core.files import locked_directory
+from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_changed
+from ckspace.core.inputs import read_input, read_json_model
+from ckspace.core.trees import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.emitter import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
@@ -236,7 +237,7 @@ def verify_sources(tree: Path, manifest: Manifest, allow_edited: bool) -> None:
     """Refuse a tree whose sources are missing or differ from the sha256 the manifest recorded
     (edited by hand, half-written, or from another emit), unless ``allow_edited``: what is built is
     then what ckspace emitted. A source that is a fifo or a device is refused, not waited on
-    (:func:`~ckspace.core.files.read_input`)."""
+    (:func:`~ckspace.core.inputs.read_input`)."""
     records = [*manifest.shared, *(r for k in manifest.kernels for r in (k.header, k.source, k.wrapper))]
     missing, edited = [], []
     for record in records:

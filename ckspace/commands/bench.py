@@ -55,7 +55,7 @@ def _devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
-    from ckspace.core.files import read_json_model
+    from ckspace.core.inputs import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 
     manifest_path = tree / MANIFEST_NAME
@@ -132,7 +132,7 @@ def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:
     of_variant = [n for n, c in configs.items() if c.variant is variant]
     if path is None:
         return of_variant
-    from ckspace.core.files import read_input_text
+    from ckspace.core.inputs import read_input_text
 
     text = read_input_text(path, "--kernels")
     wanted = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

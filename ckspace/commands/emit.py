@@ -87,7 +87,7 @@ def _named(space, path: Path) -> list:
     one or the other: the command fails naming each that is not, with the rules that stop it."""
     from ckspace.core.cells import Cell
     from ckspace.core.config import GemmConfig
-    from ckspace.core.files import read_input_text
+    from ckspace.core.inputs import read_input_text
     from ckspace.space.listing import Kernel
 
     text = read_input_text(path, "--kernels")

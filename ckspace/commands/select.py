@@ -49,7 +49,7 @@ def read_candidates(path: Path, arch: str) -> list:
     """Kernel names from a names file, or configs from a build manifest's ``kernels`` (given as the
     file or as the emitted tree that holds it)."""
     from ckspace.core.config import GemmConfig
-    from ckspace.core.files import parse_json, read_input_text
+    from ckspace.core.inputs import parse_json, read_input_text
     from ckspace.emit.manifest import MANIFEST_NAME
 
     if path.is_dir() and (path / MANIFEST_NAME).is_file():  # an emitted tree: the kernels its manifest lists

@@ -24,7 +24,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ckspace.core.files import discard, file_kind, read_to_end, unique_temporary
+from ckspace.core.files import unique_temporary
+from ckspace.core.inputs import file_kind, read_to_end
+from ckspace.core.trees import discard
 
 log = logging.getLogger(__name__)
 

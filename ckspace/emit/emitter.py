@@ -28,7 +28,8 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.files import TEMPORARY, escapes, listed, locked_directory, refuse_foreign, sha256, write_if_changed
+from ckspace.core.files import escapes, refuse_foreign, sha256, write_if_changed
+from ckspace.core.trees import TEMPORARY, listed, locked_directory
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
@@ -253,7 +254,7 @@ def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
     whatever bannered file the new one does not list.
 
     One emit writes a tree at a time: the whole emit holds an exclusive lock on ``out`` itself
-    (:func:`~ckspace.core.files.locked_directory`, which leaves no file), so a second one fails at
+    (:func:`~ckspace.core.trees.locked_directory`, which leaves no file), so a second one fails at
     once naming the tree instead of interleaving its files with the first's (the tree would not
     match its manifest); ``build`` and ``bench`` hold it shared. Under the lock no other ckspace
     writes the tree, so the temporaries found in it are a killed emit's and are removed. A new

@@ -32,7 +32,7 @@ import numpy as np
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import read_input_text
+from ckspace.core.inputs import read_input_text
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.planning.plan import PlanInstance, shown_tflops
@@ -61,7 +61,7 @@ class Workload:
 
 def read_workload(path: Path, variant: Variant, weight_column: str | None = None) -> Workload:
     """The problems of a CSV (see the module docstring); bad rows are errors naming the row, and a
-    file that is no CSV text (:func:`~ckspace.core.files.read_input_text`) is one line naming it."""
+    file that is no CSV text (:func:`~ckspace.core.inputs.read_input_text`) is one line naming it."""
     reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
         columns = tuple(reader.fieldnames or ())

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import read_input
+from ckspace.core.inputs import read_input
 from ckspace.core.problem import ConvProblem
 
 log = logging.getLogger(__name__)

@@ -52,7 +52,8 @@ import numpy as np
 
 from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usable_folder
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import TEMPORARY, cache_dir, discard, listed, remove_leftovers, replace_directory, sha256
+from ckspace.core.files import cache_dir, sha256
+from ckspace.core.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
 from ckspace.core.progress import NOTICE
 from ckspace.features.c_source import features_c
 from ckspace.features.matrix import ConfigTable

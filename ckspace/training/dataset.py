@@ -38,7 +38,8 @@ from pydantic import BaseModel
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import decode_input, read_input, sha256
+from ckspace.core.files import sha256
+from ckspace.core.inputs import decode_input, read_input
 from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -123,7 +124,7 @@ class Measurements:
 @contextmanager
 def _readable(path: Path) -> Iterator[None]:
     """Text the csv module cannot parse (a field longer than its limit) is bad input, said in one
-    line; text that is not UTF-8 was refused when read (:func:`~ckspace.core.files.read_input_text`)."""
+    line; text that is not UTF-8 was refused when read (:func:`~ckspace.core.inputs.read_input_text`)."""
     try:
         yield
     except csv.Error as exc:
