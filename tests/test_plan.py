@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import threading
 from itertools import combinations
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from ckspace.planning.plan import (
     greedy_cover,
     minimum_cover,
     relative_gap,
+    solve_interruptibly,
     solve_plan,
 )
 
@@ -288,7 +292,7 @@ def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch)
     states): CP-SAT on several threads may return another of equally good sets from run to run,
     and a plan must depend only on its input."""
     seen = []
-    real = cp_model.CpSolver.Solve
+    real = cp_model.CpSolver.solve
 
     def solve(self, model, *args, **kwargs):
         assert self.parameters.linearization_level == 2  # coverage clauses in the LP: 300-problem plans proven in seconds
@@ -296,7 +300,7 @@ def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch)
                      self.parameters.max_deterministic_time))
         return real(self, model, *args, **kwargs)
 
-    monkeypatch.setattr(cp_model.CpSolver, "Solve", solve)
+    monkeypatch.setattr(cp_model.CpSolver, "solve", solve)
     instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])),
                             np.ones(2))
     solve_plan(instance, budget=1)
@@ -409,3 +413,48 @@ def test_a_search_that_finds_nothing_in_time_answers_with_the_greedy_cover(monke
     if len(cover) > 1:
         with pytest.raises(CkspaceError, match="raise --time-limit"):
             solve_plan(instance, budget=len(cover) - 1)
+
+
+class _Terminated(Exception):
+    """What a SIGTERM handler raises in the test below (ckspace's raises its own)."""
+
+
+class _SearchUntilStopped:
+    """A stand-in CP-SAT solver whose search runs until ``stop_search`` (or a minute, a failure):
+    the events it records, not a clock, say whether a signal stopped the search or waited for it."""
+
+    def __init__(self) -> None:
+        self.parameters = cp_model.CpSolver().parameters
+        self.started, self.stopped, self.returned = threading.Event(), threading.Event(), threading.Event()
+
+    def solve(self, model: object) -> int:
+        self.started.set()
+        self.stopped.wait(60)
+        self.returned.set()
+        return cp_model.UNKNOWN
+
+    def stop_search(self) -> None:
+        self.stopped.set()
+
+
+@pytest.mark.parametrize("signum, handler, raised", [
+    (signal.SIGINT, signal.default_int_handler, KeyboardInterrupt),
+    (signal.SIGTERM, lambda *_: (_ for _ in ()).throw(_Terminated()), _Terminated),
+])
+def test_a_signal_stops_the_search_not_awaits_it(signum, handler, raised) -> None:
+    """A signal during ``solve_interruptibly`` runs the caller's handler in the main thread while the
+    search goes on in its own; whatever the handler raises stops the search at once and propagates.
+    The handler is installed here, whatever the test run inherited (a background job starts with
+    SIGINT ignored)."""
+    solver = _SearchUntilStopped()
+    sender = threading.Thread(target=lambda: solver.started.wait(60) and os.kill(os.getpid(), signum))
+    previous = signal.signal(signum, handler)
+    try:
+        sender.start()
+        with pytest.raises(raised):
+            solve_interruptibly(solver, None)
+    finally:
+        signal.signal(signum, previous)
+        sender.join()
+    assert solver.stopped.is_set() and solver.returned.wait(60)
+    assert solver.parameters.catch_sigint_signal is False  # CP-SAT's own SIGINT handling stays off

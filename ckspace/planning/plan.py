@@ -177,7 +177,7 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
     started = time.perf_counter()
     build = _Model(instance, top)
     if budget is not None:
-        build.model.Add(build.size <= budget)
+        build.model.add(build.size <= budget)
         cover = greedy_cover(instance)
         start = None
         if len(cover) <= budget:  # a feasible start: a hard instance still answers within the time limit
@@ -194,12 +194,12 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         status, value, bound = first
         gap = relative_gap(value, bound)
         if status == "optimal":  # then the smallest set of that value (starting from this one)
-            build.model.Add(build.objective >= value)
+            build.model.add(build.objective >= value)
             build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
         chosen = build.chosen()
     else:
         target = int(np.ceil(min_efficiency * SCALE - 1e-6))
-        build.model.Add(build.objective >= target)
+        build.model.add(build.objective >= target)
         first = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
         if first is None:
             best = instance.value_of(np.arange(instance.items))
@@ -209,7 +209,7 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         status, size, bound = first
         gap = relative_gap(size, bound)
         if status == "optimal":  # then the best value at that size (starting from this set)
-            build.model.Add(build.size <= size)
+            build.model.add(build.size <= size)
             build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
         chosen = build.chosen()
     model_value = float(instance.model_value(chosen, top))
@@ -229,12 +229,12 @@ TIME_LIMIT_MAX = 1e9
 
 
 def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
-    """``solver.Solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
+    """``solver.solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
     SIGINT handling is off (``catch_sigint_signal``: it turned Ctrl-C into an early "time limit"
     answer, and could deadlock in its handler), the search runs on a thread that blocks those
     signals, and the calling (main) thread waits for it interruptibly. Whatever the handler raises
     there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once
-    (``StopSearch``) and propagates."""
+    (``stop_search``) and propagates."""
     import signal
     import threading
 
@@ -244,19 +244,19 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
     def search() -> None:
         try:  # the solver's own threads inherit this mask: every signal goes to the waiting thread
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-            outcome.append(solver.Solve(model))
+            outcome.append(solver.solve(model))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome.append(exc)
 
     if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
-        return solver.Solve(model)
+        return solver.solve(model)
     worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
     worker.start()
     try:
         while worker.is_alive():
             worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
     except BaseException:
-        solver.StopSearch()
+        solver.stop_search()
         worker.join(5.0)
         raise
     if isinstance(outcome[0], BaseException):
@@ -303,17 +303,17 @@ class _Model:
 
     Per problem with kept order c_1..c_T, z_i = x[c_1] or ... or x[c_i] (three clauses each, a
     chain), and the pick's value telescopes: q_floor + sum_i z_i * (q_i - q_(i+1)) with
-    q_(T+1) = q_floor, where q_floor is the problem's floor (:meth:`PlanInstance.floors`; coverage
+    q_(T+1) = q_floor, where q_floor is the problem's floor (:meth:`PlanInstance.model_terms`; coverage
     guarantees a pick). The clauses are exact whatever the signs, and their linear relaxation is
     the tight one of facility location."""
 
     def __init__(self, instance: PlanInstance, top: int | None) -> None:
         self.model = cp_model.CpModel()
-        self.x = [self.model.NewBoolVar(f"x{c}") for c in range(instance.items)]
+        self.x = [self.model.new_bool_var(f"x{c}") for c in range(instance.items)]
         self.size = sum(self.x)
         clauses = sorted({tuple(sorted(o.tolist())) for o in instance.order if o.size})
         for clause in clauses:
-            self.model.AddBoolOr([self.x[c] for c in clause])
+            self.model.add_bool_or([self.x[c] for c in clause])
         terms = []
         constant = 0
         self.chains: list[list[tuple[int, object]]] = []  # per problem: (item, its prefix literal or None)
@@ -324,12 +324,12 @@ class _Model:
             self.chains.append(chain)
             for i, c in enumerate(order.tolist()):
                 step = int(q[i]) - (int(q[i + 1]) if i + 1 < order.size else floor)
-                z = self.x[c] if previous is None else self.model.NewBoolVar(f"z{p}_{i}")
+                z = self.x[c] if previous is None else self.model.new_bool_var(f"z{p}_{i}")
                 chain.append((c, None if previous is None else z))
                 if previous is not None:
-                    self.model.AddImplication(previous, z)
-                    self.model.AddImplication(self.x[c], z)
-                    self.model.AddBoolOr([z.Not(), previous, self.x[c]])
+                    self.model.add_implication(previous, z)
+                    self.model.add_implication(self.x[c], z)
+                    self.model.add_bool_or([z.negated(), previous, self.x[c]])
                 if step:
                     terms.append(step * z)
                 previous = z
@@ -340,15 +340,15 @@ class _Model:
     def hint(self, chosen: set[int]) -> None:
         """Hint the set ``chosen`` to the solver, every literal of it: the items and each problem's
         prefix literals (a partial hint, the items alone, is ignored by a one-worker search)."""
-        self.model.ClearHints()
+        self.model.clear_hints()
         for c, var in enumerate(self.x):
-            self.model.AddHint(var, c in chosen)
+            self.model.add_hint(var, c in chosen)
         for chain in self.chains:
             reached = False
             for c, z in chain:
                 reached = reached or c in chosen
                 if z is not None:  # the first item's prefix is its own literal
-                    self.model.AddHint(z, reached)
+                    self.model.add_hint(z, reached)
 
     def solve(self, objective, *, maximize: bool, time_limit: float, workers: int, seed: int,
               start: tuple[tuple[int, ...], int, int] | None = None) -> tuple[str, int, int] | None:
@@ -356,13 +356,13 @@ class _Model:
         set, its objective value and a bound on the objective, the answer (``feasible``) when the
         search finds no set within the time limit (the solver's own bound is then not reported)."""
         if maximize:
-            self.model.Maximize(objective)
+            self.model.maximize(objective)
         else:
-            self.model.Minimize(objective)
+            self.model.minimize(objective)
         if self.solver is not None:  # start from the previous answer
-            self.model.ClearHints()
+            self.model.clear_hints()
             for var in self.x:
-                self.model.AddHint(var, self.solver.Value(var))
+                self.model.add_hint(var, self.solver.value(var))
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = seed
@@ -381,11 +381,11 @@ class _Model:
             raise CkspaceError(f"the plan solver found no kernel set within its time limit ({time_limit:g} "
                                "deterministic seconds): raise --time-limit or prune harder (--top)")
         self.solver = solver
-        return ("optimal" if status == cp_model.OPTIMAL else "feasible", int(round(solver.ObjectiveValue())),
-                int(round(solver.BestObjectiveBound())))
+        return ("optimal" if status == cp_model.OPTIMAL else "feasible", int(round(solver.objective_value)),
+                int(round(solver.best_objective_bound)))
 
     def chosen(self) -> tuple[int, ...]:
         if self.solver is None and self.start is not None:
             return self.start
         assert self.solver is not None
-        return tuple(c for c, var in enumerate(self.x) if self.solver.Value(var))
+        return tuple(c for c, var in enumerate(self.x) if self.solver.value(var))
