@@ -39,9 +39,9 @@ from ckspace.constraints.expr import (
     lookup,
     minimum,
     params_of,
-    partial,
 )
 from ckspace.constraints.model import CellModel
+from ckspace.constraints.partial_eval import partial
 from ckspace.constraints.rule import Rule
 from ckspace.core.vocab import Predicate
 

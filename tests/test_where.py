@@ -12,10 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from strategies import gemm_configs
 
 from ckspace import CkspaceError, Space
-from ckspace.constraints.classify import columns, rule_masks
-from ckspace.constraints.model import CellModel
+from ckspace.constraints.classify import columns, rule_masks, satisfies_all
+from ckspace.constraints.generate.full_walk import depthwise_rows
+from ckspace.constraints.model import CellModel, cell_model
+from ckspace.constraints.rule import excludes_kind
 from ckspace.constraints.where import WhereError, parse_where
-from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.cells import Cell
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
+from ckspace.core.vocab import Dtype, Variant
 
 CASES = [
     ("tile_m * tile_n >= 8192", lambda c: c.tile_m * c.tile_n >= 8192),
@@ -45,6 +49,22 @@ def test_depthwise_configs_are_filtered_by_their_own_fields() -> None:
     space = Space("gfx950", "forward", 2, "fp16", rule_set="full", ck=None)
     assert {c.kind for c in space.where("filter == 5")} == {"depthwise"}
     assert {c.kind for c in space.where("tile_m >= 16")} == {"gemm"}
+
+
+def test_a_rule_on_fields_a_kind_lacks_excludes_that_kind_in_every_backend() -> None:
+    """One policy (:func:`~ckspace.constraints.rule.excludes_kind`): the listing's filter, a cell's
+    model (which names the rule and says why) and the counted space of ``open`` exclude every config
+    of a kind a rule reads missing fields of."""
+    on_gemm = parse_where("tile_m >= 16")
+    assert excludes_kind(on_gemm, DEPTHWISE_FIELDS) and not excludes_kind(on_gemm, GEMM_FIELD_NAMES)
+    cell = Cell(Variant.FORWARD, 2, Dtype.FP16)
+    row = depthwise_rows(cell)[0]
+    assert satisfies_all([on_gemm], [row], DEPTHWISE_FIELDS) == [False]
+    model = cell_model("gfx950", cell, None, depthwise=True, extra=[on_gemm])
+    assert model.rules[on_gemm.name].text == "user filter: tile_m >= 16 (fields depthwise configs lack)"
+    assert not model.feasible(dict(zip(DEPTHWISE_FIELDS, row)))
+    assert model.feasible(dict(zip(DEPTHWISE_FIELDS, row)), [r for r in model.literals if r != on_gemm.name])
+    assert Space("gfx950", "forward", 2, "fp16", rule_set="open", ck=None).where("filter == 5").count() == 0
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ckspace.constraints.expr import evaluate
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.rule import Rule, excludes_kind
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import CellProposals, CellResult
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
@@ -37,11 +37,11 @@ def rule_masks(rules: Iterable[Rule], cols: dict[str, np.ndarray], size: int) ->
 
 def satisfies_all(rules: Sequence[Rule], rows: list[tuple[int, ...]], field_names: Sequence[str]) -> list[bool]:
     """Which rows satisfy every rule. A rule naming a field the rows lack (a GEMM field for a
-    depthwise config, say) excludes them all: the one statement of that policy, for filters, a
-    problem's checks and a target's rules alike."""
+    depthwise config, say) excludes them all (:func:`~ckspace.constraints.rule.excludes_kind`), for
+    filters, a problem's checks and a target's rules alike."""
     if not rules or not rows:
         return [True] * len(rows)
-    if any(not set(rule.fields) <= set(field_names) for rule in rules):
+    if any(excludes_kind(rule, field_names) for rule in rules):
         return [False] * len(rows)
     ok = np.ones(len(rows), dtype=bool)
     for mask in rule_masks(rules, columns(rows, field_names), len(rows)).values():

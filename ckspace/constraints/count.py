@@ -10,9 +10,10 @@ conjunct of a rule), which variable elimination computes without visiting the as
   the fields a conjunct reads); conjuncts on one field just narrow its domain;
 * fields that no rule ties together fall into independent *blocks* (connected components); the
   count is the product of the blocks' counts;
-* inside a block, fields are summed out one at a time (bucket elimination, cheapest first): the
-  factors that read a field are multiplied into a *bucket* table and the field is summed out of it,
-  leaving a smaller factor. What is left at the end is the block's count.
+* inside a block, fields are summed out one at a time (bucket elimination, cheapest first,
+  :mod:`ckspace.constraints.elimination`): the factors that read a field are multiplied into a
+  *bucket* table and the field is summed out of it, leaving a smaller factor. What is left at the
+  end is the block's count.
 
 The buckets are kept: read in reverse elimination order they give, for any assignment of the fields
 eliminated later, the exact number of completions per value of a field. That turns a rank in
@@ -25,27 +26,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import product
 from math import prod
 
 import numpy as np
 
+from ckspace.constraints.elimination import EXACT_INT64, MAX_TABLE, Block, CountError, Factor
 from ckspace.constraints.expr import And, Const, Expr, Field, In, evaluate, fields_of
 from ckspace.constraints.rule import Rule
-from ckspace.core.errors import CkspaceError
 
 log = logging.getLogger(__name__)
-
-MAX_TABLE = 1 << 24
-"""Most cells a factor or bucket table may have (a 16 M-cell int64 table is 128 MiB)."""
-
-EXACT_INT64 = 1 << 62
-"""Counts below this are kept in int64; a block whose domain product reaches it counts in Python ints."""
-
-
-class CountError(CkspaceError):
-    """The rules cannot be counted exactly within the table limits (a rule ties too many values)."""
 
 
 def domain_of(rule: Rule) -> tuple[str, tuple[int, ...]] | None:
@@ -61,123 +51,6 @@ def _conjuncts(expr: Expr) -> list[Expr]:
     if isinstance(expr, And):
         return [c for part in expr.parts for c in _conjuncts(part)]
     return [] if expr == Const(1) else [expr]
-
-
-@dataclass
-class _Factor:
-    scope: tuple[str, ...]
-    table: np.ndarray  # axes follow scope, indexed by positions in the fields' domains
-
-
-@dataclass
-class _Bucket:
-    """What eliminating ``field`` multiplied: a table over (``given`` ..., ``field``)."""
-
-    field: str
-    given: tuple[str, ...]
-    table: np.ndarray
-    sums: np.ndarray  # table summed over ``field``: the message it left, kept for unranking
-
-
-class Block:
-    """One block of fields that rules tie together: its exact count and its buckets."""
-
-    def __init__(self, fields: Sequence[str], factors: list[_Factor], domains: Mapping[str, np.ndarray],
-                 last: Sequence[str]) -> None:
-        self.fields = tuple(fields)
-        self.sizes = {f: len(domains[f]) for f in fields}
-        exact_int64 = prod(self.sizes.values()) < EXACT_INT64
-        self.dtype = np.int64 if exact_int64 else object
-        self.buckets: list[_Bucket] = []
-        pending = [_Factor(f.scope, f.table.astype(self.dtype)) for f in factors]
-        remaining = list(self.fields)
-        late = [f for f in remaining if f in last]
-        total = 1
-        while remaining:
-            candidates = [f for f in remaining if f not in late] or remaining
-            field = min(candidates, key=lambda f: (self._joined_size(f, pending), remaining.index(f)))
-            using = [p for p in pending if field in p.scope]
-            pending = [p for p in pending if field not in p.scope]
-            given = tuple(f for f in remaining if f != field and any(f in p.scope for p in using))
-            table = self._multiply(using, given + (field,))
-            message = table.sum(axis=-1)
-            self.buckets.append(_Bucket(field, given, table, message))
-            if given:
-                pending.append(_Factor(given, message))
-            else:
-                total *= int(message) if self.dtype is np.int64 else message
-            remaining.remove(field)
-        for p in pending:  # factors over no field: constants
-            total *= int(p.table)
-        self.count = int(total)
-
-    def _joined_size(self, field: str, pending: list[_Factor]) -> int:
-        scope = {field} | {f for p in pending if field in p.scope for f in p.scope}
-        return prod(self.sizes[f] for f in scope)
-
-    def _multiply(self, factors: list[_Factor], scope: tuple[str, ...]) -> np.ndarray:
-        size = prod(self.sizes[f] for f in scope)
-        if size > MAX_TABLE:
-            raise CountError(f"the rules tie {', '.join(scope)} into {size} value combinations, more than "
-                             f"{MAX_TABLE} can be counted exactly here; narrow the domains (--where)")
-        out = np.ones([self.sizes[f] for f in scope], dtype=self.dtype)
-        for factor in factors:
-            order = sorted(range(len(factor.scope)), key=lambda i: scope.index(factor.scope[i]))
-            shape = [self.sizes[f] if f in factor.scope else 1 for f in scope]
-            out = out * factor.table.transpose(order).reshape(shape)
-        return out
-
-    @property
-    def order(self) -> tuple[str, ...]:
-        """The fields from most to least significant in rank order (reverse elimination order)."""
-        return tuple(b.field for b in reversed(self.buckets))
-
-    def _counts(self, bucket: _Bucket, chosen: Mapping[str, np.ndarray], current: np.ndarray) -> np.ndarray:
-        """Per query and value of ``bucket.field``: how many configs of the block agree with the
-        positions ``chosen`` so far (whose number is ``current``) and take that value."""
-        if bucket.given:
-            index = tuple(chosen[g] for g in bucket.given)
-            weights, sums = bucket.table[index], bucket.sums[index]
-        else:
-            weights = np.broadcast_to(bucket.table, (len(current), bucket.table.shape[0]))
-            sums = np.broadcast_to(bucket.sums, (len(current),))
-        return weights * (current // np.maximum(sums, 1))[:, None]
-
-    def unrank(self, ranks: np.ndarray, forced: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-        """The domain positions of every field for each rank. ``forced`` fixes the positions of some
-        of the most significant fields (per rank); ranks then count inside the configs with those
-        values (below :meth:`forced_totals`)."""
-        n = len(ranks)
-        rows = np.arange(n)
-        current = np.full(n, self.count, dtype=self.dtype)
-        rest = np.asarray(ranks, dtype=self.dtype).copy()
-        chosen: dict[str, np.ndarray] = {}
-        for bucket in reversed(self.buckets):
-            counts = self._counts(bucket, chosen, current)
-            if forced is not None and bucket.field in forced:
-                pick = forced[bucket.field]
-            else:
-                cumulative = np.cumsum(counts, axis=1)
-                pick = (cumulative <= rest[:, None]).sum(axis=1)
-                rest = rest - np.where(pick > 0, cumulative[rows, np.maximum(pick - 1, 0)], 0)
-            chosen[bucket.field] = pick
-            current = counts[rows, pick]
-        return chosen
-
-    def forced_totals(self, forced: Mapping[str, np.ndarray]) -> np.ndarray:
-        """How many configs of this block have the forced positions (one query per entry); ``forced``
-        fixes the most significant fields of :attr:`order`."""
-        n = len(next(iter(forced.values())))
-        rows = np.arange(n)
-        chosen: dict[str, np.ndarray] = {}
-        current = np.full(n, self.count, dtype=self.dtype)
-        for bucket in reversed(self.buckets):
-            if bucket.field not in forced:
-                break
-            counts = self._counts(bucket, chosen, current)
-            chosen[bucket.field] = forced[bucket.field]
-            current = counts[rows, forced[bucket.field]]
-        return current
 
 
 def _row_starts(before: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -240,7 +113,7 @@ class Tally:
         self._column = {f: i for i, f in enumerate(self.fields)}
 
     @staticmethod
-    def _tabulate(expr: Expr, domains: Mapping[str, np.ndarray]) -> _Factor:
+    def _tabulate(expr: Expr, domains: Mapping[str, np.ndarray]) -> Factor:
         scope = fields_of(expr)
         size = prod(len(domains[f]) for f in scope)
         if size > MAX_TABLE:
@@ -249,10 +122,10 @@ class Tally:
         shape = [len(domains[f]) for f in scope]
         cols = {f: domains[f].reshape([-1 if i == j else 1 for j in range(len(scope))]) for i, f in enumerate(scope)}
         table = np.broadcast_to(np.asarray(evaluate(expr, cols), dtype=bool), shape)
-        return _Factor(scope, table.astype(np.uint8))
+        return Factor(scope, table.astype(np.uint8))
 
     @staticmethod
-    def _prune(domains: dict[str, np.ndarray], factors: list[_Factor]) -> dict[str, np.ndarray]:
+    def _prune(domains: dict[str, np.ndarray], factors: list[Factor]) -> dict[str, np.ndarray]:
         """Drop values no factor supports (each factor alone), until nothing changes: smaller tables."""
         keep = {f: np.ones(len(v), dtype=bool) for f, v in domains.items()}
         changed = True
@@ -270,7 +143,7 @@ class Tally:
                         keep[f], changed = new, True
         return {f: v[keep[f]] for f, v in domains.items()}
 
-    def _components(self, factors: list[_Factor]) -> list[tuple[str, ...]]:
+    def _components(self, factors: list[Factor]) -> list[tuple[str, ...]]:
         parent = {f: f for f in self.fields}
 
         def root(f: str) -> str:
@@ -330,7 +203,7 @@ class Tally:
             buckets = block.buckets[::-1]
             live: dict[str, np.ndarray] = {}  # positions of the fields later buckets of the block read
             for k, bucket in enumerate(buckets):
-                counts = block._counts(bucket, live, current)
+                counts = block.counts(bucket, live, current)
                 parent, value = np.nonzero(counts)
                 current = counts[parent, value]
                 span = current.astype(kind) * tail if tail != 1 or kind is object else current

@@ -10,10 +10,14 @@ leaving an expression over config fields only. The same expression object is
 * evaluated on numpy columns (:func:`evaluate`) to classify a rule set's thousands of concrete
   proposals at once, which CP-SAT's one-solution-at-a-time enumeration does three orders of
   magnitude slower;
-* rendered to C (:mod:`ckspace.emit.cexpr`) for the generated dispatcher's ``ckspace_is_supported``.
+* compiled into closures over a problem's values and config columns
+  (:mod:`ckspace.constraints.partial_eval`) for the selector's problem checks;
+* rendered to C (:mod:`ckspace.constraints.cexpr`) for the generated dispatcher's ``ckspace_is_supported``.
 
-Keeping one definition behind both is what makes "rules live once" true; tests assert that the two
-backends agree rule by rule. Nodes are immutable and hashable so compiled literals can be shared.
+Keeping one definition behind all of them is what makes "rules live once" true; :func:`evaluate`
+and :func:`bind` are the reference semantics (the operator tables :data:`ARITH` and
+:data:`FOLD_ARITH`), and tests assert that every backend agrees with them rule by rule. Nodes are
+immutable and hashable so compiled literals can be shared.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -200,16 +204,18 @@ def fields_of(expr: Expr) -> tuple[str, ...]:
     return tuple(sorted({node.name for node in _nodes(expr) if isinstance(node, Field)}))
 
 
-_ARITH = {
+ARITH: dict[str, Callable[[Any, Any], Any]] = {
     "+": np.add,
     "-": np.subtract,
     "*": np.multiply,
-    "//": np.floor_divide,
-    "%": np.mod,
+    "//": lambda a, b: np.floor_divide(a, np.maximum(b, 1)),
+    "%": lambda a, b: np.mod(a, np.maximum(b, 1)),
     "min": np.minimum,
     "gcd": np.gcd,
 }
-_CMP = {
+"""Each arithmetic operator on numpy columns: a divisor below 1 counts as 1, as in
+:data:`FOLD_ARITH`, the CP-SAT compiler and the C backend."""
+CMP: dict[str, Callable[[Any, Any], Any]] = {
     "<": np.less,
     "<=": np.less_equal,
     ">": np.greater,
@@ -241,7 +247,7 @@ def _nodes(expr: Expr):
             stack.append(node.part)
 
 
-_FOLD_ARITH = {
+FOLD_ARITH: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
@@ -250,7 +256,7 @@ _FOLD_ARITH = {
     "min": min,
     "gcd": math.gcd,
 }
-_FOLD_CMP = {
+FOLD_CMP: dict[str, Callable[[int, int], bool]] = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
@@ -258,6 +264,7 @@ _FOLD_CMP = {
     "==": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
 }
+""":data:`ARITH` and :data:`CMP` on Python integers: what folding a constant part computes."""
 
 
 def bind(expr: Expr, values: Mapping[str, int]) -> Expr:
@@ -272,12 +279,12 @@ def bind(expr: Expr, values: Mapping[str, int]) -> Expr:
     if isinstance(expr, Arith):
         left, right = bind(expr.left, values), bind(expr.right, values)
         if isinstance(left, Const) and isinstance(right, Const):
-            return Const(_FOLD_ARITH[expr.op](left.value, right.value))
+            return Const(FOLD_ARITH[expr.op](left.value, right.value))
         return Arith(expr.op, left, right)
     if isinstance(expr, Cmp):
         left, right = bind(expr.left, values), bind(expr.right, values)
         if isinstance(left, Const) and isinstance(right, Const):
-            return Const(int(_FOLD_CMP[expr.op](left.value, right.value)))
+            return Const(int(FOLD_CMP[expr.op](left.value, right.value)))
         return Cmp(expr.op, left, right)
     if isinstance(expr, In):
         items = tuple(bind(item, values) for item in expr.items)
@@ -307,72 +314,6 @@ def bind(expr: Expr, values: Mapping[str, int]) -> Expr:
     raise TypeError(f"not an expression node: {expr!r}")
 
 
-Partial = Callable[[Mapping[str, int], Columns], object]
-
-
-def partial(expr: Expr) -> Partial:
-    """``expr`` as a Python function of (problem values, config columns) that returns what
-    ``evaluate(bind(expr, values), cols)`` returns, a Python number where the result reads no config
-    field: the parts over :class:`Param` s are computed with Python integers, the rest with numpy.
-    The selector calls this per problem; it does no tree walking at call time."""
-    function, _ = _partial(expr)
-    return function
-
-
-def _partial(node: Expr) -> tuple[Partial, bool]:
-    """(function, whether it reads config fields)."""
-    if isinstance(node, Param):
-        name = node.name
-        return (lambda v, c: v[name]), False
-    if isinstance(node, Const):
-        value = node.value
-        return (lambda v, c: value), False
-    if isinstance(node, Field):
-        name = node.name
-        return (lambda v, c: c[name]), True
-    if isinstance(node, (Arith, Cmp)):
-        (left, lc), (right, rc) = _partial(node.left), _partial(node.right)
-        if not (lc or rc):
-            fold = _FOLD_ARITH[node.op] if isinstance(node, Arith) else _FOLD_CMP[node.op]
-            if isinstance(node, Cmp):
-                return (lambda v, c: int(fold(left(v, c), right(v, c)))), False
-            return (lambda v, c: fold(left(v, c), right(v, c))), False
-        if isinstance(node, Arith):
-            ufunc = _ARITH[node.op]
-            if node.op in ("//", "%"):
-                return (lambda v, c: ufunc(left(v, c), np.maximum(right(v, c), 1))), True
-            return (lambda v, c: ufunc(left(v, c), right(v, c))), True
-        ufunc = _CMP[node.op]
-        return (lambda v, c: ufunc(left(v, c), right(v, c))), True
-    if isinstance(node, (And, Or)):
-        parts = [_partial(p) for p in node.parts]
-        fixed = [f for f, reads in parts if not reads]
-        varying = [f for f, reads in parts if reads]
-        absorbing = isinstance(node, Or)
-        combine = np.logical_or if absorbing else np.logical_and
-
-        def function(v, c):
-            for f in fixed:
-                if bool(f(v, c)) == absorbing:
-                    return int(absorbing)
-            if not varying:
-                return int(not absorbing)
-            out = varying[0](v, c)
-            for f in varying[1:]:
-                out = combine(out, f(v, c))
-            return out
-
-        return function, bool(varying)
-    if isinstance(node, Not):
-        part, reads = _partial(node.part)
-        if not reads:
-            return (lambda v, c: int(not part(v, c))), False
-        return (lambda v, c: ~np.asarray(part(v, c), dtype=bool)), True
-    # In and Lookup: rare in problem checks; bind, then evaluate
-    reads = bool(fields_of(node))
-    return (lambda v, c: evaluate(bind(node, v), c)), reads
-
-
 def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     """Evaluate ``expr`` on equally long int64 columns; booleans come back as bool arrays.
 
@@ -384,12 +325,9 @@ def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     if isinstance(expr, Const):
         return np.int64(expr.value)
     if isinstance(expr, Arith):
-        left, right = evaluate(expr.left, cols), evaluate(expr.right, cols)
-        if expr.op in ("//", "%"):
-            right = np.maximum(right, 1)
-        return _ARITH[expr.op](left, right)
+        return ARITH[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))
     if isinstance(expr, Cmp):
-        return _CMP[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))
+        return CMP[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))
     if isinstance(expr, In):
         values = [evaluate(item, cols) for item in expr.items]
         hit = np.zeros(np.broadcast(*values).shape, dtype=bool)

@@ -8,14 +8,13 @@ rule literals as assumptions let the solver name the rules that exclude a config
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
 from ckspace.constraints.cpsat import Compiler
-from ckspace.constraints.expr import Const, Expr
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.expr import Expr
+from ckspace.constraints.rule import Rule, for_kind
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import Cell, CellProposals
 from ckspace.core.fields import (
@@ -157,7 +156,7 @@ def cell_model(arch: str, cell: Cell, proposal: CellProposals | None, depthwise:
     problem's checks, a CK revision's rules) and the rule set's table (its candidates, before the
     predicates it runs itself; None for a rule set without a table, whose domain rules come as
     ``extra`` rules). An extra rule on fields this kind of config lacks excludes the
-    kind, by name."""
+    kind, by name (:func:`~ckspace.constraints.rule.for_kind`)."""
     kind = "depthwise" if depthwise else "GEMM"
     if depthwise:
         fields, bounds, rows = DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, proposal.depthwise if proposal else None
@@ -166,7 +165,5 @@ def cell_model(arch: str, cell: Cell, proposal: CellProposals | None, depthwise:
         fields, bounds, rows = GEMM_FIELD_NAMES, GEMM_BOUNDS, proposal.candidates if proposal else None
         wanted = set(EMITTED_PREDICATES) | set(proposal.applies if proposal else ())
         rules = [r for r in gemm_rules(arch, cell.variant, cell.dtype, revision) if r.predicate in wanted]
-    for rule in extra:
-        rules.append(rule if set(rule.fields) <= set(fields) else
-                     dataclasses.replace(rule, expr=Const(0), text=f"{rule.text} (fields {kind} configs lack)"))
+    rules += [for_kind(rule, fields, kind) for rule in extra]
     return CellModel(fields, bounds, rules, rows)

@@ -19,20 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from ckspace.constraints.expr import (
-    Const,
-    Expr,
-    Field,
-    Not,
-    Param,
-    Partial,
-    all_of,
-    bind,
-    gcd,
-    implies,
-    minimum,
-    partial,
-)
+from ckspace.constraints.expr import Const, Expr, Field, Not, Param, all_of, bind, gcd, implies, minimum
+from ckspace.constraints.partial_eval import Partial, partial
 from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
@@ -93,7 +81,7 @@ class ProblemRule:
     @cached_property
     def check(self) -> Partial:
         """The check as a function of (problem values, config columns): see
-        :func:`~ckspace.constraints.expr.partial`."""
+        :func:`~ckspace.constraints.partial_eval.partial`."""
         return partial(self.expr)
 
     def bind(self, values: dict[str, int], words: dict[str, object]) -> Rule:

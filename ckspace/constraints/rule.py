@@ -1,13 +1,15 @@
 """A rule: a named constraint on config fields, with the check it belongs to, where it comes from and
-the table values it reads."""
+the table values it reads; and what a rule on fields a kind of config lacks means for that kind
+(:func:`excludes_kind`)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ckspace.constraints.expr import TRUE, Expr, Field, fields_of
+from ckspace.constraints.expr import TRUE, Const, Expr, Field, fields_of
 from ckspace.core.revisions import RulesRevision
 from ckspace.core.tables import table
 from ckspace.core.vocab import Predicate
@@ -84,3 +86,27 @@ class Rule:
     def vacuous(self) -> bool:
         """True when the rule cannot fail in this cell (folded to the constant TRUE)."""
         return self.expr == TRUE
+
+
+def excludes_kind(rule: Rule, field_names: Collection[str]) -> bool:
+    """Whether ``rule`` excludes every config whose fields are ``field_names`` (one kind of config:
+    GEMM or depthwise) because it reads a field they lack: a filter on ``tile_m`` or a CK rule on
+    GEMM fields, put to depthwise configs. Such a rule is neither skipped nor an error: no config of
+    that kind satisfies it, which is the one statement of that policy for the listing's filters, the
+    cells' models and the counted spaces alike."""
+    return not set(rule.fields) <= set(field_names)
+
+
+def for_kind(rule: Rule, field_names: Collection[str], kind: str) -> Rule:
+    """``rule`` as configs of ``kind`` (fields ``field_names``) meet it: itself, or, when it
+    :func:`excludes_kind`, a rule of the same name that none of them satisfies and whose words say
+    why (so an explanation still names it)."""
+    if not excludes_kind(rule, field_names):
+        return rule
+    return replace(rule, expr=Const(0), text=f"{rule.text} (fields {kind} configs lack)")
+
+
+def or_words(items: Iterable[object]) -> str:
+    """``a, b or c``: a rule's list of allowed values in its words."""
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]

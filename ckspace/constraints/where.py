@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ckspace.constraints.expr import Expr, Field, Not, all_of, any_of, lift
 from ckspace.constraints.rule import Rule
 from ckspace.core.errors import CkspaceError
-from ckspace.core.fields import DEPTHWISE_BOUNDS, FIELD_KIND, GEMM_BOUNDS
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_KIND, FIELD_KIND, GEMM_BOUNDS
 from ckspace.core.vocab import Predicate
 
 MAX_LENGTH = 1000
@@ -44,12 +44,8 @@ class _Typed:
 
 
 def _field_kinds() -> dict[str, object]:
-    kinds: dict[str, object] = {}
-    for name, kind in FIELD_KIND.items():
-        kinds[name] = "bool" if kind is bool else "int" if kind is int else kind
-    for name in DEPTHWISE_BOUNDS:
-        kinds.setdefault(name, "int")
-    return kinds
+    return {name: "bool" if kind is bool else "int" if kind is int else kind
+            for name, kind in {**DEPTHWISE_KIND, **FIELD_KIND}.items()}
 
 
 FIELD_KINDS = _field_kinds()

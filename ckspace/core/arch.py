@@ -5,6 +5,7 @@ default."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from typing import TypeVar
 
@@ -21,7 +22,7 @@ T = TypeVar("T")
 class ArchFacts(BaseModel):
     """What the rules know about one GPU target.
 
-    ``warp_size`` is the value the validity rules use (64 for gfx9*, else 32). ``warp_tiles`` maps a
+    ``warp_size`` is the value the validity rules use (:func:`warp_size_of`). ``warp_tiles`` maps a
     dtype to its supported MFMA/WMMA shapes in upstream list order, which the ``full`` rule set's
     pairing depends on; a dtype missing from it means "no table", which upstream treats as a pass.
     ``lds_capacity_kb`` is the LDS per compute unit that arch_specs.json lists (in the revision's
@@ -55,8 +56,6 @@ def arch_facts(name: str, revision: str | None = None) -> ArchFacts:
     name = parse_arch(name)
     data = arch_table(revision)
     entry = data["archs"][name]
-    rule = data["warp_size_rule"]
-    warp_size = rule["warp_size_if_prefix"] if name.startswith(rule["prefix"]) else rule["warp_size_otherwise"]
     tiles = {
         dtype: tuple(tuple(t) for t in entry["warp_tiles"][dtype.key])
         for dtype in Dtype
@@ -65,18 +64,33 @@ def arch_facts(name: str, revision: str | None = None) -> ArchFacts:
     return ArchFacts(
         name=name,
         family=entry["family"],
-        warp_size=warp_size,
+        warp_size=warp_size_of(name, revision),
         lds_capacity_kb=entry["lds_capacity_kb_arch_specs_json"],
         wave_combos=tuple(tuple(w) for w in entry["wave_combos"]),
         warp_tiles=tiles,
     )
 
 
+def warp_size_of(arch: str | None, revision: str | None = None) -> int:
+    """The wave size the rules use on ``arch``: the arch table's ``warp_size_rule`` (one size for the
+    archs whose name starts with its prefix, gfx9, another for the rest). With no arch (rules stated
+    for no particular target), the prefix family's size, the one the rule names first."""
+    rule = arch_table(revision)["warp_size_rule"]
+    if arch is None or parse_arch(arch).startswith(rule["prefix"]):
+        return rule["warp_size_if_prefix"]
+    return rule["warp_size_otherwise"]
+
+
+def pipeline_lds_limit(limits: Mapping[str, int], pipeline: Pipeline) -> int:
+    """``pipeline``'s entry of an ``lds_limit_bytes_by_pipeline`` table, its ``default`` for a
+    pipeline the table does not list."""
+    return limits.get(pipeline.value, limits["default"])
+
+
 def lds_limit_bytes(pipeline: Pipeline, revision: str | None = None) -> int:
     """Per-pipeline LDS budget of the oldest revision's config check (``ArchFilter._validate_lds_capacity``):
     arch-blind, quirk 14.5 of ``docs/rules.md``."""
-    limits = arch_table(revision)["lds_limit_bytes_by_pipeline"]
-    return limits.get(pipeline.value, limits["default"])
+    return pipeline_lds_limit(arch_table(revision)["lds_limit_bytes_by_pipeline"], pipeline)
 
 
 def element_size(dtype: Dtype) -> int:

@@ -97,6 +97,13 @@ DEPTHWISE_FIELDS: tuple[str, ...] = (
     "tile_h", "tile_w", "filter", "stride_h", "stride_w", "pad_h", "pad_w",
     "nbatch", "sub_h", "sub_w", "in_vec", "out_vec", "block_size", "dilation",
 )
+DEPTHWISE_KIND: dict[str, type] = dict.fromkeys(DEPTHWISE_FIELDS, int)
+"""Every depthwise field is an integer."""
+
+DEPTHWISE_DEFAULTS: dict[str, int] = {key: table("depthwise")[key] for key in ("block_size", "dilation")}
+"""The depthwise fields every config of the table shares (``depthwise.json``) and kernel names leave out."""
+DEPTHWISE_LAYOUT: Layout = Layout(table("depthwise")["layout"])
+"""The layout depthwise kernel names carry (``depthwise.json``); not a field of their rows."""
 
 
 def encode(name: str, value: object) -> int:

@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 from ckspace.core.errors import KernelNameError
 from ckspace.core.fields import (
     DEPTHWISE_FIELDS,
+    DEPTHWISE_KIND,
+    DEPTHWISE_LAYOUT,
     FIELD_INDEX,
     FIELD_KIND,
     GEMM_DEFAULTS,
@@ -35,8 +37,7 @@ from ckspace.core.fields import (
 from ckspace.core.tables import table
 from ckspace.core.vocab import NDIMS, Dtype, Layout, Variant
 
-_KINDS: dict[str, type] = {**FIELD_KIND, "variant": Variant, "dtype": Dtype, "ndim": int,
-                           **{f: int for f in DEPTHWISE_FIELDS}}
+_KINDS: dict[str, type] = {**FIELD_KIND, "variant": Variant, "dtype": Dtype, "ndim": int, **DEPTHWISE_KIND}
 """What every field a name can carry holds: the GEMM fields, the cell, the depthwise fields."""
 
 _DEFAULT_ROW = default_row()
@@ -242,7 +243,7 @@ def _depthwise_format(dtype: Dtype, ndim: int, layout: Layout) -> str:
     return _DEPTHWISE.bind({"dtype": dtype.code, "ndim": ndim, "layout": layout.code}, _DEPTHWISE_OPEN)
 
 
-def depthwise_name(dtype: Dtype, ndim: int, row: Row, layout: Layout = Layout.NGCHW) -> str:
+def depthwise_name(dtype: Dtype, ndim: int, row: Row, layout: Layout = DEPTHWISE_LAYOUT) -> str:
     """Name of a depthwise config given as a row in DEPTHWISE_FIELDS order."""
     return _depthwise_format(dtype, ndim, layout) % row[: len(_DEPTHWISE_OPEN)]
 

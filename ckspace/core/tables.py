@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -41,6 +42,12 @@ def hardware_table() -> dict[str, Any]:
     """The parsed spec-sheet facts of ``hardware.json`` (not part of the cache key: they do not
     change which kernels exist)."""
     return json.loads(_raw("hardware.json"))
+
+
+def shape_key(values: Iterable[int]) -> str:
+    """``MxNxK``: how the tables key a tile (``"256x128x64"``), and how kernel names and rule
+    words write tiles, wave splits and warp tiles."""
+    return "x".join(map(str, values))
 
 
 def _raw(*parts: str) -> bytes:

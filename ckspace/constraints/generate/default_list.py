@@ -7,12 +7,8 @@ from collections.abc import Sequence
 
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.fields import GEMM_DEFAULTS, Row, default_row, encode, make_row
-from ckspace.core.tables import table
+from ckspace.core.tables import shape_key, table
 from ckspace.core.vocab import Pipeline, Variant
-
-
-def _key(tile: Sequence[int]) -> str:
-    return "x".join(map(str, tile))
 
 
 def curated_row(variant: Variant, tile: Sequence[int], pipeline: Pipeline) -> Row:
@@ -24,7 +20,7 @@ def curated_row(variant: Variant, tile: Sequence[int], pipeline: Pipeline) -> Ro
     benchmark names (:mod:`ckspace.space.benchmark_names`) carry the tile already doubled.
     Raises :class:`InvalidChoiceError` for a tile the list does not have."""
     t = table("default")
-    key = _key(tile)
+    key = shape_key(tile)
     if key not in t["tile_to_wave"]:
         raise InvalidChoiceError("default rule set tile", key, t["tile_to_wave"])
     wave = t["tile_to_wave"][key]
@@ -43,12 +39,12 @@ def proposals(variant: Variant) -> list[Row]:
     """The untagged configs of one variant, in upstream loop order (pipeline, tile, two_stage)."""
     t = table("default")
     tiles = t["tiles_bwd_weight"] if variant is Variant.BWD_WEIGHT else t["tiles_fwd_bwd_data"]
-    compv4 = {_key(tile) for tile in t["compv4_tiles"]}
+    compv4 = {shape_key(tile) for tile in t["compv4_tiles"]}
     rows: list[Row] = []
     for name, _ in t["variant_pipelines"][variant.value]:
         pipeline = Pipeline.parse(name)
         for tile in tiles:
-            if pipeline is Pipeline.COMPV4 and _key(tile) not in compv4:
+            if pipeline is Pipeline.COMPV4 and shape_key(tile) not in compv4:
                 continue
             row = curated_row(variant, tile, pipeline)
             tile_k = tile[2] * (t["compv4_tile_k_multiplier"] if pipeline is Pipeline.COMPV4 else 1)

@@ -13,15 +13,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ckspace.constraints.generate.tile_math import (
-    Triple,
-    structural_pairs,
-    vec_gate,
-    warp_tile_k,
-)
-from ckspace.core.arch import arch_facts
+from ckspace.constraints.generate.tile_math import structural_pairs, vec_gate, warp_tile_k
+from ckspace.core.arch import Triple, arch_facts, element_size
 from ckspace.core.cells import Cell
 from ckspace.core.fields import (
+    DEPTHWISE_DEFAULTS,
     DEPTHWISE_FIELDS,
     FIELD_INDEX,
     Row,
@@ -29,7 +25,7 @@ from ckspace.core.fields import (
     encode,
     make_row,
 )
-from ckspace.core.tables import table
+from ckspace.core.tables import shape_key, table
 from ckspace.core.vocab import Dtype, Variant
 
 PipelineList = tuple[tuple[str, str], ...]
@@ -41,10 +37,6 @@ _PIPELINE, _SCHEDULER = FIELD_INDEX["pipeline"], FIELD_INDEX["scheduler"]
 _DSB, _SPEC = FIELD_INDEX["double_smem_buffer"], FIELD_INDEX["specialization"]
 
 
-def _key(tile: Triple | list[int]) -> str:
-    return "x".join(map(str, tile))
-
-
 def _t(tile: list[int]) -> Triple:
     return (tile[0], tile[1], tile[2])
 
@@ -54,9 +46,9 @@ def waves_for(variant: Variant, tile: Triple) -> tuple[Triple, ...]:
     """Curated wave splits of a tile (upstream ``get_wave_strategies``): the variant's override, else the
     base list."""
     f = table("full")
-    names = f["wave_strategy_overrides"].get(variant.value, {}).get(_key(tile))
+    names = f["wave_strategy_overrides"].get(variant.value, {}).get(shape_key(tile))
     if names is None:
-        names = f["base_tile_wave_strategies"].get(_key(tile), f["wave_strategy_fallback"])
+        names = f["base_tile_wave_strategies"].get(shape_key(tile), f["wave_strategy_fallback"])
     return tuple(_t(f["wave_strategy_counts"][n]) for n in names)
 
 
@@ -103,10 +95,10 @@ def vec_candidates(variant: Variant, tile: Triple, dtype_class: str) -> tuple[Tr
     top = f["max_vec"][dtype_class]
     symbols = {"m": top, "h": max(1, top // 2), "q": max(1, top // 4), "1": 1}
     per_tile = f["tile_vec_strategies"].get(variant.value, {})
-    entry = per_tile.get(_key(tile))
+    entry = per_tile.get(shape_key(tile))
     strategies = f["tile_vec_strategies_fallback"] if entry is None else entry.get(dtype_class, [])
     triples = {tuple(symbols[s] for s in f["vec_strategy_triples"][name]) for name in strategies}
-    extra = f["extra_vec_triples"].get(variant.value, {}).get(_key(tile), {}).get(dtype_class, [])
+    extra = f["extra_vec_triples"].get(variant.value, {}).get(shape_key(tile), {}).get(dtype_class, [])
     triples |= {_t(v) for v in extra}
     return tuple(sorted(triples))  # type: ignore[arg-type]
 
@@ -116,10 +108,10 @@ def pipelines_for(variant: Variant, tile: Triple, dtype_class: str) -> PipelineL
     """(pipeline, scheduler) list of a tile: the dtype-class override, else the curated per-tile list,
     else the shape rule (``full.json`` ``tile_pipelines_dclass``, ``tile_pipelines``)."""
     f = table("full")
-    dclass = f["tile_pipelines_dclass"].get(variant.value, {}).get(_key(tile))
+    dclass = f["tile_pipelines_dclass"].get(variant.value, {}).get(shape_key(tile))
     if dclass is not None and dtype_class in dclass:
         return tuple((p, s) for p, s in dclass[dtype_class])
-    curated = f["tile_pipelines"].get(variant.value, {}).get(_key(tile))
+    curated = f["tile_pipelines"].get(variant.value, {}).get(shape_key(tile))
     if curated is not None:
         return tuple((p, s) for p, s in curated)
     return shape_rule_pipelines(variant, tile)
@@ -207,7 +199,7 @@ def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
     codes = [(p, encode("pipeline", p), encode("scheduler", s)) for p, s in pipelines if p not in skip_explicit]
     row = list(base)  # filled in place: this loop builds most of the space, so it avoids dicts
     for wave, (wm, wn) in pairs(arch, variant, cell.dtype, tile):
-        gate = vec_gate(tile, wave, dclass)
+        gate = vec_gate(tile, wave, element_size(cell.dtype))
         row[_WAVE_M], row[_WAVE_N], row[_WAVE_K] = wave
         row[_WARP_M], row[_WARP_N] = wm, wn
         for vec in (v for v in vecs if v in gate):
@@ -252,5 +244,4 @@ def depthwise_rows(cell: Cell) -> list[Row]:
     d = table("depthwise")
     if cell.variant.value != d["variant"] or cell.ndim != d["requires_ndim"]:
         return []
-    fixed = {"block_size": d["block_size"], "dilation": d["dilation"]}
-    return [tuple({**p, **fixed}[name] for name in DEPTHWISE_FIELDS) for p in d["params"]]
+    return [tuple({**p, **DEPTHWISE_DEFAULTS}[name] for name in DEPTHWISE_FIELDS) for p in d["params"]]

@@ -3,8 +3,8 @@
 ``open`` has no proposal table. Each field ranges over the widest set of values that the arch facts
 and the tables (hence the CK headers they were read from) make meaningful, stated here as one named
 rule per field (predicate ``domain``, reported as the rule set's kind): the count, the listing, the
-samples and the CP-SAT models of ``open`` all read these rules, and ``ckspace rules --rule-set
-open`` prints them with their words. Validity is then the rules and nothing else.
+samples and the CP-SAT models of ``open`` all read these rules, and ``ckspace rules`` prints them
+with their words. Validity is then the rules and nothing else.
 
 Where a bound is a choice rather than a fact (the largest block tile), the words say so and the
 choice is derived from the tables (twice the largest tile extent upstream curates), so it moves
@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import cache
 
 from ckspace.constraints.expr import Field
-from ckspace.constraints.rule import Rule, TableValue, read
+from ckspace.constraints.rule import TILE, WARP, WAVE, Rule, TableValue, or_words, read
 from ckspace.core.arch import element_size
 from ckspace.core.cells import Cell
 from ckspace.core.fields import GEMM_DEFAULTS, GEMM_FIELD_NAMES, encode
@@ -43,11 +43,6 @@ def _tile_extents(axis: int, field: str) -> tuple[tuple[int, ...], TableValue]:
     return tuple(range(step, top + 1, step)), TableValue("full.json", f"base_tiles.*.*.*[{field}]", values)
 
 
-def _or(values: tuple[int, ...]) -> str:
-    words = [str(v) for v in values]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
-
-
 def _projection(triples: list[list[int]], axis: int) -> tuple[int, ...]:
     return tuple(sorted({t[axis] for t in triples}))
 
@@ -63,24 +58,24 @@ def domain_rules(arch: str, cell: Cell) -> tuple[Rule, ...]:
         rules[field] = Rule(f"open_{field}", Predicate.DOMAIN, Field(field).isin(codes), text, source,
                             reads=tuple(reads))
 
-    for axis, field in enumerate(("tile_m", "tile_n", "tile_k")):
+    for axis, field in enumerate(f.name for f in TILE):
         values, curated = _tile_extents(axis, field)
         add(field, values, f"a multiple of {values[0]} from {values[0]} to {values[-1]}: the smallest {field} "
             f"upstream's full tables curate, up to twice the largest (a choice: beyond it the rules still hold "
             f"but no tile is curated)", "full.json base_tiles", curated)
     combos = read("arch", "archs", arch, "wave_combos")
-    for axis, field in enumerate(("wave_m", "wave_n", "wave_k")):
+    for axis, field in enumerate(f.name for f in WAVE):
         values = _projection(combos.value, axis)
-        add(field, values, f"{_or(values)}: a {field} of one of {arch}'s wave combos",
+        add(field, values, f"{or_words(values)}: a {field} of one of {arch}'s wave combos",
             "arch.json wave_combos (upstream arch_specs_generated.py WARP_SUPPORTED_COMBINATIONS)", combos)
     tiles = read("arch", "archs", arch, "warp_tiles", dtype.key, default=None)
     every = read("arch", "archs", arch, "warp_tiles")
     source = tiles if tiles.value is not None else every
     shapes = source.value if tiles.value is not None else [t for v in every.value.values() for t in v]
-    for axis, field in enumerate(("warp_tile_m", "warp_tile_n", "warp_tile_k")):
+    for axis, field in enumerate(f.name for f in WARP):
         what = f"{dtype.key} warp tiles" if tiles.value is not None else "warp tiles of any dtype (none for this one)"
         values = _projection(shapes, axis)
-        add(field, values, f"{_or(values)}: a {field} of one of {arch}'s {what}",
+        add(field, values, f"{or_words(values)}: a {field} of one of {arch}'s {what}",
             "arch.json warp_tiles (upstream arch_specs_generated.py WARP_TILE_SUPPORTED_COMBINATIONS)", source)
     gate = read("full", "vec_gate")
     size = element_size(dtype)

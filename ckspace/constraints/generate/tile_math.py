@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from ckspace.core.arch import arch_facts
+from ckspace.core.arch import Triple, arch_facts
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype
-
-Triple = tuple[int, int, int]
 
 
 def _divisors(n: int) -> list[int]:
@@ -42,10 +40,10 @@ def structural_pairs(arch: str, dtype: Dtype, tile: Triple) -> tuple[tuple[Tripl
 
 
 @cache
-def vec_gate(tile: Triple, wave: Triple, dtype_class: str) -> frozenset[Triple]:
-    """The (vec_a, vec_b, vec_c) triples the tile arithmetic allows (``get_valid_vec_sizes``)."""
+def vec_gate(tile: Triple, wave: Triple, size: int) -> frozenset[Triple]:
+    """The (vec_a, vec_b, vec_c) triples the tile arithmetic allows (``get_valid_vec_sizes``) for
+    elements of ``size`` bytes."""
     gate = table("full")["vec_gate"]
-    size = 2 if dtype_class == "half" else 4
     block = gate["block_warp_size"] * wave[0] * wave[1] * wave[2]
     tm, tn, tk = tile
     if (tm * tk) % block or (tn * tk) % block:
