@@ -28,10 +28,11 @@ from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.fallbacks import identity, vector_variants
+from ckspace.select.fallbacks import vector_variants
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.performance import CONSTANTS, MEM_IN_FLIGHT_BYTES, PIPELINES, PipelineFacts, mem_stages
-from ckspace.select.selector import CandidateSet, Selector
+from ckspace.select.candidates import CandidateSet
+from ckspace.select.selector import Selector
 from ckspace.space.space import Space
 
 ARCHS = ("gfx942", "gfx950")
@@ -136,7 +137,7 @@ def wider(a: GemmConfig, b: GemmConfig) -> bool:
     same = {f: v for f, v in zip(GEMM_FIELD_NAMES, a.row()) if f not in VECTOR_FIELDS} == \
         {f: v for f, v in zip(GEMM_FIELD_NAMES, b.row()) if f not in VECTOR_FIELDS}
     return (same and (a.arch, a.variant, a.ndim, a.dtype) == (b.arch, b.variant, b.ndim, b.dtype)
-            and all(getattr(a, f) >= getattr(b, f) for f in VECTOR_FIELDS) and identity(a) != identity(b))
+            and all(getattr(a, f) >= getattr(b, f) for f in VECTOR_FIELDS) and a.kernel_key() != b.kernel_key())
 
 
 # -- problems --------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Content-addressed cache of compiled objects.
 
 A batch's object is stored under the sha256 of everything that changes it: the translation unit's
-text and the text of every emitted file it includes, the compiler's identity (path, version, and a
-wrapper script's text), the flags, the offload target and the CK revision's fingerprint. Paths of
+text and the text of every emitted file it includes, the compiler's identity (the digest of
+:func:`ckspace.core.compilers.identify`: its resolved path, whole ``--version`` and a wrapper
+script's text), the flags, the offload target and the CK revision's fingerprint. Paths of
 the emitted tree are not part of the key, so the same kernels emitted elsewhere hit the cache.
 
 The key says what went in, not what came out, so a lookup checks the object itself: a regular
@@ -36,6 +37,9 @@ def object_cache_dir() -> Path:
 
 def object_key(sources: list[bytes], compiler_identity: str, flags: tuple[str, ...], arch: str,
                ck_fingerprint: str) -> str:
+    """The key of one unit's object: ``compiler_identity`` is the compiler's
+    :func:`~ckspace.core.compilers.identify` digest, for the HIP toolchain and the host C compiler
+    alike; the host units have no offload target nor CK (``arch`` "host", no fingerprint)."""
     digest = hashlib.sha256()
     for data in sources:
         digest.update(hashlib.sha256(data).digest())

@@ -1,14 +1,13 @@
 """Finding a HIP compiler for an offload target, with or without ROCm installed.
 
 Order: ``$CKSPACE_CXX`` (an explicit compiler or wrapper), then ROCm's ``amdclang++`` / ``hipcc``
-under ``$ROCM_PATH`` or ``/opt/rocm``, then a system clang (newest first) that knows the target,
-with the HIP headers of the distribution and ROCm device libraries that hold the target's ISA
-bitcode. When nothing fits, the error lists every candidate and why it was refused.
+under ``$ROCM_PATH`` or ``/opt/rocm`` (:func:`~ckspace.core.compilers.rocm_roots`), then a system
+clang (newest first) that knows the target, with the HIP headers of the distribution and ROCm
+device libraries that hold the target's ISA bitcode. When nothing fits, the error lists every candidate and why it was refused.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shlex
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ckspace.core.compilers import identify, rocm_roots
 from ckspace.core.errors import CkspaceError, InvalidInputError
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,8 @@ class Toolchain(BaseModel):
     version: str
     """First line of ``--version``."""
     identity: str
-    """sha256 of the compiler's resolved path, full ``--version`` and, for scripts, the script."""
+    """The compiler's digest (:class:`~ckspace.core.compilers.CompilerIdentity`): what the object
+    cache keys on."""
     arch: str
     compile_flags: tuple[str, ...]
     link_flags: tuple[str, ...]
@@ -68,16 +69,6 @@ class Toolchain(BaseModel):
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-
-
-def _identity(compiler: str, version: str) -> str:
-    digest = hashlib.sha256()
-    path = Path(compiler).resolve()
-    digest.update(str(path).encode())
-    digest.update(version.encode())
-    if path.stat().st_size < 64 * 1024:  # a wrapper script: its text decides what runs
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def _knows_target(compiler: str, arch: str) -> bool:
@@ -110,10 +101,8 @@ def _hip_flags() -> list[str]:
 
 
 def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]) -> Toolchain:
-    result = _run([compiler, "--version"])
-    version = result.stdout
-    return Toolchain(kind=kind, compiler=compiler, version=version.splitlines()[0] if version else "",
-                     identity=_identity(compiler, version), arch=arch,
+    found = identify(compiler)
+    return Toolchain(kind=kind, compiler=compiler, version=found.version, identity=found.digest, arch=arch,
                      compile_flags=tuple(flags), link_flags=tuple(link))
 
 
@@ -130,7 +119,7 @@ def discover(arch: str) -> Toolchain:
         if path is None:
             raise CkspaceError(f"{variable}={explicit!r} is not an executable")
         return _system_clang(path, arch, refused, explicit=True)  # type: ignore[return-value]
-    for root in filter(None, (os.environ.get("ROCM_PATH"), "/opt/rocm")):
+    for root in rocm_roots():
         for name in ("amdclang++", "hipcc"):
             candidate = Path(root) / "bin" / name
             if not candidate.is_file():

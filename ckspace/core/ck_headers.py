@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ckspace.core.cachefiles import clear_folder, folder_info, read_json_entry, write_entry
+from ckspace.core.compilers import rocm_roots
 from ckspace.core.errors import CkHeadersNotFound, CkspaceError
 from ckspace.core.files import cache_dir, sha256
 from ckspace.core.vocab import Dtype, Pipeline, Variant
@@ -62,7 +63,8 @@ def _include_dir(root: Path) -> Path | None:
 
 
 def locate_ck(ck_root: str | os.PathLike[str] | None = None) -> Path:
-    """The CK include directory: ``ck_root``, ``$CK_ROOT``, the ROCm include dir, the amd-aiter wheel.
+    """The CK include directory: ``ck_root``, ``$CK_ROOT``, the ROCm include dirs
+    (:func:`~ckspace.core.compilers.rocm_roots`), the amd-aiter wheel.
 
     An explicit ``ck_root`` or ``$CK_ROOT`` that holds no CK Tile headers is an error rather than a
     silent fall-through, so a typo cannot select a different CK.
@@ -74,13 +76,11 @@ def locate_ck(ck_root: str | os.PathLike[str] | None = None) -> Path:
             if found is None:
                 raise CkspaceError(f"{source} {value!r} holds no {MARKER} (nor include/{MARKER})")
             return found.resolve()
-    rocm = [os.environ.get("ROCM_PATH"), "/opt/rocm"]
-    for value in rocm:
-        if value:
-            looked.append(f"{value}/include")
-            found = _include_dir(Path(value) / "include")
-            if found is not None:
-                return found.resolve()
+    for root in rocm_roots():
+        looked.append(f"{root}/include")
+        found = _include_dir(Path(root) / "include")
+        if found is not None:
+            return found.resolve()
     looked.append("the amd-aiter wheel (aiter_meta/3rdparty/composable_kernel/include)")
     found = _aiter_include()
     if found is not None:

@@ -1,9 +1,10 @@
 """Kernel configs: immutable, hashable pydantic value types with their upstream names.
 
-A config is identified by its field tuple; the name (upstream ``GroupedConvKernelConfig.name``) is
-output. Parsing a name
-back into a config exists for user input only, and works because a GEMM name carries every field
-except the arch and the dtype tag, which the caller supplies.
+A config is identified by :meth:`GemmConfig.kernel_key` (:class:`~ckspace.core.kernel_key.KernelKey`
+says what is and is not part of a kernel's identity); the name (upstream
+``GroupedConvKernelConfig.name``) is output. Parsing a name back into a config exists for user
+input only, and works because a GEMM name carries every field except the arch and the dtype tag,
+which the caller supplies.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from ckspace.core.cells import Cell
 from ckspace.core.fields import (
+    DEPTHWISE_DEFAULTS,
     DEPTHWISE_FIELDS,
+    DEPTHWISE_LAYOUT,
     GEMM_DEFAULTS,
     GEMM_FIELD_NAMES,
     Row,
     decode,
     encode,
 )
+from ckspace.core.kernel_key import KernelKey
 from ckspace.core.naming import (
     depthwise_name,
     gemm_name,
@@ -103,6 +108,11 @@ class GemmConfig(CheckedModel):
         """The field tuple in :data:`~ckspace.core.fields.GEMM_FIELDS` order, enums as codes."""
         return tuple(encode(f, getattr(self, f)) for f in GEMM_FIELD_NAMES)
 
+    def kernel_key(self) -> KernelKey:
+        """Which kernel this config is: equal keys, same kernel (see :class:`KernelKey` for what is
+        and is not part of it). Every consumer that asks whether two configs are one kernel asks this."""
+        return KernelKey(self.arch, Cell(self.variant, self.ndim, self.dtype), False, self.row())
+
     @classmethod
     def from_row(cls, arch: str, variant: Variant, ndim: int, dtype: Dtype, row: Row) -> "GemmConfig":
         """Build from a trusted row (rows come from the rule sets and the cache): no validation."""
@@ -135,7 +145,7 @@ class DepthwiseConfig(CheckedModel):
     variant: Literal[Variant.FORWARD] = Variant.FORWARD
     ndim: Literal[2] = 2
     dtype: Dtype
-    layout: Layout = Layout.NGCHW
+    layout: Layout = DEPTHWISE_LAYOUT
     tile_h: int = Field(gt=0)
     tile_w: int = Field(gt=0)
     filter: int = Field(gt=0)
@@ -148,8 +158,8 @@ class DepthwiseConfig(CheckedModel):
     sub_w: int = Field(gt=0)
     in_vec: int = Field(gt=0)
     out_vec: int = Field(gt=0)
-    block_size: int = Field(default=64, gt=0)
-    dilation: int = Field(default=1, gt=0)
+    block_size: int = Field(default=DEPTHWISE_DEFAULTS["block_size"], gt=0)
+    dilation: int = Field(default=DEPTHWISE_DEFAULTS["dilation"], gt=0)
 
     @property
     def name(self) -> str:
@@ -157,6 +167,11 @@ class DepthwiseConfig(CheckedModel):
 
     def row(self) -> Row:
         return tuple(int(getattr(self, f)) for f in DEPTHWISE_FIELDS)
+
+    def kernel_key(self) -> KernelKey:
+        """Which kernel this config is (see :meth:`GemmConfig.kernel_key`). The layout is not in
+        the row: a depthwise kernel's is always NGCHW."""
+        return KernelKey(self.arch, Cell(self.variant, self.ndim, self.dtype), True, self.row())
 
     @classmethod
     def from_row(cls, arch: str, dtype: Dtype, row: Row) -> "DepthwiseConfig":

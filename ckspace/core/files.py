@@ -26,7 +26,8 @@ def sha256(data: bytes) -> str:
 
 def cache_dir() -> Path:
     """``$CKSPACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/ckspace``, else ``~/.cache/ckspace``: the
-    root of the cell cache and the object cache."""
+    root of every cache ckspace keeps (``cells/``, ``ck/`` revisions, ``compiled-selectors/`` and
+    ``objects/``, which ``CKSPACE_BUILD_CACHE`` may move)."""
     explicit = os.environ.get("CKSPACE_CACHE_DIR")
     if explicit:
         return Path(explicit)

@@ -12,7 +12,8 @@ same model compiled to C answers in microseconds. Both the generated dispatcher 
   scores (LightGBM's ``raw_score``: trees summed in order, no transformation).
 * :class:`CompiledSelector` adds the features rendered from their formulas
   (:mod:`ckspace.features.c_source`), builds everything once per model with the host C compiler into
-  the cache directory (keyed by the sources and the compiler) and calls it through ctypes: one call
+  the cache directory (keyed by the sources and the compiler's
+  :func:`~ckspace.core.compilers.identify` digest) and calls it through ctypes: one call
   for a problem's feature matrix, one per ensemble.
 
 A cache entry (``compiled-selectors/<key>/``) holds the sources, the library and ``entry.json``
@@ -51,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usable_folder
+from ckspace.core.compilers import identify
 from ckspace.core.errors import CkspaceError
 from ckspace.core.files import cache_dir, sha256
 from ckspace.core.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
@@ -123,15 +125,6 @@ def host_c_compiler() -> str | None:
         if path:
             return path
     return None
-
-
-def compiler_identity(compiler: str) -> str:
-    """The first line of ``compiler --version`` (part of every cache key of compiled C)."""
-    try:
-        return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30,
-                              check=True).stdout.splitlines()[0]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return compiler
 
 
 FLAGS = ("-O2", "-ffp-contract=off", "-fPIC")
@@ -209,7 +202,7 @@ def cached_library(sources: dict[str, str], units: Sequence[str], compiler: str,
     compiled again and replaced, see the module's docstring), loaded; None when the cache cannot
     be written (said once). Concurrent builders are safe: each loads the library it compiled before
     moving it into place."""
-    digest = sha256("\0".join([f"format {_FORMAT}", compiler_identity(compiler), *FLAGS, *units,
+    digest = sha256("\0".join([f"format {_FORMAT}", identify(compiler).digest, *FLAGS, *units,
                                 *(f"{name}\0{text}" for name, text in sorted(sources.items()))]).encode())
     root = cache_dir()
     folder = root / CACHE_FOLDER

@@ -28,6 +28,7 @@ from ckspace.core.cells import Cell
 from ckspace.constraints.validity import gemm_rules
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.kernel_key import KernelKey
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.tables import table
 from ckspace.core.target import Target
@@ -80,36 +81,28 @@ def vector_variants(configs: Sequence[GemmConfig], target: Target | None = None)
         out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j]))))
     if target is not None:
         inside = in_target(target, [v for family in out for v in family])
-        out = [[v for v in family if inside[identity(v)]] for family in out]
+        out = [[v for v in family if inside[v.kernel_key()]] for family in out]
     return out
 
 
-def identity(config: GemmConfig) -> tuple:
-    """What makes two configs the same kernel (names are output, never identity)."""
-    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
+def family_key(config: GemmConfig) -> KernelKey:
+    """What a kernel's vector-width variants share: its :meth:`~GemmConfig.kernel_key` with the
+    vector widths left out of the row."""
+    key = config.kernel_key()
+    return key._replace(row=tuple(v for i, v in enumerate(key.row) if i not in _VEC_INDEX))
 
 
-_VECTOR_COLUMNS = tuple(GEMM_FIELD_NAMES.index(f) for f in VECTOR_FIELDS)
-
-
-def family_key(config: GemmConfig) -> tuple:
-    """What a kernel's vector-width variants share: its identity with the vector widths left out."""
-    row = config.row()
-    return (config.arch, config.variant, config.ndim, config.dtype,
-            tuple(v for i, v in enumerate(row) if i not in _VECTOR_COLUMNS))
-
-
-def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[tuple, bool]:
+def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[KernelKey, bool]:
     """Whether each config passes the target's rules (:mod:`ckspace.constraints.target_rules`) in its
-    cell, by :func:`identity`; the validity rules are the caller's."""
-    out: dict[tuple, bool] = {}
+    cell, by :meth:`~GemmConfig.kernel_key`; the validity rules are the caller's."""
+    out: dict[KernelKey, bool] = {}
     cells: dict[tuple, list[GemmConfig]] = {}
     for config in configs:
         cells.setdefault((config.arch, Cell(config.variant, config.ndim, config.dtype)), []).append(config)
     for (arch, cell), members in cells.items():
         rules = target_rules(target, arch, cell)[0]
         ok = satisfies_all(rules, [c.row() for c in members], GEMM_FIELD_NAMES)
-        out.update((identity(c), keep) for c, keep in zip(members, ok, strict=True))
+        out.update((c.kernel_key(), keep) for c, keep in zip(members, ok, strict=True))
     return out
 
 

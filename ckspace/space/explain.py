@@ -30,8 +30,8 @@ from ckspace.core.fields import (
     plain,
 )
 from ckspace.core.naming import depthwise_name, gemm_name
+from ckspace.core.tables import shape_key
 from ckspace.core.vocab import Dtype, RuleKind, Variant, parse_ndim
-
 
 Verdict = Literal["member", "not_proposed", "invalid"]
 VERDICTS: tuple[str, ...] = ("member", "not_proposed", "invalid")
@@ -136,7 +136,7 @@ def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Map
         tiles = sorted({row[:3] for row in rows})
         wanted = tuple(values.get(f) for f in ("tile_m", "tile_n", "tile_k"))
         if not any(all(w is None or w == t for w, t in zip(wanted, tile)) for tile in tiles):
-            listed = ", ".join("x".join(map(str, t)) for t in tiles)
+            listed = ", ".join(shape_key(t) for t in tiles)
             out.append(f"  no proposal uses that tile; this cell's tiles: {listed}")
     return out
 

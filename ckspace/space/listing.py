@@ -12,13 +12,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.core.cells import Cell, Request
-from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, Row, decode, plain
+from ckspace.core.fields import (
+    DEPTHWISE_FIELDS,
+    DEPTHWISE_LAYOUT,
+    GEMM_FIELD_NAMES,
+    Row,
+    decode,
+    plain,
+)
+from ckspace.core.kernel_key import KernelKey
 from ckspace.core.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
     from ckspace.constraints.rule import Rule
-    from ckspace.core.target import Target
     from ckspace.core.config import KernelConfig
+    from ckspace.core.target import Target
 
 
 class Kernel(NamedTuple):
@@ -34,8 +42,10 @@ class Kernel(NamedTuple):
         return f"Kernel({self.name!r}, arch={self.arch!r}{'' if self.valid else ', valid=False'})"
 
     @property
-    def identity(self) -> tuple:
-        return (self.arch, self.cell, self.depthwise, self.row)
+    def identity(self) -> KernelKey:
+        """Which kernel this is: its config's :meth:`~ckspace.core.config.GemmConfig.kernel_key`,
+        built from the record (no config, no pydantic)."""
+        return KernelKey(self.arch, self.cell, self.depthwise, self.row)
 
     @property
     def name(self) -> str:
@@ -54,7 +64,7 @@ class Kernel(NamedTuple):
     def record(self) -> dict[str, Any]:
         """Every field, JSON-friendly, in a fixed order: name, cell, kind, fields, validity."""
         fields = DEPTHWISE_FIELDS if self.depthwise else GEMM_FIELD_NAMES
-        values = ({**dict(zip(fields, self.row)), "layout": "ngchw"} if self.depthwise
+        values = ({**dict(zip(fields, self.row)), "layout": DEPTHWISE_LAYOUT.value} if self.depthwise
                   else {f: plain(decode(f, v)) for f, v in zip(fields, self.row)})
         return {
             "name": self.name, "arch": self.arch, "variant": self.cell.variant.value,
@@ -80,7 +90,9 @@ def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
         for cell, result in enumerate_cells(request, use_cache, target).items():
             keep_gemm = keep_dw = None
             if filters is not None:
-                from ckspace.constraints.classify import satisfies_all  # deferred: numpy only with filters
+                from ckspace.constraints.classify import (
+                    satisfies_all,  # deferred: numpy only with filters
+                )
 
                 gemm_rules, depthwise_rules = filters(request, cell)
                 keep_gemm = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
@@ -91,6 +103,6 @@ def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
                         for row, ok, kept in zip(rows, valid, keep if keep is not None else repeat(True))
                         if (ok or raw) and kept]
     if len(requests) > 1:  # first occurrence wins, in listing order
-        seen: set[tuple] = set()
+        seen: set[KernelKey] = set()
         out = [k for k in out if not (k.identity in seen or seen.add(k.identity))]  # type: ignore[func-returns-value]
     return out

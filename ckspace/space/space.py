@@ -1,5 +1,8 @@
 """The ``Space`` query API: the kernels a rule set really emits, for one or more cells.
 
+The queries are written once over two ways to the kernels (:mod:`ckspace.space.backend`), one of
+which :meth:`Space._choose_backend` picks: the table rule sets' listing, or ``open``'s exact counts.
+
 Everything a listing needs on a warm cache is imported here at the top and is pure Python (rows,
 names, the cell cache); pydantic configs, numpy and the CP-SAT solver load only when a query needs
 them, so ``ckspace enumerate --count`` answers from the cache in a fraction of a second.
@@ -9,17 +12,23 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import cached_property
 from itertools import product
 from typing import TYPE_CHECKING
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, Request
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
+from ckspace.core.errors import (
+    CkspaceError,
+    InvalidChoiceError,
+    InvalidInputError,
+    KernelNameError,
+)
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
 from ckspace.core.target import AUTO, Target, resolve_target
-from ckspace.space.listing import Kernel, list_kernels
+from ckspace.space.backend import Backend
+from ckspace.space.listing import Kernel
+from ckspace.space.tabled import TableBackend
 
 if TYPE_CHECKING:
     from ckspace.constraints.model import CellModel
@@ -29,10 +38,6 @@ if TYPE_CHECKING:
     from ckspace.core.problem import ConvProblem
     from ckspace.space.explain import Explanation
     from ckspace.space.optimum import Optimum
-
-
-OPEN_LIST_LIMIT = 10_000_000
-"""Most kernels of an ``open`` space that list-returning methods (``kernels``, ``names``) hold."""
 
 
 def _listify(value: object) -> list | None:
@@ -66,7 +71,7 @@ class Space:
         rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
             raise CkspaceError("a Space needs at least one arch and one rule set")
-        self.open = not get_rule_set(rule_sets[0]).has_table
+        self.open: bool = not get_rule_set(rule_sets[0]).has_table  # no table: counted, not listed
         if any(get_rule_set(rs).has_table == self.open for rs in rule_sets):
             raise CkspaceError("a rule set without a table (open) cannot share a Space with other rule sets: "
                                "their union is not countable without listing it")
@@ -83,8 +88,16 @@ class Space:
             self.filters = tuple(parse_where(text) for text in _listify(where) or [])
         self.problem: ConvProblem | None = None
         self.target: Target = resolve_target(ck)
-        self._models: dict[tuple, CellModel] = {}
-        self._proposals: dict[Request, dict[Cell, CellProposals]] = {}
+        self._backend: Backend = self._choose_backend()
+
+    def _choose_backend(self) -> Backend:
+        """The one place the two kinds of space part: a table rule set's listing, or ``open``'s
+        counts (loaded only then: they need numpy)."""
+        if self.open:
+            from ckspace.space.counted import CountedBackend
+
+            return CountedBackend(self)
+        return TableBackend(self)
 
     # -- narrowing ------------------------------------------------------------------------------
     def where(self, *expressions: str) -> "Space":
@@ -118,11 +131,10 @@ class Space:
         return self.target.ck.revision() if self.target.ck is not None else None
 
     def _narrowed(self, **changes: object) -> "Space":
+        """A copy with ``changes`` and a backend of its own, so none of this space's memos."""
         narrower = copy.copy(self)
         narrower.__dict__.update(changes)
-        narrower._models = {}
-        for memo in ("_valid", "_raw", "_rows_by_cell"):
-            narrower.__dict__.pop(memo, None)
+        narrower._backend = self._backend.narrowed(narrower)
         return narrower
 
     def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
@@ -153,38 +165,14 @@ class Space:
         return f"Space({', '.join(r.key() for r in self.requests)}{', rules only' if self.target.rules_only else ''})"
 
     # -- listing --------------------------------------------------------------------------------
-    def _listing(self, raw: bool) -> list[Kernel]:
-        if self.open:
-            if raw:
-                raise CkspaceError("rule set open proposes no table, so it has no raw proposals")
-            if self.count() > OPEN_LIST_LIMIT:
-                raise CkspaceError(f"this open space holds {self.count():,} kernels, too many to hold as a list "
-                                   f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
-                                   "it with where()")
-            return list(self.iter_kernels())
-        narrowed = bool(self.filters) or self.problem is not None
-        return list_kernels(self.requests, raw=raw, use_cache=self.use_cache, target=self.target,
-                            filters=self._query_rules if narrowed else None)
-
-    @cached_property
-    def _valid(self) -> list[Kernel]:
-        return self._listing(raw=False)
-
-    @cached_property
-    def _raw(self) -> list[Kernel]:
-        return self._listing(raw=True)
-
     def kernels(self, raw: bool = False) -> list[Kernel]:
         """The listing as light records (arch, cell, row, validity), without building configs."""
-        return list(self._raw if raw else self._valid)
+        return list(self._backend.raw if raw else self._backend.valid)
 
     def count(self) -> int:
         """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch).
         For ``open``, counted exactly without listing (:mod:`ckspace.constraints.count`)."""
-        if self.open:
-            from ckspace.space import counted as open_space
-            return open_space.count(self)
-        return len(self._valid)
+        return self._backend.count()
 
     __len__ = count
 
@@ -203,10 +191,7 @@ class Space:
     def iter_kernels(self) -> Iterator[Kernel]:
         """The valid kernels one at a time, in listing order; for ``open``, produced lazily in rank
         order with constant memory whatever the count."""
-        if self.open:
-            from ckspace.space import counted as open_space
-            return open_space.iter_kernels(self)
-        return iter(self._valid)
+        return self._backend.iter_kernels()
 
     def __iter__(self) -> Iterator["KernelConfig"]:
         return (k.config() for k in self.iter_kernels())
@@ -214,11 +199,11 @@ class Space:
     def names(self) -> list[str]:
         """Sorted names of the valid kernels (names carry no arch: equal names of two archs
         appear once)."""
-        return sorted({k.name for k in self._valid})
+        return sorted({k.name for k in self._backend.valid})
 
     def raw(self) -> list["KernelConfig"]:
         """The rule set's proposals before the generator's validity filter, in rule-set order."""
-        return [k.config() for k in self._raw]
+        return [k.config() for k in self._backend.raw]
 
     # -- membership -----------------------------------------------------------------------------
     def contains(self, item: "KernelConfig | str") -> bool:
@@ -254,25 +239,9 @@ class Space:
             else:
                 yield request, cell, dict(zip(DEPTHWISE_FIELDS, config.row()))
 
-    @cached_property
-    def _rows_by_cell(self) -> dict[tuple, list[tuple[int, ...]]]:
-        """The valid kernels' rows per (arch, cell, depthwise): what explain counts completions in."""
-        out: dict[tuple, list[tuple[int, ...]]] = {}
-        for k in self._valid:
-            out.setdefault((k.arch, k.cell, k.depthwise), []).append(k.row)
-        return out
-
-    def _completions(self, request: Request, cell: Cell, depthwise: bool):
-        """What explain counts a partial config's valid completions in: the cell's valid rows, or
-        for ``open`` a counter of them (the rows are never listed)."""
-        if not self.open:
-            return self.rows_of(request.arch, cell, depthwise)
-        from ckspace.space import counted as open_space
-        return (lambda values: 0) if depthwise else (lambda values: open_space.completions(self, request, cell, values))
-
     def rows_of(self, arch: str, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
         """The rows of the valid kernels of one cell of one arch."""
-        return self._rows_by_cell.get((arch, cell, depthwise), [])
+        return self._backend.rows_of(arch, cell, depthwise)
 
     def configs_from_name(self, name: str, *, fields: Mapping[str, object] | None = None) -> list["KernelConfig"]:
         """The config a kernel name stands for, once per arch of the space (names carry no arch).
@@ -302,7 +271,12 @@ class Space:
         kernel name's parsed fields, as for :meth:`configs_from_name`."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
         from ckspace.core.fields import plain
-        from ckspace.space.explain import Explanation, PartialQuery, explain_cell, overall_verdict
+        from ckspace.space.explain import (
+            Explanation,
+            PartialQuery,
+            explain_cell,
+            overall_verdict,
+        )
 
         targets: list[tuple[Request, Cell, dict[str, int], bool]] = []
         if isinstance(item, Mapping):
@@ -326,7 +300,7 @@ class Space:
             if not targets:
                 raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
         cells = [explain_cell(self.cell_model(request, cell, depthwise), request, cell, values, depthwise,
-                              valid_rows=self._completions(request, cell, depthwise))
+                              valid_rows=self._backend.completions(request, cell, depthwise))
                  for request, cell, values, depthwise in targets]
         return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
                            verdict=overall_verdict(cells), target=self.target.record(), cells=cells)
@@ -336,40 +310,18 @@ class Space:
         fields (e.g. to choose what to benchmark): strata take turns, each yielding its kernels in
         a seeded random order. Depthwise kernels form their own stratum. ``stratify_by`` defaults to
         pipeline and tile; on ``open`` to no strata: a uniform sample drawn from the exact counts."""
-        import random
-
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise InvalidInputError(f"sample size {n!r}: valid: an integer of at least 0")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise InvalidInputError(f"seed {seed!r}: valid: an integer")
         if stratify_by is None:
-            stratify_by = () if self.open else ("pipeline", "tile_m", "tile_n", "tile_k")
+            stratify_by = self._backend.default_strata
         if isinstance(stratify_by, str):
             stratify_by = [stratify_by]
         unknown = [f for f in stratify_by if f not in GEMM_FIELD_NAMES]
         if unknown:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
-        if self.open:
-            from ckspace.space import counted as open_space
-            return [k.config() for k in open_space.sample(self, n, seed, stratify_by)]
-        index = [GEMM_FIELD_NAMES.index(f) for f in stratify_by]
-        strata: dict[tuple, list[Kernel]] = {}
-        for k in self._valid:
-            key = ("depthwise",) if k.depthwise else tuple(k.row[i] for i in index)
-            strata.setdefault(key, []).append(k)
-        rng = random.Random(seed)
-        queues = []
-        for key in sorted(strata, key=repr):
-            members = strata[key][:]
-            rng.shuffle(members)
-            queues.append(members)
-        rng.shuffle(queues)
-        picked: list[Kernel] = []
-        depth = 0
-        while len(picked) < n and any(depth < len(q) for q in queues):
-            picked += [q[depth] for q in queues if depth < len(q)][: n - len(picked)]
-            depth += 1
-        return [k.config() for k in picked]
+        return [k.config() for k in self._backend.sample(n, seed, stratify_by)]
 
     def best(self, objective: str, maximize: bool = True) -> "Optimum":
         """The valid kernel that maximises (or minimises) an integer expression over fields, e.g.
@@ -419,7 +371,6 @@ class Space:
         cannot build, known-wrong kernels), the filters and the problem's checks. Empty: a kernel of
         the space, or one the rule set does not propose."""
         from ckspace.constraints.classify import satisfies_all
-        from ckspace.core.cells import Cell
         from ckspace.core.config import DepthwiseConfig
 
         broken = self.violated_rules(config)
@@ -456,25 +407,9 @@ class Space:
 
     def proposals(self, request: Request) -> dict[Cell, CellProposals]:
         """The rule set's proposals per cell of ``request`` (memoised: explanations reuse them)."""
-        if self.open:  # no table: the domain rules stand in for it (cell_model)
-            return {cell: CellProposals() for cell in request.cells}
-        if request not in self._proposals:
-            from ckspace.constraints.enumerator import propose
-
-            self._proposals[request] = propose(request, self.use_cache)
-        return self._proposals[request]
+        return self._backend.proposals(request)
 
     def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
         """The cell's model with this space's extra rules (memoised): see
         :func:`ckspace.constraints.model.cell_model`."""
-        key = (request, cell, depthwise)
-        if key not in self._models:
-            from ckspace.constraints.model import cell_model
-
-            extra = self.cell_rules(request, cell)[1 if depthwise else 0]
-            proposal = self.proposals(request)[cell]
-            if self.open and not depthwise:
-                extra = [*get_rule_set(request.rule_set).domain_rules(request.arch, cell), *extra]
-                proposal = None
-            self._models[key] = cell_model(request.arch, cell, proposal, depthwise, extra, request.rules_revision)
-        return self._models[key]
+        return self._backend.cell_model(request, cell, depthwise)

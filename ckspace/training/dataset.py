@@ -4,8 +4,9 @@ Two schemas are read, row by row (:mod:`ckspace.core.measurement` states both):
 
 * **ours** (``ckspace bench``): the row carries the kernel's whole config and its cell (``arch``,
   ``variant``, ``dtype``) in columns, and how the pair ended (``status``). Kernel identity is the
-  config; the ``kernel`` column is only a label and is never parsed. One file may hold several
-  cells (a sweep of a ``--variant all`` library holds three).
+  config's (:meth:`~ckspace.core.config.GemmConfig.kernel_key`); the ``kernel`` column is only a
+  label and is never parsed. One file may hold several cells (a sweep of a ``--variant all``
+  library holds three).
 * **tile_engine's** (``kernel, problem_idx, N, C, K, G, [Di,] Hi, Wi, [Z,] Y, X, strides, pads,
   latency_ms, tflops[, non_zero]``): the kernel is known by its name only, the file's cell is its
   first kernel name's variant and dtype, and its arch is ``--arch`` or the ``gfxNNN`` token of the
@@ -40,6 +41,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256
 from ckspace.core.inputs import decode_input, read_input
+from ckspace.core.kernel_key import KernelKey
 from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
@@ -132,12 +134,6 @@ def _readable(path: Path) -> Iterator[None]:
 
 
 Row = dict[str, str]
-Kernel = tuple  # a config's identity: (arch, variant, ndim, dtype, row)
-
-
-def _identity(config: GemmConfig) -> Kernel:
-    """What makes two configs the same kernel (names are labels, never identity)."""
-    return (config.arch, config.variant, config.ndim, config.dtype, config.row())
 
 
 @dataclass
@@ -246,9 +242,9 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
     rows = read.cells[cell]
     dropped: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
-    kernels: dict[Kernel, tuple[str, GemmConfig]] = {}
+    kernels: dict[KernelKey, tuple[str, GemmConfig]] = {}
     configs: dict[tuple, GemmConfig | None] = {}
-    units: dict[tuple[str, str], dict[Kernel, list[float]]] = {}  # (file, problem_idx) -> kernel -> tflops
+    units: dict[tuple[str, str], dict[KernelKey, list[float]]] = {}  # (file, problem_idx) -> kernel -> tflops
     unit_problem: dict[tuple[str, str], ConvProblem] = {}
     for path, row in rows:
         status = _status(row)
@@ -261,7 +257,7 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
             dropped[checked] += 1
             continue
         config, tflops = checked
-        key = _identity(config)
+        key = config.kernel_key()
         kernels.setdefault(key, (config.name if has_config(row) else row["kernel"].strip(), config))
         units.setdefault((path, row["problem_idx"].strip()), {}).setdefault(key, []).append(tflops)
     order = sorted(kernels, key=lambda k: kernels[k][0])
