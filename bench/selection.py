@@ -26,7 +26,7 @@ from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
-from ckspace.emit.emitter import _environment
+from ckspace.emit.rendering import template_environment
 from ckspace.run.c_api import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library, host_c_compiler
@@ -57,7 +57,8 @@ def report(label: str, ms: np.ndarray) -> None:
 def dispatcher_for(configs: list) -> Dispatcher:
     """The generated dispatcher's host part for ``configs``, compiled with the host C compiler."""
     library = Library.build(configs)
-    sources = {path: data.decode() for path, data in dispatcher_sources(library, "gfx950", _environment()).items()}
+    files = dispatcher_sources(library, "gfx950", template_environment())
+    sources = {path: data.decode() for path, data in files.items()}
     return Dispatcher.load(compile_library(sources, host_units(list(sources)), host_c_compiler()))
 
 

@@ -9,6 +9,7 @@ absence into a failure so CI cannot pass without compiling.
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.build.builder import build
+from ckspace.build.units import Planner
 from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.run.c_api import Dispatcher
 from ckspace.run.loader import KernelLibrary, ProblemArgs, exported_functions
@@ -89,6 +91,48 @@ def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     assert (tree / "build" / "gfx942" / failed[0].log).read_text().count("broken kernel") == 1
     again = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True)
     assert again.cached == 4 and again.failed == 1  # the healthy kernels come from the cache
+
+
+def test_planning_batches_keys_and_cache_hits(tmp_path: Path, fake_env: Path) -> None:
+    """Build's pure step, with a stand-in object cache: kernels ``batch`` to a unit in manifest
+    order, keys that follow the sources (not where the tree lies), the misses are the units the
+    cache lacks, and a failed batch's kernels are planned one per unit (cached singles left out)."""
+    revision = find_revision()
+    tree = tmp_path / "tree"
+    manifest = emit(Space("gfx942", "forward", 2, "bf16", "default").kernels()[:5], tree, revision,
+                    arch="gfx942", request={}).manifest
+    names = [k.name for k in manifest.kernels]
+    cache: dict[str, Path] = {}
+    planner = Planner(tree, discover("gfx942"), revision, lookup=cache.get)
+    batches = planner.batches(names, 2)
+    assert [(u.name, u.kernels) for u in batches.units] == [
+        ("batch0000", names[:2]), ("batch0001", names[2:4]), ("batch0002", names[4:])]
+    first = batches.units[0]
+    assert first.text == f'#include "{names[0]}.cpp"\n#include "{names[1]}.cpp"\n'
+    assert first.files == ["ckspace_registry.hpp", *(f"{n}{s}" for n in names[:2] for s in (".hpp", ".cpp"))]
+    assert batches.misses == batches.units and len({u.key for u in batches.units}) == 3  # nothing cached yet
+
+    for unit in (batches.units[0], batches.units[2]):
+        cache[unit.key] = tmp_path / f"{unit.name}.o"  # the stand-in's objects are never read
+    again = planner.batches(names, 2)
+    assert again.units == batches.units and again.misses == [batches.units[1]]
+    failed = planner.failed(again.units)  # after a compile that left batch0001 without an object
+    assert failed == [batches.units[1]]
+    alone = planner.batches(names[3:4], 1).units[0]  # a unit of that one kernel, under another name
+    cache[alone.key] = tmp_path / "alone.o"
+    singles = planner.singles(failed)
+    assert [(u.name, u.kernels) for u in singles.units] == [
+        ("single_batch0001_0000", [names[2]]), ("single_batch0001_0001", [names[3]])]
+    assert singles.misses == singles.units[:1]  # the key is the content's, not the unit's name
+
+    elsewhere = tmp_path / "moved tree"
+    shutil.copytree(tree, elsewhere)
+    assert Planner(elsewhere, planner.toolchain, revision, lookup=cache.get).batches(names, 2) == again
+    with (elsewhere / f"{names[4]}.cpp").open("a") as handle:
+        handle.write("// edited\n")
+    edited = Planner(elsewhere, planner.toolchain, revision, lookup=cache.get).batches(names, 2)
+    assert [u.key for u in edited.units][:2] == [u.key for u in batches.units][:2]
+    assert edited.misses == edited.units[1:] and edited.units[2].key != batches.units[2].key
 
 
 def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path: Path,

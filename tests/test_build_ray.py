@@ -24,7 +24,8 @@ from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
 from ckspace.cli import main
-from ckspace.emit.emitter import SelectorOptions, buildable, emit
+from ckspace.emit.emitter import SelectorOptions, emit
+from ckspace.emit.rendering import buildable
 from ckspace.build.builder import BuildReport, build
 from ckspace.core.ck_headers import find_revision
 from ckspace.run.loader import KernelLibrary

@@ -31,7 +31,7 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
-from ckspace.emit.emitter import _environment
+from ckspace.emit.rendering import template_environment
 from ckspace.run.c_api import ConvProblemC, Dispatcher
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library
@@ -45,7 +45,8 @@ KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h
 
 def compiled(library: Library, arch: str) -> Dispatcher:
     """The host part of ``library``'s dispatcher, built with the host C compiler."""
-    sources = {path: data.decode() for path, data in dispatcher_sources(library, arch, _environment()).items()}
+    files = dispatcher_sources(library, arch, template_environment())
+    sources = {path: data.decode() for path, data in files.items()}
     return Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
 
 
@@ -139,8 +140,8 @@ def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
     selector = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
     configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"]
     library = Library.build(configs)
-    sources = {path: data.decode() for path, data in
-               dispatcher_sources(library, "gfx950", _environment(), {(Variant.FORWARD, Dtype.BF16): model}).items()}
+    files = dispatcher_sources(library, "gfx950", template_environment(), {(Variant.FORWARD, Dtype.BF16): model})
+    sources = {path: data.decode() for path, data in files.items()}
     dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
     prepared = selector.prepare(configs, configs)
     binds = 0

@@ -17,7 +17,9 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.emitter import SelectorOptions, buildable, emit
+from ckspace.emit.emitter import SelectorOptions, emit
+from ckspace.core.files import sha256
+from ckspace.emit.rendering import buildable, render_tree
 from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -89,6 +91,28 @@ def test_golden_dispatcher(tmp_path: Path) -> None:
         if os.environ.get("CKSPACE_UPDATE_GOLDEN"):
             expected.write_text(produced)
         assert produced == expected.read_text(), f"{name} differs from {expected}"
+
+
+def test_rendering_alone_gives_the_golden_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pure step of emit: rendering the golden configs in memory, nothing written, gives the
+    golden files byte for byte, every file the manifest records with its sha256, and the manifest
+    emit then writes."""
+    monkeypatch.chdir(tmp_path)
+    kernels = [kernel_of(c) for c in golden_configs()]
+    tree = render_tree(kernels, AITER, arch="gfx942", request={"x": 1}, selector=SelectorOptions())
+    assert not any(tmp_path.iterdir())
+    per_kernel = [p for k in tree.manifest.kernels for p in (k.header.path, k.source.path, k.wrapper.path)]
+    assert list(tree.files)[:len(per_kernel)] == per_kernel  # the kernels' files first, in name order
+    assert sorted(tree.files) == sorted(tree.manifest.files())
+    records = [*tree.manifest.shared, *(r for k in tree.manifest.kernels for r in (k.header, k.source, k.wrapper))]
+    assert all(sha256(tree.files[r.path]) == r.sha256 for r in records)
+    golden = {p: tree.files[p] for p in tree.files if (GOLDEN / Path(p).name).is_file()}
+    assert len(golden) == 3 * len(kernels) + 3  # each kernel's three files and the dispatcher's three
+    for path, data in golden.items():
+        assert data == (GOLDEN / Path(path).name).read_bytes(), f"{path} differs from the golden file"
+    result = emit(kernels, tmp_path / "out", AITER, arch="gfx942", request={"x": 1}, selector=SelectorOptions())
+    assert result.manifest == tree.manifest
+    assert (tmp_path / "out" / "manifest.json").read_bytes() == tree.manifest.to_bytes()
 
 
 def test_banner_and_traits(tmp_path: Path) -> None:

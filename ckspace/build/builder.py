@@ -1,12 +1,12 @@
 """``ckspace build``: compile an emitted tree into one shared library, batched and cached.
 
-Parsing the CK headers costs about 10 s per translation unit, so kernels are compiled ``batch`` to
-a unit (each unit includes the kernels' compilation units). A unit whose object is in the
-content-addressed cache is not compiled again. The misses go to an executor
-(:mod:`~ckspace.build.executor`): a generated ``build.ninja`` on this machine by default, or
-tasks on a Ray cluster (``--executor ray``); one failure never stops the others. The kernels of a
-failed unit are then compiled one per unit, so the report names exactly the kernels that fail and
-their first error. Everything after the compiles is the same whichever executor ran them.
+:func:`build` checks the tree, plans its translation units (:mod:`~ckspace.build.units`: kernels
+``batch`` to a unit, the cached ones left out), has an executor (:mod:`~ckspace.build.executor`)
+compile the misses — a generated ``build.ninja`` on this machine by default, or tasks on a Ray
+cluster (``--executor ray``); one failure never stops the others — then compiles the kernels of
+each failed unit one per unit, so the report names exactly the kernels that fail and their first
+error. It then writes each kernel's log, links what compiled and writes the report. Everything
+after the compiles is the same whichever executor ran them.
 """
 
 from __future__ import annotations
@@ -20,25 +20,28 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from ckspace.core.ck import CkRevision
+from ckspace.core.compilers import identify
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
 from ckspace.core.progress import counting_bar
 from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_changed
 from ckspace.core.inputs import read_input, read_json_model
 from ckspace.core.trees import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
-from ckspace.emit.emitter import REGISTRY_HEADER
+from ckspace.emit.rendering import REGISTRY_HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.build import objcache
 from ckspace.core.ck_headers import find_revision
 from ckspace.build.executor import Executor, Unit
 from ckspace.build.ninja_executor import NinjaExecutor
 from ckspace.build.toolchain import Toolchain, discover
+from ckspace.build.units import Planner
 
 log = logging.getLogger(__name__)
 
@@ -87,24 +90,6 @@ def first_error(text: str) -> str | None:
     return None
 
 
-def _units(tree: Path, kernels: list[str], size: int, prefix: str, toolchain: Toolchain,
-           revision: CkRevision) -> list[Unit]:
-    units = []
-    for start in range(0, len(kernels), size):
-        members = kernels[start:start + size]
-        text = "".join(f'#include "{name}.cpp"\n' for name in members)
-        files = [REGISTRY_HEADER, *(f"{name}{suffix}" for name in members for suffix in (".hpp", ".cpp"))]
-        units.append(Unit(name=f"{prefix}{start // size:04d}", kernels=members, text=text, files=files,
-                          key=_key(tree, text, files, toolchain, revision)))
-    return units
-
-
-def _key(tree: Path, text: str, files: list[str], toolchain: Toolchain, revision: CkRevision) -> str:
-    sources = [text.encode(), *(read_input(tree / f, "source") for f in files)]
-    return objcache.object_key(sources, toolchain.identity, toolchain.compile_flags, toolchain.arch,
-                               revision.fingerprint)
-
-
 def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit], progress: bool, label: str) -> None:
     """Compile the cache misses among ``units`` with ``executor``; store their objects in the cache
     (atomically: a reader never sees half an object) and their logs under ``logs/``."""
@@ -144,6 +129,43 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
     on the Ray cluster at ``address`` (:func:`ckspace.build.cluster.connected` says which
     without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
+    manifest, revision = _checked(tree, arch, jobs=jobs, batch=batch, ck_root=ck_root, allow_edited=allow_edited,
+                                  executor=executor, address=address)
+    toolchain = discover(arch)
+    tree = tree.resolve()
+    build_dir = tree / "build" / arch
+    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
+    planner = Planner(tree, toolchain, revision)
+    with _runner(executor, address, jobs, tree, build_dir, toolchain, revision) as (runner, jobs):
+        batches = planner.batches([k.name for k in manifest.kernels], batch)
+        _compile(runner, "build", build_dir, batches.misses, progress, f"compiling {arch}")
+        failed = planner.failed(batches.units)
+        singles = planner.singles(failed)
+        _compile(runner, "singles", build_dir, singles.misses, progress, "isolating failures")
+        dispatcher_objects = (_dispatcher_objects(planner, build_dir, manifest, runner, progress)
+                              if manifest.dispatcher is not None  # and beside at least one kernel
+                              and any(planner.cached(u) for u in batches.units + singles.units) else [])
+
+    fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
+    reported = [u for u in batches.units if u not in failed] + singles.units
+    results, objects = _kernel_results(build_dir, planner, reported, fresh)
+    library, link_error = _link(build_dir, arch, toolchain, sorted(objects + dispatcher_objects))
+    ok = sum(r.status == "ok" for r in results)
+    report = BuildReport(
+        arch=arch, toolchain=toolchain, ck_revision=revision.label, ck_fingerprint=revision.fingerprint,
+        batch=batch, jobs=jobs, executor=executor, units=len(batches.units) + len(singles.units),
+        compiled_units=len(fresh), seconds=round(time.monotonic() - started, 2), ok=ok, failed=len(results) - ok,
+        cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
+    write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
+    return report
+
+
+def _checked(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str | None, allow_edited: bool,
+             executor: str, address: str | None) -> tuple[Manifest, CkRevision]:
+    """The tree's manifest and the CK headers to compile against, once everything refused before a
+    compile is refused, in this order: the options, a tree without a manifest, sources that are
+    missing or edited (:func:`verify_sources`), an object cache that cannot be written, CK headers
+    other than the tree's. A tree emitted for another arch is compiled with a warning."""
     if executor not in EXECUTORS:
         raise InvalidChoiceError("executor", executor, EXECUTORS)
     if address is not None and executor != "ray":
@@ -159,40 +181,35 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
                            f"found are {revision.label} ({revision.include_dir}); re-emit or pass --ck-root")
     if manifest.arch != arch:
         log.warning("%s was emitted from the %s space; compiling for %s", tree, manifest.arch, arch)
-    toolchain = discover(arch)
-    tree = tree.resolve()
-    build_dir = tree / "build" / arch
-    includes = (str(tree), revision.include_dir)
-    names = [k.name for k in manifest.kernels]
-    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        if executor == "ray":
-            from ckspace.build.cluster import connected
-            from ckspace.build.ray_executor import RayExecutor
+    return manifest, revision
 
-            ray = stack.enter_context(connected(address))
+
+@contextlib.contextmanager
+def _runner(executor: str, address: str | None, jobs: int | None, tree: Path, build_dir: Path,
+            toolchain: Toolchain, revision: CkRevision) -> Iterator[tuple[Executor, int]]:
+    """The executor named ``executor`` (connected to its Ray cluster while the block runs) and the
+    units it runs at once: ``jobs``, else its default."""
+    if executor == "ray":
+        from ckspace.build.cluster import connected
+        from ckspace.build.ray_executor import RayExecutor
+
+        with connected(address) as ray:
             jobs = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            runner: Executor = RayExecutor(ray, tree, toolchain, revision.include_dir, jobs)
-        else:
-            jobs = jobs or default_jobs()
-            runner = NinjaExecutor(build_dir, toolchain, includes, jobs)
-        units = _units(tree, names, batch, "batch", toolchain, revision)
-        misses = [u for u in units if objcache.lookup(u.key) is None]
-        _compile(runner, "build", build_dir, misses, progress, f"compiling {arch}")
-        failed_batches = [u for u in units if len(u.kernels) > 1 and objcache.lookup(u.key) is None]
-        singles = [s for u in failed_batches
-                   for s in _units(tree, u.kernels, 1, f"single_{u.name}_", toolchain, revision)]
-        single_misses = [u for u in singles if objcache.lookup(u.key) is None]
-        _compile(runner, "singles", build_dir, single_misses, progress, "isolating failures")
-        dispatcher_objects = (_dispatcher_objects(tree, build_dir, manifest, toolchain, revision, runner, progress)
-                              if manifest.dispatcher is not None and any(objcache.lookup(u.key) for u in units + singles)
-                              else [])
+            yield RayExecutor(ray, tree, toolchain, revision.include_dir, jobs), jobs
+    else:
+        jobs = jobs or default_jobs()
+        yield NinjaExecutor(build_dir, toolchain, (str(tree), revision.include_dir), jobs), jobs
 
-    fresh = {u.name for u in misses + single_misses}
+
+def _kernel_results(build_dir: Path, planner: Planner, units: list[Unit],
+                    fresh: set[str]) -> tuple[list[KernelResult], list[str]]:
+    """Each kernel's result (by name) and the objects of the ``units`` that compiled; writes each
+    kernel's ``logs/kernels/NAME.log``: its unit's compiler log if the unit was compiled in this run
+    (it is in ``fresh``), a header naming the unit either way."""
     results: list[KernelResult] = []
     objects: list[str] = []
-    for unit in [u for u in units if u not in failed_batches] + singles:
-        cached_obj = objcache.lookup(unit.key)
+    for unit in units:
+        cached_obj = planner.cached(unit)
         unit_log = build_dir / "logs" / f"{unit.name}.log"
         text = unit_log.read_text(errors="replace") if unit.name in fresh and unit_log.is_file() else ""
         if cached_obj is not None:
@@ -207,17 +224,7 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
                 cached=unit.name not in fresh, unit=unit.name, log=str(kernel_log.relative_to(build_dir)),
                 error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)")))
     results.sort(key=lambda r: r.name)
-
-    objects += dispatcher_objects
-    library, link_error = _link(build_dir, arch, toolchain, sorted(objects))
-    ok = sum(r.status == "ok" for r in results)
-    report = BuildReport(
-        arch=arch, toolchain=toolchain, ck_revision=revision.label, ck_fingerprint=revision.fingerprint,
-        batch=batch, jobs=jobs, executor=executor, units=len(units) + len(singles), compiled_units=len(fresh),
-        seconds=round(time.monotonic() - started, 2), ok=ok, failed=len(results) - ok,
-        cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
-    write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
-    return report
+    return results, objects
 
 
 def hip_build_of(library: Path) -> BuildReport | None:
@@ -277,7 +284,7 @@ def _read_manifest(tree: Path) -> Manifest:
 
 def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
     """The dispatcher's host C units compiled with the host C compiler (cached like the kernels)."""
-    from ckspace.select.compiled import FLAGS, compiler_identity, host_c_compiler
+    from ckspace.select.compiled import FLAGS, host_c_compiler
 
     compiler = host_c_compiler()
     if compiler is None:
@@ -285,7 +292,7 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
         raise CkspaceError(f"CC is {given!r}, which names no executable (CC is one program, its flags go "
                            "elsewhere); the dispatcher's host part needs a C compiler" if given else
                            "the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found")
-    identity = compiler_identity(compiler)
+    identity = identify(compiler).digest
     objects = []
     for unit in units:
         source = tree / unit
@@ -307,22 +314,20 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
     return objects
 
 
-def _dispatcher_objects(tree: Path, build_dir: Path, manifest: Manifest, toolchain: Toolchain,
-                        revision: CkRevision, runner: Executor, progress: bool) -> list[str]:
+def _dispatcher_objects(planner: Planner, build_dir: Path, manifest: Manifest, runner: Executor,
+                        progress: bool) -> list[str]:
     """The host objects and the HIP ``ckspace_run`` unit of a tree emitted ``--with-selector``."""
     assert manifest.dispatcher is not None
-    text = f'#include "{manifest.dispatcher.run_unit}"\n'
-    files = [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER]
-    unit = Unit(name="dispatch_run", kernels=[], text=text, files=files,
-                key=_key(tree, text, files, toolchain, revision))
-    if objcache.lookup(unit.key) is None:
+    unit = planner.unit("dispatch_run", [], f'#include "{manifest.dispatcher.run_unit}"\n',
+                        [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER])
+    if planner.cached(unit) is None:
         _compile(runner, "dispatch", build_dir, [unit], progress, "compiling ckspace_run")
-    run_object = objcache.lookup(unit.key)
+    run_object = planner.cached(unit)
     if run_object is None:
         log_file = build_dir / "logs" / "dispatch_run.log"
         error = first_error(log_file.read_text(errors="replace")) if log_file.is_file() else None
         raise CkspaceError(f"compiling ckspace_run failed: {error or 'see ' + str(log_file)}")
-    return [*_host_objects(tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
+    return [*_host_objects(planner.tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
 
 
 @_reading_tree

@@ -24,12 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import jinja2
+
 from ckspace import __version__
 from ckspace.constraints.cexpr import C_HELPERS, to_c
 from ckspace.constraints.problem_rules import PARAMS, gemm_problem_templates
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.kernel_key import KernelKey
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
@@ -45,7 +48,7 @@ from ckspace.features.matrix import (
     ConfigTable,
     feature_formulas,
 )
-from ckspace.features.hardware import hardware_facts
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.select.support import ModelDomain, source_text
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 
@@ -126,7 +129,7 @@ class Library:
     @classmethod
     def build(cls, kernels: Sequence[GemmConfig], fallback_only: frozenset[str] = frozenset()) -> "Library":
         kernels = tuple(sorted(kernels, key=lambda c: c.name))
-        index = {(c.arch, c.variant, c.ndim, c.dtype, c.row()): i for i, c in enumerate(kernels)}
+        index = {c.kernel_key(): i for i, c in enumerate(kernels)}
         fallbacks: list[tuple[int, ...]] = [() for _ in kernels]
         by_cell: dict[tuple, list[int]] = {}
         for i, c in enumerate(kernels):
@@ -134,7 +137,7 @@ class Library:
         for members in by_cell.values():
             variants = vector_variants([kernels[i] for i in members])
             for i, family in zip(members, variants):
-                found = [index.get((v.arch, v.variant, v.ndim, v.dtype, v.row())) for v in family]
+                found = [index.get(v.kernel_key()) for v in family]
                 fallbacks[i] = tuple(j for j in found if j is not None)
         return cls(kernels, tuple(c.name not in fallback_only for c in kernels), tuple(fallbacks))
 
@@ -160,23 +163,46 @@ def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: 
     return out
 
 
-def dispatcher_sources(library: Library, arch: str, environment,
+def dispatcher_sources(library: Library, arch: str, environment: jinja2.Environment,
                        model_dirs: Mapping[tuple[Variant, Dtype], Path] = {}) -> dict[str, bytes]:
-    """The dispatcher's files (path in the tree -> bytes) for ``library``."""
+    """The dispatcher's files (path in the tree -> bytes) for ``library``: each modelled cell's
+    ranker and regressor in C, the header, the host C and ``ckspace_run``."""
     if not library.kernels:
         raise CkspaceError("the dispatcher needs at least one GEMM kernel; the request emitted none")
     hw = hardware_facts(arch)
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     cell_index = {cell: i for i, cell in enumerate(cells)}
     models = _cell_models(cells, arch, model_dirs)
+    table = _kernel_table(library, cell_index, {cell: model[1] for cell, model in models.items() if model is not None})
+    checks = _rule_checks(library, cell_index)
+    cell_context, files = _cell_sources(cells, models, hw)
+    base = {"version": __version__}
+    variants = [(v.value, v.code) for v in Variant]
+    dtypes = [(d.value, d.code) for d in Dtype]
+    files[HEADER] = environment.get_template("ckspace_dispatch.h.j2").render(
+        {**base, "variants": variants, "dtypes": dtypes, "problem": problem_checks(),
+         "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
+    files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
+        {**base, **table, "fields": GEMM_FIELD_NAMES, "checks": checks, "cells": cell_context, "helpers": C_HELPERS,
+         "problem": problem_checks(), "variants": variants, "dtypes": dtypes, **_feature_layout()}).encode()
+    files[RUN_SOURCE] = environment.get_template("ckspace_dispatch_run.cpp.j2").render(
+        {**base, "kernels": table["kernels"], "operand_map": _operand_map()}).encode()
+    return files
+
+
+def _kernel_table(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int],
+                  domains: Mapping[tuple[Variant, Dtype], ModelDomain]) -> dict[str, list]:
+    """The host C's kernel table: per kernel its cell, row and config features, its fallbacks (a
+    range of ``fallbacks``), its other vector-width variants (a range of ``members``) and, when it
+    lies outside its cell's model domain, the sibling inside it that its score is taken from (an
+    index into ``siblings``)."""
     table = ConfigTable.build(library.kernels)
-    domains = {cell: model[1] for cell, model in models.items() if model is not None}
     reasons = [domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None
                for c in library.kernels]
-    distinct: dict[GemmConfig, int] = {}  # the siblings the extrapolated kernels share, each once
-    sibling_of = [distinct.setdefault(domains[c.variant, c.dtype].sibling(c), len(distinct)) if reason else -1
-                  for c, reason in zip(library.kernels, reasons)]
-    siblings = ConfigTable.build(list(distinct))
+    distinct: dict[KernelKey, tuple[int, GemmConfig]] = {}  # the siblings the extrapolated kernels share, each once
+    sibling_of = [distinct.setdefault((s := domains[c.variant, c.dtype].sibling(c)).kernel_key(), (len(distinct), s))[0]
+                  if reason else -1 for c, reason in zip(library.kernels, reasons)]
+    siblings = ConfigTable.build([s for _, s in distinct.values()])
     by_family: dict[tuple, list[int]] = {}
     for i, config in enumerate(library.kernels):
         by_family.setdefault(family_key(config), []).append(i)
@@ -198,8 +224,16 @@ def dispatcher_sources(library: Library, arch: str, environment,
             "sibling": sibling_of[i], "member_begin": member_begin, "member_end": len(members),
             "source": source_text(cell_model, reasons[i]).replace("*/", "* /"),
         })
+    return {"kernels": kernels, "fallbacks": flat, "members": members,
+            "siblings": [{"name": c.name, "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
+                          "block": [c_double(v) for v in siblings.block[j]]} for j, c in enumerate(siblings.configs)]}
+
+
+def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int]) -> list[dict[str, object]]:
+    """Per cell and ndim of the library, its IsSupportedArgument rules in C
+    (:func:`~ckspace.constraints.cexpr.to_c`)."""
     checks = []
-    for variant, dtype in cells:
+    for variant, dtype in cell_index:
         for ndim in sorted({c.ndim for c in library.kernels if (c.variant, c.dtype) == (variant, dtype)}):
             rules = [{"name": r.name, "source": r.source.replace("*/", "* /"), "vector": r.vector_field is not None,
                       "c": to_c(r.expr, lambda f: f"k->{f}", lambda p: f"p->{p}")}
@@ -207,6 +241,14 @@ def dispatcher_sources(library: Library, arch: str, environment,
             checks.append({"cell": f"{variant.value} {ndim}D {dtype.value}", "cell_index": cell_index[variant, dtype],
                            "ndim": ndim, "function": f"cks_checks_{variant.value}_{ndim}d_{dtype.value}",
                            "rules": rules})
+    return checks
+
+
+def _cell_sources(cells: Sequence[tuple[Variant, Dtype]],
+                  models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
+                  hw: HardwareFacts) -> tuple[list[dict[str, object]], dict[str, bytes]]:
+    """Per cell its context in the host C (features in C, whether a model ranks it) and the files
+    of its ranker and regressor compiled to C (:func:`~ckspace.select.compiled.model_sources`)."""
     files: dict[str, bytes] = {}
     cell_context = []
     for variant, dtype in cells:
@@ -222,30 +264,25 @@ def dispatcher_sources(library: Library, arch: str, environment,
             for role, name in (("ranker", RANKER_FILE), ("tflops", TFLOPS_FILE)):
                 for path, text in model_sources(texts[name], f"{prefix}_{role}", len(FEATURE_NAMES)).items():
                     files[f"{MODEL_DIR}/{path}"] = text.encode()
-    base = {"version": __version__}
-    variants = [(v.value, v.code) for v in Variant]
-    dtypes = [(d.value, d.code) for d in Dtype]
-    files[HEADER] = environment.get_template("ckspace_dispatch.h.j2").render(
-        {**base, "variants": variants, "dtypes": dtypes, "problem": problem_checks(),
-         "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
-    files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
-        {**base, "kernels": kernels, "fields": GEMM_FIELD_NAMES, "fallbacks": flat, "checks": checks,
-         "members": members,
-         "siblings": [{"name": c.name, "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
-                       "block": [c_double(v) for v in siblings.block[j]]} for j, c in enumerate(siblings.configs)],
-         "cells": cell_context, "helpers": C_HELPERS, "problem": problem_checks(), "variants": variants, "dtypes": dtypes,
-         "n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
-         "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),
-         "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
-         "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE)}).encode()
+    return cell_context, files
+
+
+def _feature_layout() -> dict[str, object]:
+    """The sizes of the feature vector's parts and where the analytical score sits in it."""
+    return {"n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
+            "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),
+            "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
+            "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE)}
+
+
+def _operand_map() -> list[list[int]]:
+    """Per variant code, the GEMM operand (0 = a, 1 = b, 2 = c) of In, Wei and Out."""
     operand_map = []
-    for variant in Variant:  # per variant code: the operand (0 = a, 1 = b, 2 = c) of In, Wei, Out
+    for variant in Variant:
         gemm = OPERANDS[variant]
         tensors = [gemm.a.tensor, gemm.b.tensor, gemm.c.tensor]
         operand_map.append([tensors.index(t) for t in ("In", "Wei", "Out")])
-    files[RUN_SOURCE] = environment.get_template("ckspace_dispatch_run.cpp.j2").render(
-        {**base, "kernels": kernels, "operand_map": operand_map}).encode()
-    return files
+    return operand_map
 
 
 def host_units(files: Sequence[str]) -> list[str]:

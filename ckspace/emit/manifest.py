@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -75,6 +76,10 @@ class Manifest(BaseModel):
     depthwise_skipped: int
     depthwise_note: str | None
     dispatcher: DispatcherRecord | None = None
+
+    def to_bytes(self) -> bytes:
+        """``manifest.json`` as written: indented JSON with sorted keys, so equal trees give equal bytes."""
+        return (json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n").encode()
 
     def files(self) -> list[str]:
         """Every file of the tree (manifest excluded)."""

@@ -1,0 +1,232 @@
+"""Deciding what an emitted tree holds and rendering it in memory (:func:`render_tree`): per kernel
+the header, compilation unit and dispatcher wrapper upstream's ``unified_grouped_conv_codegen.py``
+writes, the per-variant headers, with ``--with-selector`` the dispatcher
+(:mod:`~ckspace.emit.dispatcher`), and the manifest that lists them all.
+
+Input is what the space lists (:class:`~ckspace.space.listing.Kernel`); configs the CK revision
+cannot build are dropped by its ``ck_revision`` rules (:mod:`~ckspace.constraints.ck_rules`) and
+listed in the manifest with the rule names, depthwise configs are counted and skipped with the
+reason. Output is deterministic: files are rendered from sorted inputs with no timestamps. Nothing
+here writes (model directories are read): :mod:`~ckspace.emit.emitter` writes the
+:class:`RenderedTree`, so what a tree holds is tested without a disk.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ckspace import __version__
+from ckspace.constraints.ck_rules import ck_rules, depthwise_note
+from ckspace.constraints.classify import columns, rule_masks
+from ckspace.core.ck import CkRevision
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.fields import GEMM_FIELD_NAMES
+from ckspace.core.files import sha256
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.cxx import kernel_context
+from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
+from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, Manifest
+from ckspace.select.fallbacks import serving_variants
+from ckspace.space.listing import Kernel
+
+REGISTRY_HEADER = "ckspace_registry.hpp"
+REGISTER_ALL = "register_all_grouped_conv_kernels.hpp"
+WRAPPER_DIR = "dispatcher_wrappers"
+
+
+@cache
+def template_environment() -> jinja2.Environment:
+    """The jinja2 environment of ``templates/``: undefined names fail, whitespace as written."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ckspace.emit", "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def include_all_name(variant: Variant) -> str:
+    return f"include_all_grouped_conv_{variant.value}_kernels.hpp"
+
+
+@dataclass(frozen=True)
+class SelectorOptions:
+    """``--with-selector``: write the dispatcher (:mod:`ckspace.emit.dispatcher`); ``model`` is one
+    cell's model directory (the others use the shipped models or the analytical score)."""
+
+    model: Path | None = None
+    fallbacks: bool = False
+    """Also emit, as fallback-only kernels, the narrower-vector variants the kernels' families need
+    to serve every channel count (:func:`with_fallbacks`)."""
+
+
+@dataclass(frozen=True)
+class RenderedTree:
+    """A whole tree in memory: ``files`` maps each path in the tree to its bytes (the manifest's
+    aside), the kernels' files first in name order, then the shared ones; ``manifest`` records them."""
+
+    files: Mapping[str, bytes]
+    manifest: Manifest
+
+
+def ck_broken(configs: Sequence[GemmConfig], revision: CkRevision) -> list[list[str]]:
+    """For each config, the ``ck_revision`` rules it breaks (empty: the CK revision can build it)."""
+    by_cell: dict[tuple[str, Variant, int, Dtype], list[int]] = defaultdict(list)
+    for i, config in enumerate(configs):
+        by_cell[config.arch, config.variant, config.ndim, config.dtype].append(i)
+    broken: list[list[str]] = [[] for _ in configs]
+    for (arch, variant, ndim, dtype), members in by_cell.items():
+        rules = [r for r in ck_rules(revision, variant, dtype, arch=arch, ndim=ndim) if not r.vacuous]
+        if not rules:
+            continue
+        rows = [configs[i].row() for i in members]
+        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
+        for j, i in enumerate(members):
+            broken[i] = [name for name, mask in masks.items() if not mask[j]]
+    return broken
+
+
+def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[GemmConfig], list[ExcludedKernel], int]:
+    """Split listed kernels into emittable configs, ck-revision exclusions and a depthwise count."""
+    depthwise = 0
+    listed: list[GemmConfig] = []
+    for kernel in kernels:
+        if kernel.depthwise:
+            depthwise += 1
+        elif kernel.valid:
+            cell = kernel.cell
+            listed.append(GemmConfig.from_row(kernel.arch, cell.variant, cell.ndim, cell.dtype, kernel.row))
+    configs: list[GemmConfig] = []
+    excluded: list[ExcludedKernel] = []
+    for config, broken in zip(listed, ck_broken(listed, revision)):
+        if broken:
+            excluded.append(ExcludedKernel(name=config.name, rules=broken))
+        else:
+            configs.append(config)
+    configs.sort(key=lambda c: c.name)
+    excluded.sort(key=lambda e: e.name)
+    return configs, excluded, depthwise
+
+
+def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[list[GemmConfig], frozenset[str]]:
+    """``--fallbacks``: the configs plus, as fallback-only kernels, the vector-width variants their
+    families need to serve every channel count (:func:`~ckspace.select.fallbacks.serving_variants`)
+    that are kernels of the target of this CK (it can build them, upstream does not document them as
+    wrong), as the selector's fallbacks are."""
+    from ckspace.core.target import resolve_target
+
+    have = {c.name for c in configs}
+    extra: dict[str, GemmConfig] = {}
+    for family in serving_variants(configs, resolve_target(revision)):
+        for variant in family:
+            if variant.name not in have:
+                extra.setdefault(variant.name, variant)
+    added = list(extra.values())
+    return sorted(configs + added, key=lambda c: c.name), frozenset(c.name for c in added)
+
+
+def render_tree(kernels: Iterable[Kernel], revision: CkRevision, *, arch: str, request: Mapping[str, Any],
+                selector: SelectorOptions | None = None) -> RenderedTree:
+    """The tree of ``kernels`` for ``revision``; see the module docstring. ``request`` is recorded
+    in the manifest as given."""
+    configs, excluded, depthwise = buildable(kernels, revision)
+    fallback_only: frozenset[str] = frozenset()
+    if selector is not None and selector.fallbacks:
+        configs, fallback_only = with_fallbacks(configs, revision)
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise CkspaceError("duplicate kernel names in the request (several archs or rule sets?)")
+    base = {"version": __version__, "revision": revision}
+    files, emitted = _kernel_files(configs, base)
+    shared = _shared_files(configs, base)
+    record = None
+    if selector is not None:
+        dispatch, record = _dispatcher(configs, fallback_only, arch, selector.model)
+        shared.update(dispatch)
+    manifest = Manifest(
+        ckspace_version=__version__, arch=arch, request=dict(request), ck_revision=revision,
+        kernels=emitted, shared=[FileRecord(path=p, sha256=sha256(d)) for p, d in sorted(shared.items())],
+        excluded=excluded, depthwise_skipped=depthwise,
+        depthwise_note=depthwise_note(revision) if depthwise else None, dispatcher=record,
+    )
+    return RenderedTree(files={**files, **shared}, manifest=manifest)
+
+
+def _kernel_files(configs: Sequence[GemmConfig], base: Mapping[str, Any],
+                  ) -> tuple[dict[str, bytes], list[EmittedKernel]]:
+    """Each kernel's header, compilation unit and dispatcher wrapper, and its manifest record."""
+    environment = template_environment()
+    roles = (("header", "{}.hpp", environment.get_template("kernel.hpp.j2")),
+             ("source", "{}.cpp", environment.get_template("kernel.cpp.j2")),
+             ("wrapper", f"{WRAPPER_DIR}/dispatcher_wrapper_{{}}.hpp",
+              environment.get_template("dispatcher_wrapper.hpp.j2")))
+    files: dict[str, bytes] = {}
+    emitted: list[EmittedKernel] = []
+    for config in configs:
+        context = {**base, "k": kernel_context(config)}
+        records = {}
+        for role, pattern, template in roles:
+            path = pattern.format(config.name)
+            files[path] = data = template.render(context).encode()
+            records[role] = FileRecord(path=path, sha256=sha256(data))
+        emitted.append(EmittedKernel(name=config.name, variant=config.variant.value, config=config.fields(),
+                                     **records))
+    return files, emitted
+
+
+def _shared_files(configs: Sequence[GemmConfig], base: Mapping[str, Any]) -> dict[str, bytes]:
+    """The registry header, each variant's include-all header and the register-all header."""
+    environment = template_environment()
+    per_variant = {v: [c.name for c in configs if c.variant == v] for v in Variant}
+    shared = {REGISTRY_HEADER: environment.get_template("ckspace_registry.hpp.j2").render(base).encode()}
+    for variant in Variant:
+        shared[include_all_name(variant)] = environment.get_template("include_all.hpp.j2").render(
+            {**base, "variant": variant.value, "kernels": per_variant[variant]}).encode()
+    shared[REGISTER_ALL] = environment.get_template("register_all.hpp.j2").render(
+        {**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)}).encode()
+    return shared
+
+
+def _dispatcher(configs: Sequence[GemmConfig], fallback_only: frozenset[str], arch: str, model: Path | None,
+                ) -> tuple[dict[str, bytes], DispatcherRecord]:
+    """``--with-selector``: the dispatcher's files and their manifest record."""
+    library = Library.build(configs, fallback_only)
+    files = dispatcher_sources(library, arch, template_environment(), _model_dirs(model, library))
+    record = DispatcherRecord(kernels=[c.name for c in library.kernels], fallback_only=sorted(fallback_only),
+                              models=_model_sources(files, library), host_units=host_units(list(files)),
+                              run_unit=RUN_SOURCE)
+    return files, record
+
+
+def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dtype], Path]:
+    """``--model`` as the model of its cell, which must be one of the library's."""
+    if model is None:
+        return {}
+    from ckspace.select.store import load_model
+
+    _, _, card = load_model(model)
+    cell = (Variant.parse(card.variant), Dtype.parse(card.dtype))
+    if cell not in {(c.variant, c.dtype) for c in library.kernels}:
+        raise CkspaceError(f"--model {model} is a {card.variant} {card.dtype} model; the emitted kernels have no "
+                           "such cell")
+    return {cell: model}
+
+
+def _model_sources(files: Mapping[str, bytes], library: Library) -> dict[str, str]:
+    """Per cell what ranks it (the manifest's ``dispatcher.models``)."""
+    cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
+    out = {}
+    for variant, dtype in cells:
+        ranker = files.get(f"{MODEL_DIR}/cks_{variant.value}_{dtype.value}_ranker/main.c")
+        out[f"{variant.value} {dtype.value}"] = f"model {sha256(ranker)}" if ranker else "analytical"
+    return out
