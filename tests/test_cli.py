@@ -65,7 +65,7 @@ def test_structured_formats_carry_every_field(fmt: str) -> None:
 
 def test_raw_lists_rejected_proposals_too() -> None:
     base = ("enumerate", "--arch", "gfx942", "--variant", "bwd_data", "--rule-set", "full", "--rules-only")
-    assert run(*base, "--count").stdout.split()[-1] == "0"  # RULES.md 14.1: bwd_data is empty
+    assert run(*base, "--count").stdout.split()[-1] == "0"  # quirk 14.1 (docs/rules.md): bwd_data is empty
     raw = run(*base, "--raw", "--list", "--format", "jsonl").stdout.splitlines()
     assert raw and not any(json.loads(line)["valid"] for line in raw)
 

@@ -60,10 +60,9 @@ def test_every_shipped_csv_is_catalogued_and_is_package_data() -> None:
 
 def test_exactly_these_arguments_take_data_set_names() -> None:
     parser, _ = _parser()
-    commands = next(a for a in parser._actions if a.choices and "train" in a.choices).choices
     kinds = {measurements_file: Kind.MEASUREMENTS, problems_file: Kind.PROBLEMS}
-    found = {(name, action.option_strings[0]): kinds[action.type] for name, command in commands.items()
-             for action in command._actions if action.type in kinds}
+    found = {(name, action.option_strings[0]): kinds[action.convert] for name, command in parser.subcommands.items()
+             for action in command.arguments if getattr(action, "convert", None) in kinds}
     assert found == ARGUMENTS
 
 

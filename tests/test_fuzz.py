@@ -72,8 +72,7 @@ def world(tmp_path_factory: pytest.TempPathFactory):
 
 def _options(command: str) -> list[str]:
     parser = _parser()[0]
-    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
-    return [s for a in sub._actions for s in a.option_strings if s not in ("-h", "--help")]
+    return [s for a in parser.subcommands[command].arguments for s in a.option_strings if s not in ("-h", "--help")]
 
 
 @st.composite

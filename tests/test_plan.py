@@ -420,7 +420,7 @@ class _Terminated(Exception):
 
 
 class _SearchUntilStopped:
-    """A stand-in CP-SAT solver whose search runs until ``stop_search`` (or a minute, a failure):
+    """A stand-in CP-SAT solver whose search runs until ``stop_search`` (or ten minutes, a failure):
     the events it records, not a clock, say whether a signal stopped the search or waited for it."""
 
     def __init__(self) -> None:
@@ -429,7 +429,7 @@ class _SearchUntilStopped:
 
     def solve(self, model: object) -> int:
         self.started.set()
-        self.stopped.wait(60)
+        self.stopped.wait(600)
         self.returned.set()
         return cp_model.UNKNOWN
 
@@ -447,7 +447,7 @@ def test_a_signal_stops_the_search_not_awaits_it(signum, handler, raised) -> Non
     The handler is installed here, whatever the test run inherited (a background job starts with
     SIGINT ignored)."""
     solver = _SearchUntilStopped()
-    sender = threading.Thread(target=lambda: solver.started.wait(60) and os.kill(os.getpid(), signum))
+    sender = threading.Thread(target=lambda: solver.started.wait(600) and os.kill(os.getpid(), signum))
     previous = signal.signal(signum, handler)
     try:
         sender.start()

@@ -1,4 +1,4 @@
-"""Small things a new user tripped on (issue 25's list), each stated as the behaviour that is right."""
+"""Small things a new user tripped on, each stated as the behaviour that is right."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def test_usage_lines_show_the_choices_and_help_lists_every_format() -> None:
     from ckspace.commands.common import CK_ROOT_DEFAULT, format_choices
 
     parser, modules = _parser()
-    commands = next(a for a in parser._actions if a.dest == "command").choices
+    commands = parser.subcommands
     epilog = next(line for line in parser.format_help().splitlines() if line.startswith("formats (--format): "))
     for name, command in commands.items():
         choices = format_choices(command)
@@ -228,6 +228,18 @@ def test_usage_lines_show_the_choices_and_help_lists_every_format() -> None:
         if "--ck-root" in command.format_usage():
             text = " ".join(command.format_help().split())
             assert "--ck-root PATH" in text and f"({CK_ROOT_DEFAULT})" in text, name
+
+
+def test_help_lists_every_environment_variable_the_code_reads() -> None:
+    """``ckspace --help`` and ``info`` list the environment from one table; a variable the code reads
+    by name and the table leaves out is one a user cannot find."""
+    from ckspace.commands.common import ENVIRONMENT
+    from ckspace.commands.train import OPENMP_DEFAULTS
+
+    read = re.compile(r"""environ(?:\.get|\.pop|\.setdefault)?[(\[]\s*["']([A-Z_][A-Z0-9_]*)["']""")
+    named = {name for path in (ROOT / "ckspace").rglob("*.py") for name in read.findall(path.read_text())}
+    assert {"ROCM_PATH", "RAY_ADDRESS", "XDG_CACHE_HOME"} <= named  # the pattern sees them
+    assert named | set(OPENMP_DEFAULTS) <= set(ENVIRONMENT)
 
 
 def test_select_takes_an_emitted_tree_as_its_candidates(tmp_path: Path, capsys) -> None:

@@ -9,10 +9,9 @@ in the directory.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, one_of
+from ckspace.commands.common import add_format_argument, one_of, write_report
 
 NAME = "cache"
 HELP = "show the caches (info: cells, CK revisions, compiled selectors, objects) or empty them (clear)"
@@ -41,9 +40,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     report = {"cells": cellcache.info(), "ck_revisions": ck_headers.cache_info(),
               "compiled_selectors": compiled.cache_info(), "objects": objcache.info()}
-    if args.format == "json":
-        out.write(json.dumps(report) + "\n")
-        return 0
-    for name, facts in report.items():
-        out.write(f"{name}: {facts['directory']}: {facts['entries']} entries, {facts['bytes']} bytes\n")
+    write_report(out, args.format, report, _text)
     return 0
+
+
+def _text(report: dict) -> str:
+    return "".join(f"{name}: {facts['directory']}: {facts['entries']} entries, {facts['bytes']} bytes\n"
+                   for name, facts in report.items())

@@ -4,7 +4,6 @@ cells)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TextIO
 
 from ckspace.commands.common import (
@@ -12,6 +11,7 @@ from ckspace.commands.common import (
     add_space_arguments,
     request_from_args,
     space_from_args,
+    write_report,
 )
 from ckspace.core.cells import Request
 from ckspace.core.errors import CkspaceError
@@ -74,16 +74,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
               "right_count": len(right), "common": len(left.keys() & right.keys()),
               "only_left": only_left, "only_right": only_right,
               "left_target": left_space.target.record(), "right_target": right_space.target.record()}
-    if args.format == "json":
-        json.dump(report, out, indent=1)
-        out.write("\n")
-        return 0
-    out.write(f"left:  {report['left']}: {len(left)} kernels ({left_space.target.describe()})\n"
-              f"right: {report['right']}: {len(right)} kernels ({right_space.target.describe()})\n")
-    out.write(f"common {report['common']}, only left {len(only_left)}, only right {len(only_right)}\n")
-    out.writelines(f"- {name}\n" for name in only_left)
-    out.writelines(f"+ {name}\n" for name in only_right)
+    write_report(out, args.format, report, _text, indent=1)
     return 0
+
+
+def _text(report: dict) -> str:
+    lines = [f"left:  {report['left']}: {report['left_count']} kernels (target: {report['left_target']['note']})",
+             f"right: {report['right']}: {report['right_count']} kernels (target: {report['right_target']['note']})",
+             f"common {report['common']}, only left {len(report['only_left'])}, "
+             f"only right {len(report['only_right'])}"]
+    lines += [f"- {name}" for name in report["only_left"]]
+    lines += [f"+ {name}" for name in report["only_right"]]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _describe(request: Request) -> str:

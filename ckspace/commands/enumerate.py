@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from typing import TextIO
@@ -17,6 +18,7 @@ from ckspace.commands.common import (
     add_format_argument,
     add_space_arguments,
     space_from_args,
+    write_report,
 )
 from ckspace.core.vocab import csv_cell
 
@@ -40,11 +42,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     space = space_from_args(args)
     _say_target(space)
     if args.count:
-        count = space.count() if space.open and not args.raw else len(space.kernels(raw=args.raw))
-        if args.format == "json":
-            out.write(json.dumps({"count": count, "raw": bool(args.raw), "target": space.target.record()}) + "\n")
-        else:
-            out.write(f"{count}\n")
+        count = len(space.kernels(raw=True)) if args.raw else space.count()
+        write_report(out, args.format, {"count": count, "raw": bool(args.raw), "target": space.target.record()},
+                     lambda report: f"{report['count']}\n")
         return 0
     if space.open and not args.raw:
         _stream(space, args.format, sys.stdout)
@@ -57,17 +57,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not args.raw:
         for record in records:
             del record["valid"]
-    if args.format == "json":
-        json.dump(records, out, indent=1)
-        out.write("\n")
-    elif args.format == "jsonl":
-        out.writelines(json.dumps(r) + "\n" for r in records)
-    else:
-        columns = list(dict.fromkeys(key for r in records for key in r))
-        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({key: csv_cell(value) for key, value in r.items()} for r in records)
+    write_report(out, args.format, records, _jsonl if args.format == "jsonl" else _csv, indent=1)
     return 0
+
+
+def _jsonl(records: list[dict]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def _csv(records: list[dict], columns: list[str] | None = None, header: bool = True) -> str:
+    """The CSV rows of ``records`` (values as every ckspace CSV spells them), after the header line
+    when ``header``; ``columns`` None: every key of the records, in order of first appearance."""
+    text = io.StringIO()
+    columns = columns if columns is not None else list(dict.fromkeys(key for r in records for key in r))
+    writer = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
+    if header:
+        writer.writeheader()
+    writer.writerows({key: csv_cell(value) for key, value in r.items()} for r in records)
+    return text.getvalue()
 
 
 def _say_target(space) -> None:
@@ -105,15 +112,12 @@ def _stream(space, fmt: str, sink: TextIO, chunk: int = 4096) -> None:
             else:
                 records = [{key: v for key, v in k.record().items() if key != "valid"} for k in batch]
                 if fmt == "jsonl":
-                    sink.write("".join(json.dumps(r) + "\n" for r in records))
+                    sink.write(_jsonl(records))
                 elif fmt == "json":
                     sink.write(("" if first else ",") + ",".join("\n" + json.dumps(r) for r in records))
                 else:
-                    if columns is None:
-                        columns = list(records[0])
-                        sink.write(",".join(columns) + "\n")
-                    writer = csv.DictWriter(sink, fieldnames=columns, lineterminator="\n")
-                    writer.writerows({key: csv_cell(value) for key, value in r.items()} for r in records)
+                    header, columns = columns is None, columns or list(records[0])
+                    sink.write(_csv(records, columns, header))
             first = False
             progress.advance(task, len(batch))
         if fmt == "json":

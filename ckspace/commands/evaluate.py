@@ -8,11 +8,10 @@ before). A plot shows one cell, so ``--plot``/``--plan-plot`` with several cells
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument
+from ckspace.commands.common import add_format_argument, write_report
 from ckspace.commands.train import (
     add_data_arguments,
     check_data_arguments,
@@ -82,8 +81,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
     """One cell's figures (and plots) as the options ask."""
-    from ckspace.training.metrics import table
-
     cell = data.cell.text()
     if args.plot is not None:
         from ckspace.training.plot import write_plot
@@ -93,17 +90,21 @@ def _report(args: argparse.Namespace, data, cv, out: TextIO) -> None:
         from ckspace.training.plot import write_plan_plot
 
         write_plan_plot(cv, Path(args.plan_plot), f"{cell}: kernel-set plans, {cv.folds}-fold grouped CV")
-    if args.format == "json":
-        out.write(json.dumps({"arch": data.arch, "variant": data.variant.value, "dtype": data.dtype.value,
-                              **cv.summary(), "cleaning": data.report.model_dump()}) + "\n")
-        return
-    out.write(f"{cell}: {data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape (seed {cv.seed}), "
-              f"{cv.problems} problems; efficiency = picked TFLOPS / best measured TFLOPS (percent)\n")
-    out.write(table(cv.scores, cv.objective))
-    out.write(f"model = {cv.objective} (better mean efficiency); log-TFLOPS regressor median |error| "
-              f"{cv.tflops_median_error:.1f} %\n")
-    if cv.plans:
-        out.write(_plans_text(cv))
+    record = {"arch": data.arch, "variant": data.variant.value, "dtype": data.dtype.value, **cv.summary(),
+              "cleaning": data.report.model_dump()}
+    write_report(out, args.format, record, lambda _: _text(data, cv))
+
+
+def _text(data, cv) -> str:
+    """One cell's cross-validation as a table, headed by the cell and its data cleaning."""
+    from ckspace.training.metrics import table
+
+    return (f"{data.cell.text()}: {data.report.text()}\n{cv.folds}-fold cross-validation grouped by shape "
+            f"(seed {cv.seed}), {cv.problems} problems; efficiency = picked TFLOPS / best measured TFLOPS (percent)\n"
+            + table(cv.scores, cv.objective)
+            + f"model = {cv.objective} (better mean efficiency); log-TFLOPS regressor median |error| "
+              f"{cv.tflops_median_error:.1f} %\n"
+            + (_plans_text(cv) if cv.plans else ""))
 
 
 def _plans_text(cv) -> str:

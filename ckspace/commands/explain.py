@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_space_arguments
+from ckspace.commands.common import add_format_argument, add_space_arguments, write_report
 from ckspace.core.errors import CkspaceError
 
 NAME = "explain"
@@ -59,5 +59,5 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if not args.set:
             raise CkspaceError("explain needs a kernel name or at least one --set FIELD=VALUE")
         explanation = space_from_args(args).explain(_partial(args.set))
-    out.write(explanation.model_dump_json(indent=1) + "\n" if args.format == "json" else explanation.text() + "\n")
+    write_report(out, args.format, explanation, lambda e: e.text() + "\n", indent=1)
     return EXIT[explanation.verdict]

@@ -6,10 +6,9 @@ work where a command takes a measurement or problems CSV), and the environment i
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args
+from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args, write_report
 
 NAME = "info"
 HELP = ("list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
@@ -76,37 +75,41 @@ def _datasets() -> dict[str, dict]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    report = facts(target_from_args(args))
-    if args.format == "json":
-        out.write(json.dumps(report, indent=1) + "\n")
-        return 0
-    out.write(f"ckspace {report['version']}\ntarget: {report['target']['note']}\narchs:\n")
-    for name, arch in report["archs"].items():
-        out.write(f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
-                  f"dtypes {', '.join(arch['dtypes']) or 'none'}\n")
-    out.write("rule sets:\n")
-    out.writelines(f"  {name}: {summary}\n" for name, summary in report["rule_sets"].items())
-    out.write(f"rules revisions: {', '.join(report['rules_revisions'])} "
-              f"(default {report['default_rules_revision']})\nconfig fields:\n")
-    out.writelines(f"  {name}: {f['domain']} ({f['doc']})\n" for name, f in report["fields"].items())
-    out.write("models (every other cell ranks by the analytical performance model; a kernel or problem outside a "
-              "model's domain is extrapolated):\n")
-    for cell, model in report["models"].items():
-        out.write(f"  {cell}: {model['objective']} on {model['problems']} problems x {model['kernels']} kernels "
-                  f"({', '.join(model['data'])}), cross-validated mean {model['cv_mean']:.2f} %, "
-                  f"P10 {model['cv_p10']:.2f} %\n")
-        domain = model["domain"]
-        if domain is None:
-            out.write("    no training domain recorded: retrain it\n")
-            continue
-        seen = [f"{name} {'/'.join(str(v) for v in values)}" for name, values in domain["categorical"].items()]
-        ranges = [f"{name} {low}..{high}" for name, (low, high) in domain["numeric"].items()]
-        sizes = [f"{name} {low}..{high}" for name, (low, high) in domain["problems"].items()]
-        out.write(f"    kernels: {'; '.join(seen + ranges)}\n    problems: {'; '.join(sizes)}\n")
-    out.write("data sets (a name works where a command takes a CSV: train/evaluate --data for measurements, "
-              "plan/bench --problems for problems; an existing file of the same name is read instead):\n")
-    for name, data in report["datasets"].items():
-        out.write(f"  {name}: {data['kind']}, {data['rows']:,} rows: {data['what']}\n    source: {data['source']}\n")
-    out.write("environment:\n")
-    out.writelines(f"  {name}: {meaning}\n" for name, meaning in report["environment"].items())
+    write_report(out, args.format, facts(target_from_args(args)), _text, indent=1)
     return 0
+
+
+def _text(report: dict) -> str:
+    lines = [f"ckspace {report['version']}", f"target: {report['target']['note']}", "archs:"]
+    lines += [f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
+              f"dtypes {', '.join(arch['dtypes']) or 'none'}" for name, arch in report["archs"].items()]
+    lines.append("rule sets:")
+    lines += [f"  {name}: {summary}" for name, summary in report["rule_sets"].items()]
+    lines += [f"rules revisions: {', '.join(report['rules_revisions'])} (default {report['default_rules_revision']})",
+              "config fields:"]
+    lines += [f"  {name}: {f['domain']} ({f['doc']})" for name, f in report["fields"].items()]
+    lines.append("models (every other cell ranks by the analytical performance model; a kernel or problem outside a "
+                 "model's domain is extrapolated):")
+    for cell, model in report["models"].items():
+        lines += _model_lines(cell, model)
+    lines.append("data sets (a name works where a command takes a CSV: train/evaluate --data for measurements, "
+                 "plan/bench --problems for problems; an existing file of the same name is read instead):")
+    for name, data in report["datasets"].items():
+        lines += [f"  {name}: {data['kind']}, {data['rows']:,} rows: {data['what']}", f"    source: {data['source']}"]
+    lines.append("environment:")
+    lines += [f"  {name}: {meaning}" for name, meaning in report["environment"].items()]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _model_lines(cell: str, model: dict) -> list[str]:
+    """A shipped model: what it is, how it did, and its training domain."""
+    lines = [f"  {cell}: {model['objective']} on {model['problems']} problems x {model['kernels']} kernels "
+             f"({', '.join(model['data'])}), cross-validated mean {model['cv_mean']:.2f} %, "
+             f"P10 {model['cv_p10']:.2f} %"]
+    domain = model["domain"]
+    if domain is None:
+        return [*lines, "    no training domain recorded: retrain it"]
+    seen = [f"{name} {'/'.join(str(v) for v in values)}" for name, values in domain["categorical"].items()]
+    ranges = [f"{name} {low}..{high}" for name, (low, high) in domain["numeric"].items()]
+    sizes = [f"{name} {low}..{high}" for name, (low, high) in domain["problems"].items()]
+    return [*lines, f"    kernels: {'; '.join(seen + ranges)}", f"    problems: {'; '.join(sizes)}"]

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_rules_revision_argument
+from ckspace.commands.common import add_format_argument, add_rules_revision_argument, write_report
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.revisions import rules_revision
@@ -37,19 +36,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.constraints.lint import lint  # deferred: numpy
 
     findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch, revision)]
-    if args.format == "json":
-        json.dump([f.model_dump() for f in findings], out, indent=1)
-        out.write("\n")
-    else:
-        current = None
-        for f in findings:
-            if (f.rule_set, f.arch) != current:
-                current = (f.rule_set, f.arch)
-                out.write(f"{f.rule_set} on {f.arch} (rules {revision}):\n")
-            spec = f" [quirk {f.spec}, docs/rules.md]" if f.spec else ""
-            out.write(f"  {f.code}: {f.message}{spec}\n")
-        out.write(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)\n")
+    write_report(out, args.format, [f.model_dump() for f in findings],
+                 lambda _: _text(findings, revision, rule_sets, archs), indent=1)
     return 1 if args.strict and findings else 0
+
+
+def _text(findings: Sequence, revision: str, rule_sets: list[str], archs: list[str]) -> str:
+    lines, current = [], None
+    for f in findings:
+        if (f.rule_set, f.arch) != current:
+            current = (f.rule_set, f.arch)
+            lines.append(f"{f.rule_set} on {f.arch} (rules {revision}):")
+        spec = f" [quirk {f.spec}, docs/rules.md]" if f.spec else ""
+        lines.append(f"  {f.code}: {f.message}{spec}")
+    lines.append(f"{len(findings)} finding(s) in {len(rule_sets)} rule set(s) x {len(archs)} arch(s)")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _unique(names: Iterable[str]) -> list[str]:

@@ -4,12 +4,18 @@ predictions (:mod:`ckspace.planning.plan`, :mod:`ckspace.planning.workload`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_target_arguments, data_set_help, problems_file, target_from_args
+from ckspace.commands.common import (
+    add_format_argument,
+    add_target_arguments,
+    data_set_help,
+    problems_file,
+    target_from_args,
+    write_report,
+)
 from ckspace.core.datasets import Kind
 from ckspace.core.errors import CkspaceError
 
@@ -116,10 +122,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                         min_efficiency=None if args.min_efficiency is None else args.min_efficiency / 100.0,
                         top=top, time_limit=args.time_limit or DEFAULT_TIME_LIMIT, workers=1, seed=args.seed)
     report = _report(args, selector, workload, predictions, result, len(candidates))
-    if args.format == "json":
-        out.write(json.dumps(report) + "\n")
-    else:
-        out.write(_names_text(report))
+    write_report(out, args.format, report, _names_text)
     return 0
 
 
@@ -136,6 +139,8 @@ def _predict(selector, candidates, workload):
 
 def _report(args, selector, workload, predictions, result, registry_size: int) -> dict:
     """Everything the plan says, JSON-friendly and deterministic (no timings)."""
+    from ckspace.core.vocab import ScoreSource
+
     instance = predictions.instance
     picks = instance.picks(result.chosen)
     efficiencies = instance.efficiencies(result.chosen)
@@ -162,7 +167,7 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
                              "is the first of that order, as the selector picks); the regressor's predicted "
                              "TFLOPS, capped at the kernel ranked above as the selector shows them, give the "
                              "efficiency: the pick's over the best of the whole registry"
-                             if predictions.source == "model" else
+                             if predictions.source is ScoreSource.MODEL else
                              "no model: the analytical performance model both orders and values the candidates"),
         "extrapolated": dict(sorted(extrapolated.items())),
         "status": result.status, "gap": round(100.0 * result.gap, 4), "time_limit": result.time_limit,

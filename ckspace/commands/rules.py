@@ -18,7 +18,14 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from ckspace.commands.common import add_format_argument, add_rules_revision_argument, add_target_arguments, target_from_args, variants
+from ckspace.commands.common import (
+    add_format_argument,
+    add_rules_revision_argument,
+    add_target_arguments,
+    target_from_args,
+    variants,
+    write_report,
+)
 from ckspace.core.revisions import (
     RulesRevision,
     default_rules_revision,
@@ -95,12 +102,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cell = {"arch": arch, "dtype": dtype.value, "variants": [v.value for v in chosen], "rules_revision": rules.name}
     ck = revision.label if revision else None
     revisions = [rules_revision(name) for name in rules_revision_names()]
-    if args.format == "json":
-        json.dump({"cell": cell, "problem": problem.text(), "ck": ck, "rules": [e.record() for e in entries],
-                   "revisions": [_revision_record(r) for r in revisions], "quirks": QUIRKS}, out, indent=1)
-        out.write("\n")
-    else:
-        out.write(_markdown(cell, problem.text(), ck, entries, QUIRKS, revisions))
+    report = {"cell": cell, "problem": problem.text(), "ck": ck, "rules": [e.record() for e in entries],
+              "revisions": [_revision_record(r) for r in revisions], "quirks": QUIRKS}
+    write_report(out, args.format, report, lambda _: _markdown(cell, problem.text(), ck, entries, QUIRKS, revisions),
+                 indent=1)
     return 0
 
 

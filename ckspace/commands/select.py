@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args
+from ckspace.commands.common import (
+    add_format_argument,
+    add_target_arguments,
+    json_text,
+    target_from_args,
+    write_report,
+)
 from ckspace.core.errors import CkspaceError, NoKernelError
 
 NAME = "select"
@@ -112,31 +117,31 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if args.format != "json":
             raise
         # JSON readers get an answer too: no pick, why, and the target (exit 1, as in text)
-        out.write(json.dumps({"pick": None, "no_kernel": str(exc), "blocking": exc.blocking,
-                              "candidates": len(candidates), "target": selector.target.record()}) + "\n")
+        out.write(json_text({"pick": None, "no_kernel": str(exc), "blocking": exc.blocking,
+                             "candidates": len(candidates), "target": selector.target.record()}))
         return 1
-    if args.format == "json":
-        out.write(json.dumps({"pick": selection.pick, "family": selection.family,
-                              "top": [{"name": r.name, "family": r.family, "score": r.score,
-                                       "predicted_tflops": r.predicted_tflops, "source": r.source,
-                                       "config": r.config.fields()}
-                                      for r in selection.top],
-                              "source": selection.source, "pick_source": selection.pick_source,
-                              "feasible": selection.feasible,
-                              "fallbacks": selection.fallbacks, "candidates": selection.candidates,
-                              "target": selector.target.record()}) + "\n")
-        return 0
-    out.write(selector.target.describe() + "\n")
-    through = f" ({selection.fallbacks} through a narrower-vector variant)" if selection.fallbacks else ""
-    out.write(f"{selection.feasible} of {selection.candidates} candidates can run the problem{through}\n")
-    out.write("TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
-              "training domain, why below) or [analytical]\n")
-    for rank, ranked in enumerate(selection.top, 1):  # each row says what its numbers come from (no model:
-        # the analytical model, which Selector.load has warned of once on stderr)
-        stands_for = f"  (vector fallback of {ranked.family})" if ranked.family else ""
-        source, _, why = ranked.source.partition(": ")
-        out.write(f"{rank:>2}  {ranked.predicted_tflops:9.2f} TFLOPS  score {ranked.score:7.3f}  [{source}]  "
-                  f"{ranked.name}{stands_for}\n")
-        if why:
-            out.write(f"      extrapolated: {why}\n")
+    report = {"pick": selection.pick, "family": selection.family,
+              "top": [{"name": r.name, "family": r.family, "score": r.score, "predicted_tflops": r.predicted_tflops,
+                       "source": r.source, "config": r.config.fields()} for r in selection.top],
+              "source": selection.source, "pick_source": selection.pick_source, "feasible": selection.feasible,
+              "fallbacks": selection.fallbacks, "candidates": selection.candidates,
+              "target": selector.target.record()}
+    write_report(out, args.format, report, _text)
     return 0
+
+
+def _text(report: dict) -> str:
+    through = f" ({report['fallbacks']} through a narrower-vector variant)" if report["fallbacks"] else ""
+    lines = [f"target: {report['target']['note']}",
+             f"{report['feasible']} of {report['candidates']} candidates can run the problem{through}",
+             "TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
+             "training domain, why below) or [analytical]"]
+    for rank, ranked in enumerate(report["top"], 1):  # each row says what its numbers come from (no model:
+        # the analytical model, which Selector.load has warned of once on stderr)
+        stands_for = f"  (vector fallback of {ranked['family']})" if ranked["family"] else ""
+        source, _, why = ranked["source"].partition(": ")
+        lines.append(f"{rank:>2}  {ranked['predicted_tflops']:9.2f} TFLOPS  score {ranked['score']:7.3f}  "
+                     f"[{source}]  {ranked['name']}{stands_for}")
+        if why:
+            lines.append(f"      extrapolated: {why}")
+    return "".join(f"{line}\n" for line in lines)

@@ -15,7 +15,7 @@ schema is stated once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, get_args
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidInputError
@@ -24,11 +24,12 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import csv_cell
 
 Status = Literal["ok", "wrong", "crash", "timeout", "failed"]
-STATUSES: tuple[str, ...] = ("ok", "wrong", "crash", "timeout", "failed")
 """How a pair ended: ``ok`` ran and matched the reference (or was not verified, ``--no-verify``);
 ``wrong`` ran and differed beyond the tolerance; ``crash`` took its process down (a signal or an
 abnormal exit); ``timeout`` did not finish in time; ``failed`` was refused by ``ckspace_run``
 (status code in ``detail``). Only ``ok`` rows are measurements."""
+STATUSES: tuple[str, ...] = get_args(Status)
+"""The values of :data:`Status`, for readers that check a row's status."""
 
 PROBLEM_COLUMNS: tuple[str, ...] = ("N", "C", "K", "G", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h",
                                     "stride_w", "pad_d", "pad_h", "pad_w")

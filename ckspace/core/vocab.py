@@ -8,6 +8,7 @@ are part of no public format.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from ckspace.core.errors import InvalidChoiceError
@@ -34,6 +35,12 @@ class Choice(StrEnum):
     def code(self) -> int:
         """Position in the enum: the integer the solver and the evaluator use."""
         return _codes(type(self))[self]
+
+    @classmethod
+    def codes_of(cls, values: Iterable[str]) -> list[int]:
+        """The codes of ``values`` as the tables spell them, in order: how a rule puts a table's
+        list (of pipelines, say) to the solver and the evaluator."""
+        return [cls(value).code for value in values]
 
 
 _CODE_CACHE: dict[type, dict] = {}
@@ -79,8 +86,8 @@ class Dtype(Choice):
 
     @property
     def key(self) -> str:
-        """The arch tables' warp-tile key, e.g. ``bf16_bf16_fp32`` (accumulator is always fp32)."""
-        return f"{self.value}_{self.value}_fp32"
+        """The arch tables' warp-tile key, e.g. ``bf16_bf16_fp32`` (``arch.json`` ``dtype_key``)."""
+        return table("arch")["dtype_key"][self.value]
 
 
 class Pipeline(Choice):
@@ -131,6 +138,26 @@ class Layout(Choice):
     NHWGC = "nhwgc"
     NDHWGC = "ndhwgc"
     NGCHW = "ngchw"
+
+
+class ScoreSource(Choice):
+    """What a selector ranks kernels by (``Selection.source``, ``plan``'s ``source``)."""
+
+    MODEL = "model"
+    """The cell's trained model (:mod:`ckspace.select.store`)."""
+    ANALYTICAL = "analytical"
+    """The analytical performance model: the cell has no trained model."""
+
+
+class Engine(Choice):
+    """What computes a selector's scores (``Selector.engine``)."""
+
+    COMPILED = "compiled"
+    """The model's trees compiled to C (:mod:`ckspace.select.compiled`)."""
+    LIGHTGBM = "lightgbm"
+    """LightGBM's C API."""
+    ANALYTICAL = "analytical"
+    """The analytical performance model's formula (no model)."""
 
 
 class RuleKind(Choice):

@@ -251,8 +251,8 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
     if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
         return solver.solve(model)
     worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
-    worker.start()
-    try:
+    try:  # start() inside: a signal's handler may run before start() returns, with the search begun
+        worker.start()
         while worker.is_alive():
             worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
     except BaseException:

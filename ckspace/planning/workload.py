@@ -36,7 +36,9 @@ from ckspace.core.inputs import read_input_text
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.planning.plan import PlanInstance, shown_tflops
-from ckspace.select.selector import Candidate, Selector
+from ckspace.core.vocab import ScoreSource
+from ckspace.select.candidates import Candidate
+from ckspace.select.selector import Selector
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +147,7 @@ class Predictions:
     registry: int
     tflops: tuple[np.ndarray, ...]
     best_tflops: np.ndarray
-    source: str
+    source: ScoreSource
     configs: tuple[GemmConfig, ...] = ()
     """The kernels themselves, in ``kernels``' order (``kernels`` are their names)."""
     extrapolated: tuple[str | None, ...] = ()
@@ -186,7 +188,7 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             score = scored.scores
             predicted = selector.predicted_tflops(scored, np.arange(index.size))
             ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
-            shown = shown_tflops(predicted[ranked]) if selector.source == "model" else predicted[ranked]
+            shown = shown_tflops(predicted[ranked]) if selector.source is ScoreSource.MODEL else predicted[ranked]
             order.append(index[ranked])
             value.append(shown / shown[0])
             tflops.append(shown)

@@ -2,7 +2,8 @@
 
 :mod:`~ckspace.run.loader` and :mod:`~ckspace.run.c_api` open a built library (its kernels, and
 its generated dispatcher's C API); :mod:`~ckspace.run.device` and :mod:`~ckspace.run.gpus` are the
-GPU through HIP Python or the host stand-in; :mod:`~ckspace.run.sweep` supervises the bench workers
+GPU through HIP Python or the host stand-in; :mod:`~ckspace.run.sweep` plans a bench and feeds its
+batches to devices, :mod:`~ckspace.run.supervisor` runs each batch in bench workers
 (:mod:`~ckspace.run.worker`) and :mod:`~ckspace.run.results` writes their measurements.
 May import build (which library a tree built, the Ray cluster), verify and everything below them.
 """

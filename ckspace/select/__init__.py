@@ -1,10 +1,13 @@
 """Run-time kernel selection: the selector, its compiled engine and the models it loads.
 
 ``Selector.load(arch, variant, dtype)`` and ``selector.select(problem, candidates, k)`` are the
-run-time API (:mod:`ckspace.select.selector`); :mod:`~ckspace.select.compiled` is the same selection
-compiled to C, :mod:`~ckspace.select.store` the model directories, :mod:`~ckspace.select.support`
-what a model was trained on, :mod:`~ckspace.select.fallbacks` the vector-width variants and
-:mod:`~ckspace.select.predictor` batch prediction through LightGBM's C API. Training, evaluation and
+run-time API (:mod:`ckspace.select.selector`). The candidates a selector scores are
+:mod:`~ckspace.select.candidates` (with the vector-width variants of
+:mod:`~ckspace.select.fallbacks`), which of them can run a problem :mod:`~ckspace.select.feasibility`,
+and their scores :mod:`~ckspace.select.scoring`; :mod:`~ckspace.select.compiled` is the same
+selection compiled to C, :mod:`~ckspace.select.store` the model directories,
+:mod:`~ckspace.select.support` what a model was trained on and :mod:`~ckspace.select.predictor`
+batch prediction through LightGBM's C API. Training, evaluation and
 planning live in :mod:`ckspace.training` and :mod:`ckspace.planning`; features in
 :mod:`ckspace.features`.
 """
