@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 """Upstream's outputs the tests compare with, xz-compressed (their provenance: fixtures/README.md)."""
 ORACLE_REVISION = "7cd53015"
-"""The rules revision the oracle fixtures, RULES.md and the reference implementations in tests/ pin."""
+"""The rules revision the oracle fixtures and the independent statements of the rules in tests/
+(reference_rules.py, nested_loop.py) pin."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

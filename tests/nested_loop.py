@@ -1,25 +1,31 @@
 """Plain nested-loop enumerator of the upstream grouped-convolution config rules.
 
-This module is the *baseline* the benchmark times the CP-SAT based enumerator
-of ``ckspace`` against. It deliberately imports nothing from ``ckspace``: it is
-a standalone, loops-and-filters generator in the style of the upstream
-dispatcher code generator, written from the rule text in ``spec/RULES.md`` and
-driven by the JSON rule tables shipped in ``ckspace/data/tables``.
+Two uses: an independent second statement of the rule sets, which the tests compare with ckspace
+name for name on every arch (``tests/test_other_archs.py``, ``tests/test_properties.py``), and the
+*baseline* ``bench/enumerate.py`` times ckspace's listing against. ckspace lists a cell by walking
+the rule set's tables and classifying the proposals in bulk on numpy columns
+(``ckspace/constraints/classify.py``; CP-SAT answers membership, blame and partial configs, not
+listings); this module walks the same tables in plain loops and checks each config with ``if``s.
+It deliberately imports nothing from ``ckspace``: it is a standalone, loops-and-filters generator
+in the style of the upstream dispatcher code generator, written from upstream's rule files and
+driven by the JSON rule tables shipped in ``ckspace/data/tables``, under the rules revision the
+oracle fixtures pin (``7cd53015``: an LDS budget per pipeline).
 
-Implemented (section numbers refer to RULES.md):
+Implemented (the rule names are those of ``docs/rules.md``, the quirk ids those of its table of
+upstream quirks):
 
-* validity predicates: trait validity (5.1), tile divisibility (5.2),
-  ``is_valid_for_arch`` (5.3, including the untagged/"float" WMMA quirk) and
-  ``is_config_valid`` (5.4: wave_k forced to 1, warning-only missing warp-tile
-  tables, LDS limit by pipeline);
-* rule sets ``default`` (7), ``full`` (6, 8), ``full-tests`` (9), ``tiny`` (10);
-* ``generate_all`` semantics (1.3) and kernel names (3).
+* validity predicates: the trait check (``trait_combo``), tile divisibility
+  (``tile_divisibility``), ``is_valid_for_arch`` (including the untagged/"float" WMMA quirk, 14.3)
+  and ``is_config_valid`` (wave_k forced to 1, quirk 14.2; warning-only missing warp-tile tables,
+  quirk 14.4; LDS limit by pipeline, quirk 14.5);
+* rule sets ``default``, ``full``, ``full-tests`` and ``tiny``;
+* upstream ``generate_all``'s sampling over the whole request, and kernel names.
 
 Public entry point: :func:`enumerate_request`.
 
 CLI::
 
-    python bench/nested_loop.py --arch gfx942 --rule-set full
+    python tests/nested_loop.py --arch gfx942 --rule-set full
 """
 
 from __future__ import annotations
@@ -69,7 +75,7 @@ class Tables:
         self.depthwise = load("depthwise")
         self.sampling = load("sampling")
 
-        # ---- arch facts (section 4)
+        # ---- arch facts (arch.json)
         rule = self.arch_raw["warp_size_rule"]
         self.warp_prefix: str = rule["prefix"]
         self.warp_if_prefix: int = rule["warp_size_if_prefix"]
@@ -94,7 +100,7 @@ class Tables:
             tuple(c) for c in self.arch_raw["trait_unsupported_combos"]  # type: ignore[misc]
         )
 
-        # ---- validity parameters (section 5)
+        # ---- validity parameters (validity.json)
         self.trait_invalid: frozenset[tuple[str, str, str]] = frozenset(
             tuple(c) for c in self.validity["trait_invalid_combos"]  # type: ignore[misc]
         )
@@ -122,14 +128,14 @@ class Tables:
         self.backward_variants = frozenset(icv["backward_variants"])
         self.backward_pipelines = frozenset(icv["backward_allowed_pipelines"])
 
-        # ---- naming / defaults (sections 2, 3)
+        # ---- naming / defaults (common.json)
         self.variant_token: dict[str, str] = dict(self.common["variant_token"])
         defaults = self.common["config_defaults"]
         self.default_vec: Vec = tuple(defaults["vec"])  # type: ignore[assignment]
         self.default_layout: str = defaults["layout"]
         self.streamk_token: dict[str, str] = dict(self.common["streamk_strategy_token"])
 
-        # ---- full rule set (section 8)
+        # ---- full rule set (full.json)
         f = self.full
         self.dtype_class: dict[str, str] = dict(f["dtype_class"])
         self.base_tiles: dict[str, dict[int, dict[str, list[Tile]]]] = {
@@ -187,7 +193,7 @@ class Tables:
         self.full_dsb_pipelines = frozenset(f["dsb_pipelines"])
         self.full_epilogue: str = f["epilogue"]
 
-        # ---- default rule set (section 7)
+        # ---- default rule set (default.json)
         d = self.default
         self.def_tiles: dict[str, list[Tile]] = {
             "forward": [tuple(t) for t in d["tiles_fwd_bwd_data"]],  # type: ignore[misc]
@@ -206,7 +212,7 @@ class Tables:
         }
         self.def_two_stage: dict[str, list[bool]] = d["two_stage_values"]
 
-        # ---- depthwise block (section 8.11)
+        # ---- depthwise block (depthwise.json)
         dw = self.depthwise
         self.dw_variant: str = dw["variant"]
         self.dw_requires_ndim: int = dw["requires_ndim"]
@@ -215,7 +221,7 @@ class Tables:
         self.dw_default_dtypes: list[str] = dw["default_dtypes_if_none_requested"]
         self.dw_params: list[dict[str, int]] = dw["params"]
 
-        # ---- sampling (sections 9, 10)
+        # ---- sampling (sampling.json)
         ft = self.sampling["full_tests"]
         self.ft_untagged: str = ft["untagged_dtype"]
         self.ft_stride: int = ft["stride"]
@@ -226,7 +232,7 @@ class Tables:
         return self.warp_if_prefix if arch.startswith(self.warp_prefix) else self.warp_otherwise
 
     def lds_limit(self, pipeline: str) -> int:
-        """Per-pipeline LDS limit in bytes (section 4), ``default`` for unlisted pipelines."""
+        """Per-pipeline LDS limit in bytes (arch.json), ``default`` for unlisted pipelines."""
         return self.lds_limits.get(pipeline, self.lds_default)
 
 
@@ -271,7 +277,7 @@ class GemmConfig:
 
 @dataclass(slots=True)
 class DepthwiseConfig:
-    """A depthwise forward convolution configuration (section 8.11)."""
+    """A depthwise forward convolution configuration (``full``'s depthwise block)."""
 
     datatype: str
     params: dict[str, int]
@@ -284,17 +290,17 @@ AnyConfig = Union[GemmConfig, DepthwiseConfig]
 
 
 # --------------------------------------------------------------------------------------
-# Validity predicates (section 5)
+# Validity predicates (their rules: docs/rules.md)
 # --------------------------------------------------------------------------------------
 
 
 def is_trait_valid(t: Tables, pipeline: str, epilogue: str, scheduler: str) -> bool:
-    """Section 5.1: interwave is invalid with the compute/async pipelines."""
+    """The trait check (``trait_combo``): interwave is invalid with the compute/async pipelines."""
     return (pipeline, epilogue, scheduler) not in t.trait_invalid
 
 
 def tile_divisible(tile: Tile, wave: Wave, warp: Tile) -> bool:
-    """Section 5.2 (TileConfig.is_valid): positive tile and wave·warp divides the tile."""
+    """Tile divisibility (``TileConfig.is_valid``): positive tile and wave·warp divides the tile."""
     tm, tn, tk = tile
     if tm <= 0 or tn <= 0 or tk <= 0:
         return False
@@ -305,7 +311,7 @@ def tile_divisible(tile: Tile, wave: Wave, warp: Tile) -> bool:
 
 
 def is_valid_for_arch(t: Tables, cfg: GemmConfig, arch: str) -> bool:
-    """Section 5.3: ``GroupedConvKernelConfig.is_valid_for_arch``."""
+    """``GroupedConvKernelConfig.is_valid_for_arch``."""
     if not is_trait_valid(t, cfg.pipeline, cfg.epilogue, cfg.scheduler):
         return False
     if cfg.streamk and cfg.variant not in t.streamk_variants:
@@ -339,7 +345,7 @@ def is_valid_for_arch(t: Tables, cfg: GemmConfig, arch: str) -> bool:
 
 
 def is_config_valid(t: Tables, cfg: GemmConfig, dtype: str, arch: str) -> bool:
-    """Section 5.4: ``ArchFilter(arch, strict_mode=False).is_kernel_valid``.
+    """``is_config_valid``: ``ArchFilter(arch, strict_mode=False).is_kernel_valid``.
 
     wave_k is forced to 1; a missing warp-tile table (or dtype key) and a missing
     wave list only warn, so they pass.
@@ -384,12 +390,12 @@ def is_config_valid(t: Tables, cfg: GemmConfig, dtype: str, arch: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------
-# Names (section 3)
+# Names (the grammar of ckspace/core/naming.py)
 # --------------------------------------------------------------------------------------
 
 
 def kernel_name(t: Tables, cfg: GemmConfig, dtype: str) -> str:
-    """Kernel name of a GEMM config for ``dtype`` (section 3)."""
+    """Kernel name of a GEMM config for ``dtype``."""
     tm, tn, tk = cfg.tile
     wm, wn, wk = cfg.wave
     a, b, c = cfg.warp
@@ -423,7 +429,7 @@ def kernel_name(t: Tables, cfg: GemmConfig, dtype: str) -> str:
 
 
 def depthwise_name(cfg: DepthwiseConfig) -> str:
-    """Kernel name of a depthwise config (section 3)."""
+    """Kernel name of a depthwise config."""
     p = cfg.params
     return (
         f"grouped_conv_fwd_depthwise_{cfg.datatype}_{cfg.layout.lower()}_{cfg.ndim}d_"
@@ -434,7 +440,7 @@ def depthwise_name(cfg: DepthwiseConfig) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Rule set `default` (section 7)
+# Rule set `default` (upstream grouped_config_rules_default.py)
 # --------------------------------------------------------------------------------------
 
 
@@ -471,7 +477,7 @@ def rules_default(t: Tables, arch: str, variants: list[str], ndims: list[int]) -
 
 
 # --------------------------------------------------------------------------------------
-# Rule set `full` (sections 6 and 8)
+# Rule set `full` (upstream grouped_config_rules_full.py over tile_math.py)
 # --------------------------------------------------------------------------------------
 
 
@@ -494,7 +500,7 @@ class _FullGenerator:
         self._vec_cache: dict[tuple[str, Tile, str], list[Vec]] = {}
         self.seen: set[tuple] = set()
 
-    # ---- section 6.1
+    # ---- tile_math get_valid_wave_warp_pairs
     def structural_pairs(self, tm: int, tn: int, dkey: str) -> list[tuple[Wave, Tile]]:
         """(wave, warp tile) pairs the arch can build for a tile (tile_k ignored)."""
         ck = (tm, tn, dkey)
@@ -519,7 +525,7 @@ class _FullGenerator:
         self._struct_cache[ck] = out
         return out
 
-    # ---- section 8.3
+    # ---- get_wave_warp_pairs
     def pairs(self, variant: str, tile: Tile, dkey: str) -> list[tuple[Wave, tuple[int, int]]]:
         """Curated wave/warp(m,n) pairs for a tile, with the tile_math gate and fallback."""
         ck = (variant, tile, dkey)
@@ -563,7 +569,7 @@ class _FullGenerator:
         self._pairs_cache[ck] = out
         return out
 
-    # ---- section 6.2
+    # ---- tile_math get_valid_vec_sizes
     def vec_gate(self, tile: Tile, wave: Wave, elem: int) -> frozenset[Vec]:
         """tile_math vector-size gate: the allowed (vec_a, vec_b, vec_c) set."""
         ck = (tile, wave, elem)
@@ -590,7 +596,7 @@ class _FullGenerator:
         self._gate_cache[ck] = res
         return res
 
-    # ---- section 8.5
+    # ---- get_vec_strategies, compute_vector_size, get_extra_vec_triples
     def vec_candidates(self, variant: str, tile: Tile, dclass: str) -> list[Vec]:
         """Sorted candidate vec triples for (variant, tile, dtype class), before gating."""
         ck = (variant, tile, dclass)
@@ -616,7 +622,7 @@ class _FullGenerator:
         self._vec_cache[ck] = res
         return res
 
-    # ---- section 8.6
+    # ---- per-tile pipelines
     def pipelines(self, variant: str, tile: Tile, dclass: str) -> list[PipeSched]:
         """(pipeline, scheduler) list for a tile: dtype-class override, curated, shape rule."""
         t = self.t
@@ -630,7 +636,7 @@ class _FullGenerator:
         return self._shape_rule(variant, tile)
 
     def _shape_rule(self, variant: str, tile: Tile) -> list[PipeSched]:
-        """Section 8.6 step 3 (never reached with the shipped tables)."""
+        """The shape rule for tiles no table lists (never reached with the shipped tables)."""
         tm, tn, tk = tile
         area = tm * tn
         v4 = tile in self.t.shape_compv4_tiles or (area >= 16384 and tk >= 32)
@@ -664,7 +670,7 @@ class _FullGenerator:
                 out.append(("basic_async_v1", intra))
         return out
 
-    # ---- section 8.7
+    # ---- specializations
     def specs(self, variant: str, tile: Tile) -> list[str]:
         """Specializations for a tile."""
         sp = self.t.specializations[variant]
@@ -675,7 +681,7 @@ class _FullGenerator:
             out += sp["small_area_extra"]
         return out
 
-    # ---- section 8.4
+    # ---- compute_warp_tile_k
     def warp_tile_k(self, dclass: str, wtm: int, tile_k: int, streamk: bool, legacy: bool) -> int:
         """Derived warp_tile_k."""
         w = self.t.wtk
@@ -687,7 +693,7 @@ class _FullGenerator:
         kmfma = w["k_mfma"][dclass]["if_wtm_32" if wtm == 32 else "otherwise"]
         return min(max(k1, kmfma), tile_k)
 
-    # ---- section 8.1 emit
+    # ---- emitting one (tile, pipelines, feature)
     def emit(self, out: list[AnyConfig], variant: str, ndim: int, dtype: str, tile: Tile,
              pipelines: list[PipeSched], feature: dict[str, Any] | None) -> None:
         """Emit every config of one (tile, pipelines, feature) into ``out``."""
@@ -724,7 +730,7 @@ class _FullGenerator:
         seen = self.seen
         arch = self.arch
         for wave, (wtm, wtn) in pairs:
-            # k0 of section 8.1 step 4.1 feeds only the gate, which ignores it.
+            # The k0 upstream computes here feeds only the vector gate, which ignores it.
             gate = self.vec_gate(tile, wave, elem)
             for vec in vecs:
                 if vec not in gate:
@@ -799,12 +805,12 @@ class _FullGenerator:
 
 def rules_full(t: Tables, arch: str, variants: list[str], ndims: list[int],
                dtypes: list[str]) -> list[AnyConfig]:
-    """The ``full`` rule set (section 8)."""
+    """The ``full`` rule set."""
     return _FullGenerator(t, arch).run(variants, ndims, dtypes)
 
 
 # --------------------------------------------------------------------------------------
-# Rule sets `full-tests` and `tiny` (sections 9 and 10)
+# Rule sets `full-tests` and `tiny` (sampling.json)
 # --------------------------------------------------------------------------------------
 
 

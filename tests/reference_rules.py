@@ -2,8 +2,9 @@
 
 This module is deliberately independent of ``ckspace``: it reads only the JSON data
 tables (``ckspace/data/tables/arch.json``, ``validity.json`` and ``depthwise.json``) and restates
-RULES.md sections 5.1, 5.3, 5.4 and 8.11 check by check, as literally as possible, so that
-property-based tests can compare it with the CP-SAT implementation.
+the trait check, ``is_valid_for_arch``, ``is_config_valid`` and the depthwise checks (the rules
+``docs/rules.md`` lists) check by check, as literally as possible, so that property-based tests can
+compare it with the CP-SAT implementation.
 
 A GEMM config is a plain dict (keys: variant, ndim, dtype, tagged, tile_m/n/k, wave_m/n/k,
 warp_tile_m/n/k, vec_a/b/c, pipeline, scheduler, epilogue, pad_m/n/k, double_smem_buffer,
@@ -34,18 +35,18 @@ DEPTHWISE_VALIDATION = _load("depthwise.json")["validation"]
 
 
 def warp_size(arch: str) -> int:
-    """Section 4: warp size is 64 if the arch string starts with ``gfx9``, else 32."""
+    """Warp size (arch.json ``warp_size_rule``) is 64 if the arch string starts with ``gfx9``, else 32."""
     rule = ARCH["warp_size_rule"]
     return rule["warp_size_if_prefix"] if arch.startswith(rule["prefix"]) else rule["warp_size_otherwise"]
 
 
 def trait_is_valid(pipeline: str, epilogue: str, scheduler: str) -> bool:
-    """Section 5.1: invalid iff interwave with compv3/4/5/6, comp_async or basic_async_v1."""
+    """The trait check (rule ``trait_combo``): invalid iff interwave with compv3/4/5/6, comp_async or basic_async_v1."""
     return [pipeline, epilogue, scheduler] not in VALIDITY["trait_invalid_combos"]
 
 
 def violations_is_valid_for_arch(cfg: dict[str, Any], arch: str) -> set[str]:
-    """Section 5.3, ``GroupedConvKernelConfig.is_valid_for_arch``; all eight steps evaluated.
+    """``GroupedConvKernelConfig.is_valid_for_arch``; all eight steps evaluated.
 
     Raises KeyError for an arch that is not in arch.json (step 5's "unknown arch").
     """
@@ -93,7 +94,7 @@ def violations_is_valid_for_arch(cfg: dict[str, Any], arch: str) -> set[str]:
 
 
 def violations_is_config_valid(cfg: dict[str, Any], arch: str) -> set[str]:
-    """Section 5.4, ``ArchFilter(arch, strict_mode=False).is_kernel_valid``; all checks run.
+    """``is_config_valid``: ``ArchFilter(arch, strict_mode=False).is_kernel_valid``; all checks run.
 
     The dtype passed as A/B/C is ``cfg["dtype"]``; wave_k is forced to 1 (the real one is ignored).
     Warnings (missing wave list, missing warp-tile table or dtype key) do not reject.
@@ -152,17 +153,18 @@ def violations_is_config_valid(cfg: dict[str, Any], arch: str) -> set[str]:
 
 
 def is_valid_for_arch(cfg: dict[str, Any], arch: str) -> bool:
-    """Section 5.3 as a boolean."""
+    """``is_valid_for_arch`` as a boolean."""
     return not violations_is_valid_for_arch(cfg, arch)
 
 
 def is_config_valid(cfg: dict[str, Any], arch: str) -> bool:
-    """Section 5.4 as a boolean."""
+    """``is_config_valid`` as a boolean."""
     return not violations_is_config_valid(cfg, arch)
 
 
 def is_emitted_valid(cfg: dict[str, Any], arch: str) -> bool:
-    """The oracle's "valid" set (section 1, step 3): both 5.3 and 5.4 hold."""
+    """The oracle's "valid" set (what the generator emits): both ``is_valid_for_arch`` and
+    ``is_config_valid`` hold."""
     return is_valid_for_arch(cfg, arch) and is_config_valid(cfg, arch)
 
 
@@ -179,7 +181,7 @@ def _roundup(x: int, a: int) -> int:
 
 
 def depthwise_violations(params: dict[str, Any]) -> set[str]:
-    """Section 8.11: generation-time depthwise constraints (block 64, element size 2).
+    """``full``'s depthwise block: generation-time depthwise constraints (block 64, element size 2).
 
     Ids: "filter" (odd and >= 1), "in_vec_pow2", "out_vec_pow2", "sub_h" / "sub_w"
     (1 <= sub <= tile), "stride_w" (1 or even), "pad_w" (> 0), "subtiles"

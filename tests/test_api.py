@@ -42,7 +42,7 @@ def test_contains_name_and_config() -> None:
 def test_violated_rules_names_the_broken_checks() -> None:
     space = Space("gfx942", "bwd_data", 2, "fp16", rule_set="full")
     config = space.raw()[0]
-    assert "backward_pipeline" in space.violated_rules(config)  # RULES.md 14.1
+    assert "backward_pipeline" in space.violated_rules(config)  # quirk 14.1 (docs/rules.md)
     assert not space.contains(config)
 
 

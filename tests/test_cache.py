@@ -95,4 +95,4 @@ def test_sampling_rule_sets_key_on_the_whole_request(cache_dir: Path) -> None:
     assert cache.cell_key(full_whole, full_whole.cells[0]) == cache.cell_key(full_single, full_single.cells[0])
     a = enumerate_cells(whole)[whole.cells[0]]
     b = enumerate_cells(single)[single.cells[0]]
-    assert a != b  # RULES.md 9-10: sampling over a request differs from sampling one cell
+    assert a != b  # full-tests and tiny sample the whole request's emission order, not each cell's

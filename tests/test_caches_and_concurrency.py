@@ -1,4 +1,4 @@
-"""Issue 25, caches and concurrency: what a damaged or unwritable cache, two ckspaces at once, a
+"""Caches and concurrency: what a damaged or unwritable cache, two ckspaces at once, a
 signal or a SIGKILL must never cost.
 
 * A damaged cache entry (compiled selector, cell, CK revision, object) is a miss, rebuilt and

@@ -1,4 +1,4 @@
-"""Issue 25, hostile input round 2: each class of break the audit found, as tests named for it, one
+"""Hostile input, round 2: each class of break an audit of the readers found, as tests named for it, one
 per reader.
 
 Every file ckspace reads because a user named it or found it on disk (problems and data CSVs, kernel

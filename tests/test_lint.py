@@ -1,6 +1,7 @@
-"""Lint on the upstream rule sets surfaces each inconsistency of RULES.md section 14 that concerns
-what gets emitted. The expectations below are derived from the text of section 14, item by item, so
-they pin the rules revision RULES.md describes; a later revision that fixes a quirk stops reporting it."""
+"""Lint on the upstream rule sets surfaces each upstream inconsistency (the quirks of
+``docs/rules.md``) that concerns what gets emitted. The expectations below are derived from the
+quirks' statements, one by one, so they pin the rules revision the oracle fixtures pin
+(``conftest.ORACLE_REVISION``); a later revision that fixes a quirk stops reporting it."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def codes(rule_set: str, arch: str) -> dict[str, list[Finding]]:
     return out
 
 
-# (section 14 item, rule set, arch, expected finding code, a check on the findings of that code)
+# (quirk id of docs/rules.md, rule set, arch, expected finding code, a check on the findings of that code)
 EXPECTED = [
     ("14.1 bwd_data empty: full emits it only with compv1", "full", "gfx942", "empty_cells",
      lambda fs: any(f.message.startswith("bwd_data: 9 of 9") and f.spec == "14.1" for f in fs)),

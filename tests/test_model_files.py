@@ -1,6 +1,6 @@
 """Model directories with malformed content whose sizes and card hashes are kept consistent (the
 sha256 check passes): loading refuses them with one line naming the file, never an abort inside
-LightGBM/Treelite, a traceback or a silently different model (issue 25)."""
+LightGBM/Treelite, a traceback or a silently different model."""
 
 from __future__ import annotations
 

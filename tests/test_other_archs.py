@@ -1,6 +1,7 @@
-"""The archs without oracle fixtures: headline totals of RULES.md section 15, and name-for-name
-agreement with the independent nested-loop enumerator in bench/ on every arch of the table, both under
-the rules revision RULES.md describes."""
+"""The archs without oracle fixtures: their headline totals (raw and valid counts per rule set,
+:data:`HEADLINE`), and name-for-name agreement with the independent nested-loop enumerator
+(tests/nested_loop.py) on every arch of the table, both under the rules revision the oracle fixtures
+pin (``conftest.ORACLE_REVISION``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ckspace.core.cells import Request
 from ckspace.core.vocab import arch_names
 from ckspace.space.space import Space
 
-# RULES.md section 15: raw/valid totals over ndim {1,2,3} x {fp16, bf16, fp32}, one call per cell.
+# raw/valid totals over ndim {1,2,3} x {fp16, bf16, fp32}, one call per cell.
 HEADLINE = {
     "default": {"gfx90a": (558, 417), "gfx942": (558, 417), "gfx950": (684, 501), "gfx1201": (0, 0), "gfx1250": (432, 252)},
     "full": {"gfx90a": (16297, 6813), "gfx942": (15657, 7849), "gfx950": (15657, 7849), "gfx1201": (7632, 60), "gfx1250": (18724, 9500)},

@@ -74,7 +74,7 @@ def listed(variant: str, rule_set: str) -> tuple[tuple[str, dict], ...]:
 
 
 PAIRS = [(v, rs) for v in ("forward", "bwd_data", "bwd_weight") for rs in ("full", "default")
-         if (v, rs) != ("bwd_data", "full")]  # full's bwd_data is empty (RULES.md 14.1)
+         if (v, rs) != ("bwd_data", "full")]  # full's bwd_data is empty (quirk 14.1, docs/rules.md)
 
 
 @pytest.mark.parametrize("variant,rule_set", PAIRS)
@@ -241,7 +241,7 @@ def test_problem_rules_are_immutable() -> None:
 
 
 def test_swapped_operand_mutant_bwd_data_vec_b_reads_the_weights_cg_not_kg() -> None:
-    """Kills the swapped-operand mutant of issue 15: backward data's GEMM B is the weight, read along
+    """Kills the swapped-operand mutant: backward data's GEMM B is the weight, read along
     its input channels per group (Cg); checking ``vec_b`` against the output channels per group (Kg)
     instead (``OPERANDS[BWD_DATA].b`` with channels ``"Kg"``, or the rule reading ``CHANNELS["Kg"]``)
     passed the whole suite before. Cg and Kg are chosen to differ in divisibility by vec_b both ways."""

@@ -50,7 +50,7 @@ def reference_violations(config: GemmConfig) -> set[str]:
     tile = (config.tile_m, config.tile_n, config.tile_k)
     per = (config.wave_m * config.warp_tile_m, config.wave_n * config.warp_tile_n,
            config.wave_k * config.warp_tile_k)
-    if any(t % p for t, p in zip(tile, per)):  # RULES.md 5.2
+    if any(t % p for t, p in zip(tile, per)):  # rule tile_divisibility
         bad.add("tile_divisibility")
     return bad
 

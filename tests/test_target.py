@@ -49,7 +49,7 @@ def test_without_ck_the_target_is_the_rule_space_less_the_known_wrong_kernels(ar
     expected = {c.name for c in rule_space if c.kind == "depthwise" or not known_wrong(c)}
     assert set(target.names()) == expected
     dropped = [c for c in rule_space if c.kind == "gemm" and known_wrong(c)]
-    assert dropped, "the rule set proposes known-wrong kernels (RULES.md's quirk): the rule must bite"
+    assert dropped, "the rule set proposes known-wrong kernels (quirk 14.15, docs/rules.md): the rule must bite"
     assert all(rule_space.contains(c) and not target.contains(c) for c in dropped[:5])  # CP-SAT agrees
 
 

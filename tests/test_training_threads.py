@@ -1,4 +1,4 @@
-"""Training that behaves (issue 24): ``--threads`` bounds LightGBM and OpenMP without changing a
+"""Training that behaves: ``--threads`` bounds LightGBM and OpenMP without changing a
 figure, a progress callback counts the fits, and the tie rate says where kernel order, not the
 selector, made the pick.
 

@@ -8,7 +8,7 @@ trees are
 * evaluated in Python by a :class:`Program` (problem-only parts as floats, once per problem; parts
   that read the config as numpy columns over all candidates at once), which is what
   :func:`~ckspace.features.matrix.feature_matrix` does;
-* rendered to C by :mod:`ckspace.emit.cformula` for the generated dispatcher.
+* rendered to C by :mod:`ckspace.features.c_source` for the generated dispatcher.
 
 Every operation is IEEE double arithmetic in both (``math``/libm for scalars, numpy for columns),
 in the same order, so the two agree to the last bits but for the last ulp of a logarithm.
