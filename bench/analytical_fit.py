@@ -28,11 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.datasets import DATASETS
-from ckspace.features import matrix as features, performance
+from ckspace.features import matrix as features
+from ckspace.features import performance
+from ckspace.features.hardware import hardware_facts
+from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
-from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.features.hardware import hardware_facts
 from ckspace.training.metrics import per_problem_efficiency, summarize
 
 DATA = DATASETS["mi355x-forward-bf16"].path
@@ -98,8 +99,10 @@ def main() -> None:
     print("shipped: " + ", ".join(f"{k} = {v:g}" for k, v in shipped.items()))
     start = time.perf_counter()
     refit = fit(data, everything, args.sweeps)
-    print(f"refit on every problem ({time.perf_counter() - start:.1f} s): "
-          + ", ".join(f"{k} = {v:g}" for k, v in refit.items()))
+    print(
+        f"refit on every problem ({time.perf_counter() - start:.1f} s): "
+        + ", ".join(f"{k} = {v:g}" for k, v in refit.items())
+    )
     print(line("analytical, refit", summarize(scores(data, refit), data.tflops)))
     fold = fold_of_groups(data.groups, 5, 0)
     held_out = np.zeros(len(data.problems))
@@ -109,8 +112,10 @@ def main() -> None:
         held_out[test] = per_problem_efficiency(scores(data, values)[test], data.tflops[test])
         print(f"  fold {f}: " + ", ".join(f"{k} = {v:g}" for k, v in values.items()))
     pct = 100.0 * held_out
-    print(f"{'analytical, fit inside 5-fold CV':<34} mean {pct.mean():6.2f} %  P10 {np.percentile(pct, 10):6.2f} % "
-          "(held-out problems only)")
+    print(
+        f"{'analytical, fit inside 5-fold CV':<34} mean {pct.mean():6.2f} %  P10 {np.percentile(pct, 10):6.2f} % "
+        "(held-out problems only)"
+    )
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the CI compile sample lives there
-from compile_sample import sample_kernels  # noqa: E402
+from compile_sample import sample_kernels
 
-from ckspace.emit.emitter import emit
 from ckspace.build.builder import build
-from ckspace.core.ck_headers import find_revision
 from ckspace.build.cluster import connected, describe
+from ckspace.core.ck_headers import find_revision
+from ckspace.emit.emitter import emit
 
 
 def main() -> None:
@@ -45,11 +45,19 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as folder:
                 os.environ["CKSPACE_BUILD_CACHE"] = str(Path(folder) / "cache")
                 emit(kernels, Path(folder) / "tree", revision, arch=args.arch, request={"bench": "build"})
-                report = build(Path(folder) / "tree", args.arch, jobs=args.jobs, batch=batch, ck_root=args.ck_root,
-                               executor=executor)
-            print(f"{args.arch} {executor} batch={batch} jobs={args.jobs}: {report.ok} ok, {report.failed} failed, "
-                  f"{report.units} units, {report.seconds:.1f} s = {report.seconds / len(kernels):.1f} s/kernel, "
-                  f"{60 * report.units / report.seconds:.2f} units/min ({report.toolchain.version})")
+                report = build(
+                    Path(folder) / "tree",
+                    args.arch,
+                    jobs=args.jobs,
+                    batch=batch,
+                    ck_root=args.ck_root,
+                    executor=executor,
+                )
+            print(
+                f"{args.arch} {executor} batch={batch} jobs={args.jobs}: {report.ok} ok, {report.failed} failed, "
+                f"{report.units} units, {report.seconds:.1f} s = {report.seconds / len(kernels):.1f} s/kernel, "
+                f"{60 * report.units / report.seconds:.2f} units/min ({report.toolchain.version})"
+            )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckspace.emit.emitter import emit
 from ckspace.core.ck_headers import find_revision
+from ckspace.emit.emitter import emit
 from ckspace.space.space import Space
 
 
@@ -36,9 +36,11 @@ def main() -> None:
             warm = time.perf_counter() - start
         files = len(result.written)
         sources = 3 * len(result.manifest.kernels)
-        print(f"{arch}: {len(kernels)} listed, {len(result.manifest.kernels)} emitted, "
-              f"{len(result.manifest.excluded)} excluded by CK rules; {files} files in {cold:.2f} s "
-              f"({sources / cold:.0f} kernel sources/s, {files / cold:.0f} files/s); re-emit {warm:.2f} s")
+        print(
+            f"{arch}: {len(kernels)} listed, {len(result.manifest.kernels)} emitted, "
+            f"{len(result.manifest.excluded)} excluded by CK rules; {files} files in {cold:.2f} s "
+            f"({sources / cold:.0f} kernel sources/s, {files / cold:.0f} files/s); re-emit {warm:.2f} s"
+        )
 
 
 if __name__ == "__main__":

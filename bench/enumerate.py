@@ -71,6 +71,7 @@ def _cold(fn):
     def run():
         _forget_memos()
         return fn()
+
     return run
 
 
@@ -91,8 +92,10 @@ def main() -> int:
     nested.load_tables()  # both sides start with their tables parsed (ckspace re-reads only the
     # memos derived from them: the JSON tables themselves stay loaded, as nested's do)
 
-    print(f"{'arch':8} {'rule set':11} {'kernels':>8} {'nested s':>9} {'cold s':>8} {'cold/nested':>11} "
-          f"{'warm s':>8} {'warm/nested':>11} {'target s':>8}")
+    print(
+        f"{'arch':8} {'rule set':11} {'kernels':>8} {'nested s':>9} {'cold s':>8} {'cold/nested':>11} "
+        f"{'warm s':>8} {'warm/nested':>11} {'target s':>8}"
+    )
     for arch in args.arch:
         for rule_set in args.rule_set:
             request = Request.build(arch, rule_set, rules_revision=NESTED_REVISION)
@@ -117,27 +120,60 @@ def main() -> int:
             t_warm = _median_seconds(lambda: run_ours(True), args.repeat)
             run_ours(True, "auto")
             t_target = _median_seconds(lambda: run_ours(True, "auto"), args.repeat)
-            print(f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
-                  f"{t_warm:8.4f} {t_warm / t_nested:11.2f} {t_target:8.4f}")
+            print(
+                f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
+                f"{t_warm:8.4f} {t_warm / t_nested:11.2f} {t_target:8.4f}"
+            )
 
     t_python = _median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
     print()
     arch = args.arch[0]
-    ours = [sys.executable, "-m", "ckspace", "enumerate", "--arch", arch, "--variant", "all", "--rule-set", "full",
-            "--rules-only", "--rules-revision", NESTED_REVISION, "--no-cache", "--count"]
+    ours = [
+        sys.executable,
+        "-m",
+        "ckspace",
+        "enumerate",
+        "--arch",
+        arch,
+        "--variant",
+        "all",
+        "--rule-set",
+        "full",
+        "--rules-only",
+        "--rules-revision",
+        NESTED_REVISION,
+        "--no-cache",
+        "--count",
+    ]
     theirs = [sys.executable, str(HERE.parent / "tests" / "nested_loop.py"), "--arch", arch, "--rule-set", "full"]
-    t_ours, t_theirs = (_median_seconds(lambda c=c: subprocess.run(c, check=True, capture_output=True), args.repeat)
-                        for c in (ours, theirs))
-    print(f"cold {arch} full, whole process: ckspace enumerate --no-cache --count {t_ours:.3f} s, "
-          f"tests/nested_loop.py {t_theirs:.3f} s, ratio {t_ours / t_theirs:.2f} (median of {args.repeat})")
+    t_ours, t_theirs = (
+        _median_seconds(lambda c=c: subprocess.run(c, check=True, capture_output=True), args.repeat)
+        for c in (ours, theirs)
+    )
+    print(
+        f"cold {arch} full, whole process: ckspace enumerate --no-cache --count {t_ours:.3f} s, "
+        f"tests/nested_loop.py {t_theirs:.3f} s, ratio {t_ours / t_theirs:.2f} (median of {args.repeat})"
+    )
     for extra in ([], ["--rules-only"]):
-        cmd = [sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count",
-               *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ckspace",
+            "enumerate",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "bwd_weight",
+            "--count",
+            *extra,
+        ]
         subprocess.run(cmd, check=True, capture_output=True)
         t_proc = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
-        print(f"warm `ckspace enumerate --arch gfx950 --variant bwd_weight --count{' ' if extra else ''}"
-              f"{' '.join(extra)}` (whole process): {t_proc:.3f} s median of {args.repeat} (goal < 0.3 s; bare "
-              f"interpreter start: {t_python:.3f} s)")
+        print(
+            f"warm `ckspace enumerate --arch gfx950 --variant bwd_weight --count{' ' if extra else ''}"
+            f"{' '.join(extra)}` (whole process): {t_proc:.3f} s median of {args.repeat} (goal < 0.3 s; bare "
+            f"interpreter start: {t_python:.3f} s)"
+        )
     return 0
 
 

@@ -49,6 +49,7 @@ from ckspace.constraints.expr import (
 )
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.space import counted as open_space
+
 COMPARED = (
     "tile_m in [16, 32, 48, 64, 96, 128, 192, 256] and tile_n in [16, 32, 64, 128, 256]",
     "tile_k in [16, 32, 48, 64] and pipeline in [compv3, compv4, mem] and epilogue == cshuffle",
@@ -119,7 +120,7 @@ def _conjuncts(expr: Expr) -> list[Expr]:
 def domains_and_rules(space: Space) -> tuple[dict[str, list[int]], list[Expr]]:
     """The one cell's domains, narrowed by every conjunct of a rule that reads one field only (a
     filter's ``tile_k in [..]``, ``pad_m``), and the other conjuncts: what each builder starts from."""
-    (request, cell), = open_space.places(space)
+    ((request, cell),) = open_space.places(space)
     domains: dict[str, list[int]] = {}
     conjuncts = []
     for rule in open_space.cell_rules(space, request, cell):
@@ -151,7 +152,7 @@ def brute_force(space: Space, chunk: int = 1 << 20) -> int:
     total, valid = prod(shape), 0
     for start in range(0, total, chunk):
         index = np.unravel_index(np.arange(start, min(total, start + chunk)), shape)
-        cols = {f: v[i] for f, v, i in zip(GEMM_FIELD_NAMES, values, index)}
+        cols = {f: v[i] for f, v, i in zip(GEMM_FIELD_NAMES, values, index, strict=True)}
         keep = np.ones(len(index[0]), dtype=bool)
         for expr in rules:
             keep &= np.broadcast_to(np.asarray(evaluate(expr, cols), dtype=bool), keep.shape)
@@ -167,8 +168,14 @@ def kernel_tuner(space: Space) -> int | None:
         return None
     domains, rules = domains_and_rules(space)
     restrictions = [python_text(expr) for expr in rules]
-    built = Searchspace({f: domains[f] for f in GEMM_FIELD_NAMES}, restrictions, 1 << 30, block_size_names=[],
-                        framework="PythonConstraint", solver_method="PC_OptimizedBacktrackingSolver")
+    built = Searchspace(
+        {f: domains[f] for f in GEMM_FIELD_NAMES},
+        restrictions,
+        1 << 30,
+        block_size_names=[],
+        framework="PythonConstraint",
+        solver_method="PC_OptimizedBacktrackingSolver",
+    )
     return built.size
 
 
@@ -196,14 +203,16 @@ def main() -> int:
     show(f"whole arch (27 cells): {whole:,}", *t)
 
     print("2. listing the cell (rank order, constant memory)")
-    (request, one), = open_space.places(cell)
+    ((request, one),) = open_space.places(cell)
     tally = open_space.tally(cell, request, one)
     rows = min(args.list_rows, tally.count)
     _, *t = timed(lambda: sum(len(r) for r in tally.iter_rows(0, rows)), args.repeat)
     per = t[0] / rows
     show(f"{rows:,} rows", *t, f"  = {per * 1e9:.0f} ns/config; whole cell ~{per * tally.count / 3600:,.1f} h")
     names = min(200_000, tally.count)
-    _, *t = timed(lambda: sum(1 for _, k in zip(range(names), cell.iter_kernels()) if k.name), args.repeat)
+    _, *t = timed(
+        lambda: sum(1 for _, k in zip(range(names), cell.iter_kernels(), strict=False) if k.name), args.repeat
+    )
     show(f"{names:,} kernel names", *t, f"  = {t[0] / names * 1e9:.0f} ns/config")
 
     print("3. the same narrowed cell (forward/2d/bf16 with --where " + " / ".join(COMPARED) + ")")
@@ -212,7 +221,7 @@ def main() -> int:
     print(f"  domain product {prod(len(v) for v in domains.values()):,}; {len(rules)} rule conjuncts on several fields")
     counted, *t = timed(lambda: cold_count(small), args.repeat)
     show(f"ckspace count: {counted:,}", *t)
-    (request, one), = open_space.places(small)
+    ((request, one),) = open_space.places(small)
     listed, *t_list = timed(lambda: sum(len(r) for r in open_space.tally(small, request, one).iter_rows()), args.repeat)
     show(f"ckspace list all: {listed:,}", *t_list, f"  = {t_list[0] / max(listed, 1) * 1e9:.0f} ns/config")
     tuned, *t_kt = timed(lambda: kernel_tuner(small), args.repeat)
@@ -220,10 +229,12 @@ def main() -> int:
         print("  Kernel Tuner: not installed (pip install '.[bench]')")
     else:
         show(f"Kernel Tuner 1.5 Searchspace: {tuned:,}", *t_kt, f"  = {t_kt[0] / max(tuned, 1) * 1e9:.0f} ns/config")
-        print(f"  counts equal: {counted == listed == tuned}; listing is "
-              f"{(t_kt[0] / max(tuned, 1)) / (t_list[0] / max(listed, 1)):.0f}x faster per config than Kernel "
-              f"Tuner's construction (slowest listing vs fastest construction: "
-              f"{(t_kt[1] / max(tuned, 1)) / (t_list[2] / max(listed, 1)):.0f}x)")
+        print(
+            f"  counts equal: {counted == listed == tuned}; listing is "
+            f"{(t_kt[0] / max(tuned, 1)) / (t_list[0] / max(listed, 1)):.0f}x faster per config than Kernel "
+            f"Tuner's construction (slowest listing vs fastest construction: "
+            f"{(t_kt[1] / max(tuned, 1)) / (t_list[2] / max(listed, 1)):.0f}x)"
+        )
 
     print("4. brute force on a reduced domain (3. with --where " + REDUCED + ")")
     reduced = small.where(REDUCED)

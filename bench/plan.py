@@ -53,9 +53,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--problems", type=int, default=1000)
     args = parser.parse_args()
-    goals = ([("--budget", str(args.budget))] if args.budget else
-             [("--min-efficiency", str(args.min_efficiency))] if args.min_efficiency else
-             [("--budget", "8"), ("--budget", "16"), ("--min-efficiency", "97")])
+    goals = (
+        [("--budget", str(args.budget))]
+        if args.budget
+        else [("--min-efficiency", str(args.min_efficiency))]
+        if args.min_efficiency
+        else [("--budget", "8"), ("--budget", "16"), ("--min-efficiency", "97")]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         workload = Path(tmp) / "workload.csv"
         rows = draw(args.problems, args.seed)
@@ -64,14 +68,33 @@ def main() -> int:
             writer.writeheader()
             writer.writerows(rows)
         env = {**os.environ, "CKSPACE_CACHE_DIR": os.environ.get("CKSPACE_CACHE_DIR", str(Path(tmp) / "cache"))}
-        print(f"workload: {len(rows)} rows drawn from {', '.join(FILES)} (seed {args.seed}); registry: gfx950 "
-              f"forward bf16 2D 'full'; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"workload: {len(rows)} rows drawn from {', '.join(FILES)} (seed {args.seed}); registry: gfx950 "
+            f"forward bf16 2D 'full'; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+        )
         for option, value in goals:
             answers = []
             for run in (1, 2):
-                command = [sys.executable, "-m", "ckspace", "plan", "--arch", "gfx950", "--variant", "forward",
-                           "--dtype", "bf16", "--problems", str(workload), "--weights", "count", option, value,
-                           "--format", "json"]
+                command = [
+                    sys.executable,
+                    "-m",
+                    "ckspace",
+                    "plan",
+                    "--arch",
+                    "gfx950",
+                    "--variant",
+                    "forward",
+                    "--dtype",
+                    "bf16",
+                    "--problems",
+                    str(workload),
+                    "--weights",
+                    "count",
+                    option,
+                    value,
+                    "--format",
+                    "json",
+                ]
                 started = time.perf_counter()
                 done = subprocess.run(command, capture_output=True, text=True, env=env)
                 seconds = time.perf_counter() - started
@@ -80,13 +103,18 @@ def main() -> int:
                     break
                 report = json.loads(done.stdout)
                 answers.append(done.stdout)
-                status = report["status"] if report["status"] == "optimal" else \
-                    f"{report['status']} (gap {report['gap']:.2f} %, limit {report['time_limit']:g} det. s)"
-                print(f"{option} {value} run {run}: {seconds:5.1f} s wall, {status}; {len(report['kernels'])} kernels "
-                      f"({len(report['vector_variants'])} vector variants) of {report['registry']} + "
-                      f"{report['fallback_variants']} variants; {report['distinct_problems']} distinct problems, "
-                      f"{len(report['unrunnable'])} unrunnable; predicted efficiency {report['efficiency']:.2f} % "
-                      f"(model lower bound {report['model_efficiency']:.2f} %, pruned to {report['pruned_to']})")
+                status = (
+                    report["status"]
+                    if report["status"] == "optimal"
+                    else f"{report['status']} (gap {report['gap']:.2f} %, limit {report['time_limit']:g} det. s)"
+                )
+                print(
+                    f"{option} {value} run {run}: {seconds:5.1f} s wall, {status}; {len(report['kernels'])} kernels "
+                    f"({len(report['vector_variants'])} vector variants) of {report['registry']} + "
+                    f"{report['fallback_variants']} variants; {report['distinct_problems']} distinct problems, "
+                    f"{len(report['unrunnable'])} unrunnable; predicted efficiency {report['efficiency']:.2f} % "
+                    f"(model lower bound {report['model_efficiency']:.2f} %, pruned to {report['pruned_to']})"
+                )
             if len(answers) == 2:
                 print(f"{option} {value}: same plan both runs: {answers[0] == answers[1]}")
     return 0

@@ -49,8 +49,10 @@ def main() -> int:
         ("explain name (invalid)", lambda: space.explain(invalid)),
         ("explain partial (pipeline=compv4, tile_k=32)", lambda: space.explain({"pipeline": "compv4", "tile_k": 32})),
         ("explain partial (pipeline=mem)", lambda: space.explain({"pipeline": "mem"})),
-        ("where-filtered count (all variants, ndims, dtypes)",
-         lambda: Space(args.arch).where("tile_m * tile_n >= 8192", "pipeline in [compv3, mem]").count()),
+        (
+            "where-filtered count (all variants, ndims, dtypes)",
+            lambda: Space(args.arch).where("tile_m * tile_n >= 8192", "pipeline in [compv3, mem]").count(),
+        ),
         ("for_problem count (all variants, ndims, dtypes)", lambda: Space(args.arch).for_problem(problem).count()),
         ("plain count (all variants, ndims, dtypes)", lambda: Space(args.arch).count()),
     ]

@@ -33,6 +33,8 @@ import naive_conv  # noqa: E402  (tests/ holds the independent naive implementat
 from ckspace.core.datasets import DATASETS  # noqa: E402
 from ckspace.core.problem import ConvProblem  # noqa: E402
 from ckspace.core.vocab import Variant  # noqa: E402
+from ckspace.planning.workload import read_workload  # noqa: E402
+from ckspace.verify.comparison import tolerance, verify, verify_at  # noqa: E402
 from ckspace.verify.reference import (  # noqa: E402
     numpy_dtype,
     operand_shapes,
@@ -40,8 +42,6 @@ from ckspace.verify.reference import (  # noqa: E402
     reference,
 )
 from ckspace.verify.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
-from ckspace.verify.comparison import tolerance, verify, verify_at  # noqa: E402
-from ckspace.planning.workload import read_workload  # noqa: E402
 
 MEMORY_BUDGET = 1 << 30
 SMALL = {"ndim": 2, "N": 1, "G": 1, "C": 8, "K": 8, "Hi": 8, "Wi": 8, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}
@@ -93,10 +93,12 @@ def sampled_check(problem: ConvProblem) -> None:
     check, _, _, result = timed(lambda: verify_at(c_out, positions, values, tolerance(problem, "forward", "bf16")), 1)
     assert result.ok and result.sampled
     macs = positions.size * problem.gemm_mnk("forward")[2]
-    print(f"sampled check, forward {problem.text()} bf16 ({problem.flops / 1e12:.1f} TFLOP, {c_out.size} outputs): "
-          f"operands {inputs:.1f} s, {positions.size} positions {draw * 1e3:.0f} ms, reference_at {at * 1e3:.0f} ms "
-          f"({macs / 1e6:.0f} M multiply-adds, {macs / at / 1e9:.2f} GMAC/s), verify_at {check * 1e3:.0f} ms "
-          "(NaN/inf scan of every element included)")
+    print(
+        f"sampled check, forward {problem.text()} bf16 ({problem.flops / 1e12:.1f} TFLOP, {c_out.size} outputs): "
+        f"operands {inputs:.1f} s, {positions.size} positions {draw * 1e3:.0f} ms, reference_at {at * 1e3:.0f} ms "
+        f"({macs / 1e6:.0f} M multiply-adds, {macs / at / 1e9:.2f} GMAC/s), verify_at {check * 1e3:.0f} ms "
+        "(NaN/inf scan of every element included)"
+    )
 
 
 def main() -> None:
@@ -109,15 +111,19 @@ def main() -> None:
     macs = small.flops // 2
     naive, _, _, _ = timed(lambda: naive_conv.forward(SMALL, a, b), 1)
     ref, _, _, _ = timed(lambda: reference(small, "forward", a, b), args.repeats)
-    print(f"baseline, {small.text()} forward bf16 ({macs} multiply-adds): naive loops {naive * 1e3:.0f} ms "
-          f"({macs / naive / 1e6:.2f} M MAC/s), reference {ref * 1e3:.2f} ms ({macs / ref / 1e6:.0f} M MAC/s)")
+    print(
+        f"baseline, {small.text()} forward bf16 ({macs} multiply-adds): naive loops {naive * 1e3:.0f} ms "
+        f"({macs / naive / 1e6:.2f} M MAC/s), reference {ref * 1e3:.2f} ms ({macs / ref / 1e6:.0f} M MAC/s)"
+    )
     print("| variant | problem | GFLOP | operands ms | reference ms (min-max) | GMAC/s | verify ms | c elements |")
     print("|---|---|---|---|---|---|---|---|")
     rate = None
     for variant, problem in shapes():
         if variant == "forward (estimated)":
-            print(f"| forward | {problem.text()} | {problem.flops / 1e9:.0f} | - | about {problem.flops / 2 / rate:.0f} s "
-                  f"estimated at {rate / 1e9:.1f} GMAC/s | - | - | {math.prod(operand_shapes(problem, 'forward').c)} |")
+            print(
+                f"| forward | {problem.text()} | {problem.flops / 1e9:.0f} | - | about {problem.flops / 2 / rate:.0f} s "
+                f"estimated at {rate / 1e9:.1f} GMAC/s | - | - | {math.prod(operand_shapes(problem, 'forward').c)} |"
+            )
             continue
         inputs, _, _, (a, b) = timed(lambda: random_operands(problem, variant, "bf16", 0), 1)
         med, low, high, c_ref = timed(lambda: reference(problem, variant, a, b), args.repeats)
@@ -126,9 +132,11 @@ def main() -> None:
         check, _, _, result = timed(lambda: verify(c_out, c_ref, tol), args.repeats)
         assert result.ok
         rate = problem.flops / 2 / med if variant == "forward" else rate
-        print(f"| {variant} | {problem.text()} | {problem.flops / 1e9:.1f} | {inputs * 1e3:.0f} | "
-              f"{med * 1e3:.0f} ({low * 1e3:.0f}-{high * 1e3:.0f}) | {problem.flops / 2 / med / 1e9:.1f} | "
-              f"{check * 1e3:.0f} | {c_ref.size} |")
+        print(
+            f"| {variant} | {problem.text()} | {problem.flops / 1e9:.1f} | {inputs * 1e3:.0f} | "
+            f"{med * 1e3:.0f} ({low * 1e3:.0f}-{high * 1e3:.0f}) | {problem.flops / 2 / med / 1e9:.1f} | "
+            f"{check * 1e3:.0f} | {c_ref.size} |"
+        )
     sampled_check(max(_problems("benchmark-forward-300", Variant.FORWARD), key=lambda p: p.flops))
 
 

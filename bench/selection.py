@@ -27,12 +27,13 @@ from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
-from ckspace.run.c_api import ConvProblemC, Dispatcher
-from ckspace.space.benchmark_names import config_from_any_name
-from ckspace.select.compiled import compile_library, host_c_compiler
 from ckspace.features.matrix import feature_matrix
+from ckspace.run.c_api import ConvProblemC, Dispatcher
+from ckspace.select.compiled import compile_library, host_c_compiler
 from ckspace.select.selector import Selector
+from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.space.space import Space
+
 
 def problems() -> list[ConvProblem]:
     keys = ("N", "G", "C", "K", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
@@ -50,8 +51,10 @@ def timed(call, inputs, repeats: int) -> np.ndarray:
 
 
 def report(label: str, ms: np.ndarray) -> None:
-    print(f"{label:<48} p50 {np.percentile(ms, 50) * 1e3:8.1f} us   p99 {np.percentile(ms, 99) * 1e3:8.1f} us"
-          f"   (n={ms.size})")
+    print(
+        f"{label:<48} p50 {np.percentile(ms, 50) * 1e3:8.1f} us   p99 {np.percentile(ms, 99) * 1e3:8.1f} us"
+        f"   (n={ms.size})"
+    )
 
 
 def dispatcher_for(configs: list) -> Dispatcher:
@@ -72,9 +75,12 @@ def main() -> None:
     reference = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
     shapes = problems()
     measured = [config_from_any_name(n, "gfx950") for n in selector.default_candidates]
-    registries = {"30 measured kernels": measured,
-                  "full rule set (forward 2D bf16)": [c for c in Space("gfx950", "forward", 2, "bf16", "full")
-                                                      if c.kind == "gemm"]}
+    registries = {
+        "30 measured kernels": measured,
+        "full rule set (forward 2D bf16)": [
+            c for c in Space("gfx950", "forward", 2, "bf16", "full") if c.kind == "gemm"
+        ],
+    }
     for label, candidates in registries.items():
         answered = []
         for p in shapes:
@@ -83,12 +89,16 @@ def main() -> None:
                 answered.append(p)
             except NoKernelError:
                 pass
-        print(f"{label}: {len(candidates)} kernels; {len(answered)} of {len(shapes)} problems answered "
-              "(vector fallbacks included)")
+        print(
+            f"{label}: {len(candidates)} kernels; {len(answered)} of {len(shapes)} problems answered "
+            "(vector fallbacks included)"
+        )
         python = timed(lambda p: selector.select(p, candidates, k=5), answered, args.repeats)
         report("  Python select, compiled engine, k=5", python)
-        report("  Python select, LightGBM engine, k=5",
-               timed(lambda p: reference.select(p, candidates, k=5), answered, args.repeats))
+        report(
+            "  Python select, LightGBM engine, k=5",
+            timed(lambda p: reference.select(p, candidates, k=5), answered, args.repeats),
+        )
         dispatcher = dispatcher_for(candidates)
         structs = [ConvProblemC.of(p, "forward", "bf16") for p in answered]
         compiled = timed(dispatcher.select_raw, structs, args.repeats)
@@ -96,12 +106,17 @@ def main() -> None:
         print(f"  compiled vs Python select: {np.percentile(python, 50) / np.percentile(compiled, 50):.1f}x at p50")
         if len(candidates) == 30:
             prepared = reference.prepare(candidates)
-            matrices = [feature_matrix(p, reference.variant, reference.dtype, prepared.table, reference.hw)
-                        for p in answered if reference.feasible(p, prepared).all()]
+            matrices = [
+                feature_matrix(p, reference.variant, reference.dtype, prepared.table, reference.hw)
+                for p in answered
+                if reference.feasible(p, prepared).all()
+            ]
             lightgbm = timed(lambda m: reference.ranker.predict(m, num_threads=1), matrices, args.repeats)
             report("  LightGBM Booster.predict, the same 30 rows", lightgbm)
-            print(f"  compiled select vs LightGBM predict alone: "
-                  f"{np.percentile(lightgbm, 50) / np.percentile(compiled, 50):.1f}x at p50")
+            print(
+                f"  compiled select vs LightGBM predict alone: "
+                f"{np.percentile(lightgbm, 50) / np.percentile(compiled, 50):.1f}x at p50"
+            )
 
 
 if __name__ == "__main__":

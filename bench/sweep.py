@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the stand-in libraries live there
-from standin_library import build_standin  # noqa: E402
+from standin_library import build_standin
 
+from ckspace.build.builder import build_host
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
-from ckspace.build.builder import build_host
 from ckspace.run.c_api import Dispatcher
 from ckspace.run.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.run.worker import BatchJob, serve
@@ -41,17 +41,36 @@ def standin(root: Path, crash: int) -> tuple[Path, Path, dict[str, GemmConfig]]:
 
 def problems(count: int) -> tuple[ConvProblem, ...]:
     shapes = [(1, 16, 16, 6, 3), (2, 32, 16, 5, 3), (1, 16, 32, 8, 1), (2, 16, 16, 4, 3), (1, 32, 32, 6, 1)]
-    return tuple(ConvProblem.parse(f"N={n},C={c},K={k},Hi={h},Wi={h + i % 3},Y={f},X={f},pad={f // 2}")
-                 for i, (n, c, k, h, f) in ((i, shapes[i % len(shapes)]) for i in range(count)))
+    return tuple(
+        ConvProblem.parse(f"N={n},C={c},K={k},Hi={h},Wi={h + i % 3},Y={f},X={f},pad={f // 2}")
+        for i, (n, c, k, h, f) in ((i, shapes[i % len(shapes)]) for i in range(count))
+    )
 
 
-def in_process(library: Path, host: Path, configs: dict[str, GemmConfig], shapes: tuple[ConvProblem, ...],
-               names: list[str], options: SweepOptions) -> float:
+def in_process(
+    library: Path,
+    host: Path,
+    configs: dict[str, GemmConfig],
+    shapes: tuple[ConvProblem, ...],
+    names: list[str],
+    options: SweepOptions,
+) -> float:
     pairs = plan_pairs(Dispatcher.load(host), configs, shapes, names)
     started = time.perf_counter()
     for batch in batches(pairs, options.batch):
-        serve(BatchJob(library=str(library), backend="host", device=0, pairs=batch, warmup=options.warmup,
-                       repeat=options.repeat, verify=True, seed=0), lambda message: None)
+        serve(
+            BatchJob(
+                library=str(library),
+                backend="host",
+                device=0,
+                pairs=batch,
+                warmup=options.warmup,
+                repeat=options.repeat,
+                verify=True,
+                seed=0,
+            ),
+            lambda message: None,
+        )
     return time.perf_counter() - started
 
 
@@ -63,11 +82,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         library, host, configs = standin(root, crash=args.kernels)
-        names = sorted(configs)[:args.kernels]
+        names = sorted(configs)[: args.kernels]
         shapes = problems(args.problems)
         print(f"stand-in library: {len(names)} kernels x {len(shapes)} problems (gfx950 bwd_weight bf16 2D)")
-        print(f"{'batch':>6} {'pairs':>6} {'supervised s':>13} {'pairs/s':>8} {'in-process s':>13} "
-              f"{'overhead/pair ms':>17} {'workers':>8} {'overhead/worker ms':>19}")
+        print(
+            f"{'batch':>6} {'pairs':>6} {'supervised s':>13} {'pairs/s':>8} {'in-process s':>13} "
+            f"{'overhead/pair ms':>17} {'workers':>8} {'overhead/worker ms':>19}"
+        )
         for batch in sorted({1, 4, args.kernels}):
             options = SweepOptions(backend="host", warmup=1, repeat=3, batch=batch, timeout=60)
             baseline = in_process(library, host, configs, shapes, names, options)
@@ -76,13 +97,17 @@ def main() -> None:
             pairs = sum(summary.counts.values())
             workers = -(-len(names) // batch)
             extra = summary.seconds - baseline
-            print(f"{batch:>6} {pairs:>6} {summary.seconds:>13.2f} {pairs / summary.seconds:>8.1f} {baseline:>13.2f} "
-                  f"{1e3 * extra / pairs:>17.1f} {workers:>8} {1e3 * extra / workers:>19.0f}")
-        crash_names = sorted(configs)[args.kernels:args.kernels + 1]
+            print(
+                f"{batch:>6} {pairs:>6} {summary.seconds:>13.2f} {pairs / summary.seconds:>8.1f} {baseline:>13.2f} "
+                f"{1e3 * extra / pairs:>17.1f} {workers:>8} {1e3 * extra / workers:>19.0f}"
+            )
+        crash_names = sorted(configs)[args.kernels : args.kernels + 1]
         options = SweepOptions(backend="host", warmup=1, repeat=3, batch=1, timeout=60)
         summary = run_sweep(library, host, configs, shapes, root / "crash.csv", options, kernels=crash_names)
-        print(f"a kernel that crashes on all {summary.counts.get('crash', 0)} problems: {summary.seconds:.2f} s, "
-              f"{1e3 * summary.seconds / max(summary.counts.get('crash', 1), 1):.0f} ms per replaced worker")
+        print(
+            f"a kernel that crashes on all {summary.counts.get('crash', 0)} problems: {summary.seconds:.2f} s, "
+            f"{1e3 * summary.seconds / max(summary.counts.get('crash', 1), 1):.0f} ms per replaced worker"
+        )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,11 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
     from ckspace.commands import COMMANDS
     from ckspace.commands.common import StrictParser, format_choices, help_epilog
 
-    parser = StrictParser(prog="ckspace", description="The space of AMD CK Tile grouped-convolution kernels.",
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = StrictParser(
+        prog="ckspace",
+        description="The space of AMD CK Tile grouped-convolution kernels.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"ckspace {__version__}")
     _add_globals(parser, argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=StrictParser)
@@ -64,8 +67,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
         _add_globals(command, argparse.SUPPRESS)
         module.configure(command)
         modules[module.NAME] = module
-    parser.epilog = help_epilog({name: choices for name, command in sub.choices.items()
-                                 if (choices := format_choices(command))})
+    parser.epilog = help_epilog(
+        {name: choices for name, command in sub.choices.items() if (choices := format_choices(command))}
+    )
     return parser, modules
 
 
@@ -73,8 +77,12 @@ def _add_globals(parser: argparse.ArgumentParser, default: object) -> None:
     """-v and --cache-dir, accepted before or after the subcommand (SUPPRESS: a subcommand's
     parser does not reset what the main parser read)."""
     parser.add_argument("-v", "--verbose", action="count", default=default, help="log progress (-vv: debug)")
-    parser.add_argument("--cache-dir", metavar="DIR", default=default,
-                        help="cache directory for this run (default: $CKSPACE_CACHE_DIR, ~/.cache/ckspace)")
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=default,
+        help="cache directory for this run (default: $CKSPACE_CACHE_DIR, ~/.cache/ckspace)",
+    )
 
 
 def _write(text: str) -> None:
@@ -125,8 +133,9 @@ def _tell_ready() -> None:
         os.write(fd, b"ready\n")
         os.close(fd)
     except (ValueError, OverflowError, OSError):  # OverflowError: a number no descriptor has
-        raise InvalidInputError(f"{READY_FD} is {value!r}; give the number of a file descriptor open for "
-                                "writing, or unset it") from None
+        raise InvalidInputError(
+            f"{READY_FD} is {value!r}; give the number of a file descriptor open for writing, or unset it"
+        ) from None
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -143,8 +152,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return 0
         from ckspace.core.progress import NOTICE  # a compile of seconds is said without -v
 
-        logging.basicConfig(level=[NOTICE, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
-                            format="ckspace: %(levelname)s: %(message)s", force=True)
+        logging.basicConfig(
+            level=[NOTICE, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],
+            format="ckspace: %(levelname)s: %(message)s",
+            force=True,
+        )
         if getattr(args, "cache_dir", None) is not None:
             if not args.cache_dir.strip():
                 raise CkspaceError("--cache-dir is empty; give a directory")

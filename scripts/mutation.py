@@ -90,8 +90,9 @@ def read_equivalents(path: Path = EQUIVALENT) -> dict[tuple[str, str, int, str],
         head = raw.split(" | ", 3)  # the source line may hold " | " itself; the reason may not
         parts = [p.strip() for p in head[:3] + (head[3].rsplit(" | ", 1) if len(head) == 4 else [])]
         if len(parts) != 5 or not parts[2].isdigit() or not parts[4]:
-            raise SystemExit(f"{path}:{number}: expected 'module | operator | column | source line | reason', "
-                             f"got {raw!r}")
+            raise SystemExit(
+                f"{path}:{number}: expected 'module | operator | column | source line | reason', got {raw!r}"
+            )
         entry = Equivalent(parts[0], parts[1], int(parts[2]), parts[3], parts[4])
         out[entry.key()] = entry
     return out
@@ -100,7 +101,10 @@ def read_equivalents(path: Path = EQUIVALENT) -> dict[tuple[str, str, int, str],
 def allowed_operator(name: str, config: dict) -> bool:
     """Whether the config keeps cosmic-ray operator ``name`` (binary and comparison replacements
     are kept only for the listed pairs; every other operator is kept)."""
-    for kind, pairs in (("ReplaceBinaryOperator", config["binary"]), ("ReplaceComparisonOperator", config["comparison"])):
+    for kind, pairs in (
+        ("ReplaceBinaryOperator", config["binary"]),
+        ("ReplaceComparisonOperator", config["comparison"]),
+    ):
         match = re.fullmatch(rf"core/{kind}_(\w+?)_(\w+)", name)
         if match:
             return [match.group(1), match.group(2)] in pairs
@@ -120,12 +124,18 @@ def copy_checkout(dest: Path, ref: str | None) -> None:
     """Copy the files git knows or would add (tracked and untracked, not ignored) to ``dest``, or
     the tree of commit ``ref`` (to measure the kill rate of an earlier state)."""
     if ref is not None:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", ref], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
         return
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "-co", "--exclude-standard"],
-                            check=True, capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-z", "-co", "--exclude-standard"], check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file():
@@ -134,12 +144,20 @@ def copy_checkout(dest: Path, ref: str | None) -> None:
 
 
 def cosmic_ray(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cosmic_ray.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "cosmic_ray.cli", *args], cwd=cwd, capture_output=True, text=True, env=env
+    )
 
 
-def run_module(module: str, settings: dict, config: dict, equivalents: dict, keep: bool,
-               ref: str | None = None, only: set[tuple[str, str, int, str]] | None = None) -> Outcome:
+def run_module(
+    module: str,
+    settings: dict,
+    config: dict,
+    equivalents: dict,
+    keep: bool,
+    ref: str | None = None,
+    only: set[tuple[str, str, int, str]] | None = None,
+) -> Outcome:
     """Mutate one module in a copy of the checkout and judge every mutant (those keyed in ``only``
     when given)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -161,7 +179,8 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
             f"timeout = {config['timeout']}\n"
             "excluded-modules = []\n"
             f"test-command = {json.dumps(command)}\n"
-            "[cosmic-ray.distributor]\nname = \"local\"\n")
+            '[cosmic-ray.distributor]\nname = "local"\n'
+        )
         done = cosmic_ray("init", "cosmic-ray.toml", "session.sqlite", cwd=work)
         if done.returncode:
             outcome.error = f"cosmic-ray init failed: {done.stderr.strip().splitlines()[-1:]}"
@@ -176,10 +195,12 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                 line = mutation.start_pos[0]
                 text = lines[line - 1].strip()
                 key = (module, mutation.operator_name, mutation.start_pos[1], text)
-                skip = ((only is not None and key not in only)
-                        or not allowed_operator(mutation.operator_name, config)
-                        or (scope is not None and line not in scope)
-                        or (mutation.operator_name == "core/RemoveDecorator" and text.lstrip("@") in skip_decorators))
+                skip = (
+                    (only is not None and key not in only)
+                    or not allowed_operator(mutation.operator_name, config)
+                    or (scope is not None and line not in scope)
+                    or (mutation.operator_name == "core/RemoveDecorator" and text.lstrip("@") in skip_decorators)
+                )
                 if skip:
                     db.set_result(item.job_id, WorkResult(output="out of scope", worker_outcome=WorkerOutcome.SKIPPED))
         env = dict(os.environ, CKSPACE_HYPOTHESIS_PROFILE="mutation")
@@ -193,9 +214,15 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
             return outcome
         # a session of its own: Ctrl-C reaches this script alone, which then ends cosmic-ray and the
         # mutant's tests together before removing the copy, and counts what was judged before it
-        runner = subprocess.Popen([sys.executable, "-m", "cosmic_ray.cli", "exec", "cosmic-ray.toml", "session.sqlite"],
-                                  cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                  start_new_session=True)
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "cosmic_ray.cli", "exec", "cosmic-ray.toml", "session.sqlite"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             _, errors = runner.communicate()
         except KeyboardInterrupt:
@@ -219,9 +246,17 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
                 elif key in equivalents:
                     outcome.equivalent += 1
                 else:
-                    outcome.survivors.append({"operator": mutation.operator_name, "line": line, "column": column,
-                                              "source": key[3], "occurrence": mutation.occurrence,
-                                              "outcome": str(result.test_outcome), "diff": result.diff or ""})
+                    outcome.survivors.append(
+                        {
+                            "operator": mutation.operator_name,
+                            "line": line,
+                            "column": column,
+                            "source": key[3],
+                            "occurrence": mutation.occurrence,
+                            "outcome": str(result.test_outcome),
+                            "diff": result.diff or "",
+                        }
+                    )
     finally:
         outcome.seconds = time.monotonic() - start
         if keep:
@@ -232,34 +267,48 @@ def run_module(module: str, settings: dict, config: dict, equivalents: dict, kee
 
 
 def report(outcomes: list[Outcome]) -> str:
-    rows = [f"{'module':44} {'mutants':>7} {'killed':>6} {'timeout':>7} {'equiv':>5} {'survived':>8} {'kill rate':>9} "
-            f"{'time':>7}"]
+    rows = [
+        f"{'module':44} {'mutants':>7} {'killed':>6} {'timeout':>7} {'equiv':>5} {'survived':>8} {'kill rate':>9} "
+        f"{'time':>7}"
+    ]
     for o in outcomes:
         if o.error:
             rows.append(f"{o.module:44} error: {o.error}")
             continue
-        rows.append(f"{o.module:44} {o.judged + o.equivalent:7} {o.killed:6} {o.timeouts:7} {o.equivalent:5} "
-                    f"{len(o.survivors):8} "
-                    f"{o.rate:8.1f}% {o.seconds:6.0f}s" + ("  (interrupted: the mutants judged before it)"
-                                                           if o.interrupted else ""))
+        rows.append(
+            f"{o.module:44} {o.judged + o.equivalent:7} {o.killed:6} {o.timeouts:7} {o.equivalent:5} "
+            f"{len(o.survivors):8} "
+            f"{o.rate:8.1f}% {o.seconds:6.0f}s"
+            + ("  (interrupted: the mutants judged before it)" if o.interrupted else "")
+        )
     for o in outcomes:
         for s in o.survivors:
-            rows.append(f"\nsurvived: {o.module}:{s['line']}:{s['column']} {s['operator']} "
-                        f"(equivalent.txt key: {o.module} | {s['operator']} | {s['column']} | {s['source']})")
+            rows.append(
+                f"\nsurvived: {o.module}:{s['line']}:{s['column']} {s['operator']} "
+                f"(equivalent.txt key: {o.module} | {s['operator']} | {s['column']} | {s['source']})"
+            )
             rows.append(s["diff"].rstrip())
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--module", action="append", default=[],
-                        help="a module of the config, by path or file stem (repeatable; default: all)")
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="a module of the config, by path or file stem (repeatable; default: all)",
+    )
     parser.add_argument("--list", action="store_true", help="print the modules and their tests, run nothing")
     parser.add_argument("--json", type=Path, help="also write the outcomes as JSON to this file")
     parser.add_argument("--ref", help="mutate the tree of this commit instead of the working tree")
-    parser.add_argument("--survivors", type=Path, metavar="JSON",
-                        help="judge only the mutants that survived in an earlier run's --json output "
-                             "(after writing the tests that should kill them)")
+    parser.add_argument(
+        "--survivors",
+        type=Path,
+        metavar="JSON",
+        help="judge only the mutants that survived in an earlier run's --json output "
+        "(after writing the tests that should kill them)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep each module's working copy and session")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -296,11 +345,18 @@ def main(argv: list[str] | None = None) -> int:
     for m in chosen:
         log.info("mutating %s (tests: %s)", m, " ".join(modules[m]["tests"]))
         outcomes.append(run_module(m, modules[m], config["mutation"], equivalents, args.keep, args.ref, only))
-        log.info("%s: %d killed, %d equivalent, %d survived in %.0f s", m, outcomes[-1].killed,
-                 outcomes[-1].equivalent, len(outcomes[-1].survivors), outcomes[-1].seconds)
+        log.info(
+            "%s: %d killed, %d equivalent, %d survived in %.0f s",
+            m,
+            outcomes[-1].killed,
+            outcomes[-1].equivalent,
+            len(outcomes[-1].survivors),
+            outcomes[-1].seconds,
+        )
         if args.json:  # after every module, so that a long run stopped half-way keeps what it measured
-            write_atomic(args.json, json.dumps([o.__dict__ | {"rate": o.rate} for o in outcomes], indent=1).encode(),
-                         "--json")
+            write_atomic(
+                args.json, json.dumps([o.__dict__ | {"rate": o.rate} for o in outcomes], indent=1).encode(), "--json"
+            )
         if outcomes[-1].interrupted:
             break
     print(report(outcomes))

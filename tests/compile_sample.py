@@ -23,11 +23,11 @@ from pathlib import Path
 
 from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
+from ckspace.core.ck_headers import find_revision
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 from ckspace.emit.emitter import emit
 from ckspace.emit.rendering import buildable
-from ckspace.core.ck_headers import find_revision
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
@@ -37,9 +37,13 @@ SOURCES = (("full", (Variant.FORWARD, Variant.BWD_WEIGHT)), ("default", (Variant
 def tags(config: GemmConfig) -> set[tuple]:
     """What compiling ``config`` proves something about."""
     v = config.variant.value
-    out = {("variant", v), ("dtype", v, config.dtype.value), ("pipeline", v, config.pipeline.value),
-           ("pipeline_scheduler", config.pipeline.value, config.scheduler.value),
-           ("specialization", v, config.specialization.value)}
+    out = {
+        ("variant", v),
+        ("dtype", v, config.dtype.value),
+        ("pipeline", v, config.pipeline.value),
+        ("pipeline_scheduler", config.pipeline.value, config.scheduler.value),
+        ("specialization", v, config.specialization.value),
+    }
     if config.ndim in (2, 3):
         out.add(("ndim", v, config.ndim))
     for trait in ("two_stage", "split_image", "double_smem_buffer", "streamk_enabled", "explicit_gemm"):
@@ -60,8 +64,9 @@ def cover(configs: Iterable[GemmConfig]) -> list[GemmConfig]:
     uncovered = set().union(*(t for _, t in pool.values())) if pool else set()
     chosen: list[GemmConfig] = []
     while uncovered:
-        config, gained = min(((c, t & uncovered) for c, t in pool.values()),
-                             key=lambda item: (-len(item[1]), _cost(item[0])))
+        config, gained = min(
+            ((c, t & uncovered) for c, t in pool.values()), key=lambda item: (-len(item[1]), _cost(item[0]))
+        )
         chosen.append(config)
         uncovered -= gained
         del pool[config.name]
@@ -86,9 +91,13 @@ def _probes(chosen: list[GemmConfig], revision: CkRevision) -> list[GemmConfig]:
     sampled = {c.pipeline.value for c in chosen}
     for pipeline in callable_:
         if pipeline not in sampled:
-            wanted.append((("pipeline_any", pipeline), [v.value for v in Variant],
-                           {"pipeline": Pipeline(pipeline),
-                            "double_smem_buffer": pipeline in revision.double_lds_pipelines}))
+            wanted.append(
+                (
+                    ("pipeline_any", pipeline),
+                    [v.value for v in Variant],
+                    {"pipeline": Pipeline(pipeline), "double_smem_buffer": pipeline in revision.double_lds_pipelines},
+                )
+            )
     probes = []
     for tag, variants, update in wanted:
         if tag in covered:
@@ -112,17 +121,21 @@ def not_covered(revision: CkRevision, kernels: list[Kernel]) -> dict[str, str]:
         out["explicit GEMM"] = "absent: this CK's GroupedConvTraits has no explicit-GEMM parameter (ck_explicit_gemm)"
     for variant in Variant:
         if variant.value not in revision.merge_groups_variants:
-            out[f"groups-to-merge {variant.value}"] = "excluded by ck_groups_to_merge (the kernel does not merge groups)"
+            out[f"groups-to-merge {variant.value}"] = (
+                "excluded by ck_groups_to_merge (the kernel does not merge groups)"
+            )
         if variant.value in revision.broken_specialization_variants:
-            out[f"specializations {variant.value}"] = ("default only: ck_specialization (kernel reads the "
-                                                       "undeclared GroupedConvTraits::NDimSpatial_)")
+            out[f"specializations {variant.value}"] = (
+                "default only: ck_specialization (kernel reads the undeclared GroupedConvTraits::NDimSpatial_)"
+            )
     pipelines = {c.pipeline.value for c in configs}
     for pipeline in revision.pipelines:
         if pipeline not in pipelines:
-            out[f"pipeline {pipeline}"] = ("no grouped-conv kernel can call it in this CK (ck_pipeline_call)"
-                                           if pipeline not in (*revision.single_lds_pipelines,
-                                                               *revision.double_lds_pipelines)
-                                           else "no config of the space or probe passes the ck_revision rules")
+            out[f"pipeline {pipeline}"] = (
+                "no grouped-conv kernel can call it in this CK (ck_pipeline_call)"
+                if pipeline not in (*revision.single_lds_pipelines, *revision.double_lds_pipelines)
+                else "no config of the space or probe passes the ck_revision rules"
+            )
     dtypes = {(c.variant.value, c.dtype.value) for c in configs}
     for variant in Variant:
         for dtype in Dtype:
@@ -148,8 +161,12 @@ def sample_kernels(arch: str, revision: CkRevision) -> tuple[list[Kernel], list[
 
 def sample_request(arch: str, revision: CkRevision, kernels: list[Kernel], probes: list[str]) -> dict[str, object]:
     """The manifest request of the sample: the probes and what is not covered, with the reason."""
-    return {"sample": "ci", "arch": arch, "probes_outside_the_space": probes,
-            "not_covered": not_covered(revision, kernels)}
+    return {
+        "sample": "ci",
+        "arch": arch,
+        "probes_outside_the_space": probes,
+        "not_covered": not_covered(revision, kernels),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

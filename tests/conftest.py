@@ -30,8 +30,9 @@ from skip_policy import (  # noqa: E402 - the hooks CI's skip policy needs, regi
     pytest_runtest_makereport,  # noqa: F401
 )
 
-settings.register_profile("mutation", derandomize=True, database=None,
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile(
+    "mutation", derandomize=True, database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate]
+)
 """Fixed examples: scripts/mutation.py judges every mutant on the examples the unmutated run passed.
 No shrinking: a mutant is killed by its first failing example, and shrinking it (compiling C for
 each try, in the C backend's tests) can take longer than the whole run of the examples."""
@@ -88,7 +89,7 @@ def load_nested_loop():
     return nested_loop
 
 
-FAKE_OBJECT = b'\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\xe0\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+FAKE_OBJECT = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\xe0\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 """What the tests' stand-in compilers write as an object: the smallest whole ELF64 relocatable (a
 header whose empty section table lies inside the file), so the object cache takes it as whole."""
 
@@ -108,15 +109,21 @@ def fake_ck(root: Path, *, explicit_gemm: bool) -> Path:
     (include / "ops" / "grouped_convolution.hpp").write_text("#pragma once\n")
     extra = "bool ExplicitGemm_ = false, " if explicit_gemm else ""
     (conv / "utils" / "grouped_convolution_utils.hpp").write_text(
-        f"template <index_t N, bool EnableSplitImage_ = false, {extra}int X = 0>\nstruct GroupedConvTraits {{}};\n")
+        f"template <index_t N, bool EnableSplitImage_ = false, {extra}int X = 0>\nstruct GroupedConvTraits {{}};\n"
+    )
     (conv / "kernel" / "grouped_convolution_forward_kernel.hpp").write_text("EnableSplitImage NumGroupsToMerge")
     (include / "ops" / "gemm" / "warp").mkdir(parents=True)
-    (include / "ops" / "gemm" / "warp" / "warp_gemm_dispatcher.hpp").write_text("".join(
-        f"template<> struct WarpGemmDispatcher<ck_tile::{t}, ck_tile::{t}, float, {m}, {n}, {k}, false> {{}};\n"
-        for t in ("half_t", "bf16_t") for m, n, k in HALF))
+    (include / "ops" / "gemm" / "warp" / "warp_gemm_dispatcher.hpp").write_text(
+        "".join(
+            f"template<> struct WarpGemmDispatcher<ck_tile::{t}, ck_tile::{t}, float, {m}, {n}, {k}, false> {{}};\n"
+            for t in ("half_t", "bf16_t")
+            for m, n, k in HALF
+        )
+    )
     (include / "ops" / "gemm" / "pipeline" / "p.hpp").write_text(
         "struct BaseGemmPipelineAgBgCrCompV3 {};\nstruct GemmPipelineAgBgCrCompV3 {\n"
         "    CK_TILE_DEVICE auto operator()(const A& a_dram_block_window_tmp, const B& b_dram_block_window_tmp,\n"
         "                                   index_t num_loop, void* p_smem) const\n"
-        "    { return operator()(ck_tile::make_tuple(a_dram_block_window_tmp), num_loop, p_smem); }\n};\n")
+        "    { return operator()(ck_tile::make_tuple(a_dram_block_window_tmp), num_loop, p_smem); }\n};\n"
+    )
     return root

@@ -90,19 +90,52 @@ def build_world(root: Path) -> dict[str, str]:
 
     names = io.StringIO()
     with redirect_stdout(names), redirect_stderr(io.StringIO()):
-        main(["enumerate", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-              "--rule-set", "tiny", "--list"])
+        main(
+            [
+                "enumerate",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "tiny",
+                "--list",
+            ]
+        )
     (root / "names.txt").write_text(names.getvalue())
     fake_ck(root / "ck", explicit_gemm=True)
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        status = main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16",
-                       "--rule-set", "full-tests", "--ck-root", str(root / "ck"), "--out", str(root / "tree")])
+        status = main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "fp16",
+                "--rule-set",
+                "full-tests",
+                "--ck-root",
+                str(root / "ck"),
+                "--out",
+                str(root / "tree"),
+            ]
+        )
     assert status == 0 and (root / "tree" / "manifest.json").is_file()
-    for name, damage in (("tree_truncated", lambda m: m.write_bytes(m.read_bytes()[:100])),
-                         ("tree_empty", lambda m: m.write_bytes(b"")),
-                         ("tree_binary", lambda m: m.write_bytes(bytes(range(256)))),
-                         ("tree_deep", lambda m: m.write_text('{"kernels": ' + DEEP + "}")),
-                         ("tree_latin1", lambda m: m.write_bytes(m.read_bytes().replace(b"{", b"{\xe9", 1)))):
+    for name, damage in (
+        ("tree_truncated", lambda m: m.write_bytes(m.read_bytes()[:100])),
+        ("tree_empty", lambda m: m.write_bytes(b"")),
+        ("tree_binary", lambda m: m.write_bytes(bytes(range(256)))),
+        ("tree_deep", lambda m: m.write_text('{"kernels": ' + DEEP + "}")),
+        ("tree_latin1", lambda m: m.write_bytes(m.read_bytes().replace(b"{", b"{\xe9", 1))),
+    ):
         shutil.copytree(root / "tree", root / name)
         damage(root / name / "manifest.json")
     (root / "tree_missing").mkdir()
@@ -111,15 +144,43 @@ def build_world(root: Path) -> dict[str, str]:
     source = sorted((root / "tree_edited").glob("grouped_conv_*.hpp"))[0]
     source.write_text(source.read_text() + "// edited\n")
     _damaged_cache(root / "damaged_cache")
-    trees = {n: n for n in ("ck", "tree", "tree_truncated", "tree_empty", "tree_binary", "tree_deep", "tree_latin1",
-                            "tree_missing", "tree_edited")}
+    trees = {
+        n: n
+        for n in (
+            "ck",
+            "tree",
+            "tree_truncated",
+            "tree_empty",
+            "tree_binary",
+            "tree_deep",
+            "tree_latin1",
+            "tree_missing",
+            "tree_edited",
+        )
+    }
     return {
-        "csv": "small_gfx950.csv", "bom": "bom.csv", "utf16": "utf16.csv", "binary": "binary.bin",
-        "latin1": "latin1.csv", "deep": "deep.json", "kernels_json": "kernels.json",
-        "empty": "empty.txt", "names": "names.txt", "foreign": FOREIGN, "link": "link", "dangling": "dangling",
-        "fifo": "fifo", "model": "model", "model_damaged": "model_damaged", "model_deep": "model_deep",
+        "csv": "small_gfx950.csv",
+        "bom": "bom.csv",
+        "utf16": "utf16.csv",
+        "binary": "binary.bin",
+        "latin1": "latin1.csv",
+        "deep": "deep.json",
+        "kernels_json": "kernels.json",
+        "empty": "empty.txt",
+        "names": "names.txt",
+        "foreign": FOREIGN,
+        "link": "link",
+        "dangling": "dangling",
+        "fifo": "fifo",
+        "model": "model",
+        "model_damaged": "model_damaged",
+        "model_deep": "model_deep",
         "devnull": "/dev/null",
-        "under_file": "small_gfx950.csv/sub", "new": "new_output", "new_model": "new_model", "dot": ".", **trees,
+        "under_file": "small_gfx950.csv/sub",
+        "new": "new_output",
+        "new_model": "new_model",
+        "dot": ".",
+        **trees,
     }
 
 
@@ -131,15 +192,37 @@ def _damaged_cache(cache: Path) -> None:
     saved = os.environ.get("CKSPACE_CACHE_DIR")
     try:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-            assert main(["enumerate", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                         "--rule-set", "tiny", "--count", "--cache-dir", str(cache)]) == 0
+            assert (
+                main(
+                    [
+                        "enumerate",
+                        "--arch",
+                        "gfx950",
+                        "--variant",
+                        "forward",
+                        "--ndim",
+                        "2",
+                        "--dtype",
+                        "bf16",
+                        "--rule-set",
+                        "tiny",
+                        "--count",
+                        "--cache-dir",
+                        str(cache),
+                    ]
+                )
+                == 0
+            )
     finally:  # --cache-dir sets the variable for the process
         if saved is None:
             os.environ.pop("CKSPACE_CACHE_DIR", None)
         else:
             os.environ["CKSPACE_CACHE_DIR"] = saved
-    damages = [lambda path: (path.unlink(), path.mkdir(), (path / "inside").write_text("x")),
-               lambda path: path.write_bytes(b'{"key": "\xff"}'), lambda path: path.write_text(DEEP)]
+    damages = [
+        lambda path: (path.unlink(), path.mkdir(), (path / "inside").write_text("x")),
+        lambda path: path.write_bytes(b'{"key": "\xff"}'),
+        lambda path: path.write_text(DEEP),
+    ]
     entries = sorted(cache.glob("*/*.json"))
     assert len(entries) >= len(damages)
     for i, path in enumerate(entries):
@@ -174,8 +257,11 @@ def lost(before: dict[str, Entry], after: dict[str, Entry], root: Path) -> list[
     out = []
     for path, entry in before.items():
         relative = Path(path).relative_to(root).parts
-        if (relative and relative[0] in ("model", "tree", "new_output", "new_model", "damaged_cache")
-                and entry.kind != "special"):
+        if (
+            relative
+            and relative[0] in ("model", "tree", "new_output", "new_model", "damaged_cache")
+            and entry.kind != "special"
+        ):
             continue
         if after.get(path) != entry and entry.kind != "dir":
             out.append(path)
@@ -267,8 +353,12 @@ def start_ready(argv: list[str], **popen) -> subprocess.Popen:
     pipe it is given by ``CKSPACE_TEST_READY_FD``): a signal sent from then on is ckspace's to
     handle, while one sent during interpreter start-up would be Python's (death by the signal)."""
     env = {**popen.pop("env", os.environ)}
-    return start_reporting(lambda fd: ([sys.executable, "-m", "ckspace", *argv], {**env, "CKSPACE_TEST_READY_FD": str(fd)}),
-                           b"ready\n", f"ckspace {argv!r}", **popen)
+    return start_reporting(
+        lambda fd: ([sys.executable, "-m", "ckspace", *argv], {**env, "CKSPACE_TEST_READY_FD": str(fd)}),
+        b"ready\n",
+        f"ckspace {argv!r}",
+        **popen,
+    )
 
 
 def start_reporting(command, expected: bytes, what: str, **popen) -> subprocess.Popen:
@@ -291,8 +381,10 @@ def start_reporting(command, expected: bytes, what: str, **popen) -> subprocess.
     if said != expected:
         process.kill()
         _, stderr = process.communicate(timeout=READY_TIMEOUT)
-        pytest.fail(f"{what} did not report {expected!r} in {READY_TIMEOUT:.0f} s "
-                    f"(said {said!r}, exit {process.returncode}): {stderr}")
+        pytest.fail(
+            f"{what} did not report {expected!r} in {READY_TIMEOUT:.0f} s "
+            f"(said {said!r}, exit {process.returncode}): {stderr}"
+        )
     return process
 
 

@@ -24,7 +24,7 @@ FILTER = {"d": "Z", "h": "Y", "w": "X"}
 
 
 def dims(p: dict) -> tuple[str, ...]:
-    return DIMS[3 - p["ndim"]:]
+    return DIMS[3 - p["ndim"] :]
 
 
 def get(p: dict, name: str) -> int:
@@ -60,8 +60,9 @@ def _terms(p: dict):
     image = s["In"][1:-2]
     for o in product(*map(range, out)):
         for t in product(*map(range, filt)):
-            i = tuple(o[j] * get(p, f"stride_{d}") - get(p, f"pad_{d}") + t[j] * get(p, f"dil_{d}")
-                      for j, d in enumerate(ds))
+            i = tuple(
+                o[j] * get(p, f"stride_{d}") - get(p, f"pad_{d}") + t[j] * get(p, f"dil_{d}") for j, d in enumerate(ds)
+            )
             if all(0 <= i[j] < image[j] for j in range(len(ds))):
                 for n in range(n_):
                     for g in range(g_):

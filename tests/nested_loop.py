@@ -33,10 +33,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Union
 
 TABLES_DIR = Path(__file__).resolve().parents[1] / "ckspace" / "data" / "tables"
 
@@ -97,12 +98,14 @@ class Tables:
         self.elem_size: dict[str, int] = dict(self.arch_raw["element_size_bytes"])
         self.dtype_key: dict[str, str] = dict(self.arch_raw["dtype_key"])
         self.arch_unsupported_traits: frozenset[tuple[str, str, str]] = frozenset(
-            tuple(c) for c in self.arch_raw["trait_unsupported_combos"]  # type: ignore[misc]
+            tuple(c)
+            for c in self.arch_raw["trait_unsupported_combos"]  # type: ignore[misc]
         )
 
         # ---- validity parameters (validity.json)
         self.trait_invalid: frozenset[tuple[str, str, str]] = frozenset(
-            tuple(c) for c in self.validity["trait_invalid_combos"]  # type: ignore[misc]
+            tuple(c)
+            for c in self.validity["trait_invalid_combos"]  # type: ignore[misc]
         )
         via = self.validity["is_valid_for_arch"]
         self.streamk_variants = frozenset(via["streamk_variants"])
@@ -119,10 +122,12 @@ class Tables:
         self.streamk_forbidden_ws: int = via["streamk_forbidden_warp_size"]
         icv = self.validity["is_config_valid"]
         self.op_min_tile: dict[str, Tile] = {
-            v: tuple(o["min_tile"]) for v, o in icv["operators"].items()  # type: ignore[misc]
+            v: tuple(o["min_tile"])
+            for v, o in icv["operators"].items()  # type: ignore[misc]
         }
         self.op_align: dict[str, Tile] = {
-            v: tuple(o["tile_alignment"]) for v, o in icv["operators"].items()  # type: ignore[misc]
+            v: tuple(o["tile_alignment"])
+            for v, o in icv["operators"].items()  # type: ignore[misc]
         }
         self.icv_forced_wave_k: int = icv["forced_wave_k"]
         self.backward_variants = frozenset(icv["backward_variants"])
@@ -139,13 +144,16 @@ class Tables:
         f = self.full
         self.dtype_class: dict[str, str] = dict(f["dtype_class"])
         self.base_tiles: dict[str, dict[int, dict[str, list[Tile]]]] = {
-            v: {int(nd): {dt: [tuple(t) for t in tl] for dt, tl in per_dt.items()}  # type: ignore[misc]
-                for nd, per_dt in per_nd.items()}
+            v: {
+                int(nd): {dt: [tuple(t) for t in tl] for dt, tl in per_dt.items()}  # type: ignore[misc]
+                for nd, per_dt in per_nd.items()
+            }
             for v, per_nd in f["base_tiles"].items()
         }
         counts = {k: tuple(v) for k, v in f["wave_strategy_counts"].items()}
         self.base_waves: dict[str, list[Wave]] = {
-            t: [counts[s] for s in strats] for t, strats in f["base_tile_wave_strategies"].items()  # type: ignore[misc]
+            t: [counts[s] for s in strats]
+            for t, strats in f["base_tile_wave_strategies"].items()  # type: ignore[misc]
         }
         self.wave_overrides: dict[str, dict[str, list[Wave]]] = {
             v: {t: [counts[s] for s in strats] for t, strats in per.items()}  # type: ignore[misc]
@@ -182,8 +190,10 @@ class Tables:
             for v, per in f["tile_pipelines"].items()
         }
         self.tile_pipelines_dclass: dict[str, dict[str, dict[str, list[PipeSched]]]] = {
-            v: {t: {c: [tuple(p) for p in pl] for c, pl in per_c.items()}  # type: ignore[misc]
-                for t, per_c in per.items()}
+            v: {
+                t: {c: [tuple(p) for p in pl] for c, pl in per_c.items()}  # type: ignore[misc]
+                for t, per_c in per.items()
+            }
             for v, per in f["tile_pipelines_dclass"].items()
         }
         self.shape_compv4_tiles = frozenset(tuple(t) for t in f["shape_rule_compv4_tiles"])
@@ -208,7 +218,8 @@ class Tables:
         self.def_forced_wave_k: int = d["forced_wave_k"]
         self.def_scheduler: str = d["scheduler"]
         self.def_variant_pipelines: dict[str, list[tuple[str, str]]] = {
-            v: [tuple(p) for p in pl] for v, pl in d["variant_pipelines"].items()  # type: ignore[misc]
+            v: [tuple(p) for p in pl]
+            for v, pl in d["variant_pipelines"].items()  # type: ignore[misc]
         }
         self.def_two_stage: dict[str, list[bool]] = d["two_stage_values"]
 
@@ -357,7 +368,7 @@ def is_config_valid(t: Tables, cfg: GemmConfig, dtype: str, arch: str) -> bool:
     # 1. operator limits
     mins = t.op_min_tile[cfg.variant]
     align = t.op_align[cfg.variant]
-    for dim, lo, al in zip((tm, tn, tk), mins, align):
+    for dim, lo, al in zip((tm, tn, tk), mins, align, strict=True):
         if dim < lo or dim % al != 0:
             return False
     # 2. positivity and fit
@@ -464,14 +475,20 @@ def rules_default(t: Tables, arch: str, variants: list[str], ndims: list[int]) -
                     warp = t.def_warp[key]
                     for two_stage in t.def_two_stage[variant]:
                         cfg = GemmConfig(
-                            variant=variant, ndim=ndim, tile=tile,
-                            wave=(wm, wn, t.def_forced_wave_k), warp=warp,
-                            pipeline=pipeline, scheduler=t.def_scheduler, epilogue=epilogue,
-                            vec=t.default_vec, dsb=is_dsb, two_stage=two_stage,
+                            variant=variant,
+                            ndim=ndim,
+                            tile=tile,
+                            wave=(wm, wn, t.def_forced_wave_k),
+                            warp=warp,
+                            pipeline=pipeline,
+                            scheduler=t.def_scheduler,
+                            epilogue=epilogue,
+                            vec=t.default_vec,
+                            dsb=is_dsb,
+                            two_stage=two_stage,
                             layout=t.default_layout,
                         )
-                        if is_trait_valid(t, pipeline, epilogue, cfg.scheduler) and \
-                                is_valid_for_arch(t, cfg, arch):
+                        if is_trait_valid(t, pipeline, epilogue, cfg.scheduler) and is_valid_for_arch(t, cfg, arch):
                             out.append(cfg)
     return out
 
@@ -694,8 +711,16 @@ class _FullGenerator:
         return min(max(k1, kmfma), tile_k)
 
     # ---- emitting one (tile, pipelines, feature)
-    def emit(self, out: list[AnyConfig], variant: str, ndim: int, dtype: str, tile: Tile,
-             pipelines: list[PipeSched], feature: dict[str, Any] | None) -> None:
+    def emit(
+        self,
+        out: list[AnyConfig],
+        variant: str,
+        ndim: int,
+        dtype: str,
+        tile: Tile,
+        pipelines: list[PipeSched],
+        feature: dict[str, Any] | None,
+    ) -> None:
         """Emit every config of one (tile, pipelines, feature) into ``out``."""
         t = self.t
         if not pipelines:
@@ -741,26 +766,55 @@ class _FullGenerator:
                     if not is_trait_valid(t, pipeline, epi, sched):
                         continue
                     dsb = pipeline in t.full_dsb_pipelines or f_dsb
-                    k = self.warp_tile_k(dclass, wtm, tk, streamk,
-                                         legacy and pipeline == t.legacy_pipeline)
+                    k = self.warp_tile_k(dclass, wtm, tk, streamk, legacy and pipeline == t.legacy_pipeline)
                     warp = (wtm, wtn, k)
                     if not tile_divisible(tile, wave, warp):
                         continue
                     for spec in specs:
                         cfg = GemmConfig(
-                            variant=variant, ndim=ndim, tile=tile, wave=wave, warp=warp,
-                            pipeline=pipeline, scheduler=sched, epilogue=epi, vec=vec,
-                            dsb=dsb, two_stage=two_stage, explicit_gemm=explicit,
-                            split_image=split, groups_to_merge=gm, specialization=spec,
-                            streamk=streamk, streamk_persistent=sk_persist,
-                            streamk_strategy=sk_strategy, datatype=dtype,
+                            variant=variant,
+                            ndim=ndim,
+                            tile=tile,
+                            wave=wave,
+                            warp=warp,
+                            pipeline=pipeline,
+                            scheduler=sched,
+                            epilogue=epi,
+                            vec=vec,
+                            dsb=dsb,
+                            two_stage=two_stage,
+                            explicit_gemm=explicit,
+                            split_image=split,
+                            groups_to_merge=gm,
+                            specialization=spec,
+                            streamk=streamk,
+                            streamk_persistent=sk_persist,
+                            streamk_strategy=sk_strategy,
+                            datatype=dtype,
                             layout=t.default_layout,
                         )
                         if not is_valid_for_arch(t, cfg, arch):
                             continue
-                        dkey_ = (variant, ndim, tile, wave, warp, pipeline, sched, epi, vec,
-                                 dsb, two_stage, explicit, split, gm, spec, streamk,
-                                 sk_persist, dtype)
+                        dkey_ = (
+                            variant,
+                            ndim,
+                            tile,
+                            wave,
+                            warp,
+                            pipeline,
+                            sched,
+                            epi,
+                            vec,
+                            dsb,
+                            two_stage,
+                            explicit,
+                            split,
+                            gm,
+                            spec,
+                            streamk,
+                            sk_persist,
+                            dtype,
+                        )
                         if dkey_ in seen:
                             continue
                         seen.add(dkey_)
@@ -780,8 +834,7 @@ class _FullGenerator:
                         continue
                     dclass = t.dtype_class[dtype]
                     for tile in t.base_tiles.get(variant, {}).get(ndim, {}).get(dtype, []):
-                        self.emit(out, variant, ndim, dtype, tile,
-                                  self.pipelines(variant, tile, dclass), None)
+                        self.emit(out, variant, ndim, dtype, tile, self.pipelines(variant, tile, dclass), None)
                     for feat in features:
                         if feat["dtype_classes"] is not None and dclass not in feat["dtype_classes"]:
                             continue
@@ -798,13 +851,11 @@ class _FullGenerator:
                 dw_dtypes = dtypes if dtypes else t.dw_default_dtypes
                 for params in t.dw_params:
                     for dtype in dw_dtypes:
-                        out.append(DepthwiseConfig(datatype=dtype, params=params,
-                                                   ndim=t.dw_ndim, layout=t.dw_layout))
+                        out.append(DepthwiseConfig(datatype=dtype, params=params, ndim=t.dw_ndim, layout=t.dw_layout))
         return out
 
 
-def rules_full(t: Tables, arch: str, variants: list[str], ndims: list[int],
-               dtypes: list[str]) -> list[AnyConfig]:
+def rules_full(t: Tables, arch: str, variants: list[str], ndims: list[int], dtypes: list[str]) -> list[AnyConfig]:
     """The ``full`` rule set."""
     return _FullGenerator(t, arch).run(variants, ndims, dtypes)
 
@@ -834,8 +885,7 @@ def category(t: Tables, cfg: AnyConfig) -> str:
     return f"{name}:{tag}"
 
 
-def rules_full_tests(t: Tables, arch: str, variants: list[str], ndims: list[int],
-                     dtypes: list[str]) -> list[AnyConfig]:
+def rules_full_tests(t: Tables, arch: str, variants: list[str], ndims: list[int], dtypes: list[str]) -> list[AnyConfig]:
     """The ``full-tests`` rule set: stride-5 stratified subset of ``full`` plus coverage."""
     full = rules_full(t, arch, variants, ndims, dtypes)
     stride = t.ft_stride
@@ -847,7 +897,7 @@ def rules_full_tests(t: Tables, arch: str, variants: list[str], ndims: list[int]
         if len(members) < stride:
             selected.add(members[0])
         else:
-            selected.update(members[stride - 1::stride])
+            selected.update(members[stride - 1 :: stride])
     # Coverage top-up per (variant, dtype tag) over (pipeline, scheduler).
     first_of: dict[tuple[str, str, str, str], int] = {}
     covered: set[tuple[str, str, str, str]] = set()
@@ -864,8 +914,7 @@ def rules_full_tests(t: Tables, arch: str, variants: list[str], ndims: list[int]
     return [full[i] for i in sorted(selected)]
 
 
-def rules_tiny(t: Tables, arch: str, variants: list[str], ndims: list[int],
-               dtypes: list[str]) -> list[AnyConfig]:
+def rules_tiny(t: Tables, arch: str, variants: list[str], ndims: list[int], dtypes: list[str]) -> list[AnyConfig]:
     """The ``tiny`` rule set: first per (category, ndim) group, then round-robin to 10."""
     ft = rules_full_tests(t, arch, variants, ndims, dtypes)
     groups: dict[tuple[str, int], list[AnyConfig]] = {}
@@ -893,8 +942,9 @@ def rules_tiny(t: Tables, arch: str, variants: list[str], ndims: list[int],
 # --------------------------------------------------------------------------------------
 
 
-def get_configs(t: Tables, arch: str, rule_set: str, variants: list[str], ndims: list[int],
-                dtypes: list[str]) -> list[AnyConfig]:
+def get_configs(
+    t: Tables, arch: str, rule_set: str, variants: list[str], ndims: list[int], dtypes: list[str]
+) -> list[AnyConfig]:
     """Dispatch to a rule set (upstream ``get_default_configs``)."""
     if rule_set == "default":
         return list(rules_default(t, arch, variants, ndims))
@@ -907,8 +957,9 @@ def get_configs(t: Tables, arch: str, rule_set: str, variants: list[str], ndims:
     raise ValueError(f"unknown rule set {rule_set!r} (expected one of {RULE_SETS})")
 
 
-def generate_all(t: Tables, arch: str, configs: list[AnyConfig], variants: list[str],
-                 ndims: list[int], dtypes: list[str]) -> dict[Cell, tuple[list[str], list[str]]]:
+def generate_all(
+    t: Tables, arch: str, configs: list[AnyConfig], variants: list[str], ndims: list[int], dtypes: list[str]
+) -> dict[Cell, tuple[list[str], list[str]]]:
     """Split configs into cells: per dtype, raw names and the names passing both filters."""
     result: dict[Cell, tuple[list[str], list[str]]] = {
         (v, n, d): ([], []) for v in variants for n in ndims for d in dtypes
@@ -935,8 +986,9 @@ def generate_all(t: Tables, arch: str, configs: list[AnyConfig], variants: list[
     return result
 
 
-def enumerate_request(arch: str, rule_set: str, variants: list[str], ndims: list[int],
-                      dtypes: list[str]) -> dict[tuple[str, int, str], tuple[list[str], list[str]]]:
+def enumerate_request(
+    arch: str, rule_set: str, variants: list[str], ndims: list[int], dtypes: list[str]
+) -> dict[tuple[str, int, str], tuple[list[str], list[str]]]:
     """Run ONE upstream-style call for the whole request and split it into cells.
 
     Returns ``{(variant, ndim, dtype): (raw_names, valid_names)}`` for every
@@ -968,8 +1020,10 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t1
     raw = sum(len(r) for r, _ in cells.values())
     valid = sum(len(v) for _, v in cells.values())
-    print(f"arch={args.arch} rule_set={args.rule_set} cells={len(cells)} "
-          f"raw={raw} valid={valid} elapsed={elapsed:.3f}s (table load {load_s:.3f}s)")
+    print(
+        f"arch={args.arch} rule_set={args.rule_set} cells={len(cells)} "
+        f"raw={raw} valid={valid} elapsed={elapsed:.3f}s (table load {load_s:.3f}s)"
+    )
     return 0
 
 

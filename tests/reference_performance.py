@@ -120,15 +120,19 @@ def block_costs(config: GemmConfig, dtype: Dtype, hw: HardwareFacts) -> Block:
     # epilogue: latency, bytes per thread, store instructions (cshuffle stores vec_c wide)
     per_thread = c.tile_m * c.tile_n / threads
     store_width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
-    epilogue = latency + _c("epilogue_cycles_per_byte") * per_thread * elem + \
-        per_thread / store_width * _c("vmem_issue_cycles")
+    epilogue = (
+        latency
+        + _c("epilogue_cycles_per_byte") * per_thread * elem
+        + per_thread / store_width * _c("vmem_issue_cycles")
+    )
     if c.double_smem_buffer:  # both LDS buffers filled before the loop: one more tile written
         epilogue += staged_elements * elem / hw.lds_bytes_per_clock
     return Block(occupancy, compute, staged_elements * elem, issue, buffers, stages, epilogue)
 
 
-def reference_cycles(problem: ConvProblem, config: GemmConfig, variant: Variant, dtype: Dtype,
-                     hw: HardwareFacts) -> float:
+def reference_cycles(
+    problem: ConvProblem, config: GemmConfig, variant: Variant, dtype: Dtype, hw: HardwareFacts
+) -> float:
     """The launch's cycles of the model for ``config`` running ``problem`` on ``hw``."""
     b = block_costs(config, dtype, hw)
     c = config
@@ -138,7 +142,7 @@ def reference_cycles(problem: ConvProblem, config: GemmConfig, variant: Variant,
     latency = _c("memory_latency_cycles")
     loss = _c("overlap_loss")
     cus = hw.compute_units
-    blocks = (_ceil_div(m, c.tile_m) * _ceil_div(n * merged, c.tile_n) * _ceil_div(problem.G, merged) * split)
+    blocks = _ceil_div(m, c.tile_m) * _ceil_div(n * merged, c.tile_n) * _ceil_div(problem.G, merged) * split
     iterations = _ceil_div(k, c.tile_k * split)
     slots = cus * b.occupancy
     rounds = blocks / slots if c.streamk_enabled else _ceil_div(blocks, slots)
@@ -159,8 +163,9 @@ def reference_cycles(problem: ConvProblem, config: GemmConfig, variant: Variant,
     return rounds * per_round + partials / hbm_per_cycle
 
 
-def reference_log2_tflops(problem: ConvProblem, config: GemmConfig, variant: Variant, dtype: Dtype,
-                          hw: HardwareFacts) -> float:
+def reference_log2_tflops(
+    problem: ConvProblem, config: GemmConfig, variant: Variant, dtype: Dtype, hw: HardwareFacts
+) -> float:
     """log2 of the model's TFLOPS: the convolution's FLOPs over the launch's time."""
     seconds = reference_cycles(problem, config, variant, dtype, hw) / hw.clock_hz
     return math.log2(problem.flops / seconds / 1e12)

@@ -12,7 +12,7 @@ import math
 
 
 def _dims(p: dict) -> list[str]:
-    return ["d", "h", "w"][3 - p["ndim"]:]
+    return ["d", "h", "w"][3 - p["ndim"] :]
 
 
 def supports(cfg: dict, p: dict) -> bool:
@@ -22,10 +22,15 @@ def supports(cfg: dict, p: dict) -> bool:
     cg, kg = p["C"] // p["G"], p["K"] // p["G"]
     filt = {"d": p.get("Z", 1), "h": p.get("Y", 1), "w": p["X"]}
     if cfg.get("kind") == "depthwise":
-        return (cg == 1 and kg == 1 and p["ndim"] == 2 and cfg["filter"] == filt["h"] == filt["w"]
-                and (cfg["stride_h"], cfg["stride_w"]) == (p["stride_h"], p["stride_w"])
-                and (cfg["pad_h"], cfg["pad_w"]) == (p["pad_h"], p["pad_w"])
-                and cfg["dilation"] == p["dil_h"] == p["dil_w"])
+        return (
+            cg == 1
+            and kg == 1
+            and p["ndim"] == 2
+            and cfg["filter"] == filt["h"] == filt["w"]
+            and (cfg["stride_h"], cfg["stride_w"]) == (p["stride_h"], p["stride_w"])
+            and (cfg["pad_h"], cfg["pad_w"]) == (p["pad_h"], p["pad_w"])
+            and cfg["dilation"] == p["dil_h"] == p["dil_w"]
+        )
     return not gemm_failures(cfg, p)
 
 

@@ -107,7 +107,7 @@ def violations_is_config_valid(cfg: dict[str, Any], arch: str) -> set[str]:
 
     # Check 1: operator limits (forward/bwd_data: n, k; bwd_weight: m, n).
     op = VALIDITY["is_config_valid"]["operators"][cfg["variant"]]
-    for value, minimum, align in zip((tm, tn, tk), op["min_tile"], op["tile_alignment"]):
+    for value, minimum, align in zip((tm, tn, tk), op["min_tile"], op["tile_alignment"], strict=True):
         if value < minimum:
             bad.add("op_min_tile")
         if value % align != 0:

@@ -17,8 +17,9 @@ import pytest
 NO_AMD_GPU = "no AMD GPU"
 """The start of the one skip reason ``CKSPACE_ONLY_GPU_SKIPS=1`` lets through."""
 NO_HIP_COMPILER = "no HIP compiler for gfx942 (scripts/install-toolchain-gfx942.sh installs one)"
-NO_C_COMPILER = \
+NO_C_COMPILER = (
     "no host C compiler: no $CC, cc, gcc or clang (scripts/install-toolchain-gfx942.sh installs clang-19: CC=clang-19)"
+)
 STRICT = "CKSPACE_ONLY_GPU_SKIPS"
 
 

@@ -23,13 +23,47 @@ def build_standin(root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -
     tree = root / "tree"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
-        assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                     "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+        assert (
+            main(
+                [
+                    "emit",
+                    "--arch",
+                    "gfx950",
+                    "--variant",
+                    "bwd_weight",
+                    "--ndim",
+                    "2",
+                    "--dtype",
+                    "bf16",
+                    "--rule-set",
+                    "default",
+                    "--with-selector",
+                    "--out",
+                    str(tree),
+                ]
+            )
+            == 0
+        )
     library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
     library.parent.mkdir(parents=True)
     compiler = host_c_compiler()
     assert compiler is not None, "the stand-in libraries need a C compiler"
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", f"-I{tree}", str(tree / "ckspace_dispatch.c"), str(STANDIN),
-                    f"-DSTANDIN_WRONG={wrong}", f"-DSTANDIN_CRASH={crash}", f"-DSTANDIN_HANG={hang}",
-                    "-o", str(library), "-lm"], check=True)
+    subprocess.run(
+        [
+            compiler,
+            "-O2",
+            "-shared",
+            "-fPIC",
+            f"-I{tree}",
+            str(tree / "ckspace_dispatch.c"),
+            str(STANDIN),
+            f"-DSTANDIN_WRONG={wrong}",
+            f"-DSTANDIN_CRASH={crash}",
+            f"-DSTANDIN_HANG={hang}",
+            "-o",
+            str(library),
+            "-lm",
+        ],
+        check=True,
+    )
     return tree

@@ -32,24 +32,49 @@ GEMM_DOMAINS: dict[str, list] = {
     "tile_m": [8, 16, 24, 32, 48, 64, 96, 128, 192, 224, 256, 512],
     "tile_n": [8, 16, 24, 32, 48, 64, 96, 128, 192, 224, 256, 512],
     "tile_k": [4, 8, 16, 24, 32, 64, 128, 256],
-    "wave_m": [1, 2, 4, 8], "wave_n": [1, 2, 4, 8], "wave_k": [1, 2, 4],
-    "warp_tile_m": [4, 16, 32, 64], "warp_tile_n": [4, 16, 32, 64], "warp_tile_k": [2, 4, 8, 16, 32, 64],
-    "vec_a": [1, 2, 3, 4, 6, 8, 16], "vec_b": [1, 2, 3, 4, 6, 8, 16], "vec_c": [1, 2, 3, 4, 6, 8, 16],
-    "pipeline": list(Pipeline), "scheduler": list(Scheduler), "epilogue": list(Epilogue),
-    "pad_m": [True, False], "pad_n": [True, False], "pad_k": [True, False],
-    "double_smem_buffer": [False, True], "num_groups_to_merge": [1, 2, 4, 8, 16, 32],
-    "split_image": [False, True], "explicit_gemm": [False, True], "two_stage": [False, True],
+    "wave_m": [1, 2, 4, 8],
+    "wave_n": [1, 2, 4, 8],
+    "wave_k": [1, 2, 4],
+    "warp_tile_m": [4, 16, 32, 64],
+    "warp_tile_n": [4, 16, 32, 64],
+    "warp_tile_k": [2, 4, 8, 16, 32, 64],
+    "vec_a": [1, 2, 3, 4, 6, 8, 16],
+    "vec_b": [1, 2, 3, 4, 6, 8, 16],
+    "vec_c": [1, 2, 3, 4, 6, 8, 16],
+    "pipeline": list(Pipeline),
+    "scheduler": list(Scheduler),
+    "epilogue": list(Epilogue),
+    "pad_m": [True, False],
+    "pad_n": [True, False],
+    "pad_k": [True, False],
+    "double_smem_buffer": [False, True],
+    "num_groups_to_merge": [1, 2, 4, 8, 16, 32],
+    "split_image": [False, True],
+    "explicit_gemm": [False, True],
+    "two_stage": [False, True],
     "specialization": list(Specialization),
-    "streamk_enabled": [False, True], "streamk_strategy": list(StreamKStrategy),
-    "streamk_persistent": [False, True], "num_wave_groups": [1, 2], "tagged": [False, True],
+    "streamk_enabled": [False, True],
+    "streamk_strategy": list(StreamKStrategy),
+    "streamk_persistent": [False, True],
+    "num_wave_groups": [1, 2],
+    "tagged": [False, True],
 }
 
 DEPTHWISE_DOMAINS: dict[str, list] = {
-    "tile_h": [4, 8, 14, 16, 28, 32, 64], "tile_w": [4, 8, 14, 16, 28, 32, 64],
-    "filter": [1, 2, 3, 5, 7], "stride_h": [1, 2, 3], "stride_w": [1, 2, 3],
-    "pad_h": [0, 1, 2], "pad_w": [0, 1, 2], "nbatch": [1, 2, 4, 8, 16],
-    "sub_h": [1, 2, 4, 8], "sub_w": [1, 2, 4, 8], "in_vec": [1, 2, 3, 4, 8, 16],
-    "out_vec": [1, 2, 4, 6, 8], "block_size": [32, 64], "dilation": [1, 2],
+    "tile_h": [4, 8, 14, 16, 28, 32, 64],
+    "tile_w": [4, 8, 14, 16, 28, 32, 64],
+    "filter": [1, 2, 3, 5, 7],
+    "stride_h": [1, 2, 3],
+    "stride_w": [1, 2, 3],
+    "pad_h": [0, 1, 2],
+    "pad_w": [0, 1, 2],
+    "nbatch": [1, 2, 4, 8, 16],
+    "sub_h": [1, 2, 4, 8],
+    "sub_w": [1, 2, 4, 8],
+    "in_vec": [1, 2, 3, 4, 8, 16],
+    "out_vec": [1, 2, 4, 6, 8],
+    "block_size": [32, 64],
+    "dilation": [1, 2],
 }
 
 
@@ -61,8 +86,12 @@ def consistent_streamk(values: dict) -> bool:
 
 
 @st.composite
-def gemm_configs(draw, arch: str | None = None, consistent: bool = False, variant: Variant | None = None,
-                 ) -> GemmConfig:
+def gemm_configs(
+    draw,
+    arch: str | None = None,
+    consistent: bool = False,
+    variant: Variant | None = None,
+) -> GemmConfig:
     """A GEMM config with every field drawn from its raw domain (of ``variant`` when given)."""
     values = {name: draw(st.sampled_from(domain)) for name, domain in GEMM_DOMAINS.items()}
     if consistent:
@@ -71,16 +100,20 @@ def gemm_configs(draw, arch: str | None = None, consistent: bool = False, varian
         values["streamk_enabled"] = strategy is not StreamKStrategy.NONE
         values["streamk_persistent"] = values["streamk_enabled"] and draw(st.booleans())
     return GemmConfig(
-        arch=arch or draw(st.sampled_from(arch_names())), variant=variant or draw(st.sampled_from(list(Variant))),
-        ndim=draw(st.sampled_from([1, 2, 3])), dtype=draw(st.sampled_from(list(Dtype))), **values,
+        arch=arch or draw(st.sampled_from(arch_names())),
+        variant=variant or draw(st.sampled_from(list(Variant))),
+        ndim=draw(st.sampled_from([1, 2, 3])),
+        dtype=draw(st.sampled_from(list(Dtype))),
+        **values,
     )
 
 
 @st.composite
 def depthwise_configs(draw, arch: str | None = None) -> DepthwiseConfig:
     values = {name: draw(st.sampled_from(domain)) for name, domain in DEPTHWISE_DOMAINS.items()}
-    return DepthwiseConfig(arch=arch or draw(st.sampled_from(arch_names())),
-                           dtype=draw(st.sampled_from(list(Dtype))), **values)
+    return DepthwiseConfig(
+        arch=arch or draw(st.sampled_from(arch_names())), dtype=draw(st.sampled_from(list(Dtype))), **values
+    )
 
 
 @cache
@@ -154,13 +187,19 @@ def boundary_problems(draw, ndim: int | None = None) -> ConvProblem:
     preconditions in all dimensions but one, k_batch 1 or more, and for 3D backward-data GEMM
     counts at 128. Spatial sizes are the smallest the filter fits plus a little."""
     ndim = ndim or draw(st.sampled_from([1, 2, 3]))
-    dims = ["d", "h", "w"][3 - ndim:]
+    dims = ["d", "h", "w"][3 - ndim :]
     g = draw(st.one_of(st.just(1), straddling(MERGED_GROUPS, most=2)))
-    values = {"ndim": ndim, "N": draw(st.integers(1, 3)), "G": g, "C": g * draw(straddling()),
-              "K": g * draw(straddling()), "k_batch": draw(st.sampled_from([1, 1, 2, 3]))}
+    values = {
+        "ndim": ndim,
+        "N": draw(st.integers(1, 3)),
+        "G": g,
+        "C": g * draw(straddling()),
+        "K": g * draw(straddling()),
+        "k_batch": draw(st.sampled_from([1, 1, 2, 3])),
+    }
     names = {"d": ("Di", "Z"), "h": ("Hi", "Y"), "w": ("Wi", "X")}
     if ndim == 3 and draw(st.integers(0, 2)) == 0:
-        factors = dict(zip(dims, draw(st.sampled_from(GEMM_COUNT_EDGE))))
+        factors = dict(zip(dims, draw(st.sampled_from(GEMM_COUNT_EDGE)), strict=True))
         filters, strides, pads = factors, factors, dict.fromkeys(dims, 0)
         dils = dict.fromkeys(dims, 1)
     else:
@@ -177,6 +216,7 @@ def boundary_problems(draw, ndim: int | None = None) -> ConvProblem:
 
 
 # -- tiles at the LDS limit ------------------------------------------------------------------------
+
 
 @cache
 def lds_edges() -> dict[tuple[str, str], tuple[tuple[int, int, int], ...]]:

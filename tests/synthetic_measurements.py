@@ -34,11 +34,37 @@ from ckspace.space.space import Space
 
 ARCH, DTYPE = "gfx950", "bf16"
 CUS, PEAK_TFLOPS = 256, 2516.6
-PIPELINE_SPEED = {"compv3": 1.0, "compv4": 1.1, "compv5": 0.9, "compv6": 1.05, "mem": 0.7, "comp_async": 1.1,
-                  "basic_v1": 0.5}
+PIPELINE_SPEED = {
+    "compv3": 1.0,
+    "compv4": 1.1,
+    "compv5": 0.9,
+    "compv6": 1.05,
+    "mem": 0.7,
+    "comp_async": 1.1,
+    "basic_v1": 0.5,
+}
 """Share of a tile's rate each pipeline reaches (invented; compv4 is the fast one)."""
-_KEYS = ("N", "C", "K", "G", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h", "stride_w",
-         "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+_KEYS = (
+    "N",
+    "C",
+    "K",
+    "G",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+)
 
 
 def listed_problems(variant: str, count: int, offset: int = 0) -> list[ConvProblem]:
@@ -63,10 +89,15 @@ def drawn_problems(variant: str, count: int, seed: int) -> list[ConvProblem]:
     while len(out) < count:
         ndim = int(rng.choice([1, 2, 3]))
         g = int(rng.choice([1, 1, 2, 4]))
-        values = {"ndim": ndim, "N": int(rng.choice([1, 2, 4, 8])), "G": g,
-                  "C": g * int(rng.choice([32, 64, 128, 256])), "K": g * int(rng.choice([32, 64, 128, 256])),
-                  "k_batch": int(rng.choice([1, 2, 4])) if variant == "bwd_weight" else 1}
-        for dim, size, filt in (("d", "Di", "Z"), ("h", "Hi", "Y"), ("w", "Wi", "X"))[3 - ndim:]:
+        values = {
+            "ndim": ndim,
+            "N": int(rng.choice([1, 2, 4, 8])),
+            "G": g,
+            "C": g * int(rng.choice([32, 64, 128, 256])),
+            "K": g * int(rng.choice([32, 64, 128, 256])),
+            "k_batch": int(rng.choice([1, 2, 4])) if variant == "bwd_weight" else 1,
+        }
+        for dim, size, filt in (("d", "Di", "Z"), ("h", "Hi", "Y"), ("w", "Wi", "X"))[3 - ndim :]:
             values[size] = int(rng.choice([7, 14, 28, 56] if ndim < 3 else [4, 8, 16]))
             values[filt] = int(rng.choice([1, 3]))
             values[f"dil_{dim}"] = int(rng.choice([1, 1, 2]))
@@ -84,8 +115,11 @@ def gemm_sizes(problem: ConvProblem, variant: str) -> tuple[int, int, int]:
     inp = math.prod(problem.input_size(d) for d in problem.dims)
     filt = math.prod(problem.filter_size(d) for d in problem.dims)
     cg, kg = problem.C // problem.G, problem.K // problem.G
-    return {"forward": (problem.N * out, kg, cg * filt), "bwd_data": (problem.N * inp, cg, kg * filt),
-            "bwd_weight": (kg, cg * filt, problem.N * out)}[variant]
+    return {
+        "forward": (problem.N * out, kg, cg * filt),
+        "bwd_data": (problem.N * inp, cg, kg * filt),
+        "bwd_weight": (kg, cg * filt, problem.N * out),
+    }[variant]
 
 
 def true_latency_ms(problem: ConvProblem, config: GemmConfig) -> float:
@@ -125,8 +159,13 @@ def kernels(variant: str) -> list[GemmConfig]:
     return [c for c in Space(ARCH, variant, [1, 2, 3], DTYPE, "default", ck=None) if c.kind == "gemm"]
 
 
-def sweep(problems: dict[str, list[ConvProblem]], seed: int = 0, noise: float = 0.03,
-          bad: dict[str, float] | None = None, label: str = "name") -> Sweep:
+def sweep(
+    problems: dict[str, list[ConvProblem]],
+    seed: int = 0,
+    noise: float = 0.03,
+    bad: dict[str, float] | None = None,
+    label: str = "name",
+) -> Sweep:
     """Rows for every supported (kernel, problem) pair of each variant's ``problems``. ``bad``: the
     share of pairs ending ``wrong`` (with a latency ten times better than the truth, so a reader
     that used them would be fooled), ``crash``, ``timeout`` or ``failed`` (no latency).
@@ -138,8 +177,11 @@ def sweep(problems: dict[str, list[ConvProblem]], seed: int = 0, noise: float = 
     for variant, listed in problems.items():
         configs = kernels(variant)
         out.configs[variant] = configs
-        selector = Selector.load(ARCH, variant, DTYPE, engine="lightgbm") if variant == "forward" else \
-            Selector.load(ARCH, variant, DTYPE)
+        selector = (
+            Selector.load(ARCH, variant, DTYPE, engine="lightgbm")
+            if variant == "forward"
+            else Selector.load(ARCH, variant, DTYPE)
+        )
         prepared = selector.prepare(configs)
         for problem in listed:
             idx = str(index)
@@ -153,13 +195,22 @@ def sweep(problems: dict[str, list[ConvProblem]], seed: int = 0, noise: float = 
                 latency = truth * float(np.exp(rng.normal(0.0, noise)))
                 if status == "wrong":
                     latency = truth / 10
-                row = {c: "" for c in COLUMNS}
-                row.update(problem_cells(problem), **config_cells(config), problem_idx=idx, status=status,
-                           kernel=config.name if label == "name" else f"kernel-{rng.integers(1 << 30)}",
-                           ckspace_version="test", device="0", warmup="3", repeat="10")
+                row = dict.fromkeys(COLUMNS, "")
+                row.update(
+                    problem_cells(problem),
+                    **config_cells(config),
+                    problem_idx=idx,
+                    status=status,
+                    kernel=config.name if label == "name" else f"kernel-{rng.integers(1 << 30)}",
+                    ckspace_version="test",
+                    device="0",
+                    warmup="3",
+                    repeat="10",
+                )
                 if status in ("ok", "wrong"):
-                    row.update(latency_ms=repr(latency), tflops=repr(problem.flops / (latency * 1e-3) / 1e12),
-                               non_zero="1")
+                    row.update(
+                        latency_ms=repr(latency), tflops=repr(problem.flops / (latency * 1e-3) / 1e12), non_zero="1"
+                    )
                 else:
                     row["detail"] = f"synthetic {status}"
                 out.rows.append(row)

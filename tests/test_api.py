@@ -16,15 +16,18 @@ def test_single_cell_listing_is_consistent() -> None:
 
 
 def test_lists_of_arguments() -> None:
-    both = Space(arch=["gfx942", "gfx950"], variant=["forward"], ndim=[2], dtype=["fp16", "bf16"],
-                 rule_set="default")
+    both = Space(arch=["gfx942", "gfx950"], variant=["forward"], ndim=[2], dtype=["fp16", "bf16"], rule_set="default")
     one = Space(arch="gfx942", variant="forward", ndim=2, dtype=["fp16", "bf16"], rule_set="default")
     assert both.count() > one.count() > 0
     union = Space("gfx942", "forward", 2, "fp16", rule_set=["default", "full"])
-    assert union.count() == (Space("gfx942", "forward", 2, "fp16", rule_set="default").count()
-                             + Space("gfx942", "forward", 2, "fp16", rule_set="full").count()
-                             - len(set(Space("gfx942", "forward", 2, "fp16", rule_set="default").names())
-                                   & set(Space("gfx942", "forward", 2, "fp16", rule_set="full").names())))
+    assert union.count() == (
+        Space("gfx942", "forward", 2, "fp16", rule_set="default").count()
+        + Space("gfx942", "forward", 2, "fp16", rule_set="full").count()
+        - len(
+            set(Space("gfx942", "forward", 2, "fp16", rule_set="default").names())
+            & set(Space("gfx942", "forward", 2, "fp16", rule_set="full").names())
+        )
+    )
 
 
 def test_contains_name_and_config() -> None:
@@ -46,11 +49,16 @@ def test_violated_rules_names_the_broken_checks() -> None:
     assert not space.contains(config)
 
 
-@pytest.mark.parametrize("kwargs,bad", [
-    ({"arch": "gfx1"}, "gfx1"), ({"arch": "gfx950", "variant": "up"}, "up"),
-    ({"arch": "gfx950", "ndim": 0}, "0"), ({"arch": "gfx950", "dtype": "int8"}, "int8"),
-    ({"arch": "gfx950", "rule_set": "all"}, "all"),
-])
+@pytest.mark.parametrize(
+    "kwargs,bad",
+    [
+        ({"arch": "gfx1"}, "gfx1"),
+        ({"arch": "gfx950", "variant": "up"}, "up"),
+        ({"arch": "gfx950", "ndim": 0}, "0"),
+        ({"arch": "gfx950", "dtype": "int8"}, "int8"),
+        ({"arch": "gfx950", "rule_set": "all"}, "all"),
+    ],
+)
 def test_bad_arguments_raise_ckspace_errors(kwargs: dict, bad: str) -> None:
     with pytest.raises(InvalidChoiceError) as info:
         Space(**kwargs)

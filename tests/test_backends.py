@@ -39,7 +39,7 @@ def test_each_gemm_rule_agrees_across_backends(config) -> None:
     model = _rules_model(config.arch, config.variant, config.dtype)
     row = config.row()
     masks = rule_masks(model.rules.values(), columns([row], GEMM_FIELD_NAMES), 1)
-    values = dict(zip(GEMM_FIELD_NAMES, row))
+    values = dict(zip(GEMM_FIELD_NAMES, row, strict=True))
     for name, mask in masks.items():
         assert model.feasible(values, enabled=[name]) == bool(mask[0]), (name, config.name)
 
@@ -53,7 +53,7 @@ def test_each_depthwise_rule_agrees_across_backends(config) -> None:
     row = config.row()
     masks = rule_masks(model.rules.values(), columns([row], DEPTHWISE_FIELDS), 1)
     for name, mask in masks.items():
-        assert model.feasible(dict(zip(DEPTHWISE_FIELDS, row)), enabled=[name]) == bool(mask[0]), name
+        assert model.feasible(dict(zip(DEPTHWISE_FIELDS, row, strict=True)), enabled=[name]) == bool(mask[0]), name
 
 
 CELLS = [
@@ -70,8 +70,7 @@ def test_solver_enumeration_equals_listing(arch, rule_set, variant, ndim, dtype)
     request = Request.build(arch, rule_set, [variant], [ndim], [dtype])
     cell = Cell(Variant(variant), ndim, Dtype(dtype))
     result = enumerate_cells(request, use_cache=False)[cell]
-    model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, gemm_rules(arch, cell.variant, cell.dtype),
-                      result.gemm)
-    listed = {row for row, ok in zip(result.gemm, result.gemm_valid) if ok}
+    model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, gemm_rules(arch, cell.variant, cell.dtype), result.gemm)
+    listed = {row for row, ok in zip(result.gemm, result.gemm_valid, strict=True) if ok}
     assert set(model.solutions()) == listed
     assert len(listed) > 0

@@ -52,9 +52,28 @@ def _files(tmp_path: Path, tree: Path, kernels: list[int]) -> tuple[Path, Path]:
 
 
 def _command(tree: Path, problems: Path, kernels: Path, out: Path, *extra: str, timeout: str = "2") -> list[str]:
-    return [sys.executable, "-m", "ckspace", "bench", str(tree), "--problems", str(problems), "--out", str(out),
-            "--kernels", str(kernels), "--backend", "host", "--timeout", timeout, "--warmup", "1", "--repeat", "2",
-            *extra]
+    return [
+        sys.executable,
+        "-m",
+        "ckspace",
+        "bench",
+        str(tree),
+        "--problems",
+        str(problems),
+        "--out",
+        str(out),
+        "--kernels",
+        str(kernels),
+        "--backend",
+        "host",
+        "--timeout",
+        timeout,
+        "--warmup",
+        "1",
+        "--repeat",
+        "2",
+        *extra,
+    ]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -100,11 +119,13 @@ def test_every_pair_ends_ok_wrong_crash_or_timeout(standin: Path, tmp_path: Path
 def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, 4, 5])
     whole = tmp_path / "whole.csv"
-    subprocess.run(_command(standin, problems, kernels, whole, "--batch", "1"), check=True, capture_output=True,
-                   timeout=300)
+    subprocess.run(
+        _command(standin, problems, kernels, whole, "--batch", "1"), check=True, capture_output=True, timeout=300
+    )
     cut = tmp_path / "cut.csv"
-    proc = subprocess.Popen(_command(standin, problems, kernels, cut, "--batch", "1"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _command(standin, problems, kernels, cut, "--batch", "1"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 600  # a bound on a wait for rows, not a timing: generous for a busy machine
     while time.monotonic() < deadline and (not cut.exists() or len(cut.read_text().splitlines()) < 1 + 6):
         time.sleep(0.05)
@@ -114,8 +135,12 @@ def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin:
     assert 6 <= len(partial) < 15, "the sweep was not killed half-way"
     again = subprocess.run(_command(standin, problems, kernels, cut, "--batch", "1"), capture_output=True, text=True)
     assert again.returncode == 2 and "--resume" in again.stderr  # never replaced without --resume
-    resumed = subprocess.run(_command(standin, problems, kernels, cut, "--batch", "1", "--resume"),
-                             capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        _command(standin, problems, kernels, cut, "--batch", "1", "--resume"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"{len(partial)} already in" in resumed.stdout
     rows = _rows(cut)
@@ -125,8 +150,12 @@ def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin:
 def test_two_devices_share_the_work(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD, 4, 5, 6])
     out = tmp_path / "out.csv"
-    done = subprocess.run(_command(standin, problems, kernels, out, "--devices", "0,1", "--batch", "1"),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _command(standin, problems, kernels, out, "--devices", "0,1", "--batch", "1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     rows = _rows(out)
     pairs = [(r["kernel"], r["problem_idx"]) for r in rows]
@@ -135,18 +164,22 @@ def test_two_devices_share_the_work(standin: Path, tmp_path: Path) -> None:
     assert all(r["status"] == "ok" for r in rows)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--devices", "0,x"], "--devices '0,x'"),
-    (["--backend", "cuda"], "--backend"),
-    (["--executor", "mpi"], "--executor"),
-    (["--batch", "0"], "--batch 0"),
-    (["--address", "127.0.0.1:1"], "--address is for --executor ray"),
-    (["--variant", "forward"], "holds bwd_weight kernels only"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--devices", "0,x"], "--devices '0,x'"),
+        (["--backend", "cuda"], "--backend"),
+        (["--executor", "mpi"], "--executor"),
+        (["--batch", "0"], "--batch 0"),
+        (["--address", "127.0.0.1:1"], "--address is for --executor ray"),
+        (["--variant", "forward"], "holds bwd_weight kernels only"),
+    ],
+)
 def test_bad_options_are_one_line(standin: Path, tmp_path: Path, args: list[str], message: str) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
-    done = subprocess.run(_command(standin, problems, kernels, tmp_path / "o.csv", *args), capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        _command(standin, problems, kernels, tmp_path / "o.csv", *args), capture_output=True, text=True
+    )
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o.csv").exists()
@@ -179,7 +212,7 @@ def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path
 
 def test_resume_of_a_foreign_csv_without_final_newline_refuses_it_untouched(standin: Path, tmp_path: Path) -> None:
     """A bug this fixes: the torn-row repair ran before the file was checked, deleting the foreign
-last line."""
+    last line."""
     problems, kernels = _files(tmp_path, standin, [GOOD])
     for name, content in (("mine.csv", b"a,b\n1,2"), ("link.csv", None)):
         path = tmp_path / name
@@ -202,7 +235,7 @@ def test_a_torn_last_row_is_dropped_on_resume(standin: Path, tmp_path: Path) -> 
     subprocess.run(_command(standin, problems, kernels, out), check=True, capture_output=True)
     whole = out.read_text()
     last = whole.splitlines(keepends=True)[-1]
-    out.write_text(whole[:-len(last)] + last[:20])
+    out.write_text(whole[: -len(last)] + last[:20])
     subprocess.run(_command(standin, problems, kernels, out, "--resume"), check=True, capture_output=True)
     assert _stable(_rows(out)) == _stable([*csv.DictReader(whole.splitlines())])
 
@@ -257,8 +290,12 @@ def test_a_ray_cluster_of_two_nodes_shares_the_work(standin: Path, tmp_path: Pat
     out = tmp_path / "out.csv"
     device = {"num_cpus": 1, "resources": {"ckspace_device": 1}}
     with loopback_cluster(device, device) as address:
-        done = subprocess.run(_command(standin, problems, kernels, out, "--batch", "1", "--executor", "ray",
-                                       "--address", address), capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            _command(standin, problems, kernels, out, "--batch", "1", "--executor", "ray", "--address", address),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert done.returncode == 0, done.stderr
     rows = _rows(out)
     pairs = [(r["kernel"], r["problem_idx"]) for r in rows]
@@ -290,10 +327,20 @@ def test_the_hip_device_without_a_gpu_is_one_error() -> None:
 TRAIN_PROBLEMS = "N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n" + "".join(
     f"{n},{c},{k},{g},{h},{w},{f},{f},{s},{s},{f // 2},{f // 2}\n"
     for n, c, k, g, h, w, f, s in [
-        (1, 16, 16, 1, 6, 6, 3, 1), (2, 16, 32, 1, 5, 5, 1, 1), (1, 32, 16, 2, 6, 4, 3, 2), (1, 16, 16, 1, 9, 9, 3, 2),
-        (2, 32, 32, 1, 4, 4, 3, 1), (1, 64, 16, 1, 5, 5, 1, 1), (1, 16, 64, 1, 5, 6, 1, 1), (2, 16, 16, 2, 7, 7, 3, 1),
-        (1, 32, 32, 4, 6, 6, 3, 1), (3, 16, 16, 1, 4, 5, 3, 1), (1, 48, 16, 1, 6, 6, 1, 2), (1, 16, 48, 1, 8, 4, 3, 1),
-    ])
+        (1, 16, 16, 1, 6, 6, 3, 1),
+        (2, 16, 32, 1, 5, 5, 1, 1),
+        (1, 32, 16, 2, 6, 4, 3, 2),
+        (1, 16, 16, 1, 9, 9, 3, 2),
+        (2, 32, 32, 1, 4, 4, 3, 1),
+        (1, 64, 16, 1, 5, 5, 1, 1),
+        (1, 16, 64, 1, 5, 6, 1, 1),
+        (2, 16, 16, 2, 7, 7, 3, 1),
+        (1, 32, 32, 4, 6, 6, 3, 1),
+        (3, 16, 16, 1, 4, 5, 3, 1),
+        (1, 48, 16, 1, 6, 6, 1, 2),
+        (1, 16, 48, 1, 8, 4, 3, 1),
+    ]
+)
 
 
 def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tmp_path: Path) -> None:
@@ -308,13 +355,18 @@ def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tm
     kernels = tmp_path / "kernels.txt"
     kernels.write_text("".join(names[i] + "\n" for i in (GOOD, WRONG, CRASH, 4, 5, 6, 7)))
     out = tmp_path / "sweep.csv"
-    subprocess.run([*_command(standin, problems, kernels, out), "--batch", "4"], check=True, capture_output=True,
-                   timeout=600)
+    subprocess.run(
+        [*_command(standin, problems, kernels, out), "--batch", "4"], check=True, capture_output=True, timeout=600
+    )
     rows = _rows(out)
     assert {r["status"] for r in rows} == {"ok", "wrong", "crash"} and len(rows) == 7 * 12
     model = tmp_path / "model"
-    done = subprocess.run([sys.executable, "-m", "ckspace", "train", "--data", str(out), "--out", str(model),
-                           "--folds", "3"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "ckspace", "train", "--data", str(out), "--out", str(model), "--folds", "3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     card = (model / "card.json").read_text()
     assert '"bwd_weight"' in card and "wrong" in card and "crash" in card

@@ -19,17 +19,17 @@ from compile_sample import sample_kernels, sample_request, tags
 from conftest import FAKE_OBJECT, fake_ck, skip_without_compiler
 from skip_policy import NO_HIP_COMPILER
 
+from ckspace.build.builder import build
+from ckspace.build.toolchain import discover
+from ckspace.build.units import Planner
 from ckspace.cli import main
+from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.emitter import SelectorOptions, emit
-from ckspace.build.builder import build
-from ckspace.build.units import Planner
-from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.run.c_api import Dispatcher
 from ckspace.run.loader import KernelLibrary, ProblemArgs, exported_functions
-from ckspace.build.toolchain import discover
 from ckspace.space.space import Space
 
 FAKE_COMPILER = f"""#!{sys.executable}
@@ -74,8 +74,11 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_failure_is_isolated_and_cached(tmp_path: Path, fake_env: Path) -> None:
     revision = find_revision()
-    kernels = [k for k in Space("gfx942", "forward", 2, "bf16", "default").kernels()
-               if GemmConfig.from_row(k.arch, *k.cell, k.row).pipeline.value == "compv3"][:5]
+    kernels = [
+        k
+        for k in Space("gfx942", "forward", 2, "bf16", "default").kernels()
+        if GemmConfig.from_row(k.arch, *k.cell, k.row).pipeline.value == "compv3"
+    ][:5]
     tree = tmp_path / "tree"
     result = emit(kernels, tree, revision, arch="gfx942", request={})
     broken = result.manifest.kernels[1].name
@@ -99,14 +102,18 @@ def test_planning_batches_keys_and_cache_hits(tmp_path: Path, fake_env: Path) ->
     cache lacks, and a failed batch's kernels are planned one per unit (cached singles left out)."""
     revision = find_revision()
     tree = tmp_path / "tree"
-    manifest = emit(Space("gfx942", "forward", 2, "bf16", "default").kernels()[:5], tree, revision,
-                    arch="gfx942", request={}).manifest
+    manifest = emit(
+        Space("gfx942", "forward", 2, "bf16", "default").kernels()[:5], tree, revision, arch="gfx942", request={}
+    ).manifest
     names = [k.name for k in manifest.kernels]
     cache: dict[str, Path] = {}
     planner = Planner(tree, discover("gfx942"), revision, lookup=cache.get)
     batches = planner.batches(names, 2)
     assert [(u.name, u.kernels) for u in batches.units] == [
-        ("batch0000", names[:2]), ("batch0001", names[2:4]), ("batch0002", names[4:])]
+        ("batch0000", names[:2]),
+        ("batch0001", names[2:4]),
+        ("batch0002", names[4:]),
+    ]
     first = batches.units[0]
     assert first.text == f'#include "{names[0]}.cpp"\n#include "{names[1]}.cpp"\n'
     assert first.files == ["ckspace_registry.hpp", *(f"{n}{s}" for n in names[:2] for s in (".hpp", ".cpp"))]
@@ -122,7 +129,9 @@ def test_planning_batches_keys_and_cache_hits(tmp_path: Path, fake_env: Path) ->
     cache[alone.key] = tmp_path / "alone.o"
     singles = planner.singles(failed)
     assert [(u.name, u.kernels) for u in singles.units] == [
-        ("single_batch0001_0000", [names[2]]), ("single_batch0001_0001", [names[3]])]
+        ("single_batch0001_0000", [names[2]]),
+        ("single_batch0001_0001", [names[3]]),
+    ]
     assert singles.misses == singles.units[:1]  # the key is the content's, not the unit's name
 
     elsewhere = tmp_path / "moved tree"
@@ -135,8 +144,9 @@ def test_planning_batches_keys_and_cache_hits(tmp_path: Path, fake_env: Path) ->
     assert edited.misses == edited.units[1:] and edited.units[2].key != batches.units[2].key
 
 
-def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """build.ninja escapes what ninja would read as syntax ($, space, colon), so a tree, a CK and a
     compiler under such a path build; without the escaping ninja expands ``$x`` to nothing."""
     base = tmp_path / "a dir $x: y"
@@ -151,8 +161,26 @@ def test_paths_with_spaces_colons_and_dollars_reach_the_compiler_intact(tmp_path
 
 def test_build_cli_exit_status(tmp_path: Path, fake_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx942", "--variant", "bwd_data", "--ndim", "2", "--dtype", "fp16",
-                 "--rule-set", "default", "--out", str(tree)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "bwd_data",
+                "--ndim",
+                "2",
+                "--dtype",
+                "fp16",
+                "--rule-set",
+                "default",
+                "--out",
+                str(tree),
+            ]
+        )
+        == 0
+    )
     assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert " 0 failed" in out and not out.startswith("0 ok")
@@ -198,17 +226,21 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     revision = find_revision()
     kernels, probes = sample_kernels("gfx942", revision)
     request = sample_request("gfx942", revision, kernels, probes)
-    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request,
-                  selector=SelectorOptions())
+    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request, selector=SelectorOptions())
     configs = [e.gemm_config() for e in result.manifest.kernels]
     assert len(configs) == len(kernels)  # nothing of the sample is excluded by a ck_revision rule
     covered = set().union(*(tags(c) for c in configs))
     assert {("variant", v) for v in ("forward", "bwd_data", "bwd_weight")} <= covered
     assert {("ndim", v, n) for v in ("forward", "bwd_data", "bwd_weight") for n in (2, 3)} <= covered
-    assert {("two_stage", "bwd_weight"), ("split_image", "forward"), ("groups_to_merge", "bwd_weight"),
-            ("double_smem_buffer", "forward")} <= covered
-    assert {("specialization", "forward", s) for s in
-            ("default", "filter1x1_pad0", "filter1x1_stride1_pad0", "filter3x3")} <= covered
+    assert {
+        ("two_stage", "bwd_weight"),
+        ("split_image", "forward"),
+        ("groups_to_merge", "bwd_weight"),
+        ("double_smem_buffer", "forward"),
+    } <= covered
+    assert {
+        ("specialization", "forward", s) for s in ("default", "filter1x1_pad0", "filter1x1_stride1_pad0", "filter3x3")
+    } <= covered
     callable_ = {*revision.single_lds_pipelines, *revision.double_lds_pipelines}
     assert callable_ == {c.pipeline.value for c in configs}  # every pipeline a kernel can call
     assert {("pipeline_scheduler", "mem", "interwave"), ("pipeline_scheduler", "mem", "intrawave")} <= covered
@@ -232,8 +264,13 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     # the dispatcher went in with the kernels: the whole C API is exported, and it answers
     exported = set(exported_functions(Path(report.library)))
-    assert {"ckspace_kernel_count", "ckspace_kernel_name", "ckspace_is_supported", "ckspace_select",
-            "ckspace_run"} <= exported
+    assert {
+        "ckspace_kernel_count",
+        "ckspace_kernel_name",
+        "ckspace_is_supported",
+        "ckspace_select",
+        "ckspace_run",
+    } <= exported
     dispatcher = Dispatcher.load(report.library)
     assert dispatcher.has_run and dispatcher.kernel_names == tuple(result.manifest.dispatcher.kernels)
     forward = ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1")

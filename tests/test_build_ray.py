@@ -23,11 +23,11 @@ from conftest import FAKE_OBJECT, fake_ck
 from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
+from ckspace.build.builder import BuildReport, build
 from ckspace.cli import main
+from ckspace.core.ck_headers import find_revision
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.emit.rendering import buildable
-from ckspace.build.builder import BuildReport, build
-from ckspace.core.ck_headers import find_revision
 from ckspace.run.loader import KernelLibrary
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -95,8 +95,9 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The stand-in compiler as CKSPACE_CXX, a fake CK tree; returns the folder of the attempt markers."""
     compiler = tmp_path / "stand-in" / "clang"
     compiler.parent.mkdir()
-    compiler.write_text(STAND_IN.format(python=sys.executable, markers=str(tmp_path / "markers"),
-                                        fake_object=repr(FAKE_OBJECT)))
+    compiler.write_text(
+        STAND_IN.format(python=sys.executable, markers=str(tmp_path / "markers"), fake_object=repr(FAKE_OBJECT))
+    )
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CKSPACE_CXX", str(compiler))
     monkeypatch.setenv("CKSPACE_DEVICE_LIBS", str(tmp_path))
@@ -129,8 +130,9 @@ def cache_objects(cache: Path) -> dict[str, bytes]:
     return {str(p.relative_to(cache)): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
 
 
-def test_200_units_with_failures_and_killed_workers(tmp_path: Path, stand_in: Path, ray_cluster: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_200_units_with_failures_and_killed_workers(
+    tmp_path: Path, stand_in: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "objects"))
     kernels = fake_kernels(200)
     assert len(kernels) == 200
@@ -139,9 +141,13 @@ def test_200_units_with_failures_and_killed_workers(tmp_path: Path, stand_in: Pa
     warm = build(tree, "gfx942", jobs=2, batch=1)  # ninja: every object cached
     assert (warm.ok, warm.failed, warm.compiled_units) == (200, 0, 200)
 
-    rules = {**dict.fromkeys(names[50:60], "BROKEN"), **dict.fromkeys(names[60:70], "FLAKY"),
-             **dict.fromkeys(names[70:73], "KILL"), names[73]: "KILLALWAYS",
-             **dict.fromkeys(names[74:], "CHANGED")}  # names[:50] untouched: from the cache
+    rules = {
+        **dict.fromkeys(names[50:60], "BROKEN"),
+        **dict.fromkeys(names[60:70], "FLAKY"),
+        **dict.fromkeys(names[70:73], "KILL"),
+        names[73]: "KILLALWAYS",
+        **dict.fromkeys(names[74:], "CHANGED"),
+    }  # names[:50] untouched: from the cache
     for name, rule in rules.items():
         mark(tree, name, rule)
     report = build(tree, "gfx942", jobs=None, batch=1, allow_edited=True, executor="ray", address=ray_cluster)
@@ -151,11 +157,27 @@ def test_200_units_with_failures_and_killed_workers(tmp_path: Path, stand_in: Pa
     for kernel in report.kernels:
         text = (tree / "build" / "gfx942" / kernel.log).read_text()
         retried = "attempt 1 of 2 failed; retried" in text
-        outcome[kernel.name] = ("cached" if kernel.cached else "ok" if kernel.status == "ok" and not retried
-                                else "ok-after-retry" if kernel.status == "ok" else "failed-after-retry"
-                                if retried else "failed-without-retry")
-    expected = {name: {"BROKEN": "failed-after-retry", "KILLALWAYS": "failed-after-retry", "FLAKY": "ok-after-retry",
-                       "KILL": "ok-after-retry", "CHANGED": "ok"}.get(rules.get(name, ""), "cached") for name in names}
+        outcome[kernel.name] = (
+            "cached"
+            if kernel.cached
+            else "ok"
+            if kernel.status == "ok" and not retried
+            else "ok-after-retry"
+            if kernel.status == "ok"
+            else "failed-after-retry"
+            if retried
+            else "failed-without-retry"
+        )
+    expected = {
+        name: {
+            "BROKEN": "failed-after-retry",
+            "KILLALWAYS": "failed-after-retry",
+            "FLAKY": "ok-after-retry",
+            "KILL": "ok-after-retry",
+            "CHANGED": "ok",
+        }.get(rules.get(name, ""), "cached")
+        for name in names
+    }
     assert outcome == expected
     errors = {k.name: k.error for k in report.kernels if k.status == "failed"}
     assert all("error: broken kernel" in errors[n] for n in names[50:60])
@@ -170,8 +192,9 @@ def test_200_units_with_failures_and_killed_workers(tmp_path: Path, stand_in: Pa
     assert (again.ok, again.failed) == (report.ok, report.failed)
 
 
-def test_ninja_and_ray_give_the_same_report(tmp_path: Path, stand_in: Path, ray_cluster: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ninja_and_ray_give_the_same_report(
+    tmp_path: Path, stand_in: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Failure isolation included: a batch with a broken kernel is split into single units."""
     tree = tmp_path / "tree"
     names = [k.name for k in emit(fake_kernels(7), tree, find_revision(), arch="gfx942", request={}).manifest.kernels]
@@ -179,16 +202,24 @@ def test_ninja_and_ray_give_the_same_report(tmp_path: Path, stand_in: Path, ray_
     reports = {}
     for executor in ("ninja", "ray"):
         monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / f"objects-{executor}"))
-        reports[executor] = build(tree, "gfx942", jobs=2, batch=3, allow_edited=True, executor=executor,
-                                  address=ray_cluster if executor == "ray" else None)
+        reports[executor] = build(
+            tree,
+            "gfx942",
+            jobs=2,
+            batch=3,
+            allow_edited=True,
+            executor=executor,
+            address=ray_cluster if executor == "ray" else None,
+        )
     ninja, ray = reports["ninja"], reports["ray"]
     assert (ninja.ok, ninja.failed, ninja.units) == (6, 1, 3 + 3)
     assert comparable(ray) == comparable(ninja)
     assert cache_objects(tmp_path / "objects-ninja") == cache_objects(tmp_path / "objects-ray")
 
 
-def test_cli_executor_choices_and_missing_ray(tmp_path: Path, stand_in: Path, capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_executor_choices_and_missing_ray(
+    tmp_path: Path, stand_in: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     tree = tmp_path / "tree"
     emit(fake_kernels(1), tree, find_revision(), arch="gfx942", request={})
     assert main(["build", str(tree), "--arch", "gfx942", "--executor", "slurm"]) == 2
@@ -222,8 +253,9 @@ def test_an_open_connection_is_reused_and_left_open(ray_cluster: str) -> None:
     assert not ray.is_initialized()
 
 
-def test_unreachable_cluster_is_one_line_and_quick(tmp_path: Path, stand_in: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_cluster_is_one_line_and_quick(
+    tmp_path: Path, stand_in: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Ray alone retries an unreachable head for minutes; build says so in seconds."""
     import socket
 
@@ -244,8 +276,14 @@ def test_compile_sample_through_ray(tmp_path: Path, ray_cluster: str, monkeypatc
     monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
     revision = find_revision()
     kernels, probes = sample_kernels("gfx942", revision)
-    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942",
-                  request=sample_request("gfx942", revision, kernels, probes), selector=SelectorOptions())
+    result = emit(
+        kernels,
+        tmp_path / "tree",
+        revision,
+        arch="gfx942",
+        request=sample_request("gfx942", revision, kernels, probes),
+        selector=SelectorOptions(),
+    )
     ray = build(tmp_path / "tree", "gfx942", jobs=2, batch=6, executor="ray", address=ray_cluster)
     assert {k.name: k.error for k in ray.kernels if k.status == "failed"} == {} and ray.link_error is None
     assert (ray.ok, ray.units, ray.compiled_units) == (len(kernels), 2, 2)

@@ -26,8 +26,10 @@ def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
         if config.kind != "gemm":
             continue
         # a CK target also leaves out the kernels upstream documents as wrong
-        rules = (*ck_rules(ck_space.ck, config.variant, config.dtype, arch="gfx942", ndim=config.ndim),
-                 *known_wrong_rules(config.variant, config.dtype))
+        rules = (
+            *ck_rules(ck_space.ck, config.variant, config.dtype, arch="gfx942", ndim=config.ndim),
+            *known_wrong_rules(config.variant, config.dtype),
+        )
         broken = [r.name for r in rules if not _holds(r, config)]
         assert ((config.name, config.dtype) in kept) == (not broken), config.name
 
@@ -41,8 +43,11 @@ def _holds(rule, config) -> bool:
 
 def test_explain_says_why_this_ck_excludes_a_kernel(ck_space: Space) -> None:
     full = Space("gfx942", "forward", 2, "bf16", ck=None)
-    name = next(c.name for c in full if c.kind == "gemm" and c.pipeline == "compv1" and c.vec_c % 2 == 0
-                and c.specialization == "default")
+    name = next(
+        c.name
+        for c in full
+        if c.kind == "gemm" and c.pipeline == "compv1" and c.vec_c % 2 == 0 and c.specialization == "default"
+    )
     (cell,) = ck_space.explain(name).cells
     assert not cell.valid and "ck_pipeline" in {b.constraint for b in cell.blame}
     assert {b.kind for b in cell.blame} == {"ck"}  # valid and proposed: only this CK excludes it

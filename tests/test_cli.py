@@ -37,16 +37,45 @@ def test_list_names_sorted_and_matches_count() -> None:
 
 def test_repeated_and_multi_value_options_are_equivalent() -> None:
     a = run("enumerate", "--arch", "gfx942", "--variant", "all", "--ndim", "2", "3", "--dtype", "fp16", "--list")
-    b = run("enumerate", "--arch", "gfx942", "--variant", "forward", "bwd_data", "--variant", "bwd_weight",
-            "--ndim", "2", "--ndim", "3", "--dtype", "fp16", "--list")
+    b = run(
+        "enumerate",
+        "--arch",
+        "gfx942",
+        "--variant",
+        "forward",
+        "bwd_data",
+        "--variant",
+        "bwd_weight",
+        "--ndim",
+        "2",
+        "--ndim",
+        "3",
+        "--dtype",
+        "fp16",
+        "--list",
+    )
     assert a.returncode == b.returncode == 0
     assert a.stdout == b.stdout and a.stdout
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
 def test_structured_formats_carry_every_field(fmt: str) -> None:
-    out = run("enumerate", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16",
-              "--rule-set", "tiny", "--list", "--format", fmt)
+    out = run(
+        "enumerate",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "forward",
+        "--ndim",
+        "2",
+        "--dtype",
+        "fp16",
+        "--rule-set",
+        "tiny",
+        "--list",
+        "--format",
+        fmt,
+    )
     assert out.returncode == 0, out.stderr
     if fmt == "json":
         records = json.loads(out.stdout)
@@ -54,12 +83,27 @@ def test_structured_formats_carry_every_field(fmt: str) -> None:
         records = [json.loads(line) for line in out.stdout.splitlines()]
     else:
         header, *rows = out.stdout.splitlines()
-        records = [dict(zip(header.split(","), row.split(","))) for row in rows]
+        records = [dict(zip(header.split(","), row.split(","), strict=True)) for row in rows]
     assert records
     gemm = [r for r in records if r["kind"] == "gemm"]
-    for key in ("name", "arch", "tile_m", "wave_k", "warp_tile_k", "vec_c", "pipeline", "scheduler",
-                "epilogue", "double_smem_buffer", "num_groups_to_merge", "specialization",
-                "streamk_enabled", "streamk_strategy", "streamk_persistent", "num_wave_groups"):
+    for key in (
+        "name",
+        "arch",
+        "tile_m",
+        "wave_k",
+        "warp_tile_k",
+        "vec_c",
+        "pipeline",
+        "scheduler",
+        "epilogue",
+        "double_smem_buffer",
+        "num_groups_to_merge",
+        "specialization",
+        "streamk_enabled",
+        "streamk_strategy",
+        "streamk_persistent",
+        "num_wave_groups",
+    ):
         assert key in gemm[0], key
 
 
@@ -70,14 +114,17 @@ def test_raw_lists_rejected_proposals_too() -> None:
     assert raw and not any(json.loads(line)["valid"] for line in raw)
 
 
-@pytest.mark.parametrize("args,bad", [
-    (("--arch", "gfx999", "--variant", "forward"), "gfx999"),
-    (("--arch", "gfx950", "--variant", "sideways"), "sideways"),
-    (("--arch", "gfx950", "--variant", "forward", "--ndim", "4"), "'4'"),
-    (("--arch", "gfx950", "--variant", "forward", "--dtype", "fp8"), "fp8"),
-    (("--arch", "gfx950", "--variant", "forward", "--rule-set", "huge"), "huge"),
-    (("--arch", "gfx950", "--variant", "forward", "--format", "xml", "--list"), "xml"),
-])
+@pytest.mark.parametrize(
+    "args,bad",
+    [
+        (("--arch", "gfx999", "--variant", "forward"), "gfx999"),
+        (("--arch", "gfx950", "--variant", "sideways"), "sideways"),
+        (("--arch", "gfx950", "--variant", "forward", "--ndim", "4"), "'4'"),
+        (("--arch", "gfx950", "--variant", "forward", "--dtype", "fp8"), "fp8"),
+        (("--arch", "gfx950", "--variant", "forward", "--rule-set", "huge"), "huge"),
+        (("--arch", "gfx950", "--variant", "forward", "--format", "xml", "--list"), "xml"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], bad: str) -> None:
     out = run("enumerate", *args, *(() if "--list" in args else ("--count",)))
     assert out.returncode == 2

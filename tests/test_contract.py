@@ -62,8 +62,13 @@ def test_train_refuses_a_foreign_directory_and_with_force_changes_only_model_fil
     fails(train, "precious.txt", "--force")
     assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]
     assert run_cli([*train, "--force"]).status == 0
-    assert sorted(p.name for p in out.iterdir()) == ["card.json", "features.json", "precious.txt", "ranker.txt",
-                                                     "tflops.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "card.json",
+        "features.json",
+        "precious.txt",
+        "ranker.txt",
+        "tflops.txt",
+    ]
     assert (out / "precious.txt").read_text() == "mine"
     assert run_cli(train).status == 0  # a model directory is ckspace's: retraining needs no --force
     assert (out / "precious.txt").read_text() == "mine"
@@ -90,7 +95,9 @@ def test_train_out_dot_writes_a_model_and_leaves_no_debris(tmp_path, small_csv) 
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        assert run_cli(["train", "--data", str(small_csv), "--arch", "gfx950", "--folds", "2", "--out", "."]).status == 0
+        assert (
+            run_cli(["train", "--data", str(small_csv), "--arch", "gfx950", "--folds", "2", "--out", "."]).status == 0
+        )
     finally:
         os.chdir(cwd)
     assert (work / "card.json").is_file()
@@ -122,8 +129,23 @@ def test_emit_out_empty_under_a_file_or_foreign_is_refused(tmp_path, ck) -> None
 
 def test_re_emit_removes_only_bannered_orphans(tmp_path, ck) -> None:
     tree = tmp_path / "tree"
-    emit = ["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16",
-            "--rule-set", "full-tests", "--ck-root", str(ck), "--out", str(tree)]
+    emit = [
+        "emit",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "forward",
+        "--ndim",
+        "2",
+        "--dtype",
+        "fp16",
+        "--rule-set",
+        "full-tests",
+        "--ck-root",
+        str(ck),
+        "--out",
+        str(tree),
+    ]
     assert run_cli(emit).status == 0
     kernel = sorted(tree.glob("grouped_conv_*.hpp"))[0]
     orphan = tree / "grouped_conv_orphan_of_an_interrupted_emit.hpp"  # bannered, in no manifest
@@ -139,8 +161,28 @@ def test_re_emit_removes_only_bannered_orphans(tmp_path, ck) -> None:
 
 def test_build_refuses_edited_missing_and_damaged_trees(tmp_path, ck) -> None:
     tree = tmp_path / "tree"
-    assert run_cli(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16",
-                    "--rule-set", "full-tests", "--ck-root", str(ck), "--out", str(tree)]).status == 0
+    assert (
+        run_cli(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "fp16",
+                "--rule-set",
+                "full-tests",
+                "--ck-root",
+                str(ck),
+                "--out",
+                str(tree),
+            ]
+        ).status
+        == 0
+    )
     build = ["build", str(tree), "--arch", "gfx950", "--ck-root", str(ck)]
     source = sorted(tree.glob("grouped_conv_*.hpp"))[0]
     source.write_text(source.read_text() + "// edited\n")
@@ -191,11 +233,19 @@ def test_repeated_single_valued_options_and_empty_values_are_errors() -> None:
     fails(["enumerate", "--arch", "gfx950", "--variant", "forward", "--where", " ", "--count"], "--where", "empty")
 
 
-@pytest.mark.parametrize("problem", ["N=100000000000000000000,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3",
-                                     "N=1,G=1,C=1" + "0" * 42 + ",K=128,Hi=56,Wi=56,Y=3,X=3"])
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "N=100000000000000000000,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3",
+        "N=1,G=1,C=1" + "0" * 42 + ",K=128,Hi=56,Wi=56,Y=3,X=3",
+    ],
+)
 def test_problem_sizes_are_bounded_by_cks_index_types(problem: str) -> None:
-    fails(["enumerate", "--arch", "gfx950", "--variant", "forward", "--problem", problem, "--count"],
-          "2147483647", "index_t")
+    fails(
+        ["enumerate", "--arch", "gfx950", "--variant", "forward", "--problem", problem, "--count"],
+        "2147483647",
+        "index_t",
+    )
     fails(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", problem], "index_t")
     with pytest.raises(InvalidInputError):
         ckspace.ConvProblem.parse(problem)
@@ -209,8 +259,15 @@ def test_tensors_beyond_64_bit_offsets_are_refused() -> None:
 
 # -- tracebacks for plausible mistakes ----------------------------------------------------------
 def test_a_name_with_tile_zero_is_a_name_error() -> None:
-    fails(["explain", "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_0x16x32_1x1x1_16x16x32_vec1_1_1",
-           "--arch", "gfx950"], "tile_m")
+    fails(
+        [
+            "explain",
+            "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_0x16x32_1x1x1_16x16x32_vec1_1_1",
+            "--arch",
+            "gfx950",
+        ],
+        "tile_m",
+    )
 
 
 def test_csv_files_that_are_not_utf8_are_one_line_and_a_bom_is_fine(tmp_path, small_csv) -> None:
@@ -247,39 +304,73 @@ def test_select_model_that_is_a_file_or_damaged(tmp_path) -> None:
 
 
 def test_candidates_that_are_binary_or_a_fifo(tmp_path) -> None:
-    select = ["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
-              "--candidates"]
+    select = [
+        "select",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "forward",
+        "--dtype",
+        "bf16",
+        "--problem",
+        PROBLEM,
+        "--candidates",
+    ]
     (tmp_path / "binary").write_bytes(bytes(range(256)))
     os.mkfifo(tmp_path / "fifo")
     fails([*select, str(tmp_path / "binary")], "UTF-8")
     fails([*select, str(tmp_path / "fifo")], "not a regular file")
 
 
-@pytest.mark.parametrize("manifest", ['{"kernels": [{"config": [1]}]}', '{"kernels": [{"config": "tile_m=256"}]}',
-                                      '{"kernels": 3}', '{"kernels": ["x"]}', '{"kernels": [{"config": {"tile_m": 1}}]}'])
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        '{"kernels": [{"config": [1]}]}',
+        '{"kernels": [{"config": "tile_m=256"}]}',
+        '{"kernels": 3}',
+        '{"kernels": ["x"]}',
+        '{"kernels": [{"config": {"tile_m": 1}}]}',
+    ],
+)
 def test_candidates_manifest_of_the_wrong_shape(tmp_path, manifest: str) -> None:
     (tmp_path / "manifest.json").write_text(manifest)
-    fails(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
-           "--candidates", str(tmp_path / "manifest.json")], "not a build manifest with a 'kernels' list of configs")
+    fails(
+        [
+            "select",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--dtype",
+            "bf16",
+            "--problem",
+            PROBLEM,
+            "--candidates",
+            str(tmp_path / "manifest.json"),
+        ],
+        "not a build manifest with a 'kernels' list of configs",
+    )
 
 
 @pytest.mark.parametrize("shell", ["1>&-", "> /dev/full"])
 def test_stdout_closed_or_full_is_one_line(shell: str) -> None:
     command = f"{sys.executable} -m ckspace enumerate --arch gfx950 --variant forward --count"
     # enumerate states its target on stderr (stdout is data): the error is one line after those notes
-    notes = subprocess.run(["bash", "-c", f"{command} > /dev/null"], cwd=ROOT, capture_output=True, text=True,
-                           check=False)
+    notes = subprocess.run(
+        ["bash", "-c", f"{command} > /dev/null"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert notes.returncode == 0 and notes.stderr.startswith("target: "), notes.stderr
-    done = subprocess.run(["bash", "-c", f"{command} {shell}"], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(["bash", "-c", f"{command} {shell}"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith(notes.stderr), done.stderr
     assert len(done.stderr.removeprefix(notes.stderr).splitlines()) == 1, done.stderr
 
 
 # -- the cache ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("damage", [b"\xff\xfe\x00garbage", b"{not json", b'{"key": 1}', b"[]",
-                                    b'{"key": null, "checksum": 3, "payload": 4}'])
+@pytest.mark.parametrize(
+    "damage",
+    [b"\xff\xfe\x00garbage", b"{not json", b'{"key": 1}', b"[]", b'{"key": null, "checksum": 3, "payload": 4}'],
+)
 def test_any_unreadable_cell_cache_entry_is_rebuilt(tmp_path, damage: bytes) -> None:
     argv = ["--cache-dir", str(tmp_path), "enumerate", *TINY[:-2], "--count"]
     first = run_cli(argv)
@@ -316,22 +407,83 @@ def test_cache_info_clear_and_cache_dir_after_the_command(tmp_path) -> None:
 # -- names pass between commands ----------------------------------------------------------------
 def test_enumerate_list_with_depthwise_names_feeds_select(tmp_path) -> None:
     # the rule space: a CK target holds no depthwise kernel (CK Tile has none to build)
-    names = run_cli(["enumerate", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                     "--rule-set", "tiny", "--list", "--rules-only"]).stdout
+    names = run_cli(
+        [
+            "enumerate",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--ndim",
+            "2",
+            "--dtype",
+            "bf16",
+            "--rule-set",
+            "tiny",
+            "--list",
+            "--rules-only",
+        ]
+    ).stdout
     assert "depthwise" in names
     (tmp_path / "names.txt").write_text(names)
-    picked = run_cli(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
-                      "--candidates", str(tmp_path / "names.txt"), "--format", "json"])
+    picked = run_cli(
+        [
+            "select",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--dtype",
+            "bf16",
+            "--problem",
+            PROBLEM,
+            "--candidates",
+            str(tmp_path / "names.txt"),
+            "--format",
+            "json",
+        ]
+    )
     assert picked.status == 0, picked.stderr
     depthwise = "\n".join(n for n in names.splitlines() if "depthwise" in n)
     (tmp_path / "dw.txt").write_text(depthwise)
-    fails(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
-           "--candidates", str(tmp_path / "dw.txt")], "depthwise")
+    fails(
+        [
+            "select",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--dtype",
+            "bf16",
+            "--problem",
+            PROBLEM,
+            "--candidates",
+            str(tmp_path / "dw.txt"),
+        ],
+        "depthwise",
+    )
 
 
 def test_select_picks_and_fallbacks_are_names_explain_takes() -> None:
-    picked = run_cli(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "full",
-                      "--problem", "N=1,G=3,C=3,K=3,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1", "--format", "json", "--top", "3"])
+    picked = run_cli(
+        [
+            "select",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--dtype",
+            "bf16",
+            "--rule-set",
+            "full",
+            "--problem",
+            "N=1,G=3,C=3,K=3,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1",
+            "--format",
+            "json",
+            "--top",
+            "3",
+        ]
+    )
     data = json.loads(picked.stdout)
     names = {r["name"] for r in data["top"]} | {r["family"] for r in data["top"] if r["family"]}
     assert data["fallbacks"] and len(names) > 3
@@ -345,8 +497,20 @@ def test_help_lists_commands_archs_rule_sets_formats_and_environment() -> None:
     bare = run_cli([])
     assert bare.status == 0 and all(c in bare.stdout for c in ("enumerate", "select", "info", "cache"))
     help_text = run_cli(["--help"]).stdout
-    for needle in ("gfx950", "gfx1201", "full-tests", "jsonl", "markdown", "CKSPACE_CXX", "CKSPACE_BUILD_CACHE",
-                   "CKSPACE_DEVICE_LIBS", "CKSPACE_HIP_FLAGS", "CKSPACE_CACHE_DIR", "CK_ROOT", "CC"):
+    for needle in (
+        "gfx950",
+        "gfx1201",
+        "full-tests",
+        "jsonl",
+        "markdown",
+        "CKSPACE_CXX",
+        "CKSPACE_BUILD_CACHE",
+        "CKSPACE_DEVICE_LIBS",
+        "CKSPACE_HIP_FLAGS",
+        "CKSPACE_CACHE_DIR",
+        "CK_ROOT",
+        "CC",
+    ):
         assert needle in help_text, needle
     info = json.loads(run_cli(["info", "--format", "json"]).stdout)
     assert info["archs"]["gfx950"]["lds_kb"] == 160 and info["fields"]["two_stage"]["domain"] == "true, false"
@@ -357,8 +521,9 @@ def test_verbose_anywhere_and_explain_exit_status() -> None:
     assert after.status == 0 and after.stdout == run_cli(["-v", "enumerate", *TINY[:-2], "--count"]).stdout
     name = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv4_cshuffle_intrawave_16x16x32_1x1x1_16x16x32_vec1_1_1"
     assert run_cli(["explain", name, "--arch", "gfx950"]).status == 1
-    valid = run_cli(["enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                     "--list"]).stdout.split()[0]
+    valid = run_cli(
+        ["enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16", "--list"]
+    ).stdout.split()[0]
     assert run_cli(["explain", valid, "--arch", "gfx950"]).status == 0
 
 
@@ -400,12 +565,29 @@ def test_constructing_a_model_with_a_bad_value_is_a_ckspace_error() -> None:
     from ckspace.core.errors import InvalidInputError
     from ckspace.core.problem import ConvProblem
 
-    gemm = dict(arch="gfx950", variant="forward", ndim=2, dtype="bf16", tile_m=64, tile_n=64, tile_k=32,
-                wave_m=2, wave_n=2, wave_k=1, warp_tile_m=16, warp_tile_n=16, warp_tile_k=16, pipeline="mem")
+    gemm = dict(
+        arch="gfx950",
+        variant="forward",
+        ndim=2,
+        dtype="bf16",
+        tile_m=64,
+        tile_n=64,
+        tile_k=32,
+        wave_m=2,
+        wave_n=2,
+        wave_k=1,
+        warp_tile_m=16,
+        warp_tile_n=16,
+        warp_tile_k=16,
+        pipeline="mem",
+    )
     assert GemmConfig(**gemm).tile_m == 64
-    for bad, words in ((GemmConfig, {**gemm, "tile_m": 1.5}), (GemmConfig, {**gemm, "pipeline": "compv99"}),
-                       (ConvProblem, dict(ndim=2, N=0, C=3, K=4, Hi=8, Wi=8, Y=1, X=1)),
-                       (DepthwiseConfig, dict(arch="gfx950", dtype="bf16"))):
+    for bad, words in (
+        (GemmConfig, {**gemm, "tile_m": 1.5}),
+        (GemmConfig, {**gemm, "pipeline": "compv99"}),
+        (ConvProblem, dict(ndim=2, N=0, C=3, K=4, Hi=8, Wi=8, Y=1, X=1)),
+        (DepthwiseConfig, dict(arch="gfx950", dtype="bf16")),
+    ):
         with pytest.raises(InvalidInputError, match=bad.__name__) as caught:
             bad(**words)
         assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)

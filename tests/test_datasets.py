@@ -23,8 +23,12 @@ from ckspace.planning.workload import read_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"
-ARGUMENTS = {("train", "--data"): Kind.MEASUREMENTS, ("evaluate", "--data"): Kind.MEASUREMENTS,
-             ("plan", "--problems"): Kind.PROBLEMS, ("bench", "--problems"): Kind.PROBLEMS}
+ARGUMENTS = {
+    ("train", "--data"): Kind.MEASUREMENTS,
+    ("evaluate", "--data"): Kind.MEASUREMENTS,
+    ("plan", "--problems"): Kind.PROBLEMS,
+    ("bench", "--problems"): Kind.PROBLEMS,
+}
 """Every command argument that reads a data set's kind of CSV, and the kind."""
 COMMAND_LINES = {
     "train": ["train", "--out", "model", "--data"],
@@ -61,8 +65,12 @@ def test_every_shipped_csv_is_catalogued_and_is_package_data() -> None:
 def test_exactly_these_arguments_take_data_set_names() -> None:
     parser, _ = _parser()
     kinds = {measurements_file: Kind.MEASUREMENTS, problems_file: Kind.PROBLEMS}
-    found = {(name, action.option_strings[0]): kinds[action.convert] for name, command in parser.subcommands.items()
-             for action in command.arguments if getattr(action, "convert", None) in kinds}
+    found = {
+        (name, action.option_strings[0]): kinds[action.convert]
+        for name, command in parser.subcommands.items()
+        for action in command.arguments
+        if getattr(action, "convert", None) in kinds
+    }
     assert found == ARGUMENTS
 
 
@@ -87,8 +95,24 @@ def test_each_problem_list_reads_as_a_workload(name: str) -> None:
 
 
 def test_plan_on_a_data_set_by_name() -> None:
-    outcome = run_cli(["plan", "--arch", "gfx950", "--variant", "bwd_weight", "--dtype", "bf16", "--problems",
-                       "validation-bwd-weight", "--budget", "1", "--time-limit", "1", "--rules-only"])
+    outcome = run_cli(
+        [
+            "plan",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "bwd_weight",
+            "--dtype",
+            "bf16",
+            "--problems",
+            "validation-bwd-weight",
+            "--budget",
+            "1",
+            "--time-limit",
+            "1",
+            "--rules-only",
+        ]
+    )
     assert outcome.status == 0 and len([line for line in outcome.stdout.splitlines() if line[:1] != "#"]) == 1
 
 
@@ -101,9 +125,17 @@ def test_a_file_of_the_users_wins_over_the_data_set(tmp_path: Path, monkeypatch:
     assert argument_text(Path("miopen-forward-300")) == "miopen-forward-300"
 
 
-@pytest.mark.parametrize("command, option, value", [
-    (command, option, value) for (command, option), kind in ARGUMENTS.items()
-    for value in ("no-such-data", dataset_names(Kind.PROBLEMS if kind is Kind.MEASUREMENTS else Kind.MEASUREMENTS)[0])])
+@pytest.mark.parametrize(
+    "command, option, value",
+    [
+        (command, option, value)
+        for (command, option), kind in ARGUMENTS.items()
+        for value in (
+            "no-such-data",
+            dataset_names(Kind.PROBLEMS if kind is Kind.MEASUREMENTS else Kind.MEASUREMENTS)[0],
+        )
+    ],
+)
 def test_anything_else_is_one_line_naming_it_and_the_data_sets(command: str, option: str, value: str) -> None:
     """A value that is no file and no data set of the argument's kind (a data set of the other
     kind says so)."""

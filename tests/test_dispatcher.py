@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
-from ckspace.constraints.expr import evaluate
 from ckspace.constraints.classify import columns
+from ckspace.constraints.expr import evaluate
 from ckspace.constraints.problem_rules import gemm_problem_rules
 from ckspace.core.config import GemmConfig
 from ckspace.core.datasets import DATASETS
@@ -33,10 +33,10 @@ from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
 from ckspace.run.c_api import ConvProblemC, Dispatcher
-from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.select.compiled import compile_library
 from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
+from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.space.space import Space
 
 DATA = DATASETS["mi355x-forward-bf16"].path
@@ -94,7 +94,7 @@ def test_same_pick_on_every_real_problem() -> None:
         shapes = {tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)}
     assert len(shapes) == 230
     for shape in sorted(shapes):
-        agree(dispatcher, library, selector, ConvProblem.from_values(dict(zip(KEYS, shape))))
+        agree(dispatcher, library, selector, ConvProblem.from_values(dict(zip(KEYS, shape, strict=True))))
 
 
 def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
@@ -113,7 +113,7 @@ def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
         shapes = sorted({tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)})
     sources = set()
     for shape in shapes[::3]:
-        problem = ConvProblem.from_values(dict(zip(KEYS, shape)))
+        problem = ConvProblem.from_values(dict(zip(KEYS, shape, strict=True)))
         agree(dispatcher, library, selector, problem)
         sources.add(selector.select(problem, configs, k=1, pool=configs).pick_source.partition(":")[0])  # runs all
     assert sources == {"model", "model, extrapolated"}
@@ -121,7 +121,7 @@ def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
 
 def wider(a, b) -> bool:
     """Vector widths ``a`` wider than ``b``: at least as wide for every operand, wider for one."""
-    return all(x >= y for x, y in zip(a, b)) and any(x > y for x, y in zip(a, b))
+    return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b, strict=True))
 
 
 def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
@@ -145,8 +145,12 @@ def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
     dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
     prepared = selector.prepare(configs, configs)
     binds = 0
-    for text in ("N=8,C=256,K=64,Hi=56,Wi=56,Y=1,X=1", "N=1,C=64,K=64,Hi=28,Wi=28,Y=3,X=3,pad=1",
-                 "N=32,C=512,K=512,Hi=7,Wi=7,Y=3,X=3,pad=1", "N=2,C=24,K=40,Hi=30,Wi=30,Y=1,X=1"):
+    for text in (
+        "N=8,C=256,K=64,Hi=56,Wi=56,Y=1,X=1",
+        "N=1,C=64,K=64,Hi=28,Wi=28,Y=3,X=3,pad=1",
+        "N=32,C=512,K=512,Hi=7,Wi=7,Y=3,X=3,pad=1",
+        "N=2,C=24,K=40,Hi=30,Wi=30,Y=1,X=1",
+    ):
         problem = ConvProblem.parse(text)
         agree(dispatcher, library, selector, problem)
         rows = np.flatnonzero(selector.feasible(problem, prepared))
@@ -168,12 +172,17 @@ def hard_problems(draw) -> tuple[ConvProblem, Variant, Dtype]:
     ndim = draw(st.sampled_from([1, 2, 2, 3]))
     g = draw(st.sampled_from([1, 1, 2, 3, 4, 32]))
     per_group = st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 52, 64, 96, 156])
-    values = {"ndim": ndim, "N": draw(st.sampled_from([1, 2, 3, 8])), "G": g,
-              "C": g * draw(per_group), "K": g * draw(per_group)}
+    values = {
+        "ndim": ndim,
+        "N": draw(st.sampled_from([1, 2, 3, 8])),
+        "G": g,
+        "C": g * draw(per_group),
+        "K": g * draw(per_group),
+    }
     variant = draw(st.sampled_from(list(Variant)))
     values["k_batch"] = draw(st.sampled_from([1, 2, 4])) if variant is Variant.BWD_WEIGHT else 1
-    for d, (size, filt) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X"))):
-        if d not in "dhw"[3 - ndim:]:
+    for d, (size, filt) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X")), strict=True):
+        if d not in "dhw"[3 - ndim :]:
             continue
         values[size] = draw(st.integers(1, 64))
         values[filt] = draw(st.sampled_from([1, 1, 3, 5, 7]))
@@ -206,18 +215,36 @@ def test_is_supported_equals_the_python_rules(drawn: tuple[ConvProblem, Variant,
     index = cell[pick % len(cell)]
     config: GemmConfig = library.kernels[index]
     cols = columns([config.row()], GEMM_FIELD_NAMES)
-    expected = all(bool(np.asarray(evaluate(rule.expr, cols)).reshape(-1)[0])
-                   for rule in gemm_problem_rules(problem, variant, config.ndim, dtype))
+    expected = all(
+        bool(np.asarray(evaluate(rule.expr, cols)).reshape(-1)[0])
+        for rule in gemm_problem_rules(problem, variant, config.ndim, dtype)
+    )
     assert dispatcher.is_supported(index, problem, variant, dtype) == expected
     other = Variant.FORWARD if variant is not Variant.FORWARD else Variant.BWD_DATA
     assert not dispatcher.is_supported(index, problem, other, dtype)  # another cell's kernel
 
 
-_MALFORMED_FIELDS = ("N", "G", "C", "K", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w",
-                     "dil_h", "dil_w", "k_batch")
+_MALFORMED_FIELDS = (
+    "N",
+    "G",
+    "C",
+    "K",
+    "Hi",
+    "Wi",
+    "Y",
+    "X",
+    "stride_h",
+    "stride_w",
+    "pad_h",
+    "pad_w",
+    "dil_h",
+    "dil_w",
+    "k_batch",
+)
 _INDEX = 2**31
-_AROUND_INDEX = st.sampled_from([_INDEX - 2, _INDEX - 1, _INDEX, _INDEX + 1, 2 * _INDEX, 2**62, 2**63 - 1,
-                                 -_INDEX, -(2**63)])
+_AROUND_INDEX = st.sampled_from(
+    [_INDEX - 2, _INDEX - 1, _INDEX, _INDEX + 1, 2 * _INDEX, 2**62, 2**63 - 1, -_INDEX, -(2**63)]
+)
 _AROUND_ELEMENTS = {  # element counts around 2^63 - 1 (long_index_t), as factors within index_t
     2**63 - 2: (2, 3, 715827883, 2147483647),
     2**63 - 1: (7 * 7 * 73, 127 * 337, 92737, 649657),
@@ -231,16 +258,18 @@ _TENSOR_FIELDS = {"input": ("N", "C", "Hi", "Wi"), "output": ("N", "K", "Hi", "W
 def malformed_2d(draw) -> dict[str, int]:
     """Small values around the lower bounds, values around index_t's 2^31 (and int64's ends), and
     tensors of around 2^63 elements (long_index_t) in input, output (1x1 filter) or weight."""
-    values = {name: draw(st.one_of(st.integers(-2, 9), st.integers(-2, 9), _AROUND_INDEX))
-              for name in _MALFORMED_FIELDS}
+    values = {
+        name: draw(st.one_of(st.integers(-2, 9), st.integers(-2, 9), _AROUND_INDEX)) for name in _MALFORMED_FIELDS
+    }
     if draw(st.booleans()):
         tensor = draw(st.sampled_from(sorted(_TENSOR_FIELDS)))
         factors = draw(st.permutations(_AROUND_ELEMENTS[draw(st.sampled_from(sorted(_AROUND_ELEMENTS)))]))
-        values.update(dict(zip(_TENSOR_FIELDS[tensor], factors)))
+        values.update(dict(zip(_TENSOR_FIELDS[tensor], factors, strict=True)))
         if draw(st.booleans()):  # the other sizes of a valid problem, so that only the element count decides
             values.update(G=1, stride_h=1, stride_w=1, pad_h=0, pad_w=0, dil_h=1, dil_w=1, k_batch=1)
-            values.update({name: 1 for name in ("N", "C", "K", "Hi", "Wi", "Y", "X")
-                           if name not in _TENSOR_FIELDS[tensor]})
+            values.update(
+                {name: 1 for name in ("N", "C", "K", "Hi", "Wi", "Y", "X") if name not in _TENSOR_FIELDS[tensor]}
+            )
             if tensor != "weight":
                 values.update(Y=1, X=1)
     return values
@@ -270,13 +299,31 @@ def test_the_largest_valid_tensors_are_accepted_and_one_more_element_refused() -
     """The edges themselves: 2^63 - 1 elements and sizes of 2^31 - 1 are valid, one more is not."""
     _, dispatcher = whole_arch()
     edge = dict(N=7 * 7 * 73, C=127 * 337, K=1, Hi=92737, Wi=649657, Y=1, X=1)
-    for values, valid in ((edge, True), ({**edge, "Wi": 649658}, False),
-                          (dict(N=1, C=1, K=1, Hi=1, Wi=2**31 - 1, Y=1, X=1, pad_w=2**31 - 1), True),
-                          (dict(N=1, C=1, K=1, Hi=1, Wi=2**31, Y=1, X=1), False)):
+    for values, valid in (
+        (edge, True),
+        ({**edge, "Wi": 649658}, False),
+        (dict(N=1, C=1, K=1, Hi=1, Wi=2**31 - 1, Y=1, X=1, pad_w=2**31 - 1), True),
+        (dict(N=1, C=1, K=1, Hi=1, Wi=2**31, Y=1, X=1), False),
+    ):
         ConvProblem.from_values(values) if valid else pytest.raises(CkspaceError, ConvProblem.from_values, values)
-        raw = ConvProblemC(variant=0, dtype=Dtype.BF16.code, ndim=2, Di=1, Z=1, stride_d=1, pad_d=0, dil_d=1,
-                           G=1, stride_h=1, stride_w=1, pad_h=0, dil_h=1, dil_w=1, k_batch=1,
-                           **{"pad_w": 0, **values})
+        raw = ConvProblemC(
+            variant=0,
+            dtype=Dtype.BF16.code,
+            ndim=2,
+            Di=1,
+            Z=1,
+            stride_d=1,
+            pad_d=0,
+            dil_d=1,
+            G=1,
+            stride_h=1,
+            stride_w=1,
+            pad_h=0,
+            dil_h=1,
+            dil_w=1,
+            k_batch=1,
+            **{"pad_w": 0, **values},
+        )
         assert (dispatcher.select_raw(raw)[0] != 3) == valid, values
 
 
@@ -299,14 +346,34 @@ def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
     assert dispatcher.select(ConvProblem.parse("N=2,C=3,K=12,Hi=32,Wi=32,Y=3,X=3"), "forward", "bf16") is not None
 
 
-def test_emit_with_selector_and_host_only_build(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_emit_with_selector_and_host_only_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from conftest import fake_ck
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                 "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "default",
+                "--with-selector",
+                "--out",
+                str(tree),
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((tree / "manifest.json").read_text())
     configs = [GemmConfig.from_fields(e["config"]) for e in manifest["kernels"]]
     assert f"dispatcher: {len(configs)} kernels" in capsys.readouterr().out
@@ -325,8 +392,7 @@ def test_emit_with_selector_and_host_only_build(tmp_path: Path, capsys: pytest.C
     assert "no manifest.json" in capsys.readouterr().err
 
 
-def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``emit --fallbacks``: the default rule set's kernels all have (4, 8, 8) vectors; with their
     serving variants added as fallback-only kernels the library runs problems with odd channels,
     and the C pick is the Python selector's with the same candidates and the library as its pool."""
@@ -334,8 +400,28 @@ def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path,
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                 "--rule-set", "default", "--with-selector", "--fallbacks", "--out", str(tree)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "default",
+                "--with-selector",
+                "--fallbacks",
+                "--out",
+                str(tree),
+            ]
+        )
+        == 0
+    )
     assert main(["build", str(tree), "--host-only"]) == 0
     dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
     manifest = json.loads((tree / "manifest.json").read_text())

@@ -14,13 +14,13 @@ from ckspace.cli import main
 from ckspace.constraints.ck_rules import ck_rules
 from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
+from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
+from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.emitter import SelectorOptions, emit
-from ckspace.core.files import sha256
 from ckspace.emit.rendering import buildable, render_tree
-from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
@@ -28,15 +28,29 @@ GOLDEN = Path(__file__).parent / "golden"
 
 # The features of the amd-aiter 0.1.7.post2.dev18 CK, so these tests need no CK headers.
 AITER = CkRevision(
-    include_dir="/ck/include", fingerprint="0" * 64, label="amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
-    verified=True, pipelines=("compv3", "compv4", "compv5", "compv6", "mem", "comp_async"),
-    streamk_conv=False, explicit_gemm=False, split_image_variants=("forward",),
-    merge_groups_variants=("bwd_weight",), two_stage=True, instance_string=False, depthwise=False,
+    include_dir="/ck/include",
+    fingerprint="0" * 64,
+    label="amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
+    verified=True,
+    pipelines=("compv3", "compv4", "compv5", "compv6", "mem", "comp_async"),
+    streamk_conv=False,
+    explicit_gemm=False,
+    split_image_variants=("forward",),
+    merge_groups_variants=("bwd_weight",),
+    two_stage=True,
+    instance_string=False,
+    depthwise=False,
     warp_gemms={"fp16": HALF, "bf16": HALF, "fp32": ((16, 16, 4), (16, 16, 16))},
-    single_lds_pipelines=("compv3", "compv5", "mem"), double_lds_pipelines=("compv4",),
-    shuffle_always=("compv1", "compv5", "basic_v1"), shuffle_without_load_tr=("compv3", "compv4", "compv6", "mem"),
-    load_tr_archs=("gfx950",), shuffle_auto_vector=True, broken_specialization_variants=("bwd_data", "bwd_weight"),
-    bwd_data_double_lds_broken=True, compv5_ping_pong=True, bwd_weight_1d_transposed=True,
+    single_lds_pipelines=("compv3", "compv5", "mem"),
+    double_lds_pipelines=("compv4",),
+    shuffle_always=("compv1", "compv5", "basic_v1"),
+    shuffle_without_load_tr=("compv3", "compv4", "compv6", "mem"),
+    load_tr_archs=("gfx950",),
+    shuffle_auto_vector=True,
+    broken_specialization_variants=("bwd_data", "bwd_weight"),
+    bwd_data_double_lds_broken=True,
+    compv5_ping_pong=True,
+    bwd_weight_1d_transposed=True,
 )
 
 GOLDEN_NAMES = (
@@ -48,8 +62,10 @@ GOLDEN_NAMES = (
     "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage",
     "grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4",
 )
-PROBE = ("grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4",
-         {"split_image": True})  # a split-image kernel the CK can build (the space has none)
+PROBE = (
+    "grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4",
+    {"split_image": True},
+)  # a split-image kernel the CK can build (the space has none)
 
 
 def kernel_of(config: GemmConfig) -> Kernel:
@@ -81,8 +97,9 @@ def test_golden_dispatcher(tmp_path: Path) -> None:
     """The dispatcher of the golden configs (gfx942 has no shipped model: analytical ranking, so no
     TL2cgen output here): header, host C and ckspace_run, byte for byte."""
     configs = golden_configs()
-    result = emit([kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={},
-                  selector=SelectorOptions())
+    result = emit(
+        [kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={}, selector=SelectorOptions()
+    )
     assert result.manifest.dispatcher is not None
     assert set(result.manifest.dispatcher.models.values()) == {"analytical"}
     for name in ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_dispatch_run.cpp"):
@@ -102,7 +119,7 @@ def test_rendering_alone_gives_the_golden_bytes(tmp_path: Path, monkeypatch: pyt
     tree = render_tree(kernels, AITER, arch="gfx942", request={"x": 1}, selector=SelectorOptions())
     assert not any(tmp_path.iterdir())
     per_kernel = [p for k in tree.manifest.kernels for p in (k.header.path, k.source.path, k.wrapper.path)]
-    assert list(tree.files)[:len(per_kernel)] == per_kernel  # the kernels' files first, in name order
+    assert list(tree.files)[: len(per_kernel)] == per_kernel  # the kernels' files first, in name order
     assert sorted(tree.files) == sorted(tree.manifest.files())
     records = [*tree.manifest.shared, *(r for k in tree.manifest.kernels for r in (k.header, k.source, k.wrapper))]
     assert all(sha256(tree.files[r.path]) == r.sha256 for r in records)
@@ -130,8 +147,9 @@ def test_banner_and_traits(tmp_path: Path) -> None:
 
 def _full(arch: str = "gfx942") -> list[Kernel]:
     # the upstream rule space: what the AITER revision's own rules exclude is the subject here
-    return (Space(arch, rule_set="full", ck=None).kernels()
-            + Space(arch, "bwd_data", rule_set="default", ck=None).kernels())
+    return (
+        Space(arch, rule_set="full", ck=None).kernels() + Space(arch, "bwd_data", rule_set="default", ck=None).kernels()
+    )
 
 
 def test_emit_twice_gives_identical_trees(tmp_path: Path) -> None:
@@ -189,34 +207,23 @@ COMPILED = {
     # grouped_convolution_forward_kernel.hpp:887 / backward_data 883 / backward_weight 812: no operator()
     "grouped_conv_fwd_bf16_nhwgc_2d_compv6_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1": "ck_pipeline_call",
     "grouped_conv_bwd_data_bf16_nhwgc_2d_compv6_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_pipeline_call",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv6_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage":
-        "ck_pipeline_call",
-    "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb":
-        "ck_pipeline_call",  # forward_kernel.hpp:944
-    "grouped_conv_fwd_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb":
-        "ck_pipeline_call",  # comp_async.hpp:552
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv6_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": "ck_pipeline_call",
+    "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": "ck_pipeline_call",  # forward_kernel.hpp:944
+    "grouped_conv_fwd_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": "ck_pipeline_call",  # comp_async.hpp:552
     # backward_data_kernel.hpp:510 NDimSpatial_
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_filter1x1_pad0":
-        "ck_specialization",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_filter1x1_pad0": "ck_specialization",
     # transpose_tile.hpp:228
     "grouped_conv_bwd_data_fp32_nhwgc_1d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_shuffle_vector_b",
-    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_8_4":
-        "ck_shuffle_vector_b",
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_16_8":
-        "ck_shuffle_vector_b",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_4_8_gm2_2stage":
-        "ck_shuffle_vector_b",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage":
-        "ck_shuffle_vector_a",
+    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_8_4": "ck_shuffle_vector_b",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_16_8": "ck_shuffle_vector_b",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_4_8_gm2_2stage": "ck_shuffle_vector_b",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage": "ck_shuffle_vector_a",
     # amd_buffer_addressing.hpp:2277 (float atomic of 8)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_8_gm2_2stage":
-        "ck_atomic_vector",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_8_gm2_2stage": "ck_atomic_vector",
     # backward_data_kernel.hpp:927 get_length on a tile window
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_dsb":
-        "ck_bwd_data_double_lds",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_dsb": "ck_bwd_data_double_lds",
     # comp_v5.hpp:159 (one wave: division by zero)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv5_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage":
-        "ck_compv5_ping_pong",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv5_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": "ck_compv5_ping_pong",
 }
 
 
@@ -267,11 +274,42 @@ def test_locate_order_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_cli_emit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
-    status = main(["emit", "--arch", "gfx942", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                   "--rule-set", "default", "--out", str(tmp_path / "out"), "--ck-root", str(ck)])
+    status = main(
+        [
+            "emit",
+            "--arch",
+            "gfx942",
+            "--variant",
+            "forward",
+            "--ndim",
+            "2",
+            "--dtype",
+            "bf16",
+            "--rule-set",
+            "default",
+            "--out",
+            str(tmp_path / "out"),
+            "--ck-root",
+            str(ck),
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0 and "kernels emitted" in out and "(unverified)" in out
     assert (tmp_path / "out" / "manifest.json").is_file()
-    assert main(["emit", "--arch", "gfx942", "--variant", "forward", "--out", str(tmp_path / "o"),
-                 "--ck-root", str(tmp_path / "missing")]) == 2
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "--out",
+                str(tmp_path / "o"),
+                "--ck-root",
+                str(tmp_path / "missing"),
+            ]
+        )
+        == 2
+    )
     assert "holds no" in capsys.readouterr().err

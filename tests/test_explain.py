@@ -101,16 +101,43 @@ def test_not_proposed_is_told_apart_from_invalid() -> None:
 def test_cli_explain_name_and_partial_json() -> None:
     env = dict(os.environ)
     name = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv4_cshuffle_intrawave_16x16x32_1x1x1_16x16x32_vec1_1_1"
-    out = subprocess.run([sys.executable, "-m", "ckspace", "explain", name, "--arch", "gfx950"],
-                         capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "ckspace", "explain", name, "--arch", "gfx950"], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 1 and "backward_pipeline" in out.stdout and "NOT VALID" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "ckspace", "explain", "--arch", "gfx950", "--variant", "bwd_weight",
-                          "--ndim", "2", "--dtype", "fp16", "--set", "pipeline=compv4", "--set", "tile_k=32",
-                          "--format", "json"], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ckspace",
+            "explain",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "bwd_weight",
+            "--ndim",
+            "2",
+            "--dtype",
+            "fp16",
+            "--set",
+            "pipeline=compv4",
+            "--set",
+            "tile_k=32",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert out.returncode == 1  # a valid question, answered "not valid"
     data = json.loads(out.stdout)
     assert data["partial"] and not data["valid"]
     assert data["cells"][0]["blame"][0]["constraint"] == "backward_pipeline"
-    bad = subprocess.run([sys.executable, "-m", "ckspace", "explain", "--arch", "gfx950", "--variant", "forward",
-                          "--set", "tile_q=3"], capture_output=True, text=True, env=env)
+    bad = subprocess.run(
+        [sys.executable, "-m", "ckspace", "explain", "--arch", "gfx950", "--variant", "forward", "--set", "tile_q=3"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "tile_q" in bad.stderr

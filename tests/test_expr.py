@@ -47,7 +47,7 @@ from ckspace.core.vocab import Predicate
 
 FIELDS = ("a", "b", "c")
 PARAMS = ("P", "Q")
-BOUNDS = {name: (0, 9) for name in FIELDS}
+BOUNDS = dict.fromkeys(FIELDS, (0, 9))
 TABLE = {0: 3, 2: 7, 5: 1, 9: 4}
 
 
@@ -69,7 +69,9 @@ def _nonneg(children: st.SearchStrategy) -> st.SearchStrategy:
 
 
 NONNEG = st.recursive(NONNEG_LEAVES, _nonneg, max_leaves=6)
-INTEGER = st.one_of(NONNEG, st.tuples(st.just("-"), NONNEG, NONNEG), st.tuples(st.just("r-"), st.integers(0, 12), NONNEG))
+INTEGER = st.one_of(
+    NONNEG, st.tuples(st.just("-"), NONNEG, NONNEG), st.tuples(st.just("r-"), st.integers(0, 12), NONNEG)
+)
 
 
 def _boolean(children: st.SearchStrategy) -> st.SearchStrategy:
@@ -164,8 +166,14 @@ def value(recipe, env: dict[str, int]) -> int:
         return min(sub)
     if op == "gcd":
         return math.gcd(sub[0], sub[1])
-    comparisons = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
-                   ">=": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
+    comparisons = {
+        "<": lambda x, y: x < y,
+        "<=": lambda x, y: x <= y,
+        ">": lambda x, y: x > y,
+        ">=": lambda x, y: x >= y,
+        "eq": lambda x, y: x == y,
+        "ne": lambda x, y: x != y,
+    }
     if op in comparisons:
         return int(comparisons[op](sub[0], sub[1]))
     if op == "isin":
@@ -177,8 +185,11 @@ def value(recipe, env: dict[str, int]) -> int:
     raise AssertionError(op)
 
 
-ENVS = st.lists(st.fixed_dictionaries({**{f: st.integers(0, 9) for f in FIELDS},
-                                       **{p: st.integers(0, 12) for p in PARAMS}}), min_size=1, max_size=6)
+ENVS = st.lists(
+    st.fixed_dictionaries({**{f: st.integers(0, 9) for f in FIELDS}, **{p: st.integers(0, 12) for p in PARAMS}}),
+    min_size=1,
+    max_size=6,
+)
 
 
 def _columns(envs: list[dict[str, int]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -200,17 +211,25 @@ def _check_python_backends(recipe, envs) -> tuple[Expr, list[int]]:
         want = [value(recipe, {**env, **params}) for env in envs]
         bound = bind(expr, params)
         assert not params_of(bound), ("bind leaves a parameter", recipe)
-        assert np.broadcast_to(evaluate(bound, cols), (len(envs),)).astype(np.int64).tolist() == want, \
-            ("bind", recipe, params)
-        assert np.broadcast_to(check(params, cols), (len(envs),)).astype(np.int64).tolist() == want, \
-            ("partial", recipe, params)
+        assert np.broadcast_to(evaluate(bound, cols), (len(envs),)).astype(np.int64).tolist() == want, (
+            "bind",
+            recipe,
+            params,
+        )
+        assert np.broadcast_to(check(params, cols), (len(envs),)).astype(np.int64).tolist() == want, (
+            "partial",
+            recipe,
+            params,
+        )
     return expr, expected
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(INTEGER, TRUTH_AS_INTEGER), ENVS)
-@example(("+", ("%", ("param", "P"), ("param", "Q")), ("//", ("param", "P"), ("param", "Q"))),
-         [{"a": 0, "b": 0, "c": 0, "P": 5, "Q": 1}, {"a": 0, "b": 0, "c": 0, "P": 5, "Q": 0}])
+@example(
+    ("+", ("%", ("param", "P"), ("param", "Q")), ("//", ("param", "P"), ("param", "Q"))),
+    [{"a": 0, "b": 0, "c": 0, "P": 5, "Q": 1}, {"a": 0, "b": 0, "c": 0, "P": 5, "Q": 0}],
+)
 def test_integer_expressions_compute_like_python(recipe, envs) -> None:
     """The example folds a remainder and a quotient of problem values by 1 and by 0 (counted as 1)."""
     _check_python_backends(recipe, envs)
@@ -230,14 +249,16 @@ def _cpsat_holds(expr: Expr, env: dict[str, int]) -> bool:
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(BOOLEAN, st.tuples(st.just("not"), BOOLEAN)), ENVS)
-@example(("<=", ("field", "a"), ("r//", 0, ("+", ("lookup", "a"), ("field", "a")))),
-         [{"a": 0, "b": 0, "c": 0, "P": 0, "Q": 0}])
+@example(
+    ("<=", ("field", "a"), ("r//", 0, ("+", ("lookup", "a"), ("field", "a")))),
+    [{"a": 0, "b": 0, "c": 0, "P": 0, "Q": 0}],
+)
 def test_cpsat_decides_like_python(recipe, envs) -> None:
     """Top-level rules take CP-SAT's enforce path, negated ones its reified path. The example is a
     divisor of two terms one of which may be 0: CP-SAT refused the model until the compiler divided
     by one variable."""
     expr, expected = _check_python_backends(recipe, envs[:2])
-    for env, want in zip(envs[:2], expected):
+    for env, want in zip(envs[:2], expected, strict=True):
         assert _cpsat_holds(expr, env) == bool(want), (recipe, env)
 
 
@@ -254,7 +275,9 @@ ENV = {"a": 7, "b": 3, "c": 0, "P": 0, "Q": 0}
 @example(("//", TRUTH_A_BELOW_5, ("const", 2)), [ENV])  # a truth value (never negative) divided
 @example(("//", ("field", "a"), ("const", 0)), [ENV])  # a divisor that is always 0
 @example(("%", ("field", "a"), ("const", 8)), [ENV])  # the largest remainder (7)
-@example(("*", ("-", ("field", "a"), ("r-", 0, ("field", "b"))), ("field", "c")), [{**ENV, "c": 2}])  # a - (0 - b), up to 18
+@example(
+    ("*", ("-", ("field", "a"), ("r-", 0, ("field", "b"))), ("field", "c")), [{**ENV, "c": 2}]
+)  # a - (0 - b), up to 18
 def test_cpsat_computes_like_python(recipe, envs) -> None:
     """An integer expression equals its Python value and nothing else in CP-SAT. The examples are
     where the compiler's value bounds decide: an auxiliary variable for a product or a divisor
@@ -266,28 +289,43 @@ def test_cpsat_computes_like_python(recipe, envs) -> None:
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(st.one_of(INTEGER, TRUTH_AS_INTEGER, BOOLEAN, st.tuples(st.just("-"), INTEGER, INTEGER)),
-                min_size=60, max_size=60), ENVS)
+@given(
+    st.lists(
+        st.one_of(INTEGER, TRUTH_AS_INTEGER, BOOLEAN, st.tuples(st.just("-"), INTEGER, INTEGER)),
+        min_size=60,
+        max_size=60,
+    ),
+    ENVS,
+)
 def test_c_rendering_computes_like_python(tmp_path_factory, recipes, envs) -> None:
     """The dispatcher's C (``to_c`` with its helpers, negative dividends included), compiled once per
     example for a batch of expressions, prints each expression's Python value."""
     compiler = c_compiler()
     names = FIELDS + PARAMS
     lines = [to_c(build(r), lambda f: f"v[{names.index(f)}]", lambda p: f"v[{names.index(p)}]") for r in recipes]
-    source = "\n".join([
-        "#include <stdint.h>", "#include <stdio.h>", C_HELPERS,
-        "int main(void) {",
-        f"  static const int64_t envs[{len(envs)}][{len(names)}] = {{"
-        + ", ".join("{" + ", ".join(str(env[n]) for n in names) + "}" for env in envs) + "};",
-        f"  for (int e = 0; e < {len(envs)}; ++e) {{",
-        "    const int64_t *v = envs[e];",
-        *(f'    printf("%lld\\n", (long long)({line}));' for line in lines),
-        "  }", "  return 0;", "}"])
+    source = "\n".join(
+        [
+            "#include <stdint.h>",
+            "#include <stdio.h>",
+            C_HELPERS,
+            "int main(void) {",
+            f"  static const int64_t envs[{len(envs)}][{len(names)}] = {{"
+            + ", ".join("{" + ", ".join(str(env[n]) for n in names) + "}" for env in envs)
+            + "};",
+            f"  for (int e = 0; e < {len(envs)}; ++e) {{",
+            "    const int64_t *v = envs[e];",
+            *(f'    printf("%lld\\n", (long long)({line}));' for line in lines),
+            "  }",
+            "  return 0;",
+            "}",
+        ]
+    )
     work = tmp_path_factory.mktemp("cexpr")
     (work / "t.c").write_text(source)
     subprocess.run([compiler, "-O0", "-o", str(work / "t"), str(work / "t.c")], check=True)
-    printed = [int(x) for x in subprocess.run([str(work / "t")], check=True, capture_output=True,
-                                              text=True).stdout.split()]
+    printed = [
+        int(x) for x in subprocess.run([str(work / "t")], check=True, capture_output=True, text=True).stdout.split()
+    ]
     expected = [value(r, env) for env in envs for r in recipes]
     assert printed == expected
 
@@ -314,17 +352,27 @@ def test_cpsat_reifies_constants_under_or_and_not() -> None:
     """A rule folds to TRUE where it cannot apply in a cell (constraints/validity.py), so a constant
     can stand under an Or or a Not of a rule the model holds without binding it first."""
     a = Field("a")
-    cases = [(Or((a < 3, Const(0))), lambda v: v < 3), (Or((a > 20, Const(1))), lambda v: True),
-             (Not(And((a < 5, Const(1)))), lambda v: v >= 5), (Not(Or((Const(0), a > 6))), lambda v: v <= 6),
-             (Or((Not(Const(1)), a.eq(4))), lambda v: v == 4)]
+    cases = [
+        (Or((a < 3, Const(0))), lambda v: v < 3),
+        (Or((a > 20, Const(1))), lambda v: True),
+        (Not(And((a < 5, Const(1)))), lambda v: v >= 5),
+        (Not(Or((Const(0), a > 6))), lambda v: v <= 6),
+        (Or((Not(Const(1)), a.eq(4))), lambda v: v == 4),
+    ]
     for expr, holds in cases:
         model = CellModel(FIELDS, BOUNDS, [Rule("r", Predicate.PROBLEM, expr, "", "")], None)
-        assert [model.feasible({"a": v, "b": 0, "c": 0}, enabled=["r"]) for v in range(10)] == \
-            [holds(v) for v in range(10)], expr
+        assert [model.feasible({"a": v, "b": 0, "c": 0}, enabled=["r"]) for v in range(10)] == [
+            holds(v) for v in range(10)
+        ], expr
 
 
-@pytest.mark.parametrize("expr,words", [(lookup(Field("a") - 1, TABLE, default=2).eq(2), "lookup key can be negative"),
-                                        (((Field("a") - 1) // 2).eq(0), "dividend may be negative")])
+@pytest.mark.parametrize(
+    "expr,words",
+    [
+        (lookup(Field("a") - 1, TABLE, default=2).eq(2), "lookup key can be negative"),
+        (((Field("a") - 1) // 2).eq(0), "dividend may be negative"),
+    ],
+)
 def test_cpsat_refuses_what_it_cannot_state_exactly(expr: Expr, words: str) -> None:
     """A lookup key or a dividend that may be negative (here: a - 1 with a from 0) would silently
     lose the solutions where it is; the compiler refuses the rule instead."""

@@ -28,7 +28,7 @@ def _configs(variant: str, rule_set: str) -> tuple[Space, list]:
     configs = [k.config() for k in space.kernels() if not k.depthwise][:12]
     assert configs
     widest = max(VECTOR_WIDTHS)
-    widened = [c.model_copy(update={f: widest for f in VECTOR_FIELDS[i:i + 2]}) for i, c in enumerate(configs[:3])]
+    widened = [c.model_copy(update=dict.fromkeys(VECTOR_FIELDS[i : i + 2], widest)) for i, c in enumerate(configs[:3])]
     broken = configs[3 % len(configs)].model_copy(update={"wave_m": 3})  # rules it breaks may stay broken
     assert space.violated_rules(broken)
     return space, configs + widened + [broken]
@@ -48,13 +48,13 @@ def test_vector_variants_are_every_valid_narrower_triple_widest_first(variant: s
         for triple in product(*([w for w in VECTOR_WIDTHS if w <= v] for v in own)):
             if triple == own:
                 continue
-            candidate = config.model_copy(update=dict(zip(VECTOR_FIELDS, triple)))
+            candidate = config.model_copy(update=dict(zip(VECTOR_FIELDS, triple, strict=True)))
             if set(space.violated_rules(candidate)) <= kept:
                 expected.append(triple)
         expected.sort(key=lambda t: (-(t[0] * t[1] * t[2]), -t[0], -t[1], -t[2]))
         assert [_triple(v) for v in family] == expected
         for member in family:  # only the widths differ
-            assert member.model_copy(update=dict(zip(VECTOR_FIELDS, own))) == config
+            assert member.model_copy(update=dict(zip(VECTOR_FIELDS, own, strict=True))) == config
 
 
 @pytest.mark.parametrize("variant, rule_set", CELLS)
@@ -69,8 +69,9 @@ def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: s
             count = {"Cg": cg, "Kg": kg}
             if all(count[channels[f]] % getattr(config, f) == 0 for f in VECTOR_FIELDS):
                 continue
-            first = next((v for v in family if all(count[channels[f]] % getattr(v, f) == 0 for f in VECTOR_FIELDS)),
-                         None)
+            first = next(
+                (v for v in family if all(count[channels[f]] % getattr(v, f) == 0 for f in VECTOR_FIELDS)), None
+            )
             if first is not None and _triple(first) != own:
                 expected.setdefault(_triple(first))
         assert {_triple(v) for v in served} == set(expected)

@@ -17,14 +17,14 @@ from strategies import boundary_problems, gemm_configs
 import ckspace
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.space.benchmark_names import config_from_benchmark_name
+from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import (
     FEATURE_NAMES,
     ConfigTable,
     feature_matrix,
     feature_spec,
 )
-from ckspace.features.hardware import hardware_facts
+from ckspace.space.benchmark_names import config_from_benchmark_name
 
 HW = hardware_facts("gfx950")
 
@@ -32,7 +32,7 @@ HW = hardware_facts("gfx950")
 def features(problem: str, kernel: str) -> dict[str, float]:
     config = config_from_benchmark_name(kernel, "gfx950")
     row = feature_matrix(ConvProblem.parse(problem), Variant.FORWARD, Dtype.BF16, ConfigTable.build([config]), HW)[0]
-    return dict(zip(FEATURE_NAMES, row))
+    return dict(zip(FEATURE_NAMES, row, strict=True))
 
 
 def test_3x3_problem_with_a_128x128x64_tile() -> None:
@@ -64,7 +64,11 @@ def test_strided_1x1_problem_with_compv4_and_channel_padding() -> None:
     assert f["double_smem_buffer"] == 1 and f["lds_bytes"] == (16 + 64) * 128 * 2 * 2
     assert f["blocks_per_cu_lds"] == 163840 // 40960 and f["block_per_cu_hint"] == 1
     # vec (4, 8, 8): Cg=20 pads to 24 for vec_b = 8, Kg=36 pads to 40 for vec_c = 8
-    assert (f["vec_pad_eff_a"], f["vec_pad_eff_b"], f["vec_pad_eff_c"]) == (1, pytest.approx(20 / 24), pytest.approx(36 / 40))
+    assert (f["vec_pad_eff_a"], f["vec_pad_eff_b"], f["vec_pad_eff_c"]) == (
+        1,
+        pytest.approx(20 / 24),
+        pytest.approx(36 / 40),
+    )
     assert (f["warp_iters_m"], f["warp_iters_n"], f["warp_iters_k"]) == (1, 1, 4)  # 16/(1*16), 64/(4*16), 128/32
 
 
@@ -100,16 +104,33 @@ def sized_problems(draw) -> ConvProblem:
     g = draw(st.sampled_from([1, 2, 32]))
     size, filt = draw(st.sampled_from([7, 14, 56, 224])), draw(st.sampled_from([1, 3]))
     stride = draw(st.sampled_from([1, 2]))
-    return ConvProblem.from_values({
-        "ndim": 2, "N": draw(st.sampled_from([1, 8, 64, 256])), "G": g,
-        "C": g * draw(st.sampled_from([3, 64, 256, 1024, 2048])), "K": g * draw(st.sampled_from([16, 64, 256, 2048])),
-        "Hi": size, "Wi": size, "Y": filt, "X": filt, "stride_h": stride, "stride_w": stride,
-        "pad_h": filt // 2, "pad_w": filt // 2})
+    return ConvProblem.from_values(
+        {
+            "ndim": 2,
+            "N": draw(st.sampled_from([1, 8, 64, 256])),
+            "G": g,
+            "C": g * draw(st.sampled_from([3, 64, 256, 1024, 2048])),
+            "K": g * draw(st.sampled_from([16, 64, 256, 2048])),
+            "Hi": size,
+            "Wi": size,
+            "Y": filt,
+            "X": filt,
+            "stride_h": stride,
+            "stride_w": stride,
+            "pad_h": filt // 2,
+            "pad_w": filt // 2,
+        }
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(boundary_problems(), sized_problems()), st.lists(gemm_configs(consistent=True), min_size=1, max_size=3),
-       st.sampled_from(list(Variant)), st.sampled_from(list(Dtype)), st.sampled_from(["gfx942", "gfx950"]))
+@given(
+    st.one_of(boundary_problems(), sized_problems()),
+    st.lists(gemm_configs(consistent=True), min_size=1, max_size=3),
+    st.sampled_from(list(Variant)),
+    st.sampled_from(list(Dtype)),
+    st.sampled_from(["gfx942", "gfx950"]),
+)
 def test_every_feature_matches_the_plain_python_statement(problem, configs, variant, dtype, arch) -> None:
     """Each feature of each candidate, against tests/reference_features.py: every variant's GEMM,
     every dtype's element size and peak, both hardware sheets, tiles far larger than LDS holds."""
@@ -137,14 +158,16 @@ def test_both_bounds_of_the_roofline_occur() -> None:
 
     def features_of(text: str) -> dict[str, float]:
         row = feature_matrix(ConvProblem.parse(text), Variant.FORWARD, Dtype.BF16, ConfigTable.build([tile]), hw)[0]
-        return dict(zip(FEATURE_NAMES, row))
+        return dict(zip(FEATURE_NAMES, row, strict=True))
 
     f = features_of("N=256,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1")
     m, k = 256 * 56 * 56, 256 * 9
     assert (f["tiles_m"], f["tiles_n"], f["last_wave_eff"]) == (6272, 2, pytest.approx(12544 / 12800))
     traffic = 2 * (2 * m * k + 6272 * 256 * k + m * 256)  # bf16: A read per N tile, B per M tile, C once
     assert 2 ** f["log2_tile_traffic"] == pytest.approx(traffic)
-    assert 2 ** f["log2_roofline_tflops"] == pytest.approx(2 * m * 256 * k / (traffic / (hw.memory_bandwidth_gbs * 1e9)) / 1e12)
+    assert 2 ** f["log2_roofline_tflops"] == pytest.approx(
+        2 * m * 256 * k / (traffic / (hw.memory_bandwidth_gbs * 1e9)) / 1e12
+    )
     f = features_of("N=1,C=64,K=64,Hi=8,Wi=8,Y=1,X=1")  # M = 64, N = 64, K = 64: one tile, a quarter used
     assert (f["eff_mnk"], f["last_wave_eff"]) == (0.25, 1 / 512)
     assert 2 ** f["log2_roofline_tflops"] == pytest.approx(hw.peak_tflops(Dtype.BF16) * 0.25 / 512 / 512)
@@ -153,8 +176,11 @@ def test_both_bounds_of_the_roofline_occur() -> None:
 def test_take_and_stack_keep_rows_whole() -> None:
     """A subset or a concatenation of a config table has exactly the rows of the configs it holds,
     in order (the selector narrows candidates this way per problem)."""
-    names = ["grouped_conv_forward_bf16_2d_16x64x64_compv3", "grouped_conv_forward_bf16_2d_128x64x128_compv5",
-             "grouped_conv_forward_bf16_2d_64x64x128_compv4"]
+    names = [
+        "grouped_conv_forward_bf16_2d_16x64x64_compv3",
+        "grouped_conv_forward_bf16_2d_128x64x128_compv5",
+        "grouped_conv_forward_bf16_2d_64x64x128_compv4",
+    ]
     configs = [config_from_benchmark_name(n, "gfx950") for n in names]
     table = ConfigTable.build(configs)
     picked = table.take(np.array([2, 0]))
@@ -176,7 +202,9 @@ def test_compiled_features_are_kept_per_hardware_sheet() -> None:
     give other interaction features than gfx950's for the same pair."""
     problem = ConvProblem.parse("N=32,C=128,K=128,Hi=28,Wi=28,Y=3,X=3,pad=1")
     table = ConfigTable.build([config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")])
-    rows = {arch: feature_matrix(problem, Variant.FORWARD, Dtype.BF16, table, hardware_facts(arch))[0]
-            for arch in ("gfx950", "gfx942", "gfx950")}
+    rows = {
+        arch: feature_matrix(problem, Variant.FORWARD, Dtype.BF16, table, hardware_facts(arch))[0]
+        for arch in ("gfx950", "gfx942", "gfx950")
+    }
     index = FEATURE_NAMES.index("tiles_per_cu")
     assert rows["gfx950"][index] == pytest.approx(rows["gfx942"][index] * 304 / 256)

@@ -85,10 +85,21 @@ def value(recipe, env: dict[str, float]) -> float:
         a, b = value(args[0], env), value(args[1], env)
     else:
         a = value(args[0], env)
-    return {"+": lambda: a + b, "r+": lambda: a + b, "-": lambda: a - b, "r-": lambda: a - b,
-            "*": lambda: a * b, "r*": lambda: a * b, "/": lambda: a / b, "r/": lambda: a / b,
-            "min": lambda: min(a, b), "max": lambda: max(a, b), "log2": lambda: math.log2(a),
-            "ceil": lambda: float(math.ceil(a)), "floor": lambda: float(math.floor(a))}[op]()
+    return {
+        "+": lambda: a + b,
+        "r+": lambda: a + b,
+        "-": lambda: a - b,
+        "r-": lambda: a - b,
+        "*": lambda: a * b,
+        "r*": lambda: a * b,
+        "/": lambda: a / b,
+        "r/": lambda: a / b,
+        "min": lambda: min(a, b),
+        "max": lambda: max(a, b),
+        "log2": lambda: math.log2(a),
+        "ceil": lambda: float(math.ceil(a)),
+        "floor": lambda: float(math.floor(a)),
+    }[op]()
 
 
 def _reads_config(recipe) -> bool:
@@ -98,18 +109,24 @@ def _reads_config(recipe) -> bool:
     return any(_reads_config(a) for a in args if isinstance(a, tuple))
 
 
-ROWS = st.lists(st.fixed_dictionaries({"tile_m": st.sampled_from([16, 32, 64, 128, 256]),
-                                       "vec_a": st.sampled_from([1, 2, 4, 8])}), min_size=2, max_size=5)
+ROWS = st.lists(
+    st.fixed_dictionaries({"tile_m": st.sampled_from([16, 32, 64, 128, 256]), "vec_a": st.sampled_from([1, 2, 4, 8])}),
+    min_size=2,
+    max_size=5,
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(ANY, min_size=1, max_size=4), st.fixed_dictionaries({"N": st.integers(1, 64), "C": st.integers(1, 513)}),
-       ROWS)
+@given(
+    st.lists(ANY, min_size=1, max_size=4),
+    st.fixed_dictionaries({"N": st.integers(1, 64), "C": st.integers(1, 513)}),
+    ROWS,
+)
 def test_program_computes_like_python(recipes, values, rows) -> None:
     formulas = [build(r) for r in recipes]
     columns = {name: np.array([row[name] for row in rows], dtype=np.float64) for name in CONFIG}
     outputs = Program(formulas)(values, columns)
-    for recipe, formula, out in zip(recipes, formulas, outputs):
+    for recipe, formula, out in zip(recipes, formulas, outputs, strict=True):
         assert reads_config(formula) == _reads_config(recipe)
         if reads_config(formula):
             expected = [value(recipe, {**values, **row}) for row in rows]

@@ -21,8 +21,17 @@ from pathlib import Path
 
 import pytest
 from conftest import fake_ck
-from fuzz_world import (HOSTILE_ENVIRONMENT, PROBLEM, build_world, contract_breaks, finish, lost, run_cli, snapshot,
-                        start_ready)
+from fuzz_world import (
+    HOSTILE_ENVIRONMENT,
+    PROBLEM,
+    build_world,
+    contract_breaks,
+    finish,
+    lost,
+    run_cli,
+    snapshot,
+    start_ready,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -32,18 +41,79 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = tuple(_parser()[1])
 
 _VALUES = [
-    "gfx950", "gfx942", "gfx1201", "GFX950", "gfx000", "forward", "bwd_weight", "bwd_data", "all", "sideways",
-    "1", "2", "3", "4", "0", "-1", "1.5", "1e309", "nan", "99999999999999999999999", "bf16", "fp16", "fp32", "int8",
-    "tiny", "full", "default", "full-tests", "nope", "text", "json", "jsonl", "csv", "names", "markdown", "xml",
-    "info", "clear", "pr12173", "7cd53015", "", " ", "\t", "ü", "x" * 300, "--", "-", "-x",
-    "tile_m=64", "two_stage=no", "two_stage=true", "pipeline=compv99", "pipeline=compv3", "tile_m=1.5", "tile_q=3",
-    "=", "tile_m=", "tile_m * tile_n >= 8192", "pipeline in [compv3, mem] and not two_stage", "__import__('os')",
-    "tile_m >", "(" * 60 + "1" + ")" * 60, PROBLEM, "N=100000000000000000000,C=64,K=128,Hi=56,Wi=56,Y=3,X=3",
-    "N=1,C=1" + "0" * 42 + ",K=128,Hi=56,Wi=56,Y=3,X=3", "N=1,G=1,C=64", "N=1,,C=64,K=1,Wi=3,X=3", "N=x",
+    "gfx950",
+    "gfx942",
+    "gfx1201",
+    "GFX950",
+    "gfx000",
+    "forward",
+    "bwd_weight",
+    "bwd_data",
+    "all",
+    "sideways",
+    "1",
+    "2",
+    "3",
+    "4",
+    "0",
+    "-1",
+    "1.5",
+    "1e309",
+    "nan",
+    "99999999999999999999999",
+    "bf16",
+    "fp16",
+    "fp32",
+    "int8",
+    "tiny",
+    "full",
+    "default",
+    "full-tests",
+    "nope",
+    "text",
+    "json",
+    "jsonl",
+    "csv",
+    "names",
+    "markdown",
+    "xml",
+    "info",
+    "clear",
+    "pr12173",
+    "7cd53015",
+    "",
+    " ",
+    "\t",
+    "ü",
+    "x" * 300,
+    "--",
+    "-",
+    "-x",
+    "tile_m=64",
+    "two_stage=no",
+    "two_stage=true",
+    "pipeline=compv99",
+    "pipeline=compv3",
+    "tile_m=1.5",
+    "tile_q=3",
+    "=",
+    "tile_m=",
+    "tile_m * tile_n >= 8192",
+    "pipeline in [compv3, mem] and not two_stage",
+    "__import__('os')",
+    "tile_m >",
+    "(" * 60 + "1" + ")" * 60,
+    PROBLEM,
+    "N=100000000000000000000,C=64,K=128,Hi=56,Wi=56,Y=3,X=3",
+    "N=1,C=1" + "0" * 42 + ",K=128,Hi=56,Wi=56,Y=3,X=3",
+    "N=1,G=1,C=64",
+    "N=1,,C=64,K=1,Wi=3,X=3",
+    "N=x",
     "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x32_2x2x1_32x32x16_vec8_8_8",
     "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_0x16x32_1x1x1_16x16x32_vec1_1_1",
     "grouped_conv_fwd_depthwise_bf16_ngchw_2d_16x16_f3_s2x2_p1x1_nb1_sub2x2_vec8_8",
-    "grouped_conv_forward_bf16_2d_16x64x128_compv5", "not_a_kernel",
+    "grouped_conv_forward_bf16_2d_16x64x128_compv5",
+    "not_a_kernel",
 ]
 """Values any option may get: valid ones (so commands get past the first check), near misses and
 hostile ones. Paths of the hostile world are added per run."""
@@ -86,8 +156,14 @@ def command_lines(draw, paths: dict[str, str]) -> list[str]:
     if command in ("enumerate", "emit", "diff", "select", "explain") and draw(st.booleans()):
         argv += ["--arch", draw(st.sampled_from(["gfx950", "gfx942"]))]
     if command in ("enumerate", "emit", "diff", "select") and draw(st.booleans()):
-        argv += ["--variant", draw(st.sampled_from(["forward", "bwd_weight"])), "--ndim", "2",
-                 "--dtype", draw(st.sampled_from(["bf16", "fp16"]))]
+        argv += [
+            "--variant",
+            draw(st.sampled_from(["forward", "bwd_weight"])),
+            "--ndim",
+            "2",
+            "--dtype",
+            draw(st.sampled_from(["bf16", "fp16"])),
+        ]
     for _ in range(draw(st.integers(0, 5))):
         kind = draw(st.integers(0, 9))
         if kind <= 5 and options:
@@ -109,10 +185,27 @@ _CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
 VALID_LINES = [
     ["enumerate", *_SPACE, "--list", "--format", "json"],
     ["enumerate", *_SPACE, "--count", "--where", "tile_m >= 64", "--problem", PROBLEM],
-    ["explain", "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x32_2x2x1_32x32x16_vec8_8_8",
-     "--arch", "gfx950"],
-    ["explain", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-     "--set", "pipeline=mem", "--set", "tile_k=32"],
+    [
+        "explain",
+        "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x32_2x2x1_32x32x16_vec8_8_8",
+        "--arch",
+        "gfx950",
+    ],
+    [
+        "explain",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "bwd_weight",
+        "--ndim",
+        "2",
+        "--dtype",
+        "bf16",
+        "--set",
+        "pipeline=mem",
+        "--set",
+        "tile_k=32",
+    ],
     ["lint", "--arch", "gfx950", "--rule-set", "tiny"],
     ["rules", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--format", "json"],
     ["diff", *_SPACE, "--against-rule-set", "default"],
@@ -153,8 +246,9 @@ def mutated_lines(draw, paths: dict[str, str]) -> list[str]:
 
 _SETTINGS = [(name, value) for name, values in HOSTILE_ENVIRONMENT.items() for value in values]
 
-environments = st.one_of(st.just({}), st.just({}), st.just({}),
-                         st.lists(st.sampled_from(_SETTINGS), min_size=1, max_size=2).map(dict))
+environments = st.one_of(
+    st.just({}), st.just({}), st.just({}), st.lists(st.sampled_from(_SETTINGS), min_size=1, max_size=2).map(dict)
+)
 """Mostly the world's environment; else one or two variables set to a hostile value for the run."""
 
 
@@ -170,8 +264,13 @@ def _fuzz(world, examples: int) -> None:
     before = snapshot(root)
     repo_before = _repo_state()
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=examples <= 400,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=examples <= 400,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(argv=st.one_of(command_lines(paths), mutated_lines(paths)), env=environments)
     def one(argv: list[str], env: dict[str, str]) -> None:
         outcome = run_cli(argv, env)
@@ -187,8 +286,9 @@ def _fuzz(world, examples: int) -> None:
     assert (root / "foreign" / "precious.txt").read_text() == "not ckspace's\n"
     assert _repo_state() == repo_before, "a command touched the package"
     assert not (root / "home" / ".cache").exists(), "a command wrote to the home cache"
-    print(f"fuzz: {Tally.runs} command lines (exit statuses {dict(sorted(Tally.statuses.items()))}), "
-          "contract breaks: 0")
+    print(
+        f"fuzz: {Tally.runs} command lines (exit statuses {dict(sorted(Tally.statuses.items()))}), contract breaks: 0"
+    )
 
 
 def _repo_state() -> dict:
@@ -214,8 +314,15 @@ def misspelt_lines(draw) -> tuple[list[str], str]:
     options = _options(argv[0])
     name = draw(st.sampled_from([o for o in options if o.startswith("--")]))[2:]
     at = draw(st.integers(0, len(name) - 2))
-    typo = "--" + draw(st.sampled_from([name[:at] + name[at + 1:], name[:at] + name[at] + name[at:],
-                                        name[:at] + name[at + 1] + name[at] + name[at + 2:]]))
+    typo = "--" + draw(
+        st.sampled_from(
+            [
+                name[:at] + name[at + 1 :],
+                name[:at] + name[at] + name[at:],
+                name[:at] + name[at + 1] + name[at] + name[at + 2 :],
+            ]
+        )
+    )
     assume(typo not in options)
     argv.insert(draw(st.integers(1, len(argv))), typo)
     return argv, typo
@@ -225,8 +332,7 @@ def test_a_misspelt_option_is_named_in_one_line(world) -> None:
     """Wherever it stands (before a required option, between an option and its value), the typo is
     what the one line names, with a real option as the hint when one is close."""
 
-    @settings(max_examples=150, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(case=misspelt_lines())
     def one(case: tuple[list[str], str]) -> None:
         argv, typo = case
@@ -247,9 +353,27 @@ def test_signals_end_quietly_and_leave_whole_files(tmp_path: Path, signum: int, 
     some moment of an emit (0: while its modules load; later: enumerating or writing)."""
     ck = fake_ck(tmp_path / "ck", explicit_gemm=True)
     out = tmp_path / "tree"
-    process = start_ready(["emit", "--arch", "gfx950", "--variant", "all", "--rule-set", "full", "--no-cache",
-                           "--ck-root", str(ck), "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = start_ready(
+        [
+            "emit",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "all",
+            "--rule-set",
+            "full",
+            "--no-cache",
+            "--ck-root",
+            str(ck),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(delay)
     process.send_signal(signum)
     stderr = finish(process)
@@ -264,8 +388,9 @@ def test_signals_end_quietly_and_leave_whole_files(tmp_path: Path, signum: int, 
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_in_the_middle_of_writing_leaves_only_whole_files(tmp_path: Path, monkeypatch, signum: int,
-                                                                   status: int) -> None:
+def test_a_signal_in_the_middle_of_writing_leaves_only_whole_files(
+    tmp_path: Path, monkeypatch, signum: int, status: int
+) -> None:
     """Deterministic: the signal arrives at the 40th file of an emit; every file left is whole
     (equal to what a complete emit writes), no temporary file is left, and the exit is quiet."""
     import ckspace.core.files as files

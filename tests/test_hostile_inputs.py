@@ -75,8 +75,26 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("emitted")
     ck = fake_ck(root / "ck", explicit_gemm=True)
     out = root / "tree"
-    outcome = run_cli(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "fp16",
-                       "--rule-set", "full-tests", "--ck-root", str(ck), "--out", str(out)], limit=LIMIT)
+    outcome = run_cli(
+        [
+            "emit",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--ndim",
+            "2",
+            "--dtype",
+            "fp16",
+            "--rule-set",
+            "full-tests",
+            "--ck-root",
+            str(ck),
+            "--out",
+            str(out),
+        ],
+        limit=LIMIT,
+    )
     assert outcome.status == 0, outcome.stderr
     return out
 
@@ -113,8 +131,9 @@ def test_a_fifo_as_problems_file_is_refused_not_waited_on(fifo: Path) -> None:
 
 
 def test_a_problems_file_that_is_not_utf8_names_the_byte_offset(not_utf8: Path) -> None:
-    refused(["plan", *CELL, "--problems", str(not_utf8), "--budget", "2"], str(not_utf8), "not UTF-8",
-            "0xff at offset 4")
+    refused(
+        ["plan", *CELL, "--problems", str(not_utf8), "--budget", "2"], str(not_utf8), "not UTF-8", "0xff at offset 4"
+    )
 
 
 @pytest.mark.parametrize("kind", ["a directory", "a character device", "a socket"])
@@ -165,24 +184,32 @@ def test_deeply_nested_json_as_candidates_is_one_line(command: str, tmp_path: Pa
 
 
 def test_a_fifo_as_emit_kernels_is_refused_not_waited_on(fifo: Path, tmp_path: Path) -> None:
-    refused(["emit", *CELL, "--ndim", "2", "--kernels", str(fifo), "--out", str(tmp_path / "out")],
-            str(fifo), "is a fifo")
+    refused(
+        ["emit", *CELL, "--ndim", "2", "--kernels", str(fifo), "--out", str(tmp_path / "out")], str(fifo), "is a fifo"
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_emit_kernels_that_are_not_utf8_name_the_byte_offset(not_utf8: Path, tmp_path: Path) -> None:
-    refused(["emit", *CELL, "--ndim", "2", "--kernels", str(not_utf8), "--out", str(tmp_path / "out")],
-            str(not_utf8), "0xff at offset 4")
+    refused(
+        ["emit", *CELL, "--ndim", "2", "--kernels", str(not_utf8), "--out", str(tmp_path / "out")],
+        str(not_utf8),
+        "0xff at offset 4",
+    )
 
 
 def test_a_fifo_as_bench_kernels_is_refused_not_waited_on(standin: Path, fifo: Path, tmp_path: Path) -> None:
-    refused(_bench(standin, tmp_path, "--out", str(tmp_path / "out.csv"), "--kernels", str(fifo)),
-            str(fifo), "is a fifo")
+    refused(
+        _bench(standin, tmp_path, "--out", str(tmp_path / "out.csv"), "--kernels", str(fifo)), str(fifo), "is a fifo"
+    )
 
 
 def test_bench_kernels_that_are_not_utf8_name_the_byte_offset(standin: Path, not_utf8: Path, tmp_path: Path) -> None:
-    refused(_bench(standin, tmp_path, "--out", str(tmp_path / "out.csv"), "--kernels", str(not_utf8)),
-            str(not_utf8), "0xff at offset 4")
+    refused(
+        _bench(standin, tmp_path, "--out", str(tmp_path / "out.csv"), "--kernels", str(not_utf8)),
+        str(not_utf8),
+        "0xff at offset 4",
+    )
 
 
 def test_a_fifo_as_bench_problems_is_refused_not_waited_on(standin: Path, fifo: Path, tmp_path: Path) -> None:
@@ -196,8 +223,9 @@ def test_a_fifo_as_bench_resume_file_is_refused_not_waited_on(standin: Path, fif
     assert fifo.is_fifo()
 
 
-def test_a_bench_resume_file_that_is_not_utf8_is_refused_untouched(standin: Path, not_utf8: Path,
-                                                                    tmp_path: Path) -> None:
+def test_a_bench_resume_file_that_is_not_utf8_is_refused_untouched(
+    standin: Path, not_utf8: Path, tmp_path: Path
+) -> None:
     refused(_bench(standin, tmp_path, "--out", str(not_utf8), "--resume"), str(not_utf8), "not UTF-8")
     assert not_utf8.read_bytes() == NOT_UTF8
 
@@ -212,8 +240,11 @@ def test_a_kernel_library_that_is_a_fifo_or_truncated_is_one_line(standin: Path,
         os.mkfifo(library)
     else:
         library.write_bytes(data[:200])
-    refused(_bench(copy, tmp_path, "--out", str(tmp_path / "out.csv")), str(library),
-            "is a fifo" if damage == "fifo" else "not a whole 64-bit")
+    refused(
+        _bench(copy, tmp_path, "--out", str(tmp_path / "out.csv")),
+        str(library),
+        "is a fifo" if damage == "fifo" else "not a whole 64-bit",
+    )
 
 
 # -- a model directory's files (select, plan, emit --with-selector --model) -------------------------------
@@ -263,8 +294,11 @@ def test_a_data_csv_that_is_not_utf8_names_the_byte_offset(command: str, not_utf
 
 # -- a tree's manifest (build, bench) and sources (build) -------------------------------------------------
 def _manifest_line(command: str, tree: Path, tmp_path: Path) -> list[str]:
-    return (["build", str(tree), "--arch", "gfx950"] if command == "build"
-            else _bench(tree, tmp_path, "--out", str(tmp_path / "out.csv")))
+    return (
+        ["build", str(tree), "--arch", "gfx950"]
+        if command == "build"
+        else _bench(tree, tmp_path, "--out", str(tmp_path / "out.csv"))
+    )
 
 
 @pytest.mark.parametrize("command", ["build", "bench"])
@@ -302,8 +336,12 @@ def test_a_fifo_as_a_tree_source_is_refused_not_waited_on(tree: Path, tmp_path: 
 def test_an_unbalanced_quote_in_ckspace_hip_flags_is_one_line(tree: Path, tmp_path: Path, value: str) -> None:
     copy = _copy(tree, tmp_path)
     ck = fake_ck(tmp_path / "ck", explicit_gemm=True)
-    refused(["build", str(copy), "--arch", "gfx950", "--ck-root", str(ck)], "CKSPACE_HIP_FLAGS", repr(value),
-            env={"CKSPACE_HIP_FLAGS": value})
+    refused(
+        ["build", str(copy), "--arch", "gfx950", "--ck-root", str(ck)],
+        "CKSPACE_HIP_FLAGS",
+        repr(value),
+        env={"CKSPACE_HIP_FLAGS": value},
+    )
 
 
 @pytest.mark.parametrize("value", ["99999999999999999999", "3.5", "-1"])
@@ -312,5 +350,4 @@ def test_a_ready_fd_that_names_no_descriptor_is_one_line(value: str) -> None:
 
 
 def test_cc_with_flags_in_it_is_one_line_naming_it(standin: Path) -> None:
-    refused(["build", str(standin), "--host-only"], "CC is 'cc -O2'", "names no executable",
-            env={"CC": "cc -O2"})
+    refused(["build", str(standin), "--host-only"], "CC is 'cc -O2'", "names no executable", env={"CC": "cc -O2"})

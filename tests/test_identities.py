@@ -58,8 +58,9 @@ def stand_in(path: Path, version: str, comment: str = "", otherwise: str = "") -
     running ``otherwise`` (default: the host C compiler) for anything else; ``comment`` changes its
     text and nothing it does."""
     otherwise = otherwise or f'exec "{c_compiler()}" "$@"'
-    path.write_text(f'#!/bin/sh\n# {comment}\nif [ "$1" = --version ]; then printf \'{version}\'; exit 0; fi\n'
-                    f'{otherwise}\n')
+    path.write_text(
+        f"#!/bin/sh\n# {comment}\nif [ \"$1\" = --version ]; then printf '{version}'; exit 0; fi\n{otherwise}\n"
+    )
     path.chmod(0o755)
     return str(path)
 
@@ -77,8 +78,9 @@ def test_a_compiler_is_its_path_whole_version_and_script(tmp_path: Path) -> None
     assert identify(first) == found[0]
 
 
-def test_the_compiled_selector_cache_keys_on_the_whole_compiler(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_compiled_selector_cache_keys_on_the_whole_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same C with two compilers whose first ``--version`` lines agree is two cache entries (the
     first line alone made it one: the second compiler got the first one's library)."""
     monkeypatch.setenv("CKSPACE_CACHE_DIR", str(tmp_path / "cache"))
@@ -96,8 +98,27 @@ def test_the_host_object_cache_keys_on_the_whole_compiler(tmp_path: Path, monkey
     use_fake_toolchain(tmp_path, monkeypatch, tmp_path / "fakeclang")
     monkeypatch.setenv("CKSPACE_CACHE_DIR", str(tmp_path / "cache"))
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                 "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "bwd_weight",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "default",
+                "--with-selector",
+                "--out",
+                str(tree),
+            ]
+        )
+        == 0
+    )
     host_units = len(json.loads((tree / "manifest.json").read_text())["dispatcher"]["host_units"])
     compilers = [stand_in(tmp_path / f"cc-{name}", f"stand-in cc 1.0\\nbuilt for {name}\\n") for name in ("a", "b")]
     counts = []
@@ -113,8 +134,9 @@ def test_the_host_object_cache_keys_on_the_whole_compiler(tmp_path: Path, monkey
 # -- ROCm ----------------------------------------------------------------------------------------------
 
 
-def test_the_toolchain_and_the_ck_headers_look_for_rocm_in_one_place(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_toolchain_and_the_ck_headers_look_for_rocm_in_one_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``$ROCM_PATH``, then ``/opt/rocm``: its compiler is the toolchain's (with the one compiler
     identity) and its headers are the CK in use."""
     rocm = tmp_path / "rocm"

@@ -17,8 +17,14 @@ LINT_IMPORTS = shutil.which("lint-imports", path=str(Path(sys.executable).parent
 def _lint(package_parent: Path) -> subprocess.CompletedProcess[str]:
     """Run lint-imports with the repo's contracts on the ``ckspace`` found in ``package_parent``."""
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
-    return subprocess.run([LINT_IMPORTS, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
-                          capture_output=True, text=True, env=env, cwd=package_parent, check=False)
+    return subprocess.run(
+        [LINT_IMPORTS, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=package_parent,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +39,21 @@ def test_the_package_keeps_its_layers_and_has_no_circles(lint_available) -> None
     assert "0 broken" in result.stdout
 
 
-@pytest.mark.parametrize("module,injected,contract", [
-    ("core/vocab.py", "import ckspace.space.space", "package layers"),          # upward across packages
-    ("constraints/expr.py", "import ckspace.constraints.rule", "constraints layers"),  # upward inside
-    ("core/fields.py", "import ckspace.core.config", "no circles"),      # config -> fields -> config
-    ("build/builder.py", "import ckspace.run.sweep", "package layers"),        # build below run
-    ("verify/reference.py", "import ckspace.build.builder", "package layers"),  # siblings in a layer
-    ("features/matrix.py", "import ckspace.select.selector", "package layers"),  # features below select
-    ("planning/plan.py", "import ckspace.training.metrics", "package layers"),  # planning below training
-])
-def test_an_upward_import_or_a_circle_breaks_a_contract(lint_available, tmp_path: Path, module: str,
-                                                         injected: str, contract: str) -> None:
+@pytest.mark.parametrize(
+    "module,injected,contract",
+    [
+        ("core/vocab.py", "import ckspace.space.space", "package layers"),  # upward across packages
+        ("constraints/expr.py", "import ckspace.constraints.rule", "constraints layers"),  # upward inside
+        ("core/fields.py", "import ckspace.core.config", "no circles"),  # config -> fields -> config
+        ("build/builder.py", "import ckspace.run.sweep", "package layers"),  # build below run
+        ("verify/reference.py", "import ckspace.build.builder", "package layers"),  # siblings in a layer
+        ("features/matrix.py", "import ckspace.select.selector", "package layers"),  # features below select
+        ("planning/plan.py", "import ckspace.training.metrics", "package layers"),  # planning below training
+    ],
+)
+def test_an_upward_import_or_a_circle_breaks_a_contract(
+    lint_available, tmp_path: Path, module: str, injected: str, contract: str
+) -> None:
     copy = tmp_path / "ckspace"
     shutil.copytree(ROOT / "ckspace", copy, ignore=shutil.ignore_patterns("__pycache__", "models", "data"))
     target = copy / module

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from ckspace.features.matrix import FEATURE_NAMES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
 from ckspace.core.errors import CkspaceError
+from ckspace.features.matrix import FEATURE_NAMES
 from ckspace.select.store import FEATURES_FILE, RANKER_FILE, TFLOPS_FILE, load_model, shipped_model_dir
 
 SHIPPED = shipped_model_dir("gfx950", "forward", "bf16")
@@ -53,7 +52,7 @@ def damaged(directory: Path, name: str, data: bytes) -> Path:
 def in_tree(old: str, new: str, tree: int = 0) -> bytes:
     text = (SHIPPED / RANKER_FILE).read_text()
     start = text.index(old, text.index(f"\nTree={tree}\n"))
-    return with_sizes(text[:start] + new + text[start + len(old):]).encode()
+    return with_sizes(text[:start] + new + text[start + len(old) :]).encode()
 
 
 def test_with_sizes_keeps_a_whole_file_whole(tmp_path: Path) -> None:
@@ -72,22 +71,35 @@ def _tree0(key: str, values: int) -> str:
 LEAF_COUNT, LEFT, SPLIT = _tree0("leaf_count", 1), _tree0("left_child", 3), _tree0("split_feature", 2)
 
 
-@pytest.mark.parametrize("old, new", [
-    ("num_leaves=15", "num_leaves=1x"),  # SIGABRT in LightGBM before
-    ("num_leaves=15", "num_leaves=16"),  # SIGABRT
-    ("num_cat=0", "num_cat=3"),  # SIGABRT
-    (LEFT, LEFT[:-1] + "x"),  # Treelite traceback
-    (SPLIT, SPLIT[:-1] + "x"),  # Treelite traceback
-    (LEAF_COUNT, LEAF_COUNT[:-1] + "x"),  # Treelite traceback
-    ("shrinkage=0.1", "shrinkage=0.x"),  # loaded, silently
-    (LEFT, LEFT.rsplit(" ", 1)[0] + " 1"),  # a node reached twice: loaded, silently a different model
-    (SPLIT, "split_feature=99 " + SPLIT.split(" ", 1)[1]),  # Treelite traceback
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("num_leaves=15", "num_leaves=1x"),  # SIGABRT in LightGBM before
+        ("num_leaves=15", "num_leaves=16"),  # SIGABRT
+        ("num_cat=0", "num_cat=3"),  # SIGABRT
+        (LEFT, LEFT[:-1] + "x"),  # Treelite traceback
+        (SPLIT, SPLIT[:-1] + "x"),  # Treelite traceback
+        (LEAF_COUNT, LEAF_COUNT[:-1] + "x"),  # Treelite traceback
+        ("shrinkage=0.1", "shrinkage=0.x"),  # loaded, silently
+        (LEFT, LEFT.rsplit(" ", 1)[0] + " 1"),  # a node reached twice: loaded, silently a different model
+        (SPLIT, "split_feature=99 " + SPLIT.split(" ", 1)[1]),  # Treelite traceback
+    ],
+)
 def test_a_malformed_tree_is_one_line_naming_the_file_not_an_abort(tmp_path: Path, old: str, new: str) -> None:
     """Run as a separate process: before the fix some of these aborted the interpreter."""
     model = damaged(tmp_path / "m", RANKER_FILE, in_tree(old, new))
-    done = subprocess.run([sys.executable, "-c", "import sys; from ckspace.cli import main; sys.exit(main(sys.argv[1:]))",
-                           *SELECT, str(model)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from ckspace.cli import main; sys.exit(main(sys.argv[1:]))",
+            *SELECT,
+            str(model),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, (done.returncode, done.stderr[-500:])
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and RANKER_FILE in lines[0] and "Traceback" not in done.stderr, done.stderr
@@ -104,10 +116,13 @@ def test_a_malformed_header_number_is_one_line(tmp_path: Path, capsys: pytest.Ca
     assert len(err) == 1 and TFLOPS_FILE in err[0] and "max_feature_idx" in err[0]
 
 
-@pytest.mark.parametrize("data", [b'{"version": 1, "names": ', b"[1, 2]", b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000,
-                                  b'"names"', b"null"])
-def test_a_malformed_features_json_is_one_line_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                               data: bytes) -> None:
+@pytest.mark.parametrize(
+    "data",
+    [b'{"version": 1, "names": ', b"[1, 2]", b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000, b'"names"', b"null"],
+)
+def test_a_malformed_features_json_is_one_line_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
     model = damaged(tmp_path / "m", FEATURES_FILE, data)
     assert main([*SELECT, str(model)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -123,12 +138,18 @@ def number_spans() -> tuple[str, tuple[tuple[int, int], ...]]:
     return text, tuple((a + start, b + start) for a, b in spans)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
-@given(st.data(), st.sampled_from(["", "x", "1.5.2", "1e999", "-1e999", "nan", "inf", "--1", "0x10", "1,5", "1 2",
-                                   "\u0661", "1e", ".", "+-3"]))
-def test_any_malformed_number_of_any_tree_is_refused(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject,
-                                                     token: str) -> None:
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.data(),
+    st.sampled_from(
+        ["", "x", "1.5.2", "1e999", "-1e999", "nan", "inf", "--1", "0x10", "1,5", "1 2", "\u0661", "1e", ".", "+-3"]
+    ),
+)
+def test_any_malformed_number_of_any_tree_is_refused(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, token: str
+) -> None:
     text, spans = number_spans()
     start, end = data.draw(st.sampled_from(spans))
     mutated = with_sizes(text[:start] + token + text[end:]).encode("utf-8")

@@ -60,9 +60,16 @@ from ckspace.space.space import Space
 HEAD = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16"
 
 SUFFIX_EXAMPLES = {
-    "vec": "_vec1_2_3", "wg": "_wg2", "gm": "_gm4", "dsb": "_dsb", "2stage": "_2stage",
-    "specialization": "_filter1x1_stride1_pad0", "explicit_gemm": "_explicit_gemm",
-    "streamk": "_streamk_tree_persistent", "large_tensor": "_large_tensor", "pad": "_pad010",
+    "vec": "_vec1_2_3",
+    "wg": "_wg2",
+    "gm": "_gm4",
+    "dsb": "_dsb",
+    "2stage": "_2stage",
+    "specialization": "_filter1x1_stride1_pad0",
+    "explicit_gemm": "_explicit_gemm",
+    "streamk": "_streamk_tree_persistent",
+    "large_tensor": "_large_tensor",
+    "pad": "_pad010",
 }
 """One non-default instance of each suffix."""
 
@@ -73,8 +80,10 @@ NOT_NAMED = {"arch", "tagged", "kind"}
 # -- printing and parsing agree on every listed kernel ------------------------------------------------
 
 
-@pytest.mark.parametrize(("rule_set", "arch"), [("full", "gfx950"), ("full", "gfx1250"), ("default", "gfx942"),
-                                                ("full-tests", "gfx1100"), ("tiny", "gfx90a")])
+@pytest.mark.parametrize(
+    ("rule_set", "arch"),
+    [("full", "gfx950"), ("full", "gfx1250"), ("default", "gfx942"), ("full-tests", "gfx1100"), ("tiny", "gfx90a")],
+)
 def test_every_listed_name_parses_back_to_its_config(rule_set: str, arch: str) -> None:
     kernels = Space(arch, rule_set=rule_set).kernels(raw=True)
     assert kernels
@@ -95,12 +104,19 @@ def suffix_rows(draw) -> dict[str, object]:
     """Field values for the suffixes, each suffix present or absent; stream-K consistent (a
     strategy exactly when enabled, persistence only with it), as every proposal is."""
     values = {
-        "vec_a": draw(st.integers(1, 64)), "vec_b": draw(st.integers(1, 64)), "vec_c": draw(st.integers(1, 64)),
-        "num_wave_groups": draw(st.integers(1, 8)), "num_groups_to_merge": draw(st.integers(1, 64)),
-        "double_smem_buffer": draw(st.booleans()), "two_stage": draw(st.booleans()),
-        "specialization": draw(st.sampled_from(list(Specialization))), "explicit_gemm": draw(st.booleans()),
+        "vec_a": draw(st.integers(1, 64)),
+        "vec_b": draw(st.integers(1, 64)),
+        "vec_c": draw(st.integers(1, 64)),
+        "num_wave_groups": draw(st.integers(1, 8)),
+        "num_groups_to_merge": draw(st.integers(1, 64)),
+        "double_smem_buffer": draw(st.booleans()),
+        "two_stage": draw(st.booleans()),
+        "specialization": draw(st.sampled_from(list(Specialization))),
+        "explicit_gemm": draw(st.booleans()),
         "split_image": draw(st.booleans()),
-        "pad_m": draw(st.booleans()), "pad_n": draw(st.booleans()), "pad_k": draw(st.booleans()),
+        "pad_m": draw(st.booleans()),
+        "pad_n": draw(st.booleans()),
+        "pad_k": draw(st.booleans()),
     }
     strategy = draw(st.sampled_from(list(StreamKStrategy)))
     values["streamk_strategy"] = strategy
@@ -125,19 +141,44 @@ def reference_suffixes(v: dict[str, object]) -> str:
 
 
 @settings(max_examples=400, deadline=None)
-@given(suffix_rows(), st.sampled_from(list(Variant)), st.sampled_from(list(Dtype)), st.integers(1, 3),
-       st.sampled_from(list(Pipeline)), st.sampled_from(list(Epilogue)), st.sampled_from(list(Scheduler)))
-def test_every_suffix_combination_prints_and_parses_back(values, variant, dtype, ndim, pipeline, epilogue,
-                                                         scheduler) -> None:
-    head = {"tile_m": 64, "tile_n": 32, "tile_k": 16, "wave_m": 2, "wave_n": 1, "wave_k": 1,
-            "warp_tile_m": 32, "warp_tile_n": 32, "warp_tile_k": 8,
-            "pipeline": pipeline, "epilogue": epilogue, "scheduler": scheduler}
+@given(
+    suffix_rows(),
+    st.sampled_from(list(Variant)),
+    st.sampled_from(list(Dtype)),
+    st.integers(1, 3),
+    st.sampled_from(list(Pipeline)),
+    st.sampled_from(list(Epilogue)),
+    st.sampled_from(list(Scheduler)),
+)
+def test_every_suffix_combination_prints_and_parses_back(
+    values, variant, dtype, ndim, pipeline, epilogue, scheduler
+) -> None:
+    head = {
+        "tile_m": 64,
+        "tile_n": 32,
+        "tile_k": 16,
+        "wave_m": 2,
+        "wave_n": 1,
+        "wave_k": 1,
+        "warp_tile_m": 32,
+        "warp_tile_n": 32,
+        "warp_tile_k": 8,
+        "pipeline": pipeline,
+        "epilogue": epilogue,
+        "scheduler": scheduler,
+    }
     row = make_row(default_row(), **{f: encode(f, v) for f, v in {**head, **values}.items()})
     name = gemm_name(variant, dtype, ndim, row)
-    assert name == (f"grouped_conv_{variant.token}_{dtype}_nhwgc_{ndim}d_{pipeline}_{epilogue}_{scheduler}"
-                    f"_64x32x16_2x1x1_32x32x8{reference_suffixes(values)}")
-    assert parse_gemm_name(name) == {"variant": variant, "dtype": dtype, "ndim": ndim,
-                                     **{f: decode(f, c) for f, c in zip(GEMM_FIELD_NAMES, row) if f != "tagged"}}
+    assert name == (
+        f"grouped_conv_{variant.token}_{dtype}_nhwgc_{ndim}d_{pipeline}_{epilogue}_{scheduler}"
+        f"_64x32x16_2x1x1_32x32x8{reference_suffixes(values)}"
+    )
+    assert parse_gemm_name(name) == {
+        "variant": variant,
+        "dtype": dtype,
+        "ndim": ndim,
+        **{f: decode(f, c) for f, c in zip(GEMM_FIELD_NAMES, row, strict=True) if f != "tagged"},
+    }
 
 
 def test_defaults_print_no_suffix_and_the_table_follows_common_json() -> None:
@@ -165,17 +206,33 @@ def test_all_suffixes_in_order_parse_and_any_other_order_is_rejected() -> None:
             parse_gemm_name(HEAD + SUFFIX_EXAMPLES[key] * 2)
 
 
-@pytest.mark.parametrize("name", [
-    HEAD + "_persistent",                      # persistence without stream-K
-    HEAD + "_persistent_streamk_tree",
-    HEAD + "_streamk_none",                    # an enum suffix never spells its default
-    HEAD + "_default",
-    HEAD + "_streamk_foo", HEAD + "_filter5x5", HEAD + "_bpc",
-    HEAD + "_pad2", HEAD + "_pad0101", HEAD + "_pad11", HEAD + "_vec1_2", HEAD + "_wg", HEAD + "_",
-    HEAD.replace("compv3", "compv9"), HEAD.replace("cshuffle", "shuffle"), HEAD.replace("intrawave", "x"),
-    HEAD.replace("bwd_weight", "forward"), HEAD.replace("_2d_", "_12d_"), HEAD.replace("16x64x64", "16x64"),
-    HEAD.upper(), "x" + HEAD, "",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        HEAD + "_persistent",  # persistence without stream-K
+        HEAD + "_persistent_streamk_tree",
+        HEAD + "_streamk_none",  # an enum suffix never spells its default
+        HEAD + "_default",
+        HEAD + "_streamk_foo",
+        HEAD + "_filter5x5",
+        HEAD + "_bpc",
+        HEAD + "_pad2",
+        HEAD + "_pad0101",
+        HEAD + "_pad11",
+        HEAD + "_vec1_2",
+        HEAD + "_wg",
+        HEAD + "_",
+        HEAD.replace("compv3", "compv9"),
+        HEAD.replace("cshuffle", "shuffle"),
+        HEAD.replace("intrawave", "x"),
+        HEAD.replace("bwd_weight", "forward"),
+        HEAD.replace("_2d_", "_12d_"),
+        HEAD.replace("16x64x64", "16x64"),
+        HEAD.upper(),
+        "x" + HEAD,
+        "",
+    ],
+)
 def test_malformed_names_are_rejected(name: str) -> None:
     with pytest.raises(KernelNameError, match="not a ckspace/upstream kernel name"):
         parse_gemm_name(name)
@@ -262,7 +319,7 @@ def test_every_benchmark_csv_kernel_is_a_recorded_one() -> None:
 def test_benchmark_names_of_default_proposals_give_back_those_proposals() -> None:
     for variant in Variant:
         for row in proposals(variant):
-            fields = dict(zip(GEMM_FIELD_NAMES, row))
+            fields = dict(zip(GEMM_FIELD_NAMES, row, strict=True))
             pipeline = decode("pipeline", fields["pipeline"])
             if pipeline is Pipeline.COMPV4 or fields["two_stage"]:  # doubled tile_k; a second two_stage
                 continue
@@ -272,10 +329,21 @@ def test_benchmark_names_of_default_proposals_give_back_those_proposals() -> Non
 
 def test_benchmark_name_grammar() -> None:
     assert parse_benchmark_name("grouped_conv_bwd_weight_fp32_1d_32x128x64_mem") == {
-        "variant": Variant.BWD_WEIGHT, "dtype": Dtype.FP32, "ndim": 1,
-        "tile_m": 32, "tile_n": 128, "tile_k": 64, "pipeline": Pipeline.MEM}
-    for name in ("grouped_conv_fwd_bf16_2d_16x64x64_compv3", "grouped_conv_forward_int8_2d_16x64x64_compv3",
-                 "grouped_conv_forward_bf16_4d_16x64x64_compv3", "grouped_conv_forward_bf16_2d_16x64x64_", HEAD):
+        "variant": Variant.BWD_WEIGHT,
+        "dtype": Dtype.FP32,
+        "ndim": 1,
+        "tile_m": 32,
+        "tile_n": 128,
+        "tile_k": 64,
+        "pipeline": Pipeline.MEM,
+    }
+    for name in (
+        "grouped_conv_fwd_bf16_2d_16x64x64_compv3",
+        "grouped_conv_forward_int8_2d_16x64x64_compv3",
+        "grouped_conv_forward_bf16_4d_16x64x64_compv3",
+        "grouped_conv_forward_bf16_2d_16x64x64_",
+        HEAD,
+    ):
         assert not is_benchmark_name(name)
         with pytest.raises(KernelNameError, match="not a tile-engine benchmark kernel name"):
             config_from_benchmark_name(name, "gfx950")

@@ -1,4 +1,4 @@
-""""Nothing lost" (README, *Bad input, outputs, caches and the environment*): what a hostile or unlucky ``--out`` must never cost its owner.
+""" "Nothing lost" (README, *Bad input, outputs, caches and the environment*): what a hostile or unlucky ``--out`` must never cost its owner.
 
 * ``bench --resume`` checks the whole file before it changes a byte: a foreign CSV (or one whose
   complete rows are not this sweep's) is refused untouched, even when its last line is unterminated;
@@ -25,14 +25,22 @@ from ckspace.core.problem import ConvProblem
 from ckspace.run.results import ResultsFile
 
 KERNEL = "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1"
-PROBLEMS = (ConvProblem.parse("N=2,C=16,K=16,G=1,Hi=6,Wi=6,Y=3,X=3,stride_h=1,stride_w=1,pad_h=1,pad_w=1"),
-            ConvProblem.parse("N=1,C=32,K=16,G=2,Hi=5,Wi=7,Y=3,X=3,stride_h=2,stride_w=2,pad_h=1,pad_w=1"))
+PROBLEMS = (
+    ConvProblem.parse("N=2,C=16,K=16,G=1,Hi=6,Wi=6,Y=3,X=3,stride_h=1,stride_w=1,pad_h=1,pad_w=1"),
+    ConvProblem.parse("N=1,C=32,K=16,G=2,Hi=5,Wi=7,Y=3,X=3,stride_h=2,stride_w=2,pad_h=1,pad_w=1"),
+)
 
 
 def _row(idx: int, kernel: str = KERNEL) -> dict[str, str]:
     row = dict.fromkeys(COLUMNS, "")
-    row.update(kernel=kernel, problem_idx=str(idx), **problem_cells(PROBLEMS[idx]),
-               **config_cells(GemmConfig.from_name(KERNEL, "gfx942")), status="ok", ckspace_version="0")
+    row.update(
+        kernel=kernel,
+        problem_idx=str(idx),
+        **problem_cells(PROBLEMS[idx]),
+        **config_cells(GemmConfig.from_name(KERNEL, "gfx942")),
+        status="ok",
+        ckspace_version="0",
+    )
     return row
 
 
@@ -46,12 +54,16 @@ def _csv(rows: list[dict[str, str]]) -> bytes:
 
 # -- bench --out --resume -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("content", [
-    b"a,b\n1,2",                                  # someone else's CSV without a final newline
-    b"name,score\nalice,3\nbob,4",
-    b"just one line, no newline",
-    b"\xff\xfe not utf-8\n\x00\x01",
-])
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"a,b\n1,2",  # someone else's CSV without a final newline
+        b"name,score\nalice,3\nbob,4",
+        b"just one line, no newline",
+        b"\xff\xfe not utf-8\n\x00\x01",
+    ],
+)
 def test_resume_of_a_foreign_csv_without_final_newline_refuses_it_untouched(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "mine.csv"
     path.write_bytes(content)
@@ -139,6 +151,7 @@ def test_a_new_results_file_never_replaces_one_created_meanwhile(tmp_path: Path,
 
 # -- emit: only inside --out -------------------------------------------------------------------------------
 
+
 def _emit(out: Path):
     from test_emit import AITER, golden_configs, kernel_of
 
@@ -210,12 +223,31 @@ def test_two_builds_of_one_tree_link_side_by_side(tmp_path: Path, monkeypatch: p
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     tree = tmp_path / "tree"
     env = {**os.environ, "CK_ROOT": str(ck), "CKSPACE_BUILD_CACHE": str(tmp_path / "objects")}
-    emit = [sys.executable, "-m", "ckspace", "emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2",
-            "--dtype", "bf16", "--rule-set", "default", "--with-selector", "--out", str(tree)]
+    emit = [
+        sys.executable,
+        "-m",
+        "ckspace",
+        "emit",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "forward",
+        "--ndim",
+        "2",
+        "--dtype",
+        "bf16",
+        "--rule-set",
+        "default",
+        "--with-selector",
+        "--out",
+        str(tree),
+    ]
     subprocess.run(emit, env=env, cwd=ROOT, check=True, capture_output=True, timeout=300)
     build = [sys.executable, "-m", "ckspace", "build", str(tree), "--host-only"]
-    runs = [subprocess.Popen(build, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    runs = [
+        subprocess.Popen(build, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outcomes = [(run.wait(timeout=300), run.stderr.read()) for run in runs]
     assert all(status == 0 for status, _ in outcomes), outcomes
     host = tree / "build" / "host"

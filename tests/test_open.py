@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import reference_rules as ref
+from conftest import FAKE_OBJECT, ORACLE_REVISION
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from conftest import FAKE_OBJECT, ORACLE_REVISION
 from strategies import consistent_streamk
 from test_build import use_fake_toolchain
 from test_emit import AITER
@@ -35,6 +35,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.fields import FIELD_KIND, GEMM_FIELD_NAMES, decode, plain
 from ckspace.core.vocab import Dtype, Variant, arch_names
 from ckspace.space import counted as open_space
+
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MAX_PRODUCT = 60_000
@@ -56,7 +57,7 @@ def literal(field: str, code: int) -> str:
 def brute_force(space: Space) -> np.ndarray:
     """Every valid config of the one cell of ``space`` by enumeration: the product of the domains
     (narrowed by the filters' one-field conjuncts), classified by every rule with numpy."""
-    (request, cell), = open_space.places(space)
+    ((request, cell),) = open_space.places(space)
     rules = open_space.cell_rules(space, request, cell)
     narrowed = domains(request.arch, cell.variant, cell.dtype)
     for rule in rules:
@@ -83,8 +84,11 @@ def narrowed_spaces(draw, arch: str = "gfx942") -> Space:
     full = domains(arch, variant, dtype)
     cell = Space(arch, variant.value, 2, dtype.value, rule_set="open")
     drawn = cell.sample(1, seed=draw(st.integers(0, 10**9)))  # empty for a cell without configs
-    seed = (dict(zip(GEMM_FIELD_NAMES, drawn[0].row())) if drawn
-            else {f: draw(st.sampled_from(full[f])) for f in GEMM_FIELD_NAMES})
+    seed = (
+        dict(zip(GEMM_FIELD_NAMES, drawn[0].row(), strict=True))
+        if drawn
+        else {f: draw(st.sampled_from(full[f])) for f in GEMM_FIELD_NAMES}
+    )
     wide = draw(st.lists(st.sampled_from(GEMM_FIELD_NAMES), min_size=4, max_size=12, unique=True))
     chosen: dict[str, list[int]] = {}
     budget = MAX_PRODUCT
@@ -97,8 +101,17 @@ def narrowed_spaces(draw, arch: str = "gfx942") -> Space:
         chosen[field] = sorted(picked)
     filters = [f"{f} in [{', '.join(literal(f, v) for v in vs)}]" for f, vs in chosen.items()]
     if draw(st.booleans()):
-        a, b = draw(st.sampled_from([("tile_m", "tile_n"), ("tile_k", "vec_a"), ("tile_n", "warp_tile_n"),
-                                     ("vec_b", "vec_c"), ("wave_m", "tile_k")]))
+        a, b = draw(
+            st.sampled_from(
+                [
+                    ("tile_m", "tile_n"),
+                    ("tile_k", "vec_a"),
+                    ("tile_n", "warp_tile_n"),
+                    ("vec_b", "vec_c"),
+                    ("wave_m", "tile_k"),
+                ]
+            )
+        )
         bound = draw(st.integers(1, 4096))
         filters.append(f"{a} * {b} {draw(st.sampled_from(['<=', '>=', '!=']))} {bound} or pipeline == mem")
     return Space(arch, variant.value, 2, dtype.value, rule_set="open").where(*filters)
@@ -128,22 +141,27 @@ def test_count_of_a_whole_cell_and_arch_without_listing() -> None:
     cell = Space("gfx942", "forward", 2, "bf16", rule_set="open", ck=None)
     assert cell.count() > 10**9  # counted, never listed: listing would take hours
     arch = Space("gfx942", rule_set="open", ck=None)
-    counts = [Space("gfx942", v.value, n, d.value, rule_set="open", ck=None).count()
-              for v in Variant for n in (1, 2, 3) for d in Dtype]
+    counts = [
+        Space("gfx942", v.value, n, d.value, rule_set="open", ck=None).count()
+        for v in Variant
+        for n in (1, 2, 3)
+        for d in Dtype
+    ]
     assert arch.count() == sum(counts) and counts[Variant.FORWARD.code * 9 + 1 * 3 + Dtype.BF16.code] == cell.count()
 
 
 def test_listing_is_lazy_ordered_and_agrees_with_unranking() -> None:
     space = Space("gfx942", "bwd_weight", 2, "bf16", rule_set="open")
-    first = [k.row for _, k in zip(range(5000), space.iter_kernels())]
-    assert first == [k.row for _, k in zip(range(5000), space.iter_kernels())]  # a fixed order
-    (request, cell), = open_space.places(space)
+    first = [k.row for _, k in zip(range(5000), space.iter_kernels(), strict=True)]
+    assert first == [k.row for _, k in zip(range(5000), space.iter_kernels(), strict=True)]  # a fixed order
+    ((request, cell),) = open_space.places(space)
     tally = open_space.tally(space, request, cell)
     start = tally.count - 3000
     tail = tally.range_rows(start, tally.count)
     assert np.array_equal(tail, tally.rows(np.arange(start, tally.count)))
-    assert np.array_equal(np.concatenate(list(tally.iter_rows(start - 100, chunk=777))),
-                          tally.rows(np.arange(start - 100, tally.count)))
+    assert np.array_equal(
+        np.concatenate(list(tally.iter_rows(start - 100, chunk=777))), tally.rows(np.arange(start - 100, tally.count))
+    )
     assert [tuple(r) for r in tally.range_rows(0, 5000).tolist()] == first
 
 
@@ -154,7 +172,8 @@ def small_space() -> Space:
         "vec_a == 8 and vec_b in [4, 8] and vec_c == 8 and epilogue == cshuffle and pad_m and pad_n and pad_k",
         "not double_smem_buffer and num_groups_to_merge == 1 and not split_image and not explicit_gemm",
         "not two_stage and specialization == default and not streamk_enabled and num_wave_groups == 1",
-        "wave_m == 1 and wave_n == 1")
+        "wave_m == 1 and wave_n == 1",
+    )
 
 
 def test_sampling_is_uniform_chi_square() -> None:
@@ -184,8 +203,12 @@ def test_stratified_sampling_takes_turns_over_strata() -> None:
 
 
 @FAST
-@given(arch=st.sampled_from(["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"]),
-       variant=st.sampled_from(list(Variant)), dtype=st.sampled_from(list(Dtype)), seed=st.integers(0, 10**6))
+@given(
+    arch=st.sampled_from(["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"]),
+    variant=st.sampled_from(list(Variant)),
+    dtype=st.sampled_from(list(Dtype)),
+    seed=st.integers(0, 10**6),
+)
 def test_sampled_configs_satisfy_the_reference_rules(arch: str, variant: Variant, dtype: Dtype, seed: int) -> None:
     # the reference states the rules of the reproduced revision (the newer one widens the LDS budget)
     space = Space(arch, variant.value, 2, dtype.value, rule_set="open", rules_revision=ORACLE_REVISION, ck=None)
@@ -194,7 +217,7 @@ def test_sampled_configs_satisfy_the_reference_rules(arch: str, variant: Variant
         cfg = config.model_dump(mode="json")
         assert ref.is_emitted_valid(cfg, arch), (config.name, ref.violations_is_config_valid(cfg, arch))
         assert consistent_streamk(cfg)
-        assert all(code in full[f] for f, code in zip(GEMM_FIELD_NAMES, config.row()))
+        assert all(code in full[f] for f, code in zip(GEMM_FIELD_NAMES, config.row(), strict=True))
 
 
 def test_queries_work_unchanged() -> None:
@@ -207,8 +230,10 @@ def test_queries_work_unchanged() -> None:
     assert {b.constraint for b in blame} >= {"open_tile_m"}
     assert any(b.kind.value == "rule_set" for b in blame)
     partial = space.explain({"pipeline": "compv4", "tile_k": 32, "tile_m": 64})
-    assert partial.valid and partial.cells[0].completions == space.where(
-        "pipeline == compv4 and tile_k == 32 and tile_m == 64").count()
+    assert (
+        partial.valid
+        and partial.cells[0].completions == space.where("pipeline == compv4 and tile_k == 32 and tile_m == 64").count()
+    )
     best = space.best("tile_m * tile_n")
     assert best.status == "OPTIMAL" and best.value == 512 * 512
     problem = space.for_problem("N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1")
@@ -234,10 +259,26 @@ def test_tally_needs_a_domain_for_every_field() -> None:
 
 
 def test_cli_count_list_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
-    narrow = ["--where", "tile_m == 32 and tile_n == 32 and tile_k == 32 and pipeline == mem and vec_c == 8",
-              "--where", "pad_m and pad_n and pad_k and specialization == default and num_groups_to_merge == 1"]
-    base = ["enumerate", "--arch", "gfx942", "--variant", "bwd_data", "--ndim", "2", "--dtype", "bf16",
-            "--rule-set", "open", *narrow]
+    narrow = [
+        "--where",
+        "tile_m == 32 and tile_n == 32 and tile_k == 32 and pipeline == mem and vec_c == 8",
+        "--where",
+        "pad_m and pad_n and pad_k and specialization == default and num_groups_to_merge == 1",
+    ]
+    base = [
+        "enumerate",
+        "--arch",
+        "gfx942",
+        "--variant",
+        "bwd_data",
+        "--ndim",
+        "2",
+        "--dtype",
+        "bf16",
+        "--rule-set",
+        "open",
+        *narrow,
+    ]
     assert main([*base, "--count"]) == 0
     captured = capsys.readouterr()
     count = int(captured.out)
@@ -255,8 +296,17 @@ def test_cli_count_list_and_bad_input(capsys: pytest.CaptureFixture[str]) -> Non
     err = capsys.readouterr().err.strip().splitlines()  # the target line, then the one-line error
     assert len(err) == 2 and err[0].startswith("target: ") and "no raw proposals" in err[1]
     wide = [a for a in base if a not in narrow]
-    assert main([*wide, "--where", "tile_m + tile_n + tile_k + vec_a + vec_b + vec_c + warp_tile_m + warp_tile_n > 9",
-                 "--count"]) == 2
+    assert (
+        main(
+            [
+                *wide,
+                "--where",
+                "tile_m + tile_n + tile_k + vec_a + vec_b + vec_c + warp_tile_m + warp_tile_n > 9",
+                "--count",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and err[0].startswith("target: ")
 
@@ -270,14 +320,11 @@ def test_rules_command_states_the_domains(capsys: pytest.CaptureFixture[str]) ->
 
 PROBED = {
     # grouped_convolution_backward_data_kernel.hpp:549 (every kernel: kPadM && kPadN && kPadK)
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_mem_cshuffle_interwave_16x32x256_1x1x1_16x16x16_vec8_8_1_pad110":
-        "ck_padding",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_mem_cshuffle_interwave_16x32x256_1x1x1_16x16x16_vec8_8_1_pad110": "ck_padding",
     # cshuffle_epilogue.hpp:642 -> static_encoding_pattern.hpp:157 (X0 = 128 threads > the wave)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_32x512x32_1x4x1_32x32x16_vec16_8_1_gm32":
-        "ck_epilogue_pattern",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_32x512x32_1x4x1_32x32x16_vec16_8_1_gm32": "ck_epilogue_pattern",
     # transpose_tile.hpp:160 (in_offset % vec_length_in); the same config with one wave group compiles
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1_wg2":
-        "ck_wave_groups_transpose",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1_wg2": "ck_wave_groups_transpose",
 }
 """Configs of open that the CK headers' rules accepted and the compiler rejected in the recorded
 probe (docs/open.md), with the rule each finding led to."""
@@ -295,7 +342,8 @@ def test_probe_findings_are_rules(name: str) -> None:
 
 def test_the_compiling_twin_of_the_wave_group_finding_passes() -> None:
     twin = GemmConfig.from_name(
-        "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1", "gfx942")
+        "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1", "gfx942"
+    )
     assert Space("gfx942", "bwd_data", 2, "bf16", rule_set="open").for_ck(AITER).contains(twin)
 
 
@@ -316,18 +364,41 @@ out.write_bytes({FAKE_OBJECT!r})
 """
 
 
-def test_probe_groups_compiler_rejections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_probe_groups_compiler_rejections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     compiler = tmp_path / "fakeclang"
     use_fake_toolchain(tmp_path, monkeypatch, compiler)
     compiler.write_text(PROBE_COMPILER)
     out = tmp_path / "probe"
-    assert main(["probe", "--arch", "gfx942", "--variant", "forward", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                 "--sample", "6", "--seed", "2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "bwd_weight",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--sample",
+                "6",
+                "--seed",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "probe.json").read_text())
     assert report["sampled"] == 6 and report["compiled_ok"] + report["rejected"] == 6
-    interwave = [n for n in (k["name"] for k in json.loads((out / "manifest.json").read_text())["kernels"])
-                 if "interwave" in n]
+    interwave = [
+        n for n in (k["name"] for k in json.loads((out / "manifest.json").read_text())["kernels"]) if "interwave" in n
+    ]
     if interwave:
         (group,) = report["groups"]
         assert group["where"] == "ck_tile/ops/p.hpp:12" and group["error"].endswith("'N == N'")

@@ -31,7 +31,7 @@ FILTER = {1: "X", 2: "YX", 3: "ZYX"}
 def test_vector_rules_name_the_tensor_each_width_loads_or_stores(variant: Variant) -> None:
     """A wrong gradient flag or tensor in the operand table shows in ``explain``'s words."""
     texts = {t.vector_field: t.text for t in gemm_problem_templates(variant, 2, Dtype.BF16) if t.vector_field}
-    for field, tensor in zip(("vec_a", "vec_b", "vec_c"), TENSORS[variant]):
+    for field, tensor in zip(("vec_a", "vec_b", "vec_c"), TENSORS[variant], strict=True):
         assert f"the {tensor}'s contiguous channels" in texts[field], texts[field]
 
 

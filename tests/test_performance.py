@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from pathlib import Path
 from itertools import product
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,18 +27,23 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import VECTOR_FIELDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
-from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.select.fallbacks import vector_variants
 from ckspace.features.hardware import hardware_facts
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.features.performance import CONSTANTS, MEM_IN_FLIGHT_BYTES, PIPELINES, PipelineFacts, mem_stages
 from ckspace.select.candidates import CandidateSet
+from ckspace.select.fallbacks import vector_variants
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
 
 ARCHS = ("gfx942", "gfx950")
 """The archs with hardware facts (ckspace/data/hardware.json)."""
-CELLS = tuple((arch, variant, dtype) for arch in ARCHS for variant in Variant for dtype in Dtype
-              if dtype.value in hardware_facts(arch).peak_dense_tflops)
+CELLS = tuple(
+    (arch, variant, dtype)
+    for arch in ARCHS
+    for variant in Variant
+    for dtype in Dtype
+    if dtype.value in hardware_facts(arch).peak_dense_tflops
+)
 """Every (arch, variant, dtype) with a peak rate on the sheet."""
 ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 MOST_KERNELS = 300
@@ -80,13 +85,19 @@ def cell_id(cell: tuple) -> str:
 
 # -- the target's kernels of a cell ----------------------------------------------------------------
 
+
 @cache
 def target_kernels(arch: str, variant: Variant, dtype: Dtype) -> tuple[GemmConfig, ...]:
     """The 2D kernels of the cell's target, at most :data:`MOST_KERNELS` of them (every k-th by name
     when there are more: deterministic)."""
-    configs = sorted((k.config() for k in Space(arch, variant=variant.value, dtype=dtype.value, ndim=2,
-                                                rule_set="full").kernels() if not k.depthwise),
-                     key=lambda c: c.name)
+    configs = sorted(
+        (
+            k.config()
+            for k in Space(arch, variant=variant.value, dtype=dtype.value, ndim=2, rule_set="full").kernels()
+            if not k.depthwise
+        ),
+        key=lambda c: c.name,
+    )
     step = max(1, math.ceil(len(configs) / MOST_KERNELS))
     return tuple(configs[::step])
 
@@ -118,6 +129,7 @@ NONEMPTY = tuple(cell for cell in CELLS if target_kernels(*cell))
 """The cells the target has kernels in (today every bwd_data cell and every fp32 cell is empty: the
 property tests cover them as soon as a target has kernels there)."""
 
+
 def runnable(cell: tuple, problem: ConvProblem) -> tuple[tuple[GemmConfig, ...], np.ndarray]:
     """The cell's kernels and the mask of those that run ``problem`` (every problem rule holds)."""
     return target_kernels(*cell), selector(*cell).feasible(problem, prepared(*cell))
@@ -134,13 +146,19 @@ def differing(a: GemmConfig, b: GemmConfig) -> dict[str, tuple]:
 
 def wider(a: GemmConfig, b: GemmConfig) -> bool:
     """``a`` is ``b``'s family with vectors at least as wide in every field, and not ``b``."""
-    same = {f: v for f, v in zip(GEMM_FIELD_NAMES, a.row()) if f not in VECTOR_FIELDS} == \
-        {f: v for f, v in zip(GEMM_FIELD_NAMES, b.row()) if f not in VECTOR_FIELDS}
-    return (same and (a.arch, a.variant, a.ndim, a.dtype) == (b.arch, b.variant, b.ndim, b.dtype)
-            and all(getattr(a, f) >= getattr(b, f) for f in VECTOR_FIELDS) and a.kernel_key() != b.kernel_key())
+    same = {f: v for f, v in zip(GEMM_FIELD_NAMES, a.row(), strict=True) if f not in VECTOR_FIELDS} == {
+        f: v for f, v in zip(GEMM_FIELD_NAMES, b.row(), strict=True) if f not in VECTOR_FIELDS
+    }
+    return (
+        same
+        and (a.arch, a.variant, a.ndim, a.dtype) == (b.arch, b.variant, b.ndim, b.dtype)
+        and all(getattr(a, f) >= getattr(b, f) for f in VECTOR_FIELDS)
+        and a.kernel_key() != b.kernel_key()
+    )
 
 
 # -- problems --------------------------------------------------------------------------------------
+
 
 @st.composite
 def layer_problems(draw, ndim: int = 2, split: bool = True) -> ConvProblem:
@@ -151,15 +169,23 @@ def layer_problems(draw, ndim: int = 2, split: bool = True) -> ConvProblem:
     filt = draw(st.sampled_from([1, 1, 3, 3, 5]))
     stride = draw(st.sampled_from([1, 1, 2]))
     channels = st.sampled_from([3, 16, 24, 32, 64, 96, 128, 192, 256, 512, 1024, 2048])
-    values = {"ndim": ndim, "N": draw(st.sampled_from([1, 2, 8, 32, 128])), "G": g,
-              "C": g * draw(channels), "K": g * draw(channels),
-              "k_batch": draw(st.sampled_from([1, 1, 1, 2, 4])) if split else 1}
-    for dim, (image, kernel) in zip("dhw"[3 - ndim:], [("Di", "Z"), ("Hi", "Y"), ("Wi", "X")][3 - ndim:]):
+    values = {
+        "ndim": ndim,
+        "N": draw(st.sampled_from([1, 2, 8, 32, 128])),
+        "G": g,
+        "C": g * draw(channels),
+        "K": g * draw(channels),
+        "k_batch": draw(st.sampled_from([1, 1, 1, 2, 4])) if split else 1,
+    }
+    for dim, (image, kernel) in zip(
+        "dhw"[3 - ndim :], [("Di", "Z"), ("Hi", "Y"), ("Wi", "X")][3 - ndim :], strict=True
+    ):
         values.update({image: size, kernel: filt, f"stride_{dim}": stride, f"pad_{dim}": filt // 2})
     return ConvProblem.from_values(values)
 
 
 # -- (a) the model against its plain-Python statement -----------------------------------------------
+
 
 def assert_matches(problem: ConvProblem, configs: list[GemmConfig], variant: Variant, dtype: Dtype, arch: str) -> None:
     hw = hardware_facts(arch)
@@ -167,14 +193,16 @@ def assert_matches(problem: ConvProblem, configs: list[GemmConfig], variant: Var
     for config, value in zip(configs, column, strict=True):
         expected = reference_log2_tflops(problem, config, variant, dtype, hw)
         # the TFLOPS to 1e-12 (log2 would hide a relative error below 1e-12 / ln 2 in the time)
-        assert 2 ** value == pytest.approx(2 ** expected, rel=1e-12), (problem.text(), config)
+        assert 2**value == pytest.approx(2**expected, rel=1e-12), (problem.text(), config)
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12), (problem.text(), config)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(boundary_problems(), layer_problems(ndim=2), layer_problems(ndim=3)),
-       st.lists(gemm_configs(consistent=True), min_size=1, max_size=4),
-       st.sampled_from(CELLS))
+@given(
+    st.one_of(boundary_problems(), layer_problems(ndim=2), layer_problems(ndim=3)),
+    st.lists(gemm_configs(consistent=True), min_size=1, max_size=4),
+    st.sampled_from(CELLS),
+)
 def test_model_matches_the_plain_python_statement(problem, configs, cell) -> None:
     """Drawn problems (split-K among them) and configs with every field drawn from its raw domain --
     every pipeline, scheduler, epilogue, specialisation, vector width, groups-to-merge, two-stage,
@@ -195,12 +223,48 @@ FLAGS = (
 """The choices that change how a launch is charged besides the ones above: two-stage split-K,
 merged groups, stream-K, explicit GEMM, double LDS buffer, narrow vectors."""
 SHAPES = (
-    {"tile_m": 128, "tile_n": 128, "tile_k": 64, "wave_m": 2, "wave_n": 2, "wave_k": 1,
-     "warp_tile_m": 32, "warp_tile_n": 32, "warp_tile_k": 16, "vec_a": 8, "vec_b": 8, "vec_c": 8},
-    {"tile_m": 16, "tile_n": 64, "tile_k": 256, "wave_m": 1, "wave_n": 4, "wave_k": 1,
-     "warp_tile_m": 16, "warp_tile_n": 16, "warp_tile_k": 16, "vec_a": 8, "vec_b": 8, "vec_c": 4},
-    {"tile_m": 256, "tile_n": 224, "tile_k": 64, "wave_m": 4, "wave_n": 1, "wave_k": 1,
-     "warp_tile_m": 32, "warp_tile_n": 32, "warp_tile_k": 8, "vec_a": 4, "vec_b": 4, "vec_c": 2},
+    {
+        "tile_m": 128,
+        "tile_n": 128,
+        "tile_k": 64,
+        "wave_m": 2,
+        "wave_n": 2,
+        "wave_k": 1,
+        "warp_tile_m": 32,
+        "warp_tile_n": 32,
+        "warp_tile_k": 16,
+        "vec_a": 8,
+        "vec_b": 8,
+        "vec_c": 8,
+    },
+    {
+        "tile_m": 16,
+        "tile_n": 64,
+        "tile_k": 256,
+        "wave_m": 1,
+        "wave_n": 4,
+        "wave_k": 1,
+        "warp_tile_m": 16,
+        "warp_tile_n": 16,
+        "warp_tile_k": 16,
+        "vec_a": 8,
+        "vec_b": 8,
+        "vec_c": 4,
+    },
+    {
+        "tile_m": 256,
+        "tile_n": 224,
+        "tile_k": 64,
+        "wave_m": 4,
+        "wave_n": 1,
+        "wave_k": 1,
+        "warp_tile_m": 32,
+        "warp_tile_n": 32,
+        "warp_tile_k": 8,
+        "vec_a": 4,
+        "vec_b": 4,
+        "vec_c": 2,
+    },
 )
 """A balanced tile, a skinny deep one (a 16-wide MFMA below full-rate K on gfx950), one whose
 accumulators leave room for one wave per SIMD."""
@@ -217,9 +281,10 @@ def test_every_choice_matches_the_plain_python_statement(cell) -> None:
     with each of the other charged choices, on three tile shapes and split-K problems."""
     arch, variant, dtype = cell
     base = GemmConfig(arch=arch, variant=variant, ndim=2, dtype=dtype, pipeline=Pipeline.COMPV3, **SHAPES[0])
-    configs = [base.model_copy(update={"pipeline": p, "scheduler": s, "epilogue": e, "specialization": sp,
-                                       **shape, **flags})
-               for (p, s, e, sp), flags, shape in product(EVERY_CHOICE, FLAGS, SHAPES)]
+    configs = [
+        base.model_copy(update={"pipeline": p, "scheduler": s, "epilogue": e, "specialization": sp, **shape, **flags})
+        for (p, s, e, sp), flags, shape in product(EVERY_CHOICE, FLAGS, SHAPES)
+    ]
     for text in SPLIT_K_PROBLEMS:
         assert_matches(ConvProblem.parse(text), configs, variant, dtype, arch)
 
@@ -229,11 +294,14 @@ def test_a_hand_computed_launch() -> None:
     constants read from the table): a 128x128x64 compv3 bf16 kernel, 2x2 waves of 64 lanes, on
     M = 32*28*28, N = 128, K = 128*9."""
     hw = hardware_facts("gfx950")
-    config = GemmConfig(arch="gfx950", variant=Variant.FORWARD, ndim=2, dtype=Dtype.BF16, **SHAPES[0],
-                        pipeline=Pipeline.COMPV3)
+    config = GemmConfig(
+        arch="gfx950", variant=Variant.FORWARD, ndim=2, dtype=Dtype.BF16, **SHAPES[0], pipeline=Pipeline.COMPV3
+    )
     problem = ConvProblem.parse("N=32,C=128,K=128,Hi=28,Wi=28,Y=3,X=3,pad=1")
-    latency, l2, per_byte, loss = (CONSTANTS[name].value for name in
-                                   ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte", "overlap_loss"))
+    latency, l2, per_byte, loss = (
+        CONSTANTS[name].value
+        for name in ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte", "overlap_loss")
+    )
     vmem, valu = CONSTANTS["vmem_issue_cycles"].value, CONSTANTS["valu_cycles"].value
     # occupancy: LDS 160 KiB / 32 KiB = 5 blocks; 32 wave slots / 4 waves = 8; registers 64 accumulators
     # + (64+64)*64*2/256 = 64 fragments + 256*64*2/1024 = 32 staged + 32 = 192 -> 2 waves per SIMD -> 2
@@ -253,7 +321,7 @@ def test_a_hand_computed_launch() -> None:
     assert blocks == 196 and occupancy_of(config, hw) == 2
     assert reference_cycles(problem, config, Variant.FORWARD, Dtype.BF16, hw) == pytest.approx(cycles, rel=1e-12)
     model = feature_matrix(problem, Variant.FORWARD, Dtype.BF16, ConfigTable.build([config]), hw)[0, ANALYTICAL]
-    assert 2 ** model == pytest.approx(problem.flops / (cycles / 2.4e9) / 1e12, rel=1e-12)
+    assert 2**model == pytest.approx(problem.flops / (cycles / 2.4e9) / 1e12, rel=1e-12)
 
 
 def occupancy_of(config: GemmConfig, hw) -> int:
@@ -270,8 +338,16 @@ def mirror_images(a: GemmConfig, b: GemmConfig) -> bool:
     swapped along M and N) of a plain GEMM -- both operands read without index arithmetic, equal
     vector widths: the one pair whose every cost is symmetric in M and N, so the physics the model
     states (and CK's loads, LDS traffic, MFMAs and stores) cannot tell them apart."""
-    swapped = a.model_copy(update={"tile_m": a.tile_n, "tile_n": a.tile_m, "wave_m": a.wave_n, "wave_n": a.wave_m,
-                                   "warp_tile_m": a.warp_tile_n, "warp_tile_n": a.warp_tile_m})
+    swapped = a.model_copy(
+        update={
+            "tile_m": a.tile_n,
+            "tile_n": a.tile_m,
+            "wave_m": a.wave_n,
+            "wave_n": a.wave_m,
+            "warp_tile_m": a.warp_tile_n,
+            "warp_tile_n": a.warp_tile_m,
+        }
+    )
     plain = (a.explicit_gemm or a.specialization in _PLAIN) and a.vec_a == a.vec_b
     return plain and swapped.row() == b.row()
 
@@ -287,9 +363,12 @@ def top_ties(cell: tuple, problem: ConvProblem) -> list[str]:
     if best.size == 1:
         return []
     first = configs[index[best[0]]]
-    return [f"{problem.text()}: {first.name} ties {configs[index[j]].name} (differ in "
-            f"{differing(first, configs[index[j]])})" for j in best[1:]
-            if not mirror_images(first, configs[index[j]])]
+    return [
+        f"{problem.text()}: {first.name} ties {configs[index[j]].name} (differ in "
+        f"{differing(first, configs[index[j]])})"
+        for j in best[1:]
+        if not mirror_images(first, configs[index[j]])
+    ]
 
 
 @pytest.mark.parametrize("cell", NONEMPTY, ids=cell_id)
@@ -303,6 +382,7 @@ def test_no_two_kernels_tie_at_the_top_on_resnet50(cell) -> None:
 
 
 # -- (c) a narrower vector is slower ---------------------------------------------------------------
+
 
 def vector_inversions(cell: tuple, problem: ConvProblem) -> tuple[list[str], int]:
     """Narrower-vector variants that run ``problem`` and are not strictly slower than their kernel
@@ -318,8 +398,11 @@ def vector_inversions(cell: tuple, problem: ConvProblem) -> tuple[list[str], int
     narrow = analytical(cell, problem, variants.table.take(np.flatnonzero(ok)))
     kernels = owner[ok]
     own = analytical(cell, problem, prepared(*cell).table.take(kernels))
-    return [f"{problem.text()}: {variants.names[j]} {n!r} >= {configs[i].name} {o!r}"
-            for j, i, n, o in zip(np.flatnonzero(ok), kernels, narrow, own) if not n < o], int(ok.sum())
+    return [
+        f"{problem.text()}: {variants.names[j]} {n!r} >= {configs[i].name} {o!r}"
+        for j, i, n, o in zip(np.flatnonzero(ok), kernels, narrow, own, strict=True)
+        if not n < o
+    ], int(ok.sum())
 
 
 @pytest.mark.parametrize("cell", NONEMPTY, ids=cell_id)
@@ -341,6 +424,7 @@ def test_a_narrower_vector_is_slower_on_drawn_problems(problem, cell) -> None:
 
 # -- (d) the selector's pick ------------------------------------------------------------------------
 
+
 def selection(cell: tuple, problem: ConvProblem) -> tuple[list[GemmConfig], object | None]:
     """The cell's kernels that run ``problem`` and the selector's answer among them (None: none runs it)."""
     configs, mask = runnable(cell, problem)
@@ -356,8 +440,12 @@ def top_tie(cell: tuple, problem: ConvProblem) -> list[str]:
     first, second = sel.top[0], sel.top[1]
     if mirror_images(first.config, second.config):
         return []
-    return [(f"{problem.text()}: {first.name} [{first.source}] ties {second.name} [{second.source}] at "
-             f"{first.score!r} (differ in {differing(first.config, second.config)})")]
+    return [
+        (
+            f"{problem.text()}: {first.name} [{first.source}] ties {second.name} [{second.source}] at "
+            f"{first.score!r} (differ in {differing(first.config, second.config)})"
+        )
+    ]
 
 
 def narrower_pick(cell: tuple, problem: ConvProblem) -> list[str]:
@@ -405,8 +493,9 @@ def test_the_model_cell_is_ranked_by_the_model() -> None:
     cell = ("gfx950", Variant.FORWARD, Dtype.BF16)
     configs, mask = runnable(cell, LAYERS[10])
     sel = selector(*cell).select(LAYERS[10], [configs[i] for i in np.flatnonzero(mask)], k=3)
-    assert sel.source == "model" and all(r.source == "model" or r.source.startswith("model, extrapolated: ")
-                                         for r in sel.top)
+    assert sel.source == "model" and all(
+        r.source == "model" or r.source.startswith("model, extrapolated: ") for r in sel.top
+    )
     other = ("gfx942", Variant.FORWARD, Dtype.BF16)
     configs, mask = runnable(other, LAYERS[10])
     sel = selector(*other).select(LAYERS[10], [configs[i] for i in np.flatnonzero(mask)], k=3)
@@ -416,9 +505,12 @@ def test_the_model_cell_is_ranked_by_the_model() -> None:
 # -- the tables, against their sources -----------------------------------------------------------
 
 _PIPELINE_HEADERS = {
-    Pipeline.COMPV3: "gemm_pipeline_ag_bg_cr_comp_v3.hpp", Pipeline.COMPV4: "gemm_pipeline_ag_bg_cr_comp_v4.hpp",
-    Pipeline.COMPV5: "gemm_pipeline_ag_bg_cr_comp_v5.hpp", Pipeline.COMPV6: "gemm_pipeline_ag_bg_cr_comp_v6.hpp",
-    Pipeline.COMP_ASYNC: "gemm_pipeline_ag_bg_cr_comp_async.hpp", Pipeline.WAVELET: "wp_pipeline_agmem_bgmem_creg_v2.hpp",
+    Pipeline.COMPV3: "gemm_pipeline_ag_bg_cr_comp_v3.hpp",
+    Pipeline.COMPV4: "gemm_pipeline_ag_bg_cr_comp_v4.hpp",
+    Pipeline.COMPV5: "gemm_pipeline_ag_bg_cr_comp_v5.hpp",
+    Pipeline.COMPV6: "gemm_pipeline_ag_bg_cr_comp_v6.hpp",
+    Pipeline.COMP_ASYNC: "gemm_pipeline_ag_bg_cr_comp_async.hpp",
+    Pipeline.WAVELET: "wp_pipeline_agmem_bgmem_creg_v2.hpp",
 }
 
 
@@ -434,7 +526,7 @@ def test_the_pipeline_facts_are_ck_tiles() -> None:
 
     try:
         include = locate_ck(None)
-    except Exception as exc:  # noqa: BLE001 - no headers: the install of the test extras is broken
+    except Exception as exc:
         pytest.fail(f"no CK headers to read the pipeline facts from: {exc}")
     folder = Path(include) / "ck_tile" / "ops" / "gemm" / "pipeline"
     for pipeline, header in _PIPELINE_HEADERS.items():
@@ -454,13 +546,16 @@ def test_the_pipeline_facts_are_ck_tiles() -> None:
     assert set(PIPELINES) == set(Pipeline)
 
 
-@pytest.mark.parametrize(("tile", "elem", "threads", "stages"), [
-    ((16, 16, 64), 2, 64, 2),      # 4 blocks per CU: 8192 B each over 4096 B a stage = 2
-    ((16, 64, 64), 2, 256, 4),     # 1 block per CU: 32768 / 10240 = 3.2 -> 4
-    ((128, 128, 64), 2, 256, 2),   # one stage holds 32 KiB: at least 2
-    ((16, 16, 32), 2, 256, 8),     # 32768 / 2048 = 16 wanted: at most 8
-    ((16, 32, 64), 4, 128, 2),     # 2 blocks per CU: 16384 / 12288 -> 2
-])
+@pytest.mark.parametrize(
+    ("tile", "elem", "threads", "stages"),
+    [
+        ((16, 16, 64), 2, 64, 2),  # 4 blocks per CU: 8192 B each over 4096 B a stage = 2
+        ((16, 64, 64), 2, 256, 4),  # 1 block per CU: 32768 / 10240 = 3.2 -> 4
+        ((128, 128, 64), 2, 256, 2),  # one stage holds 32 KiB: at least 2
+        ((16, 16, 32), 2, 256, 8),  # 32768 / 2048 = 16 wanted: at most 8
+        ((16, 32, 64), 4, 128, 2),  # 2 blocks per CU: 16384 / 12288 -> 2
+    ],
+)
 def test_mem_stages_follow_ck_tiles_formula(tile, elem, threads, stages) -> None:
     """CK Tile's mem pipeline keeps 32 KiB in flight per CU: ceil((32768 / blocks per CU) / bytes of
     one stage), blocks per CU = 4 * 64 lanes / threads (at least 1), clamped to 2..8; worked here."""
@@ -490,8 +585,12 @@ def test_index_arithmetic_shrinks_with_the_specialisation() -> None:
     more index arithmetic per load than the more general kernel it narrows."""
     from ckspace.features.performance import INDEX_INSTRUCTIONS
 
-    order = (Specialization.DEFAULT, Specialization.FILTER3X3, Specialization.FILTER1X1_PAD0,
-             Specialization.FILTER1X1_STRIDE1_PAD0)
+    order = (
+        Specialization.DEFAULT,
+        Specialization.FILTER3X3,
+        Specialization.FILTER1X1_PAD0,
+        Specialization.FILTER1X1_STRIDE1_PAD0,
+    )
     counts = [INDEX_INSTRUCTIONS[s] for s in order]
     assert counts == sorted(counts, reverse=True) and counts[-1] == 0.0 and counts[0] > counts[1] > counts[2] > 0
     assert set(INDEX_INSTRUCTIONS) == set(Specialization)

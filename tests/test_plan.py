@@ -112,8 +112,7 @@ def test_min_efficiency_plan_equals_brute_force(seed: int) -> None:
 def test_pick_is_the_first_chosen_item_not_the_best() -> None:
     """A set whose first-ordered item is weak is worth that item, not its best member: the model
     must not credit the better item the selector would never pick."""
-    instance = PlanInstance(3, (np.array([0, 1]), np.array([2])), (np.array([0.1, 1.0]), np.array([1.0])),
-                            np.ones(2))
+    instance = PlanInstance(3, (np.array([0, 1]), np.array([2])), (np.array([0.1, 1.0]), np.array([1.0])), np.ones(2))
     result = solve_plan(instance, budget=2, time_limit=10)
     assert set(result.chosen) == {1, 2} and result.model_value == pytest.approx(1.0)
     assert instance.value_of([0, 1, 2]) == pytest.approx(0.55)
@@ -137,8 +136,19 @@ WORKLOAD = """idx,direction,N,C,K,G,Di,Hi,Wi,Z,Y,X,stride_d,stride_h,stride_w,pa
 """Problem 3 describes no convolution (a 3x3 filter on a 1x1 input without pad: real lists hold
 such rows), problem 4 repeats problem 0, problem 5 is 3D (the registry holds the workload's ndims, so
 covering it takes one of the two kernels of a budget of 2, and a budget of 1 covers nothing)."""
-PLAN_ARGS = ["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "full",
-             "--where", "tile_m * tile_n >= 16384 and pipeline in [compv3, mem]"]
+PLAN_ARGS = [
+    "plan",
+    "--arch",
+    "gfx950",
+    "--variant",
+    "forward",
+    "--dtype",
+    "bf16",
+    "--rule-set",
+    "full",
+    "--where",
+    "tile_m * tile_n >= 16384 and pipeline in [compv3, mem]",
+]
 
 
 def run_plan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -151,11 +161,12 @@ def run_plan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 
 
 def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     from ckspace.cli import main
     from ckspace.core.problem import ConvProblem
-    from ckspace.space.benchmark_names import config_from_any_name
     from ckspace.select.selector import Selector
+    from ckspace.space.benchmark_names import config_from_any_name
 
     workload = tmp_path / "workload.csv"
     workload.write_text(WORKLOAD)
@@ -186,8 +197,29 @@ def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
     assert [line for line in names.splitlines() if not line.startswith("#")] == report["kernels"]
     out_dir = tmp_path / "emitted"
     ck = fake_ck(tmp_path / "ck", explicit_gemm=True)
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "3", "--dtype", "bf16",
-                 "--kernels", str(plan_file), "--out", str(out_dir), "--ck-root", str(ck)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "3",
+                "--dtype",
+                "bf16",
+                "--kernels",
+                str(plan_file),
+                "--out",
+                str(out_dir),
+                "--ck-root",
+                str(ck),
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((out_dir / "manifest.json").read_text())
     emitted = [k["name"] for k in manifest["kernels"]] + [k["name"] for k in manifest["excluded"]]
     assert sorted(emitted) == report["kernels"]  # exactly those (the fake CK tree cannot build some)
@@ -200,9 +232,12 @@ def test_plan_cli_min_efficiency_and_bad_input(capsys: pytest.CaptureFixture[str
     assert status == 0
     report = json.loads(out)
     assert report["efficiency"] >= 90 and report["status"] == "optimal"
-    for args, words in ((["--min-efficiency", "150"], "percentage"), (["--budget", "0"], "at least 1"),
-                        (["--budget", "2", "--format", "xml"], "valid: names, json"),
-                        (["--budget", "2", "--weights", "count"], "no weight column 'count'")):
+    for args, words in (
+        (["--min-efficiency", "150"], "percentage"),
+        (["--budget", "0"], "at least 1"),
+        (["--budget", "2", "--format", "xml"], "valid: names, json"),
+        (["--budget", "2", "--weights", "count"], "no weight column 'count'"),
+    ):
         status, out, err = run_plan(capsys, "--problems", str(workload), *args)
         assert status == 2 and out == "" and words in err and len(err.strip().splitlines()) == 1, err
     broken = tmp_path / "broken.csv"
@@ -222,8 +257,24 @@ def test_evaluate_plans_against_hindsight(capsys: pytest.CaptureFixture[str]) ->
     can beat it on (a); every budget carries the JSON contract's fields."""
     from ckspace.cli import main
 
-    assert main(["evaluate", "--data", "mi355x-forward-bf16", "--folds", "3", "--seed", "1", "--format", "json",
-                 "--plan-budgets", "2,4"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                "mi355x-forward-bf16",
+                "--folds",
+                "3",
+                "--seed",
+                "1",
+                "--format",
+                "json",
+                "--plan-budgets",
+                "2,4",
+            ]
+        )
+        == 0
+    )
     plans = json.loads(capsys.readouterr().out)["plans"]
     assert sorted(plans) == ["2", "4"]
     for result in plans.values():
@@ -257,19 +308,37 @@ def test_a_workload_of_no_weight_is_worth_nothing() -> None:
     assert nothing.value_of([0]) == 0.0 and nothing.covers([]) and not nothing.runnable.any()
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"budget": 2.5}, "budget must be an integer"), ({"budget": 0}, "budget must be an integer"),
-    ({"budget": True}, "budget must be an integer"), ({"min_efficiency": 0.0}, r"in \(0, 1\]"),
-    ({"min_efficiency": 1.5}, r"in \(0, 1\]"), ({}, "exactly one"), ({"budget": 2, "min_efficiency": 0.5}, "exactly one"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"budget": 2.5}, "budget must be an integer"),
+        ({"budget": 0}, "budget must be an integer"),
+        ({"budget": True}, "budget must be an integer"),
+        ({"min_efficiency": 0.0}, r"in \(0, 1\]"),
+        ({"min_efficiency": 1.5}, r"in \(0, 1\]"),
+        ({}, "exactly one"),
+        ({"budget": 2, "min_efficiency": 0.5}, "exactly one"),
+    ],
+)
 def test_a_plan_question_is_checked_before_solving(kwargs: dict, message: str) -> None:
     instance = PlanInstance(2, (np.array([0]), np.array([1])), (np.array([0.5]), np.array([0.9])), np.ones(2))
     with pytest.raises(InvalidInputError, match=message):
         solve_plan(instance, **kwargs)
 
 
-@pytest.mark.parametrize("found,bound,gap", [(3, 5, 0.4), (5, 3, 0.4), (7, 7, 0.0), (0, 0, 0.0), (1, 0, 1.0),
-                                             (0, 1, 1.0), (0, 4, 1.0), (999_999, 1_000_000, 1e-6)])
+@pytest.mark.parametrize(
+    "found,bound,gap",
+    [
+        (3, 5, 0.4),
+        (5, 3, 0.4),
+        (7, 7, 0.0),
+        (0, 0, 0.0),
+        (1, 0, 1.0),
+        (0, 1, 1.0),
+        (0, 4, 1.0),
+        (999_999, 1_000_000, 1e-6),
+    ],
+)
 def test_relative_gap_of_an_unproven_answer(found: int, bound: int, gap: float) -> None:
     """Maximising, the bound is above the answer; minimising, below it: either way the gap is the
     distance over the larger of the two."""
@@ -279,8 +348,9 @@ def test_relative_gap_of_an_unproven_answer(found: int, bound: int, gap: float) 
 def test_an_efficiency_one_unit_short_of_the_target_does_not_reach_it() -> None:
     """Item 0 alone (the only one running problem 0) is worth 0.499999: one unit of the scaled
     objective short of 50 %. The smallest set reaching 50 % needs item 1 as well."""
-    instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.499998])),
-                            np.ones(2))
+    instance = PlanInstance(
+        2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.499998])), np.ones(2)
+    )
     assert instance.model_value([0]) == SCALE // 2 - 1
     result = solve_plan(instance, min_efficiency=0.5, time_limit=10)
     assert result.chosen == (0, 1) and result.status == "optimal"
@@ -295,14 +365,14 @@ def test_plans_solve_on_one_thread_unless_asked(monkeypatch: pytest.MonkeyPatch)
     real = cp_model.CpSolver.solve
 
     def solve(self, model, *args, **kwargs):
-        assert self.parameters.linearization_level == 2  # coverage clauses in the LP: 300-problem plans proven in seconds
-        seen.append((self.parameters.num_workers, self.parameters.random_seed,
-                     self.parameters.max_deterministic_time))
+        assert (
+            self.parameters.linearization_level == 2
+        )  # coverage clauses in the LP: 300-problem plans proven in seconds
+        seen.append((self.parameters.num_workers, self.parameters.random_seed, self.parameters.max_deterministic_time))
         return real(self, model, *args, **kwargs)
 
     monkeypatch.setattr(cp_model.CpSolver, "solve", solve)
-    instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])),
-                            np.ones(2))
+    instance = PlanInstance(2, (np.array([0]), np.array([1, 0])), (np.array([0.5]), np.array([1.0, 0.4])), np.ones(2))
     solve_plan(instance, budget=1)
     solve_plan(instance, min_efficiency=0.5, time_limit=10, workers=2, seed=5)
     minimum_cover(instance)
@@ -327,8 +397,11 @@ def test_picks_and_efficiencies_of_a_set() -> None:
 
 def test_the_infeasible_answers_say_how_far_off_they_are() -> None:
     instance = _two_problems()
-    with pytest.raises(PlanInfeasibleError, match=r"^no kernel set reaches 90\.00 % predicted efficiency; every "
-                       r"candidate together reaches 75\.00 %$"):
+    with pytest.raises(
+        PlanInfeasibleError,
+        match=r"^no kernel set reaches 90\.00 % predicted efficiency; every "
+        r"candidate together reaches 75\.00 %$",
+    ):
         solve_plan(instance, min_efficiency=0.9, time_limit=10)
     with pytest.raises(PlanInfeasibleError, match=r"reaches 90\.00 % predicted efficiency within the kept candidates"):
         solve_plan(instance, min_efficiency=0.9, top=1, time_limit=10)
@@ -359,8 +432,9 @@ def test_minimum_cover_found_and_proven() -> None:
     """The set minimum_cover answers runs every runnable problem; its lower bound is the size when
     proven. On 300 problems of 4 random items each, 0.05 deterministic seconds (one thread, seed 0)
     find a cover without proving it smallest: the budget error then gives the range."""
-    three = PlanInstance(3, (np.array([0]), np.array([1]), np.array([2, 0])), (np.ones(1), np.ones(1), np.ones(2)),
-                         np.ones(3))
+    three = PlanInstance(
+        3, (np.array([0]), np.array([1]), np.array([2, 0])), (np.ones(1), np.ones(1), np.ones(2)), np.ones(3)
+    )
     assert minimum_cover(three) == ((0, 1), 2)
     rng = np.random.default_rng(1)
     order = tuple(rng.choice(120, 4, replace=False).astype(np.int64) for _ in range(300))
@@ -437,10 +511,13 @@ class _SearchUntilStopped:
         self.stopped.set()
 
 
-@pytest.mark.parametrize("signum, handler, raised", [
-    (signal.SIGINT, signal.default_int_handler, KeyboardInterrupt),
-    (signal.SIGTERM, lambda *_: (_ for _ in ()).throw(_Terminated()), _Terminated),
-])
+@pytest.mark.parametrize(
+    "signum, handler, raised",
+    [
+        (signal.SIGINT, signal.default_int_handler, KeyboardInterrupt),
+        (signal.SIGTERM, lambda *_: (_ for _ in ()).throw(_Terminated()), _Terminated),
+    ],
+)
 def test_a_signal_stops_the_search_not_awaits_it(signum, handler, raised) -> None:
     """A signal during ``solve_interruptibly`` runs the caller's handler in the main thread while the
     search goes on in its own; whatever the handler raises stops the search at once and propagates.

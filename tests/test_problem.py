@@ -41,11 +41,15 @@ from ckspace.core.vocab import Dtype, Variant
 def problems(draw) -> ConvProblem:
     ndim = draw(st.sampled_from([1, 2, 3]))
     g = draw(st.sampled_from([1, 2, 4, 8, 32]))
-    values = {"ndim": ndim, "N": draw(st.integers(1, 8)), "G": g,
-              "C": g * draw(st.sampled_from([1, 2, 3, 4, 6, 8, 16, 30, 64])),
-              "K": g * draw(st.sampled_from([1, 2, 4, 5, 8, 12, 16, 64, 128])),
-              "k_batch": draw(st.sampled_from([1, 1, 2, 4]))}
-    dims = ["d", "h", "w"][3 - ndim:]
+    values = {
+        "ndim": ndim,
+        "N": draw(st.integers(1, 8)),
+        "G": g,
+        "C": g * draw(st.sampled_from([1, 2, 3, 4, 6, 8, 16, 30, 64])),
+        "K": g * draw(st.sampled_from([1, 2, 4, 5, 8, 12, 16, 64, 128])),
+        "k_batch": draw(st.sampled_from([1, 1, 2, 4])),
+    }
+    dims = ["d", "h", "w"][3 - ndim :]
     names = {"d": ("Di", "Z"), "h": ("Hi", "Y"), "w": ("Wi", "X")}
     for d in dims:
         values[names[d][0]] = draw(st.integers(1, 40))
@@ -73,8 +77,12 @@ def listed(variant: str, rule_set: str) -> tuple[tuple[str, dict], ...]:
     return tuple((c.name, c.model_dump(mode="json")) for c in space(variant, rule_set))
 
 
-PAIRS = [(v, rs) for v in ("forward", "bwd_data", "bwd_weight") for rs in ("full", "default")
-         if (v, rs) != ("bwd_data", "full")]  # full's bwd_data is empty (quirk 14.1, docs/rules.md)
+PAIRS = [
+    (v, rs)
+    for v in ("forward", "bwd_data", "bwd_weight")
+    for rs in ("full", "default")
+    if (v, rs) != ("bwd_data", "full")
+]  # full's bwd_data is empty (quirk 14.1, docs/rules.md)
 
 
 @pytest.mark.parametrize("variant,rule_set", PAIRS)
@@ -90,7 +98,6 @@ def test_for_problem_keeps_exactly_the_supported_kernels(variant, rule_set, prob
         assert (name in kept) == ref.supports(data, p), (name, problem.text())
 
 
-
 def _agreeing_verdicts(config: GemmConfig, problem: ConvProblem) -> dict[str, bool]:
     """Whether ``config`` passes each problem rule, asserting that the backends agree: numpy on the
     bound rules (listing, ``for_problem``), the unbound rules' partial evaluation (the selector) and
@@ -101,9 +108,9 @@ def _agreeing_verdicts(config: GemmConfig, problem: ConvProblem) -> dict[str, bo
     templates = gemm_problem_templates(config.variant, config.ndim, config.dtype)
     bound = gemm_problem_rules(problem, config.variant, config.ndim, config.dtype)
     model = CellModel(GEMM_FIELD_NAMES, GEMM_BOUNDS, bound, None)
-    fixed = dict(zip(GEMM_FIELD_NAMES, row))
+    fixed = dict(zip(GEMM_FIELD_NAMES, row, strict=True))
     verdicts = {}
-    for template, rule in zip(templates, bound):
+    for template, rule in zip(templates, bound, strict=True):
         by_numpy = bool(np.all(evaluate(rule.expr, cols)))
         by_partial = bool(np.all(template.check(values, cols)))
         by_cpsat = model.feasible(fixed, enabled=[rule.name])
@@ -132,25 +139,37 @@ def test_each_problem_rule_matches_the_reference_on_raw_configs(variant: Variant
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(depthwise_configs(arch="gfx950"), st.one_of(boundary_problems(2), boundary_problems()),
-       st.sampled_from([(1, 1), (1, 2), (2, 1), None]))
+@given(
+    depthwise_configs(arch="gfx950"),
+    st.one_of(boundary_problems(2), boundary_problems()),
+    st.sampled_from([(1, 1), (1, 2), (2, 1), None]),
+)
 def test_depthwise_problem_rules_match_the_reference(config, problem, channels) -> None:
     """Half the problems are moved onto the config's own shape (filter, strides, pads, dilation),
     with one or both per-group channel counts at 1, so each of the checks decides."""
     if channels is not None and problem.ndim == 2:
         cg, kg = channels
         values = problem.model_dump() | {
-            "C": problem.G * cg, "K": problem.G * kg, "Y": config.filter, "X": config.filter,
-            "stride_h": config.stride_h, "stride_w": config.stride_w, "pad_h": config.pad_h, "pad_w": config.pad_w,
-            "dil_h": config.dilation, "dil_w": config.dilation,
+            "C": problem.G * cg,
+            "K": problem.G * kg,
+            "Y": config.filter,
+            "X": config.filter,
+            "stride_h": config.stride_h,
+            "stride_w": config.stride_w,
+            "pad_h": config.pad_h,
+            "pad_w": config.pad_w,
+            "dil_h": config.dilation,
+            "dil_w": config.dilation,
             "Hi": config.dilation * (config.filter - 1) + 1 + problem.Hi % 3,
-            "Wi": config.dilation * (config.filter - 1) + 1 + problem.Wi % 3}
+            "Wi": config.dilation * (config.filter - 1) + 1 + problem.Wi % 3,
+        }
         problem = ConvProblem.from_values(values)
     rules = depthwise_problem_rules(problem)
     cols = columns([config.row()], DEPTHWISE_FIELDS)
     runs = all(bool(np.all(evaluate(rule.expr, cols))) for rule in rules)
-    assert runs == ref.supports(config.model_dump(mode="json") | {"kind": "depthwise", "ndim": 2},
-                                problem.model_dump()), problem.text()
+    assert runs == ref.supports(
+        config.model_dump(mode="json") | {"kind": "depthwise", "ndim": 2}, problem.model_dump()
+    ), problem.text()
 
 
 @pytest.mark.parametrize("factors", GEMM_COUNT_EDGE)
@@ -159,7 +178,7 @@ def test_bwd_data_gemm_count_at_its_limit(factors, dilation) -> None:
     """Every edge product (127, 128, 129, past them) decides the GEMM-count check as the reference
     does; with dilation 2 an even stride splits into half as many phases."""
     values = {"ndim": 3, "N": 1, "G": 1, "C": 8, "K": 8}
-    for d, f, big in zip("dhw", factors, ("Di", "Hi", "Wi")):
+    for d, f, big in zip("dhw", factors, ("Di", "Hi", "Wi"), strict=True):
         values |= {f"stride_{d}": f, f"dil_{d}": dilation, {"d": "Z", "h": "Y", "w": "X"}[d]: f, big: dilation * f}
     problem = ConvProblem.from_values(values)
     config = next(c for c in space("bwd_data", "default") if c.ndim == 3)
@@ -172,12 +191,15 @@ def test_groups_to_merge_check_and_its_words(merged, groups, blamed) -> None:
     """Merging one group divides every G (the check cannot fail), more must divide G; explain
     words a failure with the condition that made the check apply."""
     config = next(c for c in space("bwd_weight", "full") if c.ndim == 2).model_copy(
-        update={"num_groups_to_merge": merged})
-    problem = ConvProblem.from_values({"ndim": 2, "N": 1, "G": groups, "C": groups * 8, "K": groups * 8,
-                                       "Hi": 4, "Wi": 4, "Y": 1, "X": 1})
-    (rule,) = [r for r in gemm_problem_rules(problem, config.variant, 2, config.dtype)
-               if r.name == "groups_to_merge_divides_g"]
-    words = why(rule.expr, dict(zip(GEMM_FIELD_NAMES, config.row())))
+        update={"num_groups_to_merge": merged}
+    )
+    problem = ConvProblem.from_values(
+        {"ndim": 2, "N": 1, "G": groups, "C": groups * 8, "K": groups * 8, "Hi": 4, "Wi": 4, "Y": 1, "X": 1}
+    )
+    (rule,) = [
+        r for r in gemm_problem_rules(problem, config.variant, 2, config.dtype) if r.name == "groups_to_merge_divides_g"
+    ]
+    words = why(rule.expr, dict(zip(GEMM_FIELD_NAMES, config.row(), strict=True)))
     assert (words == "holds") == (not blamed), words
     assert words.startswith(blamed)
 
@@ -188,7 +210,7 @@ def test_rule_words_quote_the_problem(problem: ConvProblem) -> None:
     """The numbers the rules' words quote (explain, select's refusals): channels per group, the
     filter, strides and pads per dimension, and the backward-data GEMM count."""
     p = problem.model_dump()
-    dims = ["d", "h", "w"][3 - problem.ndim:]
+    dims = ["d", "h", "w"][3 - problem.ndim :]
     taps = {"d": p["Z"], "h": p["Y"], "w": p["X"]}
     count = math.prod(min(p[f"stride_{d}"] // math.gcd(p[f"stride_{d}"], p[f"dil_{d}"]), taps[d]) for d in dims)
     words = describe(problem, problem_values(problem))
@@ -199,8 +221,18 @@ def test_rule_words_quote_the_problem(problem: ConvProblem) -> None:
 
 
 SPEC_EDGES = [  # (Cg, filter per dimension, stride, pad): each just meets or just misses a precondition
-    (1, 3, 1, 0), (1, 3, 2, 1), (2, 3, 1, 0), (0, 3, 1, 0), (1, 2, 1, 0), (1, 4, 1, 0),
-    (1, 1, 1, 0), (1, 1, 2, 0), (1, 1, 1, 1), (2, 1, 1, 0), (1, 2, 1, 0)]
+    (1, 3, 1, 0),
+    (1, 3, 2, 1),
+    (2, 3, 1, 0),
+    (0, 3, 1, 0),
+    (1, 2, 1, 0),
+    (1, 4, 1, 0),
+    (1, 1, 1, 0),
+    (1, 1, 2, 0),
+    (1, 1, 1, 1),
+    (2, 1, 1, 0),
+    (1, 2, 1, 0),
+]
 
 
 @pytest.mark.parametrize("variant", list(Variant))
@@ -209,25 +241,50 @@ SPEC_EDGES = [  # (Cg, filter per dimension, stride, pad): each just meets or ju
 def test_specialisations_at_their_edges(variant, ndim, specialization) -> None:
     """One channel per group and 3-wide filters (filter3x3), 1-wide filters without padding, unit
     strides: each edge in all dimensions, and in one dimension only (the others at the usual 3x3)."""
-    config = GemmConfig(arch="gfx950", variant=variant, ndim=ndim, dtype="bf16", tile_m=64, tile_n=64, tile_k=32,
-                        wave_m=2, wave_n=2, wave_k=1, warp_tile_m=16, warp_tile_n=16, warp_tile_k=16,
-                        vec_a=1, vec_b=1, vec_c=1, pipeline="compv3", scheduler="intrawave", epilogue="cshuffle",
-                        specialization=specialization)
-    dims = ["d", "h", "w"][3 - ndim:]
+    config = GemmConfig(
+        arch="gfx950",
+        variant=variant,
+        ndim=ndim,
+        dtype="bf16",
+        tile_m=64,
+        tile_n=64,
+        tile_k=32,
+        wave_m=2,
+        wave_n=2,
+        wave_k=1,
+        warp_tile_m=16,
+        warp_tile_n=16,
+        warp_tile_k=16,
+        vec_a=1,
+        vec_b=1,
+        vec_c=1,
+        pipeline="compv3",
+        scheduler="intrawave",
+        epilogue="cshuffle",
+        specialization=specialization,
+    )
+    dims = ["d", "h", "w"][3 - ndim :]
     for cg, taps, stride, pad in SPEC_EDGES:
         for changed in [dims, dims[-1:]]:
             values = {"ndim": ndim, "N": 1, "G": 2, "C": 2 * cg, "K": 2 * max(cg, 1)}
-            for d, (big, tap) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X"))):
+            for d, (big, tap) in zip("dhw", (("Di", "Z"), ("Hi", "Y"), ("Wi", "X")), strict=True):
                 if d in dims:
                     inside = d in changed
-                    values |= {tap: taps if inside else 3, f"stride_{d}": stride if inside else 1,
-                               f"pad_{d}": pad if inside else 1, big: 8}
+                    values |= {
+                        tap: taps if inside else 3,
+                        f"stride_{d}": stride if inside else 1,
+                        f"pad_{d}": pad if inside else 1,
+                        big: 8,
+                    }
             if values["C"] == 0:
                 continue  # no convolution has no channels
             problem = ConvProblem.from_values(values)
             cols = columns([config.row()], GEMM_FIELD_NAMES)
-            failed = {rule.name for rule in gemm_problem_rules(problem, variant, ndim, config.dtype)
-                      if not np.all(evaluate(rule.expr, cols))}  # the backends agree: see above
+            failed = {
+                rule.name
+                for rule in gemm_problem_rules(problem, variant, ndim, config.dtype)
+                if not np.all(evaluate(rule.expr, cols))
+            }  # the backends agree: see above
             assert failed == ref.gemm_failures(config.model_dump(mode="json"), problem.model_dump()), problem.text()
 
 
@@ -267,15 +324,18 @@ def test_problem_text_round_trip_and_shorthands() -> None:
     assert q.gemm_mnk("bwd_weight") == (8, 27 * 16, 2 * q.output_volume)
 
 
-@pytest.mark.parametrize("text,bad", [
-    ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,colour=3", "colour"),
-    ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,N=2", "twice"),
-    ("N=1,G=3,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "multiples of G"),
-    ("N=1,C=64,K=64,Hi=2,Wi=8,Y=5,X=3", "output is empty"),
-    ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=three", "not an integer"),
-    ("N=0,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "N"),
-    ("N=1,C=64,Hi=8,Wi=8,Y=3,X=3", "K"),
-])
+@pytest.mark.parametrize(
+    "text,bad",
+    [
+        ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,colour=3", "colour"),
+        ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,N=2", "twice"),
+        ("N=1,G=3,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "multiples of G"),
+        ("N=1,C=64,K=64,Hi=2,Wi=8,Y=5,X=3", "output is empty"),
+        ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=three", "not an integer"),
+        ("N=0,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "N"),
+        ("N=1,C=64,Hi=8,Wi=8,Y=3,X=3", "K"),
+    ],
+)
 def test_bad_problems_are_one_line_errors(text: str, bad: str) -> None:
     with pytest.raises(CkspaceError) as info:
         ConvProblem.parse(text)

@@ -29,15 +29,33 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 # ckspace rule name -> reference check id
 RULE_IDS = {
-    "trait_combo": "trait", "streamk_variant": "streamk_variant", "pipeline_variant": "no_compv5_backward",
-    "vec_parity": "vec_parity", "wave_combo": "wave_combo", "wmma_warp_tile_k": "wmma_warp_tile_k",
-    "wmma_k_coverage": "wmma_k_coverage", "wmma_warp_tile_m": "wmma_warp_tile_m",
-    "compv6_coverage_a": "compv6_coverage_a", "compv6_coverage_b": "compv6_coverage_b",
-    "streamk_wave32": "streamk_wave32", "op_min_tile": "op_min_tile", "op_tile_alignment": "op_tile_alignment",
-    "positive_dims": "positive", "fit_m": "fit_m", "fit_n": "fit_n", "fit_k": "fit_k",
-    "wave_list": "wave_list", "warp_tile_list": "warp_tile_list", "backward_pipeline": "backward_pipeline",
-    "arch_trait_table": "arch_trait_table", "lds_budget": "lds", "align_m": "align_m", "align_n": "align_n",
-    "align_k": "align_k", "streamk_fields": "structure", "tile_divisibility": "tile_divisibility",
+    "trait_combo": "trait",
+    "streamk_variant": "streamk_variant",
+    "pipeline_variant": "no_compv5_backward",
+    "vec_parity": "vec_parity",
+    "wave_combo": "wave_combo",
+    "wmma_warp_tile_k": "wmma_warp_tile_k",
+    "wmma_k_coverage": "wmma_k_coverage",
+    "wmma_warp_tile_m": "wmma_warp_tile_m",
+    "compv6_coverage_a": "compv6_coverage_a",
+    "compv6_coverage_b": "compv6_coverage_b",
+    "streamk_wave32": "streamk_wave32",
+    "op_min_tile": "op_min_tile",
+    "op_tile_alignment": "op_tile_alignment",
+    "positive_dims": "positive",
+    "fit_m": "fit_m",
+    "fit_n": "fit_n",
+    "fit_k": "fit_k",
+    "wave_list": "wave_list",
+    "warp_tile_list": "warp_tile_list",
+    "backward_pipeline": "backward_pipeline",
+    "arch_trait_table": "arch_trait_table",
+    "lds_budget": "lds",
+    "align_m": "align_m",
+    "align_n": "align_n",
+    "align_k": "align_k",
+    "streamk_fields": "structure",
+    "tile_divisibility": "tile_divisibility",
 }
 
 
@@ -48,16 +66,17 @@ def reference_violations(config: GemmConfig) -> set[str]:
     if not consistent_streamk(cfg):
         bad.add("structure")
     tile = (config.tile_m, config.tile_n, config.tile_k)
-    per = (config.wave_m * config.warp_tile_m, config.wave_n * config.warp_tile_n,
-           config.wave_k * config.warp_tile_k)
-    if any(t % p for t, p in zip(tile, per)):  # rule tile_divisibility
+    per = (config.wave_m * config.warp_tile_m, config.wave_n * config.warp_tile_n, config.wave_k * config.warp_tile_k)
+    if any(t % p for t, p in zip(tile, per, strict=True)):  # rule tile_divisibility
         bad.add("tile_divisibility")
     return bad
 
 
 @cache
 def space(arch: str, rule_set: str) -> Space:
-    return Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION, ck=None)  # the reference states the rule space
+    return Space(
+        arch, rule_set=rule_set, rules_revision=ORACLE_REVISION, ck=None
+    )  # the reference states the rule space
 
 
 @cache
@@ -75,8 +94,12 @@ def expected_membership(rule_set: str, config) -> bool:
     cell = (config.variant.value, config.ndim, config.dtype.value)
     proposed = config.name in proposed_names(config.arch, rule_set)[cell]
     if isinstance(config, DepthwiseConfig):
-        return proposed and config.block_size == 64 and config.dilation == 1 and not ref.depthwise_violations(
-            config.model_dump())
+        return (
+            proposed
+            and config.block_size == 64
+            and config.dilation == 1
+            and not ref.depthwise_violations(config.model_dump())
+        )
     tagged = config.model_copy(update={"tagged": get_rule_set(rule_set).tags_dtype})
     return proposed and not reference_violations(tagged)
 

@@ -27,11 +27,14 @@ def test_sample_is_deterministic_diverse_and_valid() -> None:
         space.sample(3, stratify_by=["colour"])
 
 
-@pytest.mark.parametrize("objective,value_of,maximize", [
-    ("tile_m * tile_n * tile_k", lambda c: c.tile_m * c.tile_n * c.tile_k, True),
-    ("vec_a + 2 * vec_b - tile_k", lambda c: c.vec_a + 2 * c.vec_b - c.tile_k, False),
-    ("tile_m - tile_n", lambda c: c.tile_m - c.tile_n, True),
-])
+@pytest.mark.parametrize(
+    "objective,value_of,maximize",
+    [
+        ("tile_m * tile_n * tile_k", lambda c: c.tile_m * c.tile_n * c.tile_k, True),
+        ("vec_a + 2 * vec_b - tile_k", lambda c: c.vec_a + 2 * c.vec_b - c.tile_k, False),
+        ("tile_m - tile_n", lambda c: c.tile_m - c.tile_n, True),
+    ],
+)
 def test_best_is_the_proven_optimum_of_the_listing(objective: str, value_of, maximize: bool) -> None:
     space = Space("gfx942", ["forward", "bwd_weight"], 2, "fp16")
     result = space.best(objective, maximize=maximize)
@@ -48,8 +51,9 @@ def test_best_respects_filters_and_reports_infeasible() -> None:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckspace", "diff", *args], capture_output=True, text=True,
-                          env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "ckspace", "diff", *args], capture_output=True, text=True, env=dict(os.environ)
+    )
 
 
 def test_diff_archs_rule_sets_and_cells() -> None:

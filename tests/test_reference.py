@@ -25,6 +25,7 @@ from naive_conv import shapes as naive_shapes
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.verify.comparison import Tolerance, tolerance, verify
 from ckspace.verify.reference import (
     numpy_dtype,
     operand_bytes,
@@ -33,7 +34,6 @@ from ckspace.verify.reference import (
     random_operands,
     reference,
 )
-from ckspace.verify.comparison import Tolerance, tolerance, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "verification.md"
@@ -50,10 +50,17 @@ def tiny_problems(draw) -> dict:
     dimension the input is at least as large as the dilated filter less both pads."""
     ndim = draw(st.sampled_from([1, 2, 3]))
     g = draw(st.integers(1, 3))
-    p = {"ndim": ndim, "N": draw(st.integers(1, 2)), "G": g, "C": g * draw(st.integers(1, 3)),
-         "K": g * draw(st.integers(1, 3))}
+    p = {
+        "ndim": ndim,
+        "N": draw(st.integers(1, 2)),
+        "G": g,
+        "C": g * draw(st.integers(1, 3)),
+        "K": g * draw(st.integers(1, 3)),
+    }
     extent = {1: 7, 2: 5, 3: 3}[ndim]
-    for d, image, filt in zip("dhw"[3 - ndim:], ("Di", "Hi", "Wi")[3 - ndim:], ("Z", "Y", "X")[3 - ndim:]):
+    for d, image, filt in zip(
+        "dhw"[3 - ndim :], ("Di", "Hi", "Wi")[3 - ndim :], ("Z", "Y", "X")[3 - ndim :], strict=True
+    ):
         p[filt] = draw(st.integers(1, 3))
         p[f"stride_{d}"] = draw(st.integers(1, 3))
         p[f"dil_{d}"] = draw(st.integers(1, 3))
@@ -73,6 +80,7 @@ def _work(p: dict) -> int:
 
 
 # -- shapes, sizes, inputs --------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(tiny_problems(), st.sampled_from(VARIANTS), st.sampled_from(DTYPES))
@@ -123,6 +131,7 @@ def test_a_raw_buffer_reads_back_as_the_operand_and_a_wrong_size_is_refused() ->
 
 # -- the references against the definition -----------------------------------------------------------
 
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_problems(), st.sampled_from(VARIANTS), st.sampled_from(DTYPES), st.integers(0, 2**32 - 1))
 def test_reference_equals_the_naive_loops(p: dict, variant: str, dtype: str, seed: int) -> None:
@@ -139,8 +148,9 @@ def test_reference_equals_the_naive_loops(p: dict, variant: str, dtype: str, see
 def _hand(p: dict, variant: str, a: list, b: list) -> np.ndarray:
     problem = ConvProblem.from_values(p)
     shapes = operand_shapes(problem, variant)
-    return reference(problem, variant, np.array(a, np.float32).reshape(shapes.a),
-                     np.array(b, np.float32).reshape(shapes.b)).reshape(-1)
+    return reference(
+        problem, variant, np.array(a, np.float32).reshape(shapes.a), np.array(b, np.float32).reshape(shapes.b)
+    ).reshape(-1)
 
 
 def test_hand_computed_forward_cases() -> None:
@@ -149,19 +159,24 @@ def test_hand_computed_forward_cases() -> None:
     assert _hand({**one, "Wi": 4, "X": 2}, "forward", [1, 2, 3, 4], [1, -1]).tolist() == [-1, -1, -1]
     # padded [0 1 2 3 4 0], stride 2: [0-1, 2-3, 4-0]
     assert _hand({**one, "Wi": 4, "X": 2, "pad": 1, "stride": 2}, "forward", [1, 2, 3, 4], [1, -1]).tolist() == [
-        -1, -1, 4]
+        -1,
+        -1,
+        4,
+    ]
     # dilation 2: out[o] = x[o] w0 + x[o+2] w1
     assert _hand({**one, "Wi": 4, "X": 2, "dil": 2}, "forward", [1, 2, 3, 4], [1, -1]).tolist() == [-2, -2]
     # 2D, dilation 2 on a 3x3 image: the corners times the 2x2 filter, 1*1 + 3*2 + 7*3 + 9*4
-    assert _hand({**one, "Hi": 3, "Wi": 3, "Y": 2, "X": 2, "dil": 2}, "forward", range(1, 10),
-                 [1, 2, 3, 4]).tolist() == [64]
+    assert _hand(
+        {**one, "Hi": 3, "Wi": 3, "Y": 2, "X": 2, "dil": 2}, "forward", range(1, 10), [1, 2, 3, 4]
+    ).tolist() == [64]
     # 3D: depth 2 filter on depth 2: 2*3 + 5*(-1)
     assert _hand({**one, "Di": 2, "Hi": 1, "Wi": 1, "Z": 2, "Y": 1, "X": 1}, "forward", [2, 5], [3, -1]).tolist() == [1]
     # two output channels: weight rows are (k, c): out = [1*1 + 2*0, 1*1 + 2*1]
     assert _hand({"N": 1, "G": 1, "C": 2, "K": 2, "Wi": 1, "X": 1}, "forward", [1, 2], [1, 0, 1, 1]).tolist() == [1, 3]
     # two groups of two channels: group 0 sums 1+2, group 1 takes 3-4
-    assert _hand({"N": 1, "G": 2, "C": 4, "K": 2, "Wi": 1, "X": 1}, "forward", [1, 2, 3, 4],
-                 [1, 1, 1, -1]).tolist() == [3, -1]
+    assert _hand(
+        {"N": 1, "G": 2, "C": 4, "K": 2, "Wi": 1, "X": 1}, "forward", [1, 2, 3, 4], [1, 1, 1, -1]
+    ).tolist() == [3, -1]
 
 
 def test_hand_computed_backward_cases() -> None:
@@ -187,9 +202,11 @@ def test_the_three_references_are_adjoint(p: dict, seed: int) -> None:
     problem = _problem(p)
     x, w = random_operands(problem, "forward", "fp32", seed)
     y = random_operands(problem, "bwd_data", "fp32", seed + 1)[0]
-    sums = [np.vdot(reference(problem, "forward", x, w).astype(np.float64), y.astype(np.float64)),
-            np.vdot(x.astype(np.float64), reference(problem, "bwd_data", y, w).astype(np.float64)),
-            np.vdot(w.astype(np.float64), reference(problem, "bwd_weight", y, x).astype(np.float64))]
+    sums = [
+        np.vdot(reference(problem, "forward", x, w).astype(np.float64), y.astype(np.float64)),
+        np.vdot(x.astype(np.float64), reference(problem, "bwd_data", y, w).astype(np.float64)),
+        np.vdot(w.astype(np.float64), reference(problem, "bwd_weight", y, x).astype(np.float64)),
+    ]
     scale = problem.N * problem.output_volume * problem.K * problem.Cg * problem.filter_volume
     assert max(sums) - min(sums) <= 1e-6 * scale, sums
 
@@ -217,13 +234,18 @@ def _truncate(values: np.ndarray, dtype: str) -> np.ndarray:
 
 def test_rtol_is_one_ulp_of_the_output_dtype_and_the_bounds_grow_with_k_and_split_k() -> None:
     assert {d: tolerance(MID["forward"], "forward", d).rtol for d in DTYPES} == {
-        "fp16": 2.0 ** -10, "bf16": 2.0 ** -7, "fp32": 2.0 ** -23}
+        "fp16": 2.0**-10,
+        "bf16": 2.0**-7,
+        "fp32": 2.0**-23,
+    }
     short, long = (ConvProblem.parse(f"N=1,C={c},K=1,Wi=1,X=1") for c in (64, 4096))
     assert tolerance(short, "forward", "bf16").atol < tolerance(long, "forward", "bf16").atol
-    split = [tolerance(ConvProblem.parse(f"N=4096,C=1,K=1,Wi=1,X=1,k_batch={kb}"), "bwd_weight", "bf16").atol
-             for kb in (1, 2, 8)]
+    split = [
+        tolerance(ConvProblem.parse(f"N=4096,C=1,K=1,Wi=1,X=1,k_batch={kb}"), "bwd_weight", "bf16").atol
+        for kb in (1, 2, 8)
+    ]
     assert split == sorted(split) and len(set(split)) == 3
-    assert Tolerance(rtol=2.0 ** -7, atol=0.5).text == "0.0078125/0.5"
+    assert Tolerance(rtol=2.0**-7, atol=0.5).text == "0.0078125/0.5"
     with pytest.raises(InvalidInputError, match="only bwd_weight splits K"):
         tolerance(ConvProblem.parse("N=1,C=8,K=8,Wi=4,X=1,k_batch=2"), "forward", "bf16")
 
@@ -267,7 +289,7 @@ def test_split_k_partials_added_in_the_output_dtype_pass(dtype: str) -> None:
     quarter = base.model_copy(update={"N": 4})
     total = np.zeros(c_ref.shape, dtype=numpy_dtype(dtype))
     for i in range(4):
-        part = _truncate(reference(quarter, "bwd_weight", a[4 * i:4 * i + 4], b[4 * i:4 * i + 4]), dtype)
+        part = _truncate(reference(quarter, "bwd_weight", a[4 * i : 4 * i + 4], b[4 * i : 4 * i + 4]), dtype)
         total = _truncate(total.astype(np.float32) + part.astype(np.float32), dtype)
     assert verify(total, c_ref, tolerance(problem, "bwd_weight", dtype)).ok
     assert not verify(total, c_ref, tolerance(base, "bwd_weight", dtype)).ok or dtype == "fp16"
@@ -368,18 +390,25 @@ TABLE_CASES = ((576, 1), (4608, 1), (65536, 1), (1048576, 1), (65536, 4), (10485
 
 def doc_table() -> str:
     """The table of docs/verification.md, from the code (``python3 tests/test_reference.py`` prints it)."""
-    lines = ["| K | k_batch | spread sqrt(K)/3 | fp32 rtol / atol | fp16 rtol / atol | bf16 rtol / atol |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| K | k_batch | spread sqrt(K)/3 | fp32 rtol / atol | fp16 rtol / atol | bf16 rtol / atol |",
+        "|---|---|---|---|---|---|",
+    ]
     for k, k_batch in TABLE_CASES:
         problem = ConvProblem(ndim=1, N=k, C=1, K=1, Wi=1, X=1, k_batch=k_batch)
         cells = [tolerance(problem, "bwd_weight", d) for d in ("fp32", "fp16", "bf16")]
-        lines.append(f"| {k} | {k_batch} | {math.sqrt(k) / 3:.3g} | "
-                     + " | ".join(f"{t.rtol:.3g} / {t.atol:.3g}" for t in cells) + " |")
+        lines.append(
+            f"| {k} | {k_batch} | {math.sqrt(k) / 3:.3g} | "
+            + " | ".join(f"{t.rtol:.3g} / {t.atol:.3g}" for t in cells)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def test_the_docs_table_is_what_the_code_gives() -> None:
-    assert doc_table() in DOC.read_text(), "docs/verification.md is stale: python3 tests/test_reference.py prints the table"
+    assert doc_table() in DOC.read_text(), (
+        "docs/verification.md is stale: python3 tests/test_reference.py prints the table"
+    )
 
 
 if __name__ == "__main__":
@@ -390,13 +419,15 @@ if __name__ == "__main__":
 def test_operands_drawn_in_chunks_are_the_one_draw_of_the_whole(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunked generation (to keep temporaries small) changes no value: against one draw of the whole."""
     from ckspace.verify import reference as ref
+
     monkeypatch.setattr(ref, "GENERATION_CHUNK", 6)
     problem = ConvProblem.parse("N=1,C=8,K=4,Hi=3,Wi=5,Y=3,X=3,pad=1")
     a, b = ref.random_operands(problem, "bwd_data", dtype, 11)
     np_dtype = ref.numpy_dtype(dtype)
     draw = np.float64 if np_dtype == np.float32 else np.float32
-    for array, shape, stream in zip((a, b), ref.operand_shapes(problem, "bwd_data")[:2],
-                                    np.random.SeedSequence(11).spawn(2)):
+    for array, shape, stream in zip(
+        (a, b), ref.operand_shapes(problem, "bwd_data")[:2], np.random.SeedSequence(11).spawn(2), strict=True
+    ):
         whole = np.random.default_rng(stream).random(math.prod(shape), dtype=draw)
         expected = ((2 * ref.INPUT_BOUND) * whole - ref.INPUT_BOUND).astype(np_dtype).reshape(shape)
         assert array.size > 6 and np.array_equal(array.view(np.uint8), expected.view(np.uint8))

@@ -81,9 +81,12 @@ def _files() -> Iterator[Path]:
     for folder in SCANNED:
         for path in sorted((ROOT / folder).rglob("*")):
             parts = path.relative_to(ROOT).parts
-            if (not path.is_file() or path.suffix not in TEXT_SUFFIXES
-                    or any(p.startswith(".") or p == "__pycache__" for p in parts)
-                    or any(path.is_relative_to(skipped) for skipped in NOT_SCANNED)):
+            if (
+                not path.is_file()
+                or path.suffix not in TEXT_SUFFIXES
+                or any(p.startswith(".") or p == "__pycache__" for p in parts)
+                or any(path.is_relative_to(skipped) for skipped in NOT_SCANNED)
+            ):
                 continue
             yield path
 
@@ -154,9 +157,14 @@ def _instance_attributes(klass: type) -> set[str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
     except (OSError, TypeError):
         return set()
-    return {node.attr for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
-            and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
 
 
 def _member(owner: object, name: str) -> object:
@@ -168,8 +176,11 @@ def _member(owner: object, name: str) -> object:
         pass
     if isinstance(owner, type):
         for klass in owner.__mro__:
-            if (name in getattr(klass, "__annotations__", {}) or name in getattr(klass, "model_fields", {})
-                    or name in _instance_attributes(klass)):
+            if (
+                name in getattr(klass, "__annotations__", {})
+                or name in getattr(klass, "model_fields", {})
+                or name in _instance_attributes(klass)
+            ):
                 return name
     raise Unresolved(f"{getattr(owner, '__name__', owner)!s} has no {name!r}")
 
@@ -313,8 +324,13 @@ def test_the_resolvers_fail_on_broken_references() -> None:
     assert resolve("ckspace.core.vocab.Dtype") is Dtype
     assert resolve("ckspace.core.vocab.Dtype.BF16") is Dtype.BF16
     assert _member(_Example, "seen") and _member(_Example, "kept")  # set on self; an annotation
-    for wrong in ("ckspace.core.vocab.Dtpye", "ckspace.core.no_such_module", "ckspace.hip_runtime.builder",
-                  "ckspace.core.vocab.Dtype.NO_SUCH_MEMBER", "ckspacex.core"):
+    for wrong in (
+        "ckspace.core.vocab.Dtpye",
+        "ckspace.core.no_such_module",
+        "ckspace.hip_runtime.builder",
+        "ckspace.core.vocab.Dtype.NO_SUCH_MEMBER",
+        "ckspacex.core",
+    ):
         try:
             resolve(wrong)
         except Unresolved:
@@ -326,16 +342,24 @@ def test_the_resolvers_fail_on_broken_references() -> None:
         pass
     else:
         raise AssertionError("_Example.unseen resolved")
-    assert [dotted for *_, dotted in _matches(DOTTED, "see ckspace.core.vocab.Dtype. And ~/.cache/ckspace.x, "
-                                                       "ckspace.egg-info, libckspace.so")] == ["ckspace.core.vocab.Dtype"]
+    assert [
+        dotted
+        for *_, dotted in _matches(
+            DOTTED, "see ckspace.core.vocab.Dtype. And ~/.cache/ckspace.x, ckspace.egg-info, libckspace.so"
+        )
+    ] == ["ckspace.core.vocab.Dtype"]
     emit = Piece(PACKAGE / "emit" / "__init__.py", 1, "", "ckspace.emit")
     assert isinstance(resolve_role("mod", "cxx", emit), types.ModuleType)
     expr = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.expr", ("Expr",))
     assert callable(resolve_role("func", "bind", expr))
-    for role, target, piece in (("mod", "ck_revision", emit), ("func", "cxx", emit), ("func", "no_such", expr),
-                                ("mod", "bind", expr),
-                                ("func", "no_such", Piece(Path(__file__), 1, "")),
-                                ("func", "nested_loop.no_such", Piece(Path(__file__), 1, ""))):
+    for role, target, piece in (
+        ("mod", "ck_revision", emit),
+        ("func", "cxx", emit),
+        ("func", "no_such", expr),
+        ("mod", "bind", expr),
+        ("func", "no_such", Piece(Path(__file__), 1, "")),
+        ("func", "nested_loop.no_such", Piece(Path(__file__), 1, "")),
+    ):
         try:
             resolve_role(role, target, piece)
         except Unresolved:
@@ -363,8 +387,10 @@ def _matches(pattern: re.Pattern, text: str) -> list[tuple[int, str]]:
 
 ROOTED_PATH = re.compile(r"(?<![\w./~$-])((?:" + "|".join(map(re.escape, PATH_ROOTS)) + r")/[\w./*<>{}-]*)")
 """A path from one of the repository's top-level folders."""
-RELATIVE_PATH = re.compile(r"(?<![\w./~$<{-])((?:[a-z_][\w-]*/)+[\w-]+\.(?:py|md|json|toml|j2|c|h|sh|txt)|"
-                           r"(?:[a-z_][\w-]*/)+)(?![\w/<{-]|\.\w)")
+RELATIVE_PATH = re.compile(
+    r"(?<![\w./~$<{-])((?:[a-z_][\w-]*/)+[\w-]+\.(?:py|md|json|toml|j2|c|h|sh|txt)|"
+    r"(?:[a-z_][\w-]*/)+)(?![\w/<{-]|\.\w)"
+)
 """A relative path to a file (``select/fallbacks.py``, ``fixtures/README.md``) or a folder
 (``rulesets/``). It is checked when its first folder exists where the text stands, in ``ckspace/``
 or at the top: other relative paths are upstream's (``grouped_conv/...``)."""
@@ -414,15 +440,25 @@ def test_the_path_check_fails_on_missing_paths() -> None:
     def problems(text: str, piece: Piece = readme) -> list[str]:
         return [path for _, path in path_problems(Piece(piece.path, 1, text, piece.module))]
 
-    assert problems("`ckspace/core/vocab.py`, tests/test_references.py. docs/rules.md, `bench/`, "
-                    "ckspace/data/tables/*.json, `ckspace/models/<arch>/{cell}/`, .ci/run, ~/.cache/ckspace, "
-                    "a ckspace/upstream name, :file:`templates/ckspace_dispatch.h.j2`, x/y.py") == []
+    assert (
+        problems(
+            "`ckspace/core/vocab.py`, tests/test_references.py. docs/rules.md, `bench/`, "
+            "ckspace/data/tables/*.json, `ckspace/models/<arch>/{cell}/`, .ci/run, ~/.cache/ckspace, "
+            "a ckspace/upstream name, :file:`templates/ckspace_dispatch.h.j2`, x/y.py"
+        )
+        == []
+    )
     assert problems("`ckspace/hip_runtime/builder.py`, tests/no_such.py, `ckspace/data/tables/*.yaml`") == [
-        "ckspace/hip_runtime/builder.py", "tests/no_such.py", "ckspace/data/tables/*.yaml"]
+        "ckspace/hip_runtime/builder.py",
+        "tests/no_such.py",
+        "ckspace/data/tables/*.yaml",
+    ]
     in_constraints = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.expr")
     assert problems("`rulesets/base.py`, `select/fallbacks.py`, grouped_conv/rules.py", in_constraints) == []
     assert problems("`select/formula.py`, `generate/full.py`", in_constraints) == [
-        "select/formula.py", "generate/full.py"]
+        "select/formula.py",
+        "generate/full.py",
+    ]
 
 
 # --- environment variables -----------------------------------------------------------------------
@@ -435,12 +471,18 @@ variables for a library it loads (OpenMP's), which are that library's settings, 
 
 def _is_environ(node: ast.AST) -> bool:
     return (isinstance(node, ast.Name) and node.id == "environ") or (
-        isinstance(node, ast.Attribute) and node.attr == "environ")
+        isinstance(node, ast.Attribute) and node.attr == "environ"
+    )
 
 
 def _assigned(name: str, tree: ast.AST) -> list[ast.expr]:
-    return [assign.value for assign in ast.walk(tree) if isinstance(assign, ast.Assign)
-            for target in assign.targets if isinstance(target, ast.Name) and target.id == name]
+    return [
+        assign.value
+        for assign in ast.walk(tree)
+        if isinstance(assign, ast.Assign)
+        for target in assign.targets
+        if isinstance(target, ast.Name) and target.id == name
+    ]
 
 
 def _keys(node: ast.AST, tree: ast.AST) -> list[ast.expr] | None:
@@ -510,7 +552,8 @@ def environment_reads(source: str) -> tuple[set[str], list[int]]:
             func = node.func
             environ_method = isinstance(func, ast.Attribute) and func.attr in ENV_METHODS and _is_environ(func.value)
             getenv = (isinstance(func, ast.Attribute) and func.attr == "getenv") or (
-                isinstance(func, ast.Name) and func.id == "getenv")
+                isinstance(func, ast.Name) and func.id == "getenv"
+            )
             if environ_method or getenv:
                 key = node.args[0]
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_environ(node.value):
@@ -539,10 +582,15 @@ def read_by_the_code() -> set[str]:
 def documented_by_help() -> set[str]:
     """The keys of the package's one module-level ``ENVIRONMENT`` table (what ``ckspace --help``
     and ``ckspace info`` list), found wherever it lives."""
-    owners = [path for path in sorted(PACKAGE.rglob("*.py"))
-              if any(isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ENVIRONMENT"
-                                                          for t in node.targets)
-                     for node in ast.parse(path.read_text()).body)]
+    owners = [
+        path
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if any(
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "ENVIRONMENT" for t in node.targets)
+            for node in ast.parse(path.read_text()).body
+        )
+    ]
     assert len(owners) == 1, f"one ENVIRONMENT table, not {owners}"
     module = _module_name(owners[0])
     assert module is not None
@@ -569,7 +617,7 @@ def test_documented_environment_is_what_the_code_reads() -> None:
 
 
 def test_the_environment_scan_sees_each_form_of_read() -> None:
-    source = '''
+    source = """
 import os
 from os import environ, getenv
 NAME = "E_CONSTANT"
@@ -585,10 +633,9 @@ def f(flag):
     for other in flag:
         os.environ.get(other)
 TABLE = {"E_LOOP": 1}
-'''
+"""
     names, unknown = environment_reads(source)
-    assert names == {"E_CONSTANT", "E_GET", "E_INDEX", "E_GETENV", "E_BARE", "E_POP", "E_LEFT", "E_RIGHT",
-                     "E_LOOP"}
+    assert names == {"E_CONSTANT", "E_GET", "E_INDEX", "E_GETENV", "E_BARE", "E_POP", "E_LEFT", "E_RIGHT", "E_LOOP"}
     assert unknown == [11, 15]
     readme = "x\n* **Environment**: `A_B` (default `$XDG_X/ckspace`), `CC`.\n  more `D_E`.\n* **Next**: `F_G`\n"
     assert documented_by_readme(readme) == {"A_B", "XDG_X", "CC", "D_E"}
@@ -606,8 +653,9 @@ DOCUMENT = re.compile(r"(?<![\w/.-])([\w./-]*[\w-]\.md)\b")
 
 @cache
 def _documents() -> frozenset[str]:
-    return frozenset(path.name for folder in ("", *SCANNED)
-                     for path in (ROOT / folder).glob("*.md" if not folder else "**/*.md"))
+    return frozenset(
+        path.name for folder in ("", *SCANNED) for path in (ROOT / folder).glob("*.md" if not folder else "**/*.md")
+    )
 
 
 def citation_problems(piece: Piece) -> Iterator[tuple[int, str]]:
@@ -617,7 +665,8 @@ def citation_problems(piece: Piece) -> Iterator[tuple[int, str]]:
     for offset, document in _matches(DOCUMENT, piece.text):
         here = [ROOT, piece.path.parent]
         if not any((base / document).is_file() for base in here) and (
-                "/" in document or document.rpartition("/")[2] not in _documents()):
+            "/" in document or document.rpartition("/")[2] not in _documents()
+        ):
             yield offset, document
 
 
@@ -632,4 +681,8 @@ def test_the_citation_check_fails_on_outside_citations() -> None:
 
     assert problems("see docs/rules.md, README.md, fixtures/README.md and quirk 14.1; upstream PR #12173") == []
     assert problems("Each example of issue 13; RULES.md section 14; spec/RULES.md; Issue #25") == [
-        "issue 13", "Issue #25", "RULES.md", "spec/RULES.md"]
+        "issue 13",
+        "Issue #25",
+        "RULES.md",
+        "spec/RULES.md",
+    ]

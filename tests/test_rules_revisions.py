@@ -29,8 +29,16 @@ from ckspace.features.hardware import hardware_facts
 
 NEWER = "pr12173"
 KIB = 1024
-CAPACITY_KIB = {"gfx908": 64, "gfx90a": 64, "gfx942": 64, "gfx950": 160,
-                "gfx1100": 64, "gfx1200": 64, "gfx1201": 64, "gfx1250": 320}
+CAPACITY_KIB = {
+    "gfx908": 64,
+    "gfx90a": 64,
+    "gfx942": 64,
+    "gfx950": 160,
+    "gfx1100": 64,
+    "gfx1200": 64,
+    "gfx1201": 64,
+    "gfx1250": 320,
+}
 """arch_specs.json's LDS capacity as of PR #12173 (gfx1250: 320 KiB; 64 KiB before)."""
 ALWAYS_DOUBLE = {Pipeline.COMPV4, Pipeline.COMPV6, Pipeline.COMP_ASYNC}
 DOUBLE_WITH_DSB = {Pipeline.MEM, Pipeline.COMPV3, Pipeline.COMPV5}
@@ -38,8 +46,9 @@ OLD_LIMITS = {Pipeline.COMPV4: 32 * KIB, Pipeline.COMPV6: 32 * KIB}  # others 64
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckspace", *args], capture_output=True, text=True,
-                          env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "ckspace", *args], capture_output=True, text=True, env=dict(os.environ)
+    )
 
 
 def accepted_budget(arch: str, revision: str, pipeline: Pipeline, dsb: int) -> int:
@@ -48,10 +57,15 @@ def accepted_budget(arch: str, revision: str, pipeline: Pipeline, dsb: int) -> i
     (rule,) = [r for r in gemm_rules(arch, Variant.FORWARD, Dtype.FP16, revision) if r.name == "lds_budget"]
     tile_k = np.arange(1, 2048)
     size = len(tile_k)
-    cols = {"tile_m": np.full(size, 128), "tile_n": np.full(size, 128), "tile_k": tile_k,
-            "pipeline": np.full(size, pipeline.code), "double_smem_buffer": np.full(size, dsb)}
+    cols = {
+        "tile_m": np.full(size, 128),
+        "tile_n": np.full(size, 128),
+        "tile_k": tile_k,
+        "pipeline": np.full(size, pipeline.code),
+        "double_smem_buffer": np.full(size, dsb),
+    }
     ok = np.asarray(evaluate(rule.expr, cols), dtype=bool)
-    assert ok[0] and not ok.all() and not ok[np.argmin(ok):].any()  # a threshold, below the probe's end
+    assert ok[0] and not ok.all() and not ok[np.argmin(ok) :].any()  # a threshold, below the probe's end
     return int(tile_k[ok].max()) * 512
 
 
@@ -84,20 +98,39 @@ def test_a_96_kib_fp16_compv3_tile_fits_gfx950_but_not_gfx942() -> None:
             blamed = {b.constraint for cell in space.explain(config).cells for b in cell.blame}  # CP-SAT
             assert ("lds_budget" in blamed) == ("lds_budget" in space.violated_rules(config))  # numpy
             verdicts[arch, revision] = "lds_budget" not in blamed
-    assert verdicts == {("gfx942", ORACLE_REVISION): False, ("gfx942", NEWER): False,
-                        ("gfx950", ORACLE_REVISION): False, ("gfx950", NEWER): True}
+    assert verdicts == {
+        ("gfx942", ORACLE_REVISION): False,
+        ("gfx942", NEWER): False,
+        ("gfx950", ORACLE_REVISION): False,
+        ("gfx950", NEWER): True,
+    }
 
 
-@pytest.mark.parametrize("arch,rule_set,added", [
-    ("gfx950", "default", {"compv4": 27}),
-    ("gfx950", "full", {"compv6": 12}),
-    ("gfx1250", "default", {"compv4": 36}),
-    ("gfx942", "default", {}),
-    ("gfx942", "full", {}),
-])
+@pytest.mark.parametrize(
+    "arch,rule_set,added",
+    [
+        ("gfx950", "default", {"compv4": 27}),
+        ("gfx950", "full", {"compv6": 12}),
+        ("gfx1250", "default", {"compv4": 36}),
+        ("gfx942", "default", {}),
+        ("gfx942", "full", {}),
+    ],
+)
 def test_diff_against_the_oracle_revision(arch: str, rule_set: str, added: dict[str, int]) -> None:
-    out = run("diff", "--arch", arch, "--variant", "forward", "--rule-set", rule_set,
-              "--against-rules-revision", ORACLE_REVISION, "--rules-only", "--format", "json")
+    out = run(
+        "diff",
+        "--arch",
+        arch,
+        "--variant",
+        "forward",
+        "--rule-set",
+        rule_set,
+        "--against-rules-revision",
+        ORACLE_REVISION,
+        "--rules-only",
+        "--format",
+        "json",
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert f"(rules {NEWER})" in report["left"] and f"(rules {ORACLE_REVISION})" in report["right"]
@@ -117,8 +150,10 @@ def test_other_variants_and_archs_keep_their_kernels() -> None:
             new = Space(arch, rule_set=rule_set, ck=None).names()
             assert new == Space(arch, rule_set=rule_set, rules_revision=ORACLE_REVISION, ck=None).names(), arch
     backward = ["bwd_data", "bwd_weight"]
-    assert (Space("gfx950", backward, ck=None).names()
-            == Space("gfx950", backward, rules_revision=ORACLE_REVISION, ck=None).names())
+    assert (
+        Space("gfx950", backward, ck=None).names()
+        == Space("gfx950", backward, rules_revision=ORACLE_REVISION, ck=None).names()
+    )
 
 
 def test_lint_stops_reporting_the_quirk_a_revision_fixes() -> None:
@@ -154,13 +189,14 @@ def test_arch_facts_carry_the_newer_lds_capacity() -> None:
     assert arch_facts("gfx1250", ORACLE_REVISION).lds_capacity_kb == 64
     assert hardware_facts("gfx950").lds_bytes_per_cu == 160 * KIB  # the selector reads the same fact
     assert hardware_facts("gfx942").lds_bytes_per_cu == 64 * KIB
-    reads = {str(r) for r in next(r for r in gemm_rules("gfx1250", Variant.FORWARD, Dtype.BF16)
-                                   if r.name == "lds_budget").reads}
+    reads = {
+        str(r)
+        for r in next(r for r in gemm_rules("gfx1250", Variant.FORWARD, Dtype.BF16) if r.name == "lds_budget").reads
+    }
     assert "arch.json (rules revision pr12173) archs.gfx1250.lds_capacity_kb_arch_specs_json = 320" in reads
 
 
-def test_the_revision_is_part_of_every_cache_key_and_request(tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_revision_is_part_of_every_cache_key_and_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CKSPACE_CACHE_DIR", str(tmp_path))
     old = Request.build("gfx950", "default", ["forward"], [2], ["bf16"], ORACLE_REVISION)
     new = Request.build("gfx950", "default", ["forward"], [2], ["bf16"])
@@ -168,16 +204,21 @@ def test_the_revision_is_part_of_every_cache_key_and_request(tmp_path: Path,
     (cell,) = new.cells
     assert cellcache.cell_key(old, cell)["rules_revision"] == ORACLE_REVISION
     assert cellcache.cell_key(old, cell) != cellcache.cell_key(new, cell)
-    counts = [Space("gfx950", "forward", 2, "bf16", "default", rules_revision=r, ck=None).count()
-              for r in (ORACLE_REVISION, NEWER, ORACLE_REVISION, NEWER)]  # cold, cold, warm, warm
+    counts = [
+        Space("gfx950", "forward", 2, "bf16", "default", rules_revision=r, ck=None).count()
+        for r in (ORACLE_REVISION, NEWER, ORACLE_REVISION, NEWER)
+    ]  # cold, cold, warm, warm
     assert counts[0] < counts[1] and counts[:2] == counts[2:]
     assert len(list((tmp_path / "cells").glob("*.json"))) == 2
 
 
 def test_unknown_revision_is_one_line_naming_the_choices() -> None:
-    for args in (("enumerate", "--arch", "gfx950", "--variant", "forward", "--count"),
-                 ("diff", "--arch", "gfx950", "--variant", "forward", "--against-rule-set", "default"),
-                 ("lint", "--arch", "gfx950", "--rule-set", "tiny"), ("rules",)):
+    for args in (
+        ("enumerate", "--arch", "gfx950", "--variant", "forward", "--count"),
+        ("diff", "--arch", "gfx950", "--variant", "forward", "--against-rule-set", "default"),
+        ("lint", "--arch", "gfx950", "--rule-set", "tiny"),
+        ("rules",),
+    ):
         out = run(*args, "--rules-revision", "pr99999")
         assert out.returncode == 2 and out.stdout == "", (args, out.stderr)
         assert out.stderr.count("\n") == 1 and "'pr99999'" in out.stderr

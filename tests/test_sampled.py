@@ -35,13 +35,6 @@ from test_reference import (
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.problem import ConvProblem
 from ckspace.verify import sampled
-from ckspace.verify.reference import (
-    numpy_dtype,
-    operand_shapes,
-    random_operands,
-    reference,
-)
-from ckspace.verify.sampled import reference_at, sample_positions, use_sampling
 from ckspace.verify.comparison import (
     Tolerance,
     count_nonfinite,
@@ -49,6 +42,13 @@ from ckspace.verify.comparison import (
     verify,
     verify_at,
 )
+from ckspace.verify.reference import (
+    numpy_dtype,
+    operand_shapes,
+    random_operands,
+    reference,
+)
+from ckspace.verify.sampled import reference_at, sample_positions, use_sampling
 
 GROUP_AXIS = {"forward": -2, "bwd_data": -2, "bwd_weight": 0}
 """Where the group axis of c sits (output and input gradient: beside the channels; weight gradient: first)."""
@@ -57,15 +57,21 @@ GROUP_AXIS = {"forward": -2, "bwd_data": -2, "bwd_weight": 0}
 def _corners(shape: tuple[int, ...]) -> set[int]:
     """Flat indices of the elements whose every index is the first or the last of its axis, by
     scanning every element."""
-    return {i for i, index in enumerate(np.ndindex(*shape)) if all(x in (0, s - 1) for x, s in zip(index, shape))}
+    return {
+        i
+        for i, index in enumerate(np.ndindex(*shape))
+        if all(x in (0, s - 1) for x, s in zip(index, shape, strict=True))
+    }
 
 
 # -- reference_at --------------------------------------------------------------------------------------------
 
+
 @SETTINGS
 @given(tiny_problems(), st.sampled_from(VARIANTS), st.sampled_from(DTYPES), st.integers(0, 2**32 - 1), st.data())
-def test_reference_at_equals_the_full_reference_and_the_naive_loops(p: dict, variant: str, dtype: str, seed: int,
-                                                                     data: st.DataObject) -> None:
+def test_reference_at_equals_the_full_reference_and_the_naive_loops(
+    p: dict, variant: str, dtype: str, seed: int, data: st.DataObject
+) -> None:
     assume(_work(p) * p["C"] // p["G"] <= 6000)
     problem = _problem(p)
     a, b = random_operands(problem, variant, dtype, seed)
@@ -105,10 +111,12 @@ def test_reference_at_refuses_bad_positions_and_operands() -> None:
 
 # -- sample_positions ----------------------------------------------------------------------------------------
 
+
 @SETTINGS
 @given(tiny_problems(), st.sampled_from(VARIANTS), st.integers(0, 300), st.integers(0, 2**32 - 1))
 def test_positions_are_distinct_in_range_deterministic_include_the_corners_and_spread_over_groups(
-        p: dict, variant: str, extra: int, seed: int) -> None:
+    p: dict, variant: str, extra: int, seed: int
+) -> None:
     problem = _problem(p)
     shape = operand_shapes(problem, variant).c
     size = math.prod(shape)
@@ -125,8 +133,9 @@ def test_positions_are_distinct_in_range_deterministic_include_the_corners_and_s
     if count < size and extra >= p["G"]:
         assert (drawn > 0).all()
     if size >= 40 * len(corners) and extra >= 4:  # room to spare in every group: shares differ by one at most
-        corner_groups = np.bincount(np.unravel_index(sorted(corners), shape)[GROUP_AXIS[variant] % len(shape)],
-                                    minlength=p["G"])
+        corner_groups = np.bincount(
+            np.unravel_index(sorted(corners), shape)[GROUP_AXIS[variant] % len(shape)], minlength=p["G"]
+        )
         shares = drawn - corner_groups
         assert shares.max() - shares.min() <= 1, shares
         assert not np.array_equal(positions, sample_positions(problem, variant, count, seed + 1))
@@ -143,10 +152,17 @@ def test_a_count_below_the_corners_and_bad_seeds_are_refused() -> None:
 
 # -- verify_at ------------------------------------------------------------------------------------------------
 
+
 @SETTINGS
-@given(st.sampled_from(VARIANTS), st.sampled_from(DTYPES), st.integers(0, 2**32 - 1),
-       st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from([0.0, 0.001, 0.05, 1.0, 100.0, math.nan, math.inf])),
-                max_size=6))
+@given(
+    st.sampled_from(VARIANTS),
+    st.sampled_from(DTYPES),
+    st.integers(0, 2**32 - 1),
+    st.lists(
+        st.tuples(st.integers(0, 10**6), st.sampled_from([0.0, 0.001, 0.05, 1.0, 100.0, math.nan, math.inf])),
+        max_size=6,
+    ),
+)
 def test_verify_at_every_position_is_verify(variant: str, dtype: str, seed: int, changes: list) -> None:
     problem = ConvProblem.parse("N=2,G=2,C=8,K=4,Hi=5,Wi=6,Y=3,X=2,pad=1,stride=2")
     a, b = random_operands(problem, variant, dtype, seed)
@@ -168,8 +184,9 @@ def _sampled_check(variant: str, dtype: str, c_kernel: np.ndarray, seed: int = 9
     problem = MID[variant]
     a, b = random_operands(problem, variant, dtype, seed)
     positions = sample_positions(problem, variant, SAMPLED, seed=5)
-    return verify_at(c_kernel, positions, reference_at(problem, variant, a, b, positions),
-                     tolerance(problem, variant, dtype))
+    return verify_at(
+        c_kernel, positions, reference_at(problem, variant, a, b, positions), tolerance(problem, variant, dtype)
+    )
 
 
 @pytest.mark.parametrize("fault", ["swapped_groups", "transposed_filter", "off_by_one_pad"])
@@ -240,9 +257,12 @@ def test_verify_at_refuses_mismatched_positions_and_counts_nonfinite_in_every_dt
 
 # -- when to sample ---------------------------------------------------------------------------------------------
 
+
 def test_sampling_is_used_above_the_macs_or_elements_threshold_and_never_for_small_outputs() -> None:
     largest = ConvProblem.parse("N=4,G=11,C=11110,K=11110,Hi=128,Wi=128,Y=3,X=3,pad=1")
-    assert use_sampling(largest, "forward") and use_sampling(largest, "bwd_data") and use_sampling(largest, "bwd_weight")
+    assert (
+        use_sampling(largest, "forward") and use_sampling(largest, "bwd_data") and use_sampling(largest, "bwd_weight")
+    )
     assert not any(use_sampling(MID[v], v) for v in VARIANTS)
     wide = ConvProblem.parse("N=4,C=12,K=72,Hi=1024,Wi=1024,Y=1,X=1")  # 3e8 outputs, 3.6e9 MACs
     assert wide.flops // 2 < sampled.SAMPLING_MACS and use_sampling(wide, "forward")
@@ -253,6 +273,7 @@ def test_sampling_is_used_above_the_macs_or_elements_threshold_and_never_for_sma
 
 
 # -- the worker's sampled path --------------------------------------------------------------------------------
+
 
 class _Library:
     """A stand-in kernel library whose ``run`` writes a fixed output into the output buffer."""

@@ -17,11 +17,10 @@ from strategies import boundary_problems
 from test_problem import problems
 
 from ckspace.cli import main
-from ckspace.core.datasets import DATASETS
 from ckspace.core.config import GemmConfig
+from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import (
     FEATURES_FILE,
@@ -29,6 +28,7 @@ from ckspace.select.store import (
     load_model,
     shipped_model_dir,
 )
+from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.space.space import Space
 
 DATA = DATASETS["mi355x-forward-bf16"].path
@@ -125,8 +125,13 @@ def expected_runs(cfg: dict, p: dict) -> dict | None:
         return cfg
     widths = [1, 2, 4, 8, 16]
     own = (cfg["vec_a"], cfg["vec_b"], cfg["vec_c"])
-    triples = [(a, b, c) for a in widths for b in widths for c in widths
-               if a <= own[0] and b <= own[1] and c <= own[2] and (a, b, c) != own]
+    triples = [
+        (a, b, c)
+        for a in widths
+        for b in widths
+        for c in widths
+        if a <= own[0] and b <= own[1] and c <= own[2] and (a, b, c) != own
+    ]
     triples.sort(key=lambda t: (t[0] * t[1] * t[2], t), reverse=True)
     allowed = validity_violations(cfg)
     for a, b, c in triples:
@@ -136,23 +141,25 @@ def expected_runs(cfg: dict, p: dict) -> dict | None:
     return None
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(problem=st.one_of(problems(), boundary_problems(2)))
 def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
-        selector: Selector, full_registry, problem: ConvProblem) -> None:
+    selector: Selector, full_registry, problem: ConvProblem
+) -> None:
     p = problem.model_dump()
     for registry in (list(selector.default_candidates), full_registry):
         configs = [c if isinstance(c, GemmConfig) else config_from_benchmark_name(c, "gfx950") for c in registry]
         names = [c.name for c in configs]  # selection names every candidate by its config's own name
-        runs = {name: expected_runs(c.model_dump(mode="json"), p) for name, c in zip(names, configs)}
+        runs = {name: expected_runs(c.model_dump(mode="json"), p) for name, c in zip(names, configs, strict=True)}
         runnable = {name: cfg for name, cfg in runs.items() if cfg is not None}
         if not runnable:
             with pytest.raises(NoKernelError, match="can run") as caught:
                 selector.select(problem, registry)
             assert set(caught.value.blocking) == set(names)
             continue
-        own = {name: c.model_dump(mode="json") for name, c in zip(names, configs)}
+        own = {name: c.model_dump(mode="json") for name, c in zip(names, configs, strict=True)}
         direct = [own[name] for name in runnable if ref.supports(own[name], p)]
         # a family whose variant is itself a directly runnable candidate is ranked once, as that candidate
         ranked = {name for name, cfg in runnable.items() if ref.supports(own[name], p) or cfg not in direct}
@@ -161,8 +168,11 @@ def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
         for ranked in result.top:
             family = ranked.family or ranked.name
             want = runnable[family]
-            got = GemmConfig.from_name(ranked.name, "gfx950", tagged=False) if ranked.family else \
-                configs[names.index(family)]
+            got = (
+                GemmConfig.from_name(ranked.name, "gfx950", tagged=False)
+                if ranked.family
+                else configs[names.index(family)]
+            )
             assert (got.vec_a, got.vec_b, got.vec_c) == (want["vec_a"], want["vec_b"], want["vec_c"])
             assert (ranked.family is None) == ref.supports(configs[names.index(family)].model_dump(mode="json"), p)
 
@@ -179,8 +189,10 @@ def test_runnable_keeps_a_fallback_that_is_no_candidate_beside_direct_candidates
     """Candidates 0 and 1 run the problem as they are; candidate 2 runs it through its vec_b = 4
     variant, which no candidate is: that variant is kept (only a variant that is itself a direct
     candidate is ranked as that candidate instead)."""
-    base = [config_from_benchmark_name(f"grouped_conv_forward_bf16_2d_{t}", "gfx950")
-            for t in ("128x128x64_compv3", "128x128x64_compv4", "128x64x128_compv4")]
+    base = [
+        config_from_benchmark_name(f"grouped_conv_forward_bf16_2d_{t}", "gfx950")
+        for t in ("128x128x64_compv3", "128x128x64_compv4", "128x64x128_compv4")
+    ]
     candidates = [_vectors(base[0], 4, 4, 8), _vectors(base[1], 4, 4, 8), _vectors(base[2], 4, 8, 8)]
     prepared = selector.prepare(candidates)
     direct, fallbacks = selector.runnable(FOUR_CHANNELS, prepared)
@@ -198,8 +210,10 @@ def test_a_pool_of_one_variant_still_serves_its_family(selector: Selector) -> No
     prepared = selector.prepare([_vectors(wide, 4, 8, 8)], pool=[narrow])
     direct, fallbacks = selector.runnable(FOUR_CHANNELS, prepared)
     assert direct.size == 0 and fallbacks.tolist() == [[0, 0]] and prepared.variants()[3] == [narrow.name]
-    for pool in ([_vectors(wide, 4, 8, 8)],  # the family's only allowed member is the failing kernel itself
-                 [config_from_benchmark_name("grouped_conv_forward_bf16_2d_16x64x64_compv3", "gfx950")]):  # none
+    for pool in (
+        [_vectors(wide, 4, 8, 8)],  # the family's only allowed member is the failing kernel itself
+        [config_from_benchmark_name("grouped_conv_forward_bf16_2d_16x64x64_compv3", "gfx950")],
+    ):  # none
         direct, fallbacks = selector.runnable(FOUR_CHANNELS, selector.prepare([_vectors(wide, 4, 8, 8)], pool=pool))
         assert direct.size == 0 and fallbacks.shape == (0, 2)
 
@@ -210,9 +224,14 @@ def test_runnable_answers_pairs_even_when_no_fallback_is_needed(selector: Select
     assert direct.size == len(selector.default_candidates) and fallbacks.shape == (0, 2)
 
 
-@pytest.mark.parametrize("update,kind", [({"variant": "bwd_data"}, "bwd_data bf16"),
-                                         ({"dtype": "fp16"}, "forward fp16"),
-                                         ({"arch": "gfx942"}, "gfx942 forward bf16")])
+@pytest.mark.parametrize(
+    "update,kind",
+    [
+        ({"variant": "bwd_data"}, "bwd_data bf16"),
+        ({"dtype": "fp16"}, "forward fp16"),
+        ({"arch": "gfx942"}, "gfx942 forward bf16"),
+    ],
+)
 def test_candidates_of_another_cell_are_refused(selector: Selector, update: dict, kind: str) -> None:
     """A candidate differing from the selector's cell in any one of variant, dtype and arch."""
     config = config_from_benchmark_name("grouped_conv_forward_bf16_2d_128x128x64_compv3", "gfx950")
@@ -224,8 +243,9 @@ def test_candidates_of_another_cell_are_refused(selector: Selector, update: dict
 DEPTHWISE = "grouped_conv_fwd_depthwise_bf16_ngchw_2d_8x8_f3_s1x1_p1x1_nb8_sub2x2_vec2_2"
 
 
-def test_depthwise_candidates_are_skipped_wherever_they_stand(selector: Selector,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_depthwise_candidates_are_skipped_wherever_they_stand(
+    selector: Selector, caplog: pytest.LogCaptureFixture
+) -> None:
     """`enumerate --list` prints depthwise kernels among the GEMM ones: a depthwise name in the
     middle of a candidate list is skipped (and said so), the GEMM kernels after it are kept."""
     gemm = ["grouped_conv_forward_bf16_2d_128x128x64_compv3", "grouped_conv_forward_bf16_2d_16x64x64_compv3"]
@@ -242,43 +262,111 @@ def test_depthwise_candidates_are_skipped_wherever_they_stand(selector: Selector
 
 def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     names = tmp_path / "registry.txt"
-    names.write_text("# two kernels\ngrouped_conv_forward_bf16_2d_16x64x64_compv3\n"
-                     "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_4x4x1_32x32x16\n")
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", PROBLEM,
-                 "--candidates", str(names), "--top", "2", "--format", "json"]) == 0
+    names.write_text(
+        "# two kernels\ngrouped_conv_forward_bf16_2d_16x64x64_compv3\n"
+        "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_4x4x1_32x32x16\n"
+    )
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problem",
+                PROBLEM,
+                "--candidates",
+                str(names),
+                "--top",
+                "2",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     answer = json.loads(capsys.readouterr().out)
     registry = own_names(names.read_text().splitlines()[1:])
     assert answer["pick"] in registry and len(answer["top"]) == 2
     assert set(answer["top"][0]) == {"name", "family", "score", "predicted_tflops", "source", "config"}
     assert answer["top"][0]["source"].startswith("model") and answer["pick_source"] == answer["top"][0]["source"]
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
-                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1", "--candidates", str(names), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problem",
+                "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1",
+                "--candidates",
+                str(names),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     fallback = json.loads(capsys.readouterr().out)
     assert fallback["family"] in registry and "_vec4_4_8" in fallback["pick"]
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16",
-                 "--problem", "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1,k_batch=2", "--candidates", str(names)]) == 1
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problem",
+                "N=1,C=52,K=64,Hi=8,Wi=8,Y=1,X=1,k_batch=2",
+                "--candidates",
+                str(names),
+            ]
+        )
+        == 1
+    )
     assert "none of the 2 candidates" in capsys.readouterr().err
 
 
 def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
-    from ckspace.training.boosters import design, fit
-    from ckspace.training.dataset import load_measurements
-    from ckspace.features.matrix import ConfigTable, feature_matrix
     from ckspace.features.hardware import hardware_facts
-    from ckspace.features.matrix import FEATURE_VERSION
+    from ckspace.features.matrix import FEATURE_VERSION, ConfigTable, feature_matrix
     from ckspace.select.store import ModelCard, save_model
     from ckspace.select.support import training_domain
+    from ckspace.training.boosters import design, fit
+    from ckspace.training.dataset import load_measurements
 
     data = load_measurements([DATA], "gfx950", "forward", "bf16")
     small = data.subset(np.arange(0, 231, 6))
     rows = design(small)
     ranker, regressor = fit(rows, "lambdarank", num_rounds=20), fit(rows, "regression", num_rounds=20)
-    card = ModelCard(arch="gfx950", variant="forward", dtype="bf16", objective="lambdarank", objective_choice="test",
-                     feature_version=FEATURE_VERSION, data={}, rows=len(rows.log_tflops), problems=len(small.problems),
-                     distinct_shapes=len(set(small.groups)), cleaning="", kernels=list(small.kernel_names),
-                     cross_validation={}, training_command="", library_versions={}, files={},
-                     domain=training_domain(small.configs, small.problems, ranker, rows.features, rows.log_tflops,
-                                            rows.problem))
+    card = ModelCard(
+        arch="gfx950",
+        variant="forward",
+        dtype="bf16",
+        objective="lambdarank",
+        objective_choice="test",
+        feature_version=FEATURE_VERSION,
+        data={},
+        rows=len(rows.log_tflops),
+        problems=len(small.problems),
+        distinct_shapes=len(set(small.groups)),
+        cleaning="",
+        kernels=list(small.kernel_names),
+        cross_validation={},
+        training_command="",
+        library_versions={},
+        files={},
+        domain=training_domain(small.configs, small.problems, ranker, rows.features, rows.log_tflops, rows.problem),
+    )
     save_model(tmp_path / "model", ranker, regressor, card)
     loaded_ranker, loaded_regressor, _ = load_model(tmp_path / "model")
     table = ConfigTable.build(small.configs)
@@ -291,8 +379,24 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
 
 def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     plot = tmp_path / "cv.png"
-    assert main(["evaluate", "--data", "mi355x-forward-bf16", "--folds", "3", "--seed", "1", "--format", "json",
-                 "--plot", str(plot)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                "mi355x-forward-bf16",
+                "--folds",
+                "3",
+                "--seed",
+                "1",
+                "--format",
+                "json",
+                "--plot",
+                str(plot),
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert {"mean", "median", "p10", "min", "top1", "top5"} <= set(result)
     assert result["selectors"]["single_best_kernel"]["mean"] < result["mean"]
@@ -300,8 +404,27 @@ def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path
 
 
 def _shapes(path: Path) -> list[ConvProblem]:
-    keys = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h", "stride_w",
-            "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+    keys = (
+        "N",
+        "G",
+        "C",
+        "K",
+        "Di",
+        "Hi",
+        "Wi",
+        "Z",
+        "Y",
+        "X",
+        "stride_d",
+        "stride_h",
+        "stride_w",
+        "pad_d",
+        "pad_h",
+        "pad_w",
+        "dil_d",
+        "dil_h",
+        "dil_w",
+    )
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     out = []
@@ -345,7 +468,7 @@ def test_every_real_problem_is_answered_by_the_measured_kernels(selector: Select
     prepared = selector.prepare(selector.default_candidates)
     through_fallback = 0
     for shape, kernels in measured.items():
-        problem = ConvProblem.from_values(dict(zip(keys, shape)))
+        problem = ConvProblem.from_values(dict(zip(keys, shape, strict=True)))
         result = selector.select(problem, selector.default_candidates)
         assert (result.family or result.pick) in own_names(kernels)
         through_fallback += not selector.feasible(problem, prepared).any()

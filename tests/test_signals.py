@@ -53,14 +53,17 @@ def test_python_m_ckspace_is_quiet_before_main_too(signum: int, status: int, lin
     """``python -m ckspace`` installs handlers before it imports ckspace.cli: a signal then exits
     with the same status and no traceback (and says nothing: no command had begun)."""
     code = _SIGNAL_ON_IMPORT.format(module="ckspace.cli", signum=int(signum))
-    done = _run_python(code + "import runpy\nsys.argv = ['ckspace', 'info']\n"
-                              "runpy.run_module('ckspace', run_name='__main__', alter_sys=True)\n")
+    done = _run_python(
+        code + "import runpy\nsys.argv = ['ckspace', 'info']\n"
+        "runpy.run_module('ckspace', run_name='__main__', alter_sys=True)\n"
+    )
     assert (done.returncode, done.stderr, done.stdout) == (status, "", "")
 
 
 def test_after_the_ready_report_the_command_runs_to_its_end() -> None:
-    process = start_ready(["info", "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+    process = start_ready(
+        ["info", "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert (finish(process), process.returncode) == ("", 0)
 
 
@@ -68,8 +71,10 @@ def test_after_the_ready_report_the_command_runs_to_its_end() -> None:
 def test_a_bad_ready_descriptor_is_one_line(monkeypatch, value: str) -> None:
     monkeypatch.setenv("CKSPACE_TEST_READY_FD", value)
     outcome = run_cli(["info"])
-    line = (f"ckspace: error: CKSPACE_TEST_READY_FD is {value!r}; give the number of a file descriptor open for "
-            "writing, or unset it")
+    line = (
+        f"ckspace: error: CKSPACE_TEST_READY_FD is {value!r}; give the number of a file descriptor open for "
+        "writing, or unset it"
+    )
     assert (outcome.status, outcome.stdout, outcome.stderr.splitlines()) == (2, "", [line])
 
 

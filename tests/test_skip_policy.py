@@ -49,9 +49,27 @@ def _outcomes(folder: Path, strict: bool) -> dict[str, int]:
     env = {k: v for k, v in os.environ.items() if k != STRICT} | {"PYTHONPATH": str(TESTS)}
     if strict:
         env[STRICT] = "1"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "skip_policy", "-p", "no:cacheprovider", "-q",
-                           "--continue-on-collection-errors", "-o", "addopts=", str(folder)],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "skip_policy",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--continue-on-collection-errors",
+            "-o",
+            "addopts=",
+            str(folder),
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     summary = done.stdout.strip().splitlines()[-1]
     return {word: int(count) for count, word in re.findall(r"(\d+) (\w+)", summary)}
 

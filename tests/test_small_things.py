@@ -78,13 +78,44 @@ def test_select_json_with_no_kernel_still_answers_on_stdout(tmp_path, capsys) ->
 
     names = tmp_path / "names.txt"
     names.write_text("grouped_conv_fwd_bf16_nhwgc_3d_compv3_cshuffle_intrawave_64x64x64_2x2x1_32x32x16_vec8_8_8\n")
-    status = main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--candidates", str(names),
-                   "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1", "--format", "json"])
+    status = main(
+        [
+            "select",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--dtype",
+            "bf16",
+            "--candidates",
+            str(names),
+            "--problem",
+            "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1",
+            "--format",
+            "json",
+        ]
+    )
     record = json.loads(capsys.readouterr().out)
     assert status == 1 and record["pick"] is None and record["candidates"] == 1
     assert "problem_ndim" in json.dumps(record["blocking"]) and record["target"]["known_wrong_excluded"]
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--top", "0",
-                 "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--top",
+                "0",
+                "--problem",
+                "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1",
+            ]
+        )
+        == 2
+    )
     assert "--top 0: valid: how many kernels to list, at least 1" in capsys.readouterr().err
 
 
@@ -95,8 +126,10 @@ def test_a_problem_lacking_keys_names_every_one_in_one_line(capsys) -> None:
     assert main(["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problem", "N=1,C=64"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "{" not in err and "Field required" not in err
-    assert err.startswith("ckspace: error: problem 'N=1,C=64' lacks K, Wi, X (read as 1D: no depth or height key; "
-                          "for 2D give Hi, Y too, for 3D Di, Hi, Z, Y)")
+    assert err.startswith(
+        "ckspace: error: problem 'N=1,C=64' lacks K, Wi, X (read as 1D: no depth or height key; "
+        "for 2D give Hi, Y too, for 3D Di, Hi, Z, Y)"
+    )
     with pytest.raises(InvalidInputError, match=r"^problem 'C=3,Hi=8' lacks N, K, Wi, Y, X \(a 2D problem\)$"):
         ConvProblem.parse("C=3,Hi=8")
 
@@ -123,16 +156,28 @@ def test_a_problem_built_without_ndim_reads_it_from_its_keys() -> None:
     assert ConvProblem(N=1, C=8, K=8, Wi=4, X=1).ndim == 1
 
 
-@pytest.mark.parametrize(("argv", "line"), [
-    (["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problm", "x"],
-     "unknown option --problm of ckspace select; did you mean --problem? (valid: --arch, "),
-    (["enumerate", "--cuont"], "unknown option --cuont of ckspace enumerate; did you mean --count? (valid: "),
-    (["--cache-dirr", "x", "enumerate"], "unknown option --cache-dirr of ckspace; did you mean --cache-dir? (valid: "),
-    (["select", "--arch", "gfx950", "--topp", "3", "--top", "x"], "unknown option --topp of ckspace select; did you "
-                                                                   "mean --top?"),
-    (["enumerate", "--arch", "gfx950", "--variant", "forward", "--count", "--problm=N=1"],
-     "unknown option --problm of ckspace enumerate; did you mean --problem?"),
-])
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problm", "x"],
+            "unknown option --problm of ckspace select; did you mean --problem? (valid: --arch, ",
+        ),
+        (["enumerate", "--cuont"], "unknown option --cuont of ckspace enumerate; did you mean --count? (valid: "),
+        (
+            ["--cache-dirr", "x", "enumerate"],
+            "unknown option --cache-dirr of ckspace; did you mean --cache-dir? (valid: ",
+        ),
+        (
+            ["select", "--arch", "gfx950", "--topp", "3", "--top", "x"],
+            "unknown option --topp of ckspace select; did you mean --top?",
+        ),
+        (
+            ["enumerate", "--arch", "gfx950", "--variant", "forward", "--count", "--problm=N=1"],
+            "unknown option --problm of ckspace enumerate; did you mean --problem?",
+        ),
+    ],
+)
 def test_an_unknown_option_is_named_first_with_the_closest_option(argv: list[str], line: str, capsys) -> None:
     from ckspace.cli import main
 
@@ -144,11 +189,48 @@ def test_an_unknown_option_is_named_first_with_the_closest_option(argv: list[str
 def test_valid_values_that_look_like_options_are_not_taken_for_unknown_ones(capsys) -> None:
     from ckspace.cli import main
 
-    assert main(["-vv", "enumerate", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--ndim", "2",
-                 "--rule-set", "tiny", "--rules-only", "--count", "--where", "-tile_m > 0"]) == 0
+    assert (
+        main(
+            [
+                "-vv",
+                "enumerate",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--ndim",
+                "2",
+                "--rule-set",
+                "tiny",
+                "--rules-only",
+                "--count",
+                "--where",
+                "-tile_m > 0",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().out == "0\n"
-    assert main(["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problem",
-                 "N=1,C=64,K=64,Wi=8,X=1", "--top", "-3"]) == 2
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--dtype",
+                "bf16",
+                "--variant",
+                "forward",
+                "--problem",
+                "N=1,C=64,K=64,Wi=8,X=1",
+                "--top",
+                "-3",
+            ]
+        )
+        == 2
+    )
     assert "--top -3: valid: how many kernels to list" in capsys.readouterr().err
 
 
@@ -161,8 +243,29 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
     from ckspace.cli import main
     from ckspace.core.measurement import CONFIG_COLUMNS, config_cells, config_from_row
 
-    assert main(["enumerate", "--arch", "gfx950", "--variant", "forward", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                 "--rule-set", "tiny", "--rules-only", "--list", "--format", "csv"]) == 0
+    assert (
+        main(
+            [
+                "enumerate",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "bwd_weight",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "tiny",
+                "--rules-only",
+                "--list",
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     gemm = [row for row in rows if row["kind"] == "gemm"]
     assert gemm and not any(value in ("True", "False") for row in rows for value in row.values())
@@ -175,9 +278,9 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
 def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsys) -> None:
     from standin_library import build_standin
 
-    from ckspace.cli import main
     from ckspace.build.builder import BuildReport
     from ckspace.build.toolchain import Toolchain
+    from ckspace.cli import main
 
     tree = build_standin(tmp_path)
     problems = tmp_path / "problems.csv"
@@ -186,16 +289,39 @@ def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsy
     assert main([*bench, "--out", str(tmp_path / "standin.csv")]) == 0  # a stand-in runs on the host
     capsys.readouterr()
     library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
-    toolchain = Toolchain(kind="clang", compiler="clang++-22", version="clang version 22.0.0", identity="0" * 64,
-                          arch="gfx950", compile_flags=(), link_flags=())
-    report = BuildReport(arch="gfx950", toolchain=toolchain, ck_revision="r", ck_fingerprint="f", batch=8, jobs=1,
-                         units=1, compiled_units=1, seconds=1.0, ok=1, failed=0, cached=0, library=str(library),
-                         link_error=None, kernels=[])
+    toolchain = Toolchain(
+        kind="clang",
+        compiler="clang++-22",
+        version="clang version 22.0.0",
+        identity="0" * 64,
+        arch="gfx950",
+        compile_flags=(),
+        link_flags=(),
+    )
+    report = BuildReport(
+        arch="gfx950",
+        toolchain=toolchain,
+        ck_revision="r",
+        ck_fingerprint="f",
+        batch=8,
+        jobs=1,
+        units=1,
+        compiled_units=1,
+        seconds=1.0,
+        ok=1,
+        failed=0,
+        cached=0,
+        library=str(library),
+        link_error=None,
+        kernels=[],
+    )
     (library.parent / "report.json").write_text(report.model_dump_json())  # as ckspace build leaves it
     assert main([*bench, "--out", str(tmp_path / "hip.csv")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"ckspace: error: --backend host: {library} is a HIP library "
-                                                   "(ckspace build linked it for gfx950 with clang version 22.0.0)")
+    assert err.count("\n") == 1 and err.startswith(
+        f"ckspace: error: --backend host: {library} is a HIP library "
+        "(ckspace build linked it for gfx950 with clang version 22.0.0)"
+    )
     assert not (tmp_path / "hip.csv").exists()
 
 
@@ -204,8 +330,28 @@ def test_plan_warns_once_of_a_cell_without_a_model(tmp_path: Path, capsys) -> No
 
     problems = tmp_path / "problems.csv"
     problems.write_text("N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n4,128,128,1,28,28,3,3,1,1,1,1\n")
-    assert main(["plan", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16", "--rule-set", "default",
-                 "--budget", "1", "--problems", str(problems), "--time-limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "default",
+                "--budget",
+                "1",
+                "--problems",
+                str(problems),
+                "--time-limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().err.count("no model for gfx942 forward bf16") == 1
 
 
@@ -222,8 +368,11 @@ def test_usage_lines_show_the_choices_and_help_lists_every_format() -> None:
         if choices:
             assert "--format {" + ",".join(choices) + "}" in " ".join(command.format_usage().split()), name
             assert tuple(choices) == modules[name].FORMATS
-            listed = next(part for part in epilog.removeprefix("formats (--format): ").split("; ")
-                          if name in part.rsplit(" ", 1)[0].split(", "))
+            listed = next(
+                part
+                for part in epilog.removeprefix("formats (--format): ").split("; ")
+                if name in part.rsplit(" ", 1)[0].split(", ")
+            )
             assert listed.rsplit(" ", 1)[1] == "|".join(choices), name
         if "--ck-root" in command.format_usage():
             text = " ".join(command.format_help().split())
@@ -250,19 +399,53 @@ def test_select_takes_an_emitted_tree_as_its_candidates(tmp_path: Path, capsys) 
     from ckspace.cli import main
 
     tree, ck = tmp_path / "tree", str(fake_ck(tmp_path / "ck", explicit_gemm=True))
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-                 "--rule-set", "default", "--ck-root", ck, "--out", str(tree)]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "bwd_weight",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "default",
+                "--ck-root",
+                ck,
+                "--out",
+                str(tree),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    cell = ["select", "--arch", "gfx950", "--dtype", "bf16", "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1",
-            "--ck-root", ck, "--format", "json"]
+    cell = [
+        "select",
+        "--arch",
+        "gfx950",
+        "--dtype",
+        "bf16",
+        "--problem",
+        "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1",
+        "--ck-root",
+        ck,
+        "--format",
+        "json",
+    ]
     assert main([*cell, "--variant", "bwd_weight", "--candidates", str(tree)]) == 0
     answer = json.loads(capsys.readouterr().out)
     manifest = json.loads((tree / "manifest.json").read_text())
     bwd_weight = {k["name"] for k in manifest["kernels"] if k["variant"] == "bwd_weight"}
     assert answer["candidates"] == len(bwd_weight) < len(manifest["kernels"]) and answer["pick"] in bwd_weight
     assert main([*cell, "--variant", "bwd_data", "--candidates", str(tree)]) == 2
-    assert f"--candidates {tree}: no bwd_data bf16 kernel (it holds bwd_weight bf16, forward bf16)" in \
-        capsys.readouterr().err
+    assert (
+        f"--candidates {tree}: no bwd_data bf16 kernel (it holds bwd_weight bf16, forward bf16)"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_first_select_says_once_that_it_compiles_the_selector(tmp_path: Path) -> None:
@@ -272,9 +455,24 @@ def test_the_first_select_says_once_that_it_compiles_the_selector(tmp_path: Path
     from fuzz_world import run_cli
 
     c_compiler()  # without one the selector calls LightGBM and nothing is compiled: a skip saying how to get one
-    select = ["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "tiny",
-              "--rules-only", "--problem", "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1", "--format", "json",
-              "--cache-dir", str(tmp_path / "cache")]
+    select = [
+        "select",
+        "--arch",
+        "gfx950",
+        "--variant",
+        "forward",
+        "--dtype",
+        "bf16",
+        "--rule-set",
+        "tiny",
+        "--rules-only",
+        "--problem",
+        "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1",
+        "--format",
+        "json",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     first, again = run_cli(select), run_cli(select)
     assert first.status == again.status == 0 and json.loads(first.stdout) == json.loads(again.stdout)
     said = [line for line in first.stderr.splitlines() if "compiling" in line]
@@ -291,29 +489,73 @@ def test_train_prints_a_legend_and_each_selector_once(tmp_path: Path, capsys, mo
 
     data = tmp_path / "small.csv"
     data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))
-    assert main(["train", "--data", str(data), "--arch", "gfx950", "--folds", "2", "--threads", "1",
-                 "--out", str(tmp_path / "model")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--data",
+                str(data),
+                "--arch",
+                "gfx950",
+                "--folds",
+                "2",
+                "--threads",
+                "1",
+                "--out",
+                str(tmp_path / "model"),
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[lines.index(HEADER) - 1] == LEGEND
-    rows = [line.split()[0] for line in lines[lines.index(HEADER) + 1:-1]]
+    rows = [line.split()[0] for line in lines[lines.index(HEADER) + 1 : -1]]
     winner = rows[0].removeprefix("model=")
-    assert rows == [f"model={winner}", *({"lambdarank", "regression"} - {winner}), "single_best_kernel", "random",
-                    "analytical"]
+    assert rows == [
+        f"model={winner}",
+        *({"lambdarank", "regression"} - {winner}),
+        "single_best_kernel",
+        "random",
+        "analytical",
+    ]
     figures = {}
     monkeypatch.setattr(plot, "_save", lambda fig, plt, path, option: figures.setdefault(option, fig))
-    assert main(["evaluate", "--data", str(data), "--arch", "gfx950", "--folds", "2", "--threads", "1",
-                 "--plan-budgets", "2,4", "--plan-plot", str(tmp_path / "plans.png")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(data),
+                "--arch",
+                "gfx950",
+                "--folds",
+                "2",
+                "--threads",
+                "1",
+                "--plan-budgets",
+                "2,4",
+                "--plan-plot",
+                str(tmp_path / "plans.png"),
+            ]
+        )
+        == 0
+    )
     axis = figures["--plan-plot"].axes[0]
     sets, styles = [a for a in axis.get_children() if type(a).__name__ == "Legend"]
-    assert [t.get_text() for t in sets.get_texts()] == ["plan (predicted)", "hindsight (measured)",
-                                                        "most frequent winners", "random"]
+    assert [t.get_text() for t in sets.get_texts()] == [
+        "plan (predicted)",
+        "hindsight (measured)",
+        "most frequent winners",
+        "random",
+    ]
     solid, dashed = styles.legend_handles
     assert (solid.get_linestyle(), solid.get_marker()) != (dashed.get_linestyle(), dashed.get_marker())
     assert [t.get_text()[:3] for t in styles.get_texts()] == ["(a)", "(b)"]
 
 
-def test_stdout_that_cannot_encode_a_character_gets_its_escape_not_stdout_is_closed(tmp_path: Path, monkeypatch,
-                                                                                     capsys) -> None:
+def test_stdout_that_cannot_encode_a_character_gets_its_escape_not_stdout_is_closed(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     import io
 
     from ckspace.cli import main

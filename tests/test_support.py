@@ -25,9 +25,26 @@ from ckspace.select.selector import Selector
 from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale, training_domain
 
 ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
-BASE = dict(arch="gfx950", variant=Variant.FORWARD, ndim=2, dtype=Dtype.BF16, tile_m=64, tile_n=64, tile_k=64,
-            wave_m=2, wave_n=2, wave_k=1, warp_tile_m=16, warp_tile_n=16, warp_tile_k=32, vec_a=4, vec_b=8, vec_c=8,
-            pipeline=Pipeline.COMPV3, scheduler=Scheduler.INTRAWAVE)
+BASE = dict(
+    arch="gfx950",
+    variant=Variant.FORWARD,
+    ndim=2,
+    dtype=Dtype.BF16,
+    tile_m=64,
+    tile_n=64,
+    tile_k=64,
+    wave_m=2,
+    wave_n=2,
+    wave_k=1,
+    warp_tile_m=16,
+    warp_tile_n=16,
+    warp_tile_k=32,
+    vec_a=4,
+    vec_b=8,
+    vec_c=8,
+    pipeline=Pipeline.COMPV3,
+    scheduler=Scheduler.INTRAWAVE,
+)
 
 
 def config(**changes) -> GemmConfig:
@@ -35,9 +52,15 @@ def config(**changes) -> GemmConfig:
 
 
 def domain() -> ModelDomain:
-    seen = [config(), config(tile_m=128, wave_m=4, pipeline=Pipeline.COMPV5),
-            config(tile_n=128, warp_tile_m=32, warp_tile_n=32, warp_tile_k=16, pipeline=Pipeline.COMPV5)]
-    problems = [ConvProblem.parse("N=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3"), ConvProblem.parse("N=8,C=256,K=512,Hi=56,Wi=56,Y=1,X=1")]
+    seen = [
+        config(),
+        config(tile_m=128, wave_m=4, pipeline=Pipeline.COMPV5),
+        config(tile_n=128, warp_tile_m=32, warp_tile_n=32, warp_tile_k=16, pipeline=Pipeline.COMPV5),
+    ]
+    problems = [
+        ConvProblem.parse("N=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3"),
+        ConvProblem.parse("N=8,C=256,K=512,Hi=56,Wi=56,Y=1,X=1"),
+    ]
     return ModelDomain.of(seen, problems, 2.5)
 
 
@@ -51,19 +74,28 @@ def test_the_domain_is_what_was_seen() -> None:
     assert d.outside(config()) is None and d.outside(config(tile_m=96)) is None  # inside the range
 
 
-@pytest.mark.parametrize(("changes", "reason", "sibling"), [
-    ({"vec_a": 1}, "vec_a 1 unseen (trained on 4)", {"vec_a": 4}),
-    ({"vec_a": 8}, "vec_a 8 unseen (trained on 4)", {"vec_a": 4}),
-    ({"pipeline": Pipeline.MEM}, "pipeline mem unseen (trained on compv3/compv5)", {"pipeline": Pipeline.COMPV5}),
-    ({"scheduler": Scheduler.INTERWAVE}, "scheduler interwave unseen (trained on intrawave)",
-     {"scheduler": Scheduler.INTRAWAVE}),
-    ({"specialization": Specialization.FILTER1X1_PAD0}, "specialization filter1x1_pad0 unseen (trained on default)",
-     {"specialization": Specialization.DEFAULT}),
-    ({"tile_m": 256, "wave_m": 4}, "tile_m 256 outside the trained 64..128", {"tile_m": 128}),
-    ({"tile_k": 32}, "tile_k 32 outside the trained 64..64", {"tile_k": 64}),
-    ({"warp_tile_k": 64}, "warp_tile_k 64 unseen (trained on 16/32)", {"warp_tile_k": 32}),
-    ({"warp_tile_k": 8}, "warp_tile_k 8 unseen (trained on 16/32)", {"warp_tile_k": 16}),
-])
+@pytest.mark.parametrize(
+    ("changes", "reason", "sibling"),
+    [
+        ({"vec_a": 1}, "vec_a 1 unseen (trained on 4)", {"vec_a": 4}),
+        ({"vec_a": 8}, "vec_a 8 unseen (trained on 4)", {"vec_a": 4}),
+        ({"pipeline": Pipeline.MEM}, "pipeline mem unseen (trained on compv3/compv5)", {"pipeline": Pipeline.COMPV5}),
+        (
+            {"scheduler": Scheduler.INTERWAVE},
+            "scheduler interwave unseen (trained on intrawave)",
+            {"scheduler": Scheduler.INTRAWAVE},
+        ),
+        (
+            {"specialization": Specialization.FILTER1X1_PAD0},
+            "specialization filter1x1_pad0 unseen (trained on default)",
+            {"specialization": Specialization.DEFAULT},
+        ),
+        ({"tile_m": 256, "wave_m": 4}, "tile_m 256 outside the trained 64..128", {"tile_m": 128}),
+        ({"tile_k": 32}, "tile_k 32 outside the trained 64..64", {"tile_k": 64}),
+        ({"warp_tile_k": 64}, "warp_tile_k 64 unseen (trained on 16/32)", {"warp_tile_k": 32}),
+        ({"warp_tile_k": 8}, "warp_tile_k 8 unseen (trained on 16/32)", {"warp_tile_k": 16}),
+    ],
+)
 def test_outside_the_domain_and_the_sibling(changes, reason, sibling) -> None:
     d = domain()
     kernel = config(**changes)
@@ -81,17 +113,25 @@ def test_a_tie_between_two_seen_values_takes_the_larger() -> None:
 def test_several_fields_outside_are_all_named_and_all_moved() -> None:
     d = domain()
     kernel = config(vec_a=1, vec_c=4, pipeline=Pipeline.COMPV6)
-    assert d.outside(kernel) == ("vec_a 1 unseen (trained on 4); vec_c 4 unseen (trained on 8); "
-                                 "pipeline compv6 unseen (trained on compv3/compv5)")
+    assert d.outside(kernel) == (
+        "vec_a 1 unseen (trained on 4); vec_c 4 unseen (trained on 8); "
+        "pipeline compv6 unseen (trained on compv3/compv5)"
+    )
     assert d.sibling(kernel) == config(pipeline=Pipeline.COMPV5)
 
 
 def test_a_problem_beyond_the_trained_sizes_is_named() -> None:
     d = domain()
-    assert d.problem_outside(SimpleNamespace(N=4, G=1, Cg=64, Kg=64, input_volume=196, filter_volume=9,
-                                             output_volume=144)) is None
-    assert d.problem_outside(SimpleNamespace(N=32, G=2, Cg=64, Kg=64, input_volume=196, filter_volume=9,
-                                             output_volume=144)) == "N 32 outside the trained 1..8; G 2 outside the trained 1..1"
+    assert (
+        d.problem_outside(SimpleNamespace(N=4, G=1, Cg=64, Kg=64, input_volume=196, filter_volume=9, output_volume=144))
+        is None
+    )
+    assert (
+        d.problem_outside(
+            SimpleNamespace(N=32, G=2, Cg=64, Kg=64, input_volume=196, filter_volume=9, output_volume=144)
+        )
+        == "N 32 outside the trained 1..8; G 2 outside the trained 1..1"
+    )
 
 
 def test_score_scale_is_the_median_slope_within_problems() -> None:
@@ -106,11 +146,12 @@ def test_score_scale_is_the_median_slope_within_problems() -> None:
     # a problem of two kernels says nothing (here it would say 100); three are enough, wherever
     # the small one comes in the order
     small = (np.array([0.0, 100.0]), np.array([1.0, 2.0]), np.array([-1, -1]))
-    both = [np.concatenate([a, b]) for a, b in zip(small, (scores[:3], log2[:3], groups[:3]))]
+    both = [np.concatenate([a, b]) for a, b in zip(small, (scores[:3], log2[:3], groups[:3]), strict=True)]
     assert score_scale(*both) == pytest.approx(2.5)
     flat = (np.array([1.0, 2.0, 3.0]), np.array([4.0, 4.0, 4.0]), np.array([7, 7, 7]))  # one TFLOPS: no slope
-    assert score_scale(*[np.concatenate([a, b]) for a, b in zip(flat, (scores[:3], log2[:3], groups[:3]))]) \
-        == pytest.approx(2.5)
+    assert score_scale(
+        *[np.concatenate([a, b]) for a, b in zip(flat, (scores[:3], log2[:3], groups[:3]), strict=True)]
+    ) == pytest.approx(2.5)
 
 
 def test_the_training_domain_measures_the_scale_in_log2_tflops() -> None:
@@ -158,8 +199,9 @@ def test_an_extrapolated_score_is_the_siblings_moved_by_the_analytical_ratio(shi
     assert shipped.domain is not None and shipped.outside(kernel) is not None
     sibling = shipped.domain.sibling(kernel)
     rows = shipped.feature_matrix(problem, ConfigTable.build([kernel, sibling]))
-    expected = (shipped.scores(rows[1:])[0]
-                + shipped.domain.score_per_log2_tflops * (rows[0, ANALYTICAL] - rows[1, ANALYTICAL]))
+    expected = shipped.scores(rows[1:])[0] + shipped.domain.score_per_log2_tflops * (
+        rows[0, ANALYTICAL] - rows[1, ANALYTICAL]
+    )
     tflops = math.exp(shipped.log_tflops(rows[1:])[0] + math.log(2.0) * (rows[0, ANALYTICAL] - rows[1, ANALYTICAL]))
     selection = shipped.select(problem, [kernel, inside[1]], k=2)
     row = next(r for r in selection.top if r.config == kernel)
@@ -177,26 +219,104 @@ def _shipped_configs(selector: Selector) -> list[dict]:
 
 def test_select_and_plan_say_which_rows_are_extrapolated(tmp_path, capsys) -> None:
     problem = "N=4,C=128,K=128,Hi=28,Wi=28,Y=3,X=3,pad=1"
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--problem", problem,
-                 "--rule-set", "full", "--top", "3"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problem",
+                problem,
+                "--rule-set",
+                "full",
+                "--top",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "TFLOPS are estimates" in out and "[model, extrapolated]" in out and "      extrapolated: " in out
-    assert main(["select", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16", "--problem", problem,
-                 "--rule-set", "full", "--top", "2", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problem",
+                problem,
+                "--rule-set",
+                "full",
+                "--top",
+                "2",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     answer = json.loads(captured.out)
     assert answer["source"] == "analytical" and {r["source"] for r in answer["top"]} == {"analytical"}
     assert captured.err.count("no model for gfx942 forward bf16") == 1  # one warning, not two
     problems = tmp_path / "problems.csv"
-    problems.write_text("N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n4,128,128,1,28,28,3,3,1,1,1,1\n"
-                        "1,64,256,1,56,56,1,1,1,1,0,0\n8,3,64,1,224,224,7,7,2,2,3,3\n")
-    assert main(["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "full",
-                 "--budget", "2", "--problems", str(problems), "--format", "json"]) == 0
+    problems.write_text(
+        "N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n4,128,128,1,28,28,3,3,1,1,1,1\n"
+        "1,64,256,1,56,56,1,1,1,1,0,0\n8,3,64,1,224,224,7,7,2,2,3,3\n"
+    )
+    assert (
+        main(
+            [
+                "plan",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "full",
+                "--budget",
+                "2",
+                "--problems",
+                str(problems),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert set(report["extrapolated"]) <= set(report["kernels"]) and report["extrapolated"]
     assert all(why for why in report["extrapolated"].values())
-    assert main(["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rule-set", "full",
-                 "--budget", "2", "--problems", str(problems)]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "full",
+                "--budget",
+                "2",
+                "--problems",
+                str(problems),
+            ]
+        )
+        == 0
+    )
     assert f"{len(report['extrapolated'])} of the 2 chosen kernels are extrapolated" in capsys.readouterr().out
 
 

@@ -37,9 +37,14 @@ def real_ck() -> str:
 def known_wrong(config: GemmConfig) -> bool:
     """Upstream's documented defect, stated plainly: bwd_weight in fp16/bf16, interwave compv1 or mem,
     default specialization, more than one wave along M and N."""
-    return (config.variant is Variant.BWD_WEIGHT and config.dtype in (Dtype.FP16, Dtype.BF16)
-            and config.scheduler is Scheduler.INTERWAVE and config.pipeline in (Pipeline.COMPV1, Pipeline.MEM)
-            and config.specialization is Specialization.DEFAULT and config.wave_m * config.wave_n > 1)
+    return (
+        config.variant is Variant.BWD_WEIGHT
+        and config.dtype in (Dtype.FP16, Dtype.BF16)
+        and config.scheduler is Scheduler.INTERWAVE
+        and config.pipeline in (Pipeline.COMPV1, Pipeline.MEM)
+        and config.specialization is Specialization.DEFAULT
+        and config.wave_m * config.wave_n > 1
+    )
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950", "gfx90a"])
@@ -58,15 +63,22 @@ def test_the_known_wrong_rule_touches_no_other_variant_or_dtype(variant: str, dt
     """Upstream documents the defect for bwd_weight in half precision only: forward kernels of the same
     shape (interwave mem with several waves exist there) and fp32 bwd_weight kernels stay."""
     rule_space = Space("gfx950", variant, dtype=dtype, ck=None)
-    lookalikes = [c for c in rule_space if c.kind == "gemm" and c.scheduler is Scheduler.INTERWAVE
-                  and c.pipeline in (Pipeline.COMPV1, Pipeline.MEM) and c.wave_m * c.wave_n > 1
-                  and c.specialization is Specialization.DEFAULT]
+    lookalikes = [
+        c
+        for c in rule_space
+        if c.kind == "gemm"
+        and c.scheduler is Scheduler.INTERWAVE
+        and c.pipeline in (Pipeline.COMPV1, Pipeline.MEM)
+        and c.wave_m * c.wave_n > 1
+        and c.specialization is Specialization.DEFAULT
+    ]
     assert lookalikes or variant == "bwd_weight"
     assert Space("gfx950", variant, dtype=dtype, ck=NO_CK).names() == rule_space.names()
 
 
-def test_rules_only_is_the_upstream_count_whatever_is_installed(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rules_only_is_the_upstream_count_whatever_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     assert Space("gfx950", "bwd_weight", ck=None).count() == 4464
     assert Space("gfx950", "bwd_weight", ck=None).target.rules_only
@@ -110,14 +122,19 @@ def test_a_ck_header_change_is_seen(tmp_path: Path) -> None:
     root = fake_ck(tmp_path / "ck", explicit_gemm=False)
     before = resolve_target(str(root)).ck
     utils = root / "include" / "ck_tile" / "ops" / "grouped_convolution" / "utils" / "grouped_convolution_utils.hpp"
-    utils.write_text(utils.read_text().replace("EnableSplitImage_ = false,", "EnableSplitImage_ = false, bool ExplicitGemm_ = false,"))
+    utils.write_text(
+        utils.read_text().replace(
+            "EnableSplitImage_ = false,", "EnableSplitImage_ = false, bool ExplicitGemm_ = false,"
+        )
+    )
     after = resolve_target(str(root)).ck
     assert before.fingerprint != after.fingerprint
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckspace", *argv], capture_output=True, text=True, cwd=ROOT,
-                          check=False, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ckspace", *argv], capture_output=True, text=True, cwd=ROOT, check=False, timeout=300
+    )
 
 
 def test_enumerate_says_its_target_and_what_the_ck_leaves_out(tmp_path: Path) -> None:
@@ -129,8 +146,11 @@ def test_enumerate_says_its_target_and_what_the_ck_leaves_out(tmp_path: Path) ->
     assert f"{4464 - count} of the rule set's 4464 kernels need a newer CK" in out.stderr
     whole = cli("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count", "--rules-only")
     assert whole.stdout == "4464\n" and "rules only (--rules-only)" in whole.stderr
-    record = json.loads(cli("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count", "--format",
-                            "json", "--ck-root", root).stdout)
+    record = json.loads(
+        cli(
+            "enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count", "--format", "json", "--ck-root", root
+        ).stdout
+    )
     assert record["count"] == count and record["target"]["ck_root"].startswith(root)
     both = cli("enumerate", "--arch", "gfx950", "--variant", "bwd_weight", "--count", "--rules-only", "--ck-root", root)
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
@@ -167,37 +187,110 @@ def test_explains_closest_proposals_are_kernels_of_the_target() -> None:
     assert named and all(space.contains(name) for name in named)
 
 
-def test_emit_kernels_fails_naming_every_kernel_it_cannot_emit(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_emit_kernels_fails_naming_every_kernel_it_cannot_emit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = str(fake_ck(tmp_path / "ck", explicit_gemm=False))
     names = tmp_path / "kernels.txt"
     fine = "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_64x64x64_2x2x1_32x32x16_vec8_8_8"
     broken = "grouped_conv_fwd_bf16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4"
     names.write_text(f"# a plan\n{fine}\n{broken}\n{KNOWN_WRONG}\n")
     out = tmp_path / "tree"
-    status = main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                   "--kernels", str(names), "--out", str(out), "--ck-root", root])
+    status = main(
+        [
+            "emit",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--ndim",
+            "2",
+            "--dtype",
+            "bf16",
+            "--kernels",
+            str(names),
+            "--out",
+            str(out),
+            "--ck-root",
+            root,
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 1 and not out.exists()
     assert f"{broken}: ck_pipeline" in err and f"{KNOWN_WRONG}: outside the requested cells" in err
     assert "2 of 3 kernels cannot be emitted" in err and fine + ":" not in err
     names.write_text(f"{fine}\n")
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
-                 "--kernels", str(names), "--out", str(out), "--ck-root", root]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--kernels",
+                str(names),
+                "--out",
+                str(out),
+                "--ck-root",
+                root,
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "manifest.json").read_text())["kernels"][0]["name"] == fine
     capsys.readouterr()
-    assert main(["emit", "--arch", "gfx950", "--variant", "bwd_data", "--ndim", "2", "--dtype", "bf16",
-                 "--out", str(tmp_path / "empty"), "--ck-root", root]) == 1
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "bwd_data",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--out",
+                str(tmp_path / "empty"),
+                "--ck-root",
+                root,
+            ]
+        )
+        == 1
+    )
     assert "no kernel to emit" in capsys.readouterr().err and not (tmp_path / "empty").exists()
-    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--out", str(tmp_path / "r"),
-                 "--rules-only"]) == 2
+    assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--out", str(tmp_path / "r"), "--rules-only"]) == 2
 
 
 def test_select_prints_ckspace_names_for_benchmark_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     names = tmp_path / "names.txt"
     names.write_text("grouped_conv_forward_bf16_2d_64x64x64_compv3\ngrouped_conv_forward_bf16_2d_128x128x64_compv4\n")
-    assert main(["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--candidates", str(names),
-                 "--problem", "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,pad=1", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--candidates",
+                str(names),
+                "--problem",
+                "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,pad=1",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     record = json.loads(capsys.readouterr().out)
     printed = [record["pick"], *(r["name"] for r in record["top"])]
     assert all(name.startswith("grouped_conv_fwd_bf16_nhwgc_2d_") for name in printed)
@@ -218,29 +311,68 @@ def test_vector_fallbacks_stay_inside_the_target() -> None:
     assert vector_variants([family], NO_CK)[0] == vector_variants([family])[0]
 
 
-@pytest.mark.parametrize("variant, problems, dtype", [
-    ("forward", "miopen-forward-300", "bf16"),
-    ("bwd_weight", "validation-bwd-weight", "bf16"),
-])
-def test_plan_emit_build_select_is_one_target(variant: str, problems: str, dtype: str, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "variant, problems, dtype",
+    [
+        ("forward", "miopen-forward-300", "bf16"),
+        ("bwd_weight", "validation-bwd-weight", "bf16"),
+    ],
+)
+def test_plan_emit_build_select_is_one_target(
+    variant: str, problems: str, dtype: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """plan --budget 8 -> emit --kernels -> build --host-only: every planned kernel is emitted, and
     the library's compiled selection equals Selector.select with the library as pool on every
     problem of the workload."""
+    from ckspace.planning.workload import read_workload
     from ckspace.run.c_api import Dispatcher
     from ckspace.select.selector import Selector
-    from ckspace.planning.workload import read_workload
 
     real_ck()
     plan = tmp_path / "plan.txt"
-    assert main(["plan", "--arch", "gfx950", "--variant", variant, "--dtype", dtype, "--problems", problems,
-                 "--budget", "8", "--time-limit", "5"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--arch",
+                "gfx950",
+                "--variant",
+                variant,
+                "--dtype",
+                dtype,
+                "--problems",
+                problems,
+                "--budget",
+                "8",
+                "--time-limit",
+                "5",
+            ]
+        )
+        == 0
+    )
     plan.write_text(capsys.readouterr().out)
     planned = [line for line in plan.read_text().splitlines() if line and not line.startswith("#")]
     assert 0 < len(planned) <= 8
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx950", "--variant", variant, "--dtype", dtype, "--kernels", str(plan),
-                 "--out", str(tree), "--with-selector"]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                variant,
+                "--dtype",
+                dtype,
+                "--kernels",
+                str(plan),
+                "--out",
+                str(tree),
+                "--with-selector",
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((tree / "manifest.json").read_text())
     assert sorted(k["name"] for k in manifest["kernels"]) == sorted(planned)
     assert main(["build", str(tree), "--host-only"]) == 0
@@ -258,8 +390,9 @@ def test_plan_emit_build_select_is_one_target(variant: str, problems: str, dtype
         assert (choice.name if choice else None) == expected, problem.text()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.sampled_from(["gfx942", "gfx950"]), st.sampled_from(list(Variant)), st.integers(0, 10_000))
 def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, variant: Variant, seed: int) -> None:
     """Names enumerate prints (drawn), and the closest proposals explain offers for them with a vector
@@ -294,28 +427,61 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
     assert sorted(emitted) == sorted(set(names)) and emitted[config.name] == config
 
 
-def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str],
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The product path for real, as CI runs it: plan -> emit --kernels -> build with the HIP
     toolchain for gfx942 (no GPU needed to compile); every planned kernel is compiled, and the built
     library's selection is the Python selector's over the library."""
     from test_build import _toolchain_or_skip
 
+    from ckspace.planning.workload import read_workload
     from ckspace.run.c_api import Dispatcher
     from ckspace.select.selector import Selector
-    from ckspace.planning.workload import read_workload
 
     _toolchain_or_skip()
     monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "objects"))
     plan = tmp_path / "plan.txt"
-    assert main(["plan", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16",
-                 "--problems", "miopen-forward-300", "--budget", "2"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--problems",
+                "miopen-forward-300",
+                "--budget",
+                "2",
+            ]
+        )
+        == 0
+    )
     plan.write_text(capsys.readouterr().out)
     planned = sorted(line for line in plan.read_text().splitlines() if line and not line.startswith("#"))
     tree = tmp_path / "tree"
-    assert main(["emit", "--arch", "gfx942", "--variant", "forward", "--dtype", "bf16", "--kernels", str(plan),
-                 "--out", str(tree), "--with-selector"]) == 0
+    assert (
+        main(
+            [
+                "emit",
+                "--arch",
+                "gfx942",
+                "--variant",
+                "forward",
+                "--dtype",
+                "bf16",
+                "--kernels",
+                str(plan),
+                "--out",
+                str(tree),
+                "--with-selector",
+            ]
+        )
+        == 0
+    )
     assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "2", "--batch", str(len(planned))]) == 0
     report = json.loads(next((tree / "build").rglob("report.json")).read_text())
     assert sorted(k["name"] for k in report["kernels"] if k["status"] != "failed") == planned

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import ckspace.training.boosters as boosters
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.training.dataset import load_cells
 from ckspace.select.selector import Selector
+from ckspace.training.dataset import load_cells
 
 BAD = {"wrong": 0.04, "crash": 0.02, "timeout": 0.02, "failed": 0.01}
 
@@ -74,12 +74,18 @@ def fails(argv: list[str], *needles: str) -> str:
 
 
 # -- reading ------------------------------------------------------------------------------------
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**16), wrong=st.floats(0.0, 0.5), crash=st.floats(0.0, 0.3),
-       variants=st.sets(st.sampled_from(["forward", "bwd_data", "bwd_weight"]), min_size=1))
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    seed=st.integers(0, 2**16),
+    wrong=st.floats(0.0, 0.5),
+    crash=st.floats(0.0, 0.3),
+    variants=st.sets(st.sampled_from(["forward", "bwd_data", "bwd_weight"]), min_size=1),
+)
 def test_rows_are_read_by_their_config_and_only_ok_rows_are_measurements(
-        tmp_path_factory: pytest.TempPathFactory, seed: int, wrong: float, crash: float, variants: set[str]) -> None:
+    tmp_path_factory: pytest.TempPathFactory, seed: int, wrong: float, crash: float, variants: set[str]
+) -> None:
     """Kernel labels that name nothing: the kernels still come out right (identity is the config).
     Each cell's statuses, kept rows and matrix equal a restatement from the rows written."""
     problems = {v: sm.drawn_problems(v, 4, seed=seed) for v in sorted(variants)}
@@ -102,8 +108,11 @@ def test_rows_are_read_by_their_config_and_only_ok_rows_are_measurements(
         assert data.report.statuses == dict(Counter(r["status"] for r in rows))
         assert data.report.rows_other_cells == len(sweep.rows) - len(rows)
         assert data.report.problems == len(kept) and data.report.rows_kept == sum(map(len, kept.values()))
-        measured = {(p.text(), data.kernel_names[k]): data.tflops[i, k]
-                    for i, p in enumerate(data.problems) for k in np.flatnonzero(~np.isnan(data.tflops[i]))}
+        measured = {
+            (p.text(), data.kernel_names[k]): data.tflops[i, k]
+            for i, p in enumerate(data.problems)
+            for k in np.flatnonzero(~np.isnan(data.tflops[i]))
+        }
         assert measured == {(sweep.problems[idx].text(), name): t for idx, by in kept.items() for name, t in by.items()}
 
 
@@ -139,7 +148,8 @@ def held_out() -> list[ConvProblem]:
 
 
 def test_the_bwd_weight_model_picks_better_than_chance_on_held_out_problems(
-        bwd_weight: tuple[sm.Sweep, Path], bwd_weight_model: Path) -> None:
+    bwd_weight: tuple[sm.Sweep, Path], bwd_weight_model: Path
+) -> None:
     """Judged against the cost model's noise-free truth: the trained selector's mean efficiency
     beats a random pick's by a wide margin; the compiled trees and LightGBM give the same scores."""
     sweep, _ = bwd_weight
@@ -170,15 +180,34 @@ def test_the_bwd_weight_model_picks_better_than_chance_on_held_out_problems(
     assert np.mean(picked) > 0.85
 
 
-def test_emit_with_selector_takes_the_bwd_weight_model(bwd_weight_model: Path, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_emit_with_selector_takes_the_bwd_weight_model(
+    bwd_weight_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The model goes into a bwd_weight library's C dispatcher, whose pick equals the Python one."""
     from ckspace.run.c_api import Dispatcher
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
-    out = ok(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
-              "--rule-set", "default", "--with-selector", "--model", str(bwd_weight_model), "--out", str(tree)])
+    out = ok(
+        [
+            "emit",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "bwd_weight",
+            "--ndim",
+            "2",
+            "--dtype",
+            "bf16",
+            "--rule-set",
+            "default",
+            "--with-selector",
+            "--model",
+            str(bwd_weight_model),
+            "--out",
+            str(tree),
+        ]
+    )
     assert "bwd_weight bf16: model" in out
     manifest = json.loads((tree / "manifest.json").read_text())
     from ckspace.core.config import GemmConfig
@@ -210,12 +239,22 @@ def test_several_cells_train_into_the_models_layout(all_variants: tuple[sm.Sweep
     one = tmp_path / "one"
     ok(["train", "--data", str(path), "--variant", "bwd_data", "--folds", "2", "--out", str(one)])
     assert json.loads((one / "card.json").read_text())["variant"] == "bwd_data"
-    fails(["train", "--data", str(path), "--folds", "2", "--out", str(one)],
-          "model directory of one cell", "3 cells", "--variant")
-    fails(["train", "--data", str(path), "--arch", "gfx942", "--out", str(tmp_path / "x")],
-          "--arch gfx942", "gfx950 bwd_weight bf16")
-    fails(["evaluate", "--data", str(path), "--variant", "bwd_weight", "--dtype", "fp16"],
-          "--variant bwd_weight --dtype fp16", "gfx950 bwd_weight bf16")
+    fails(
+        ["train", "--data", str(path), "--folds", "2", "--out", str(one)],
+        "model directory of one cell",
+        "3 cells",
+        "--variant",
+    )
+    fails(
+        ["train", "--data", str(path), "--arch", "gfx942", "--out", str(tmp_path / "x")],
+        "--arch gfx942",
+        "gfx950 bwd_weight bf16",
+    )
+    fails(
+        ["evaluate", "--data", str(path), "--variant", "bwd_weight", "--dtype", "fp16"],
+        "--variant bwd_weight --dtype fp16",
+        "gfx950 bwd_weight bf16",
+    )
     assert not (tmp_path / "x").exists()
 
 
@@ -223,8 +262,9 @@ def test_evaluate_reports_every_cell(all_variants: tuple[sm.Sweep, Path], tmp_pa
     _, path = all_variants
     lines = ok(["evaluate", "--data", str(path), "--folds", "2", "--format", "json"]).splitlines()
     results = [json.loads(line) for line in lines]
-    assert [(r["arch"], r["variant"], r["dtype"]) for r in results] == \
-        [("gfx950", v, "bf16") for v in ("bwd_data", "bwd_weight", "forward")]
+    assert [(r["arch"], r["variant"], r["dtype"]) for r in results] == [
+        ("gfx950", v, "bf16") for v in ("bwd_data", "bwd_weight", "forward")
+    ]
     assert all(r["folds"] == 2 and r["cleaning"]["statuses"]["ok"] > 0 for r in results)
     text = ok(["evaluate", "--data", str(path), "--folds", "2"])
     assert all(f"gfx950 {v} bf16: read" in text for v in ("forward", "bwd_data", "bwd_weight"))
@@ -243,8 +283,12 @@ def test_a_sweep_of_three_shapes_trains_with_three_folds(tmp_path: Path) -> None
     path = small(tmp_path, 3)
     ok(["train", "--data", str(path), "--out", str(tmp_path / "m")])
     assert json.loads((tmp_path / "m" / "card.json").read_text())["cross_validation"]["folds"] == 3
-    fails(["train", "--data", str(path), "--folds", "5", "--out", str(tmp_path / "n")],
-          "--folds 5", "only 3 distinct problem shapes", "--folds 3")
+    fails(
+        ["train", "--data", str(path), "--folds", "5", "--out", str(tmp_path / "n")],
+        "--folds 5",
+        "only 3 distinct problem shapes",
+        "--folds 3",
+    )
     fails(["evaluate", "--data", str(small(tmp_path, 1))], "1 distinct problem shape", "at least 2")
     assert not (tmp_path / "n").exists()
 
@@ -263,8 +307,11 @@ def test_problems_with_one_ok_kernel_are_dropped_and_counted(tmp_path: Path) -> 
     assert data.report.problems == 2 and data.report.problems_dropped == 2
     assert data.report.dropped["problem_with_fewer_than_2_kernels"] == 2
     none = small(tmp_path, 2, lambda rows: [r for r in rows if r["problem_idx"] == "0"][:1])
-    fails(["train", "--data", str(none), "--out", str(tmp_path / "m")], "no usable gfx950 bwd_weight bf16",
-          "at least 2 kernels")
+    fails(
+        ["train", "--data", str(none), "--out", str(tmp_path / "m")],
+        "no usable gfx950 bwd_weight bf16",
+        "at least 2 kernels",
+    )
 
 
 def test_all_kernels_tied_still_trains_and_selects(tmp_path: Path) -> None:

@@ -24,8 +24,8 @@ from ckspace.commands.train import (
 )
 from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidInputError
-from ckspace.training import boosters
 from ckspace.features.matrix import FEATURE_NAMES
+from ckspace.training import boosters
 from ckspace.training.metrics import HEADER, random_expectation, summarize
 
 DATA = DATASETS["mi355x-forward-bf16"].path
@@ -50,8 +50,14 @@ def real():
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5", "2x", str(MAX_THREADS + 1), "99999999999999999999"])
 def test_a_bad_thread_count_is_one_line_naming_it(tmp_path: Path, command: str, bad: str) -> None:
     """Checked before any file is read (the data set's name is resolved to its file, not read)."""
-    argv = [command, "--data", "mi355x-forward-bf16", "--threads", bad,
-            *(["--out", str(tmp_path / "model")] if command == "train" else [])]
+    argv = [
+        command,
+        "--data",
+        "mi355x-forward-bf16",
+        "--threads",
+        bad,
+        *(["--out", str(tmp_path / "model")] if command == "train" else []),
+    ]
     outcome = run_cli(argv)
     assert outcome.status == 2 and not contract_breaks(argv, outcome), outcome.stderr
     assert f"--threads {bad!r}" in outcome.stderr and "1 or more" not in outcome.stderr
@@ -91,8 +97,14 @@ def synthetic_design(problems: int = 60, kernels: int = 40, seed: int = 0) -> bo
     log_tflops = features[:, :3] @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n) + 3.0
     tflops = np.exp(log_tflops).reshape(problems, kernels)
     efficiency = (tflops / tflops.max(axis=1, keepdims=True)).ravel()
-    return boosters.Design(features, log_tflops, efficiency, np.repeat(np.arange(problems), kernels),
-                           np.tile(np.arange(kernels), problems), np.full(problems, kernels))
+    return boosters.Design(
+        features,
+        log_tflops,
+        efficiency,
+        np.repeat(np.arange(problems), kernels),
+        np.tile(np.arange(kernels), problems),
+        np.full(problems, kernels),
+    )
 
 
 def trees(booster) -> str:
@@ -144,10 +156,12 @@ def test_cross_validation_calls_progress_once_per_fit(real) -> None:
     assert calls == [f"fold {f}/3 {o}" for f in (1, 2, 3) for o in boosters.OBJECTIVES]
 
 
-def test_training_calls_progress_once_per_fit_and_counts_the_fits(real, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_training_calls_progress_once_per_fit_and_counts_the_fits(
+    real, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every fit, cross-validation's and the final ones, calls back once: spied on ``fit`` itself."""
-    from ckspace.training import evaluation, trainer as training
+    from ckspace.training import evaluation
+    from ckspace.training import trainer as training
 
     fits: list[str] = []
     calls: list[str] = []
@@ -159,8 +173,9 @@ def test_training_calls_progress_once_per_fit_and_counts_the_fits(real, tmp_path
 
     monkeypatch.setattr(evaluation, "fit", counted)
     monkeypatch.setattr(training, "fit", counted)
-    card, cv = training.train_model(real, tmp_path / "model", folds=2, num_threads=1,
-                                    progress=lambda step: calls.append(step) or None)
+    card, cv = training.train_model(
+        real, tmp_path / "model", folds=2, num_threads=1, progress=lambda step: calls.append(step) or None
+    )
     assert len(calls) == len(fits) == 2 * len(boosters.OBJECTIVES) + len({"regression", cv.objective})
     assert len(calls) <= training.training_steps(2)
     assert calls[-1] == f"final {cv.objective}" and "final regression" in calls
@@ -194,13 +209,18 @@ def test_evaluate_prints_the_same_off_a_terminal_and_nothing_on_stderr(real) -> 
     assert outcome.status == 0 and outcome.stderr == "", outcome.stderr
     lines = outcome.stdout.splitlines()
     start = lines.index(HEADER) + 1
-    table = lines[start:next(i for i in range(start, len(lines)) if lines[i].startswith("model = "))]
+    table = lines[start : next(i for i in range(start, len(lines)) if lines[i].startswith("model = "))]
     # the trained model (named by its objective, which has no row of its own), the other objective,
     # the single best kernel and the analytical model side by side, ties last
     rows = {line.split()[0]: line.split() for line in table}
     winner = next(iter(rows)).removeprefix("model=")
-    assert list(rows) == [f"model={winner}", *(o for o in boosters.OBJECTIVES if o != winner), "single_best_kernel",
-                          "random", "analytical"]
+    assert list(rows) == [
+        f"model={winner}",
+        *(o for o in boosters.OBJECTIVES if o != winner),
+        "single_best_kernel",
+        "random",
+        "analytical",
+    ]
     assert all(len(row) == len(HEADER.split()) for row in rows.values())
     assert rows["random"][-1] == "0.0"
 
@@ -210,16 +230,24 @@ NAN = np.nan
 
 
 def test_tie_rate_counts_only_a_best_score_shared_among_measured_kernels() -> None:
-    tflops = np.array([[10.0, 20.0, 30.0, 40.0],
-                       [10.0, 20.0, NAN, 40.0],
-                       [10.0, 20.0, 30.0, 40.0],
-                       [10.0, 20.0, 30.0, NAN],
-                       [10.0, NAN, 30.0, 40.0]])
-    scores = np.array([[1.0, 5.0, 5.0, 2.0],  # best shared by two measured kernels: a tie
-                       [1.0, 4.0, 9.0, 3.0],  # the 9 is unmeasured; the measured best (4) is alone: none
-                       [7.0, 7.0, 1.0, 8.0],  # a shared score below the best: none
-                       [6.0, 6.0, 6.0, 6.0],  # three measured kernels share it, the fourth is unmeasured: a tie
-                       [2.0, 9.0, 1.0, 2.0]])  # 9 unmeasured, the measured best 2 held by kernels 0 and 3: a tie
+    tflops = np.array(
+        [
+            [10.0, 20.0, 30.0, 40.0],
+            [10.0, 20.0, NAN, 40.0],
+            [10.0, 20.0, 30.0, 40.0],
+            [10.0, 20.0, 30.0, NAN],
+            [10.0, NAN, 30.0, 40.0],
+        ]
+    )
+    scores = np.array(
+        [
+            [1.0, 5.0, 5.0, 2.0],  # best shared by two measured kernels: a tie
+            [1.0, 4.0, 9.0, 3.0],  # the 9 is unmeasured; the measured best (4) is alone: none
+            [7.0, 7.0, 1.0, 8.0],  # a shared score below the best: none
+            [6.0, 6.0, 6.0, 6.0],  # three measured kernels share it, the fourth is unmeasured: a tie
+            [2.0, 9.0, 1.0, 2.0],
+        ]
+    )  # 9 unmeasured, the measured best 2 held by kernels 0 and 3: a tie
     assert summarize(scores, tflops).ties == pytest.approx(100.0 * 3 / 5)
     assert summarize(scores + np.arange(4) * 1e-9, tflops).ties == 0.0  # equal means exactly equal
     assert summarize(np.zeros_like(tflops), tflops).ties == 100.0

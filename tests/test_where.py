@@ -23,11 +23,23 @@ from ckspace.core.vocab import Dtype, Variant
 
 CASES = [
     ("tile_m * tile_n >= 8192", lambda c: c.tile_m * c.tile_n >= 8192),
-    ("pipeline in [compv3, compv4] and not double_smem_buffer", lambda c: c.pipeline in ("compv3", "compv4") and not c.double_smem_buffer),
-    ("(vec_a == 8 or vec_b == 8) and tile_k // warp_tile_k >= 2", lambda c: (c.vec_a == 8 or c.vec_b == 8) and c.tile_k // c.warp_tile_k >= 2),
+    (
+        "pipeline in [compv3, compv4] and not double_smem_buffer",
+        lambda c: c.pipeline in ("compv3", "compv4") and not c.double_smem_buffer,
+    ),
+    (
+        "(vec_a == 8 or vec_b == 8) and tile_k // warp_tile_k >= 2",
+        lambda c: (c.vec_a == 8 or c.vec_b == 8) and c.tile_k // c.warp_tile_k >= 2,
+    ),
     ("16 <= tile_m < tile_n", lambda c: 16 <= c.tile_m < c.tile_n),
-    ("scheduler != 'interwave' and specialization not in [filter3x3]", lambda c: c.scheduler != "interwave" and c.specialization != "filter3x3"),
-    ("tile_m % (wave_m * warp_tile_m) == 0 and -tile_k < -16", lambda c: c.tile_m % (c.wave_m * c.warp_tile_m) == 0 and -c.tile_k < -16),
+    (
+        "scheduler != 'interwave' and specialization not in [filter3x3]",
+        lambda c: c.scheduler != "interwave" and c.specialization != "filter3x3",
+    ),
+    (
+        "tile_m % (wave_m * warp_tile_m) == 0 and -tile_k < -16",
+        lambda c: c.tile_m % (c.wave_m * c.warp_tile_m) == 0 and -c.tile_k < -16,
+    ),
     ("two_stage == true or num_groups_to_merge > 1", lambda c: c.two_stage or c.num_groups_to_merge > 1),
 ]
 
@@ -62,8 +74,10 @@ def test_a_rule_on_fields_a_kind_lacks_excludes_that_kind_in_every_backend() -> 
     assert satisfies_all([on_gemm], [row], DEPTHWISE_FIELDS) == [False]
     model = cell_model("gfx950", cell, None, depthwise=True, extra=[on_gemm])
     assert model.rules[on_gemm.name].text == "user filter: tile_m >= 16 (fields depthwise configs lack)"
-    assert not model.feasible(dict(zip(DEPTHWISE_FIELDS, row)))
-    assert model.feasible(dict(zip(DEPTHWISE_FIELDS, row)), [r for r in model.literals if r != on_gemm.name])
+    assert not model.feasible(dict(zip(DEPTHWISE_FIELDS, row, strict=True)))
+    assert model.feasible(
+        dict(zip(DEPTHWISE_FIELDS, row, strict=True)), [r for r in model.literals if r != on_gemm.name]
+    )
     assert Space("gfx950", "forward", 2, "fp16", rule_set="open", ck=None).where("filter == 5").count() == 0
 
 
@@ -75,7 +89,7 @@ def test_filter_rule_agrees_across_backends(config) -> None:
     row = config.row()
     masks = rule_masks(rules, columns([row], GEMM_FIELD_NAMES), 1)
     for rule in rules:
-        assert model.feasible(dict(zip(GEMM_FIELD_NAMES, row)), [rule.name]) == bool(masks[rule.name][0])
+        assert model.feasible(dict(zip(GEMM_FIELD_NAMES, row, strict=True)), [rule.name]) == bool(masks[rule.name][0])
 
 
 HOSTILE = [
@@ -121,9 +135,24 @@ def test_hostile_filters_are_one_line_errors_and_never_run(tmp_path: Path, templ
 
 
 def test_cli_where_error_points_at_the_spot() -> None:
-    out = subprocess.run([sys.executable, "-m", "ckspace", "enumerate", "--arch", "gfx950", "--variant", "forward",
-                          "--count", "--where", "tile_m > 1 and tile_q < 3"],
-                         capture_output=True, text=True, env=dict(os.environ))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ckspace",
+            "enumerate",
+            "--arch",
+            "gfx950",
+            "--variant",
+            "forward",
+            "--count",
+            "--where",
+            "tile_m > 1 and tile_q < 3",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+    )
     assert out.returncode == 2 and out.stdout == ""
     (line,) = out.stderr.splitlines()
     assert "tile_q" in line and "column 16" in line

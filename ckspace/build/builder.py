@@ -26,22 +26,22 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ckspace.core.ck import CkRevision
-from ckspace.core.compilers import identify
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
-from ckspace.core.progress import counting_bar
-from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_changed
-from ckspace.core.inputs import read_input, read_json_model
-from ckspace.core.trees import locked_directory
-from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
-from ckspace.emit.rendering import REGISTRY_HEADER
-from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.build import objcache
-from ckspace.core.ck_headers import find_revision
 from ckspace.build.executor import Executor, Unit
 from ckspace.build.ninja_executor import NinjaExecutor
 from ckspace.build.toolchain import Toolchain, discover
 from ckspace.build.units import Planner
+from ckspace.core.ck import CkRevision
+from ckspace.core.ck_headers import find_revision
+from ckspace.core.compilers import identify
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_changed
+from ckspace.core.inputs import read_input, read_json_model
+from ckspace.core.progress import counting_bar
+from ckspace.core.trees import locked_directory
+from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
+from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+from ckspace.emit.rendering import REGISTRY_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -110,27 +110,46 @@ def _reading_tree(function):
     side by side; each links to a name of its own), so that an emit, which holds it exclusively,
     never rewrites the sources while they are compiled (an object would be cached under the key of
     sources it was not compiled from). A tree that is not a directory is ``function``'s to refuse."""
+
     @functools.wraps(function)
     def run(tree, *args, **kwargs):
         if not os.path.isdir(tree):
             return function(tree, *args, **kwargs)
         with locked_directory(Path(os.path.realpath(tree)), "tree", shared=True):
             return function(tree, *args, **kwargs)
+
     return run
 
 
 @_reading_tree
-def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str | None = None,
-          progress: bool = False, allow_edited: bool = False, executor: str = "ninja",
-          address: str | None = None) -> BuildReport:
+def build(
+    tree: Path,
+    arch: str,
+    *,
+    jobs: int | None,
+    batch: int,
+    ck_root: str | None = None,
+    progress: bool = False,
+    allow_edited: bool = False,
+    executor: str = "ninja",
+    address: str | None = None,
+) -> BuildReport:
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring.
 
     ``executor`` ``ninja`` compiles here, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
     on the Ray cluster at ``address`` (:func:`ckspace.build.cluster.connected` says which
     without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
-    manifest, revision = _checked(tree, arch, jobs=jobs, batch=batch, ck_root=ck_root, allow_edited=allow_edited,
-                                  executor=executor, address=address)
+    manifest, revision = _checked(
+        tree,
+        arch,
+        jobs=jobs,
+        batch=batch,
+        ck_root=ck_root,
+        allow_edited=allow_edited,
+        executor=executor,
+        address=address,
+    )
     toolchain = discover(arch)
     tree = tree.resolve()
     build_dir = tree / "build" / arch
@@ -142,9 +161,12 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
         failed = planner.failed(batches.units)
         singles = planner.singles(failed)
         _compile(runner, "singles", build_dir, singles.misses, progress, "isolating failures")
-        dispatcher_objects = (_dispatcher_objects(planner, build_dir, manifest, runner, progress)
-                              if manifest.dispatcher is not None  # and beside at least one kernel
-                              and any(planner.cached(u) for u in batches.units + singles.units) else [])
+        dispatcher_objects = (
+            _dispatcher_objects(planner, build_dir, manifest, runner, progress)
+            if manifest.dispatcher is not None  # and beside at least one kernel
+            and any(planner.cached(u) for u in batches.units + singles.units)
+            else []
+        )
 
     fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
     reported = [u for u in batches.units if u not in failed] + singles.units
@@ -152,16 +174,38 @@ def build(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str |
     library, link_error = _link(build_dir, arch, toolchain, sorted(objects + dispatcher_objects))
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
-        arch=arch, toolchain=toolchain, ck_revision=revision.label, ck_fingerprint=revision.fingerprint,
-        batch=batch, jobs=jobs, executor=executor, units=len(batches.units) + len(singles.units),
-        compiled_units=len(fresh), seconds=round(time.monotonic() - started, 2), ok=ok, failed=len(results) - ok,
-        cached=sum(r.cached for r in results), library=library, link_error=link_error, kernels=results)
+        arch=arch,
+        toolchain=toolchain,
+        ck_revision=revision.label,
+        ck_fingerprint=revision.fingerprint,
+        batch=batch,
+        jobs=jobs,
+        executor=executor,
+        units=len(batches.units) + len(singles.units),
+        compiled_units=len(fresh),
+        seconds=round(time.monotonic() - started, 2),
+        ok=ok,
+        failed=len(results) - ok,
+        cached=sum(r.cached for r in results),
+        library=library,
+        link_error=link_error,
+        kernels=results,
+    )
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
     return report
 
 
-def _checked(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: str | None, allow_edited: bool,
-             executor: str, address: str | None) -> tuple[Manifest, CkRevision]:
+def _checked(
+    tree: Path,
+    arch: str,
+    *,
+    jobs: int | None,
+    batch: int,
+    ck_root: str | None,
+    allow_edited: bool,
+    executor: str,
+    address: str | None,
+) -> tuple[Manifest, CkRevision]:
     """The tree's manifest and the CK headers to compile against, once everything refused before a
     compile is refused, in this order: the options, a tree without a manifest, sources that are
     missing or edited (:func:`verify_sources`), an object cache that cannot be written, CK headers
@@ -177,16 +221,25 @@ def _checked(tree: Path, arch: str, *, jobs: int | None, batch: int, ck_root: st
     _check_object_cache()
     revision = find_revision(ck_root)
     if revision.fingerprint != manifest.ck_revision.fingerprint:
-        raise CkspaceError(f"{tree} was emitted for CK {manifest.ck_revision.label}, but the CK headers "
-                           f"found are {revision.label} ({revision.include_dir}); re-emit or pass --ck-root")
+        raise CkspaceError(
+            f"{tree} was emitted for CK {manifest.ck_revision.label}, but the CK headers "
+            f"found are {revision.label} ({revision.include_dir}); re-emit or pass --ck-root"
+        )
     if manifest.arch != arch:
         log.warning("%s was emitted from the %s space; compiling for %s", tree, manifest.arch, arch)
     return manifest, revision
 
 
 @contextlib.contextmanager
-def _runner(executor: str, address: str | None, jobs: int | None, tree: Path, build_dir: Path,
-            toolchain: Toolchain, revision: CkRevision) -> Iterator[tuple[Executor, int]]:
+def _runner(
+    executor: str,
+    address: str | None,
+    jobs: int | None,
+    tree: Path,
+    build_dir: Path,
+    toolchain: Toolchain,
+    revision: CkRevision,
+) -> Iterator[tuple[Executor, int]]:
     """The executor named ``executor`` (connected to its Ray cluster while the block runs) and the
     units it runs at once: ``jobs``, else its default."""
     if executor == "ray":
@@ -201,8 +254,9 @@ def _runner(executor: str, address: str | None, jobs: int | None, tree: Path, bu
         yield NinjaExecutor(build_dir, toolchain, (str(tree), revision.include_dir), jobs), jobs
 
 
-def _kernel_results(build_dir: Path, planner: Planner, units: list[Unit],
-                    fresh: set[str]) -> tuple[list[KernelResult], list[str]]:
+def _kernel_results(
+    build_dir: Path, planner: Planner, units: list[Unit], fresh: set[str]
+) -> tuple[list[KernelResult], list[str]]:
     """Each kernel's result (by name) and the objects of the ``units`` that compiled; writes each
     kernel's ``logs/kernels/NAME.log``: its unit's compiler log if the unit was compiled in this run
     (it is in ``fresh``), a header naming the unit either way."""
@@ -216,13 +270,21 @@ def _kernel_results(build_dir: Path, planner: Planner, units: list[Unit],
             objects.append(str(cached_obj))
         for name in unit.kernels:
             kernel_log = build_dir / "logs" / "kernels" / f"{name}.log"
-            header = (f"# unit {unit.name} ({len(unit.kernels)} kernels), "
-                      f"{'compiled' if unit.name in fresh else 'from cache'} {unit.key}\n")
+            header = (
+                f"# unit {unit.name} ({len(unit.kernels)} kernels), "
+                f"{'compiled' if unit.name in fresh else 'from cache'} {unit.key}\n"
+            )
             write_atomic(kernel_log, (header + text).encode())
-            results.append(KernelResult(
-                name=name, status="ok" if cached_obj is not None else "failed",
-                cached=unit.name not in fresh, unit=unit.name, log=str(kernel_log.relative_to(build_dir)),
-                error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)")))
+            results.append(
+                KernelResult(
+                    name=name,
+                    status="ok" if cached_obj is not None else "failed",
+                    cached=unit.name not in fresh,
+                    unit=unit.name,
+                    log=str(kernel_log.relative_to(build_dir)),
+                    error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)"),
+                )
+            )
     results.sort(key=lambda r: r.name)
     return results, objects
 
@@ -254,11 +316,14 @@ def verify_sources(tree: Path, manifest: Manifest, allow_edited: bool) -> None:
         elif sha256(read_input(path, "source")) != record.sha256:
             edited.append(record.path)
     if missing:
-        raise CkspaceError(f"{tree}: {len(missing)} source(s) of {MANIFEST_NAME} are missing "
-                           f"(e.g. {missing[0]}); re-emit the tree")
+        raise CkspaceError(
+            f"{tree}: {len(missing)} source(s) of {MANIFEST_NAME} are missing (e.g. {missing[0]}); re-emit the tree"
+        )
     if edited and not allow_edited:
-        raise CkspaceError(f"{tree}: {len(edited)} source(s) differ from the sha256 in {MANIFEST_NAME} "
-                           f"(e.g. {edited[0]}); re-emit, or --allow-edited to build them as they are")
+        raise CkspaceError(
+            f"{tree}: {len(edited)} source(s) differ from the sha256 in {MANIFEST_NAME} "
+            f"(e.g. {edited[0]}); re-emit, or --allow-edited to build them as they are"
+        )
     if edited:
         log.warning("building %d edited source(s) (--allow-edited), e.g. %s", len(edited), edited[0])
 
@@ -271,8 +336,10 @@ def _check_object_cache() -> None:
         probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe.")
         probe.close()
     except OSError as exc:
-        raise CkspaceError(f"object cache {directory} is not writable ({exc.strerror}); set CKSPACE_BUILD_CACHE "
-                           "to a writable directory") from None
+        raise CkspaceError(
+            f"object cache {directory} is not writable ({exc.strerror}); set CKSPACE_BUILD_CACHE "
+            "to a writable directory"
+        ) from None
 
 
 def _read_manifest(tree: Path) -> Manifest:
@@ -289,37 +356,52 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
     compiler = host_c_compiler()
     if compiler is None:
         given = os.environ.get("CC")
-        raise CkspaceError(f"CC is {given!r}, which names no executable (CC is one program, its flags go "
-                           "elsewhere); the dispatcher's host part needs a C compiler" if given else
-                           "the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found")
+        raise CkspaceError(
+            f"CC is {given!r}, which names no executable (CC is one program, its flags go "
+            "elsewhere); the dispatcher's host part needs a C compiler"
+            if given
+            else "the dispatcher's host part needs a C compiler ($CC, cc, gcc or clang); none was found"
+        )
     identity = identify(compiler).digest
     objects = []
     for unit in units:
         source = tree / unit
         included = sorted(p for p in source.parent.glob(f"{source.stem}/*") if p.is_file())
-        key = objcache.object_key([read_input(p, "source") for p in (source, *included, tree / DISPATCH_HEADER)],
-                                  identity, FLAGS, "host", "")
+        key = objcache.object_key(
+            [read_input(p, "source") for p in (source, *included, tree / DISPATCH_HEADER)], identity, FLAGS, "host", ""
+        )
         cached = objcache.lookup(key)
         if cached is None:
             obj = build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
             obj.parent.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run([compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", str(obj)],
-                                  capture_output=True, text=True, check=False)
+            done = subprocess.run(
+                [compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", str(obj)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if done.returncode != 0:
-                raise CkspaceError(f"compiling the dispatcher's {unit} failed: "
-                                   f"{first_error(done.stderr) or done.stderr.strip()[-300:]}")
+                raise CkspaceError(
+                    f"compiling the dispatcher's {unit} failed: "
+                    f"{first_error(done.stderr) or done.stderr.strip()[-300:]}"
+                )
             objcache.store(key, obj)
             cached = objcache.lookup(key) or obj  # a cache that cannot be written costs time, not the link
         objects.append(str(cached))
     return objects
 
 
-def _dispatcher_objects(planner: Planner, build_dir: Path, manifest: Manifest, runner: Executor,
-                        progress: bool) -> list[str]:
+def _dispatcher_objects(
+    planner: Planner, build_dir: Path, manifest: Manifest, runner: Executor, progress: bool
+) -> list[str]:
     """The host objects and the HIP ``ckspace_run`` unit of a tree emitted ``--with-selector``."""
     assert manifest.dispatcher is not None
-    unit = planner.unit("dispatch_run", [], f'#include "{manifest.dispatcher.run_unit}"\n',
-                        [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER])
+    unit = planner.unit(
+        "dispatch_run",
+        [],
+        f'#include "{manifest.dispatcher.run_unit}"\n',
+        [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER],
+    )
     if planner.cached(unit) is None:
         _compile(runner, "dispatch", build_dir, [unit], progress, "compiling ckspace_run")
     run_object = planner.cached(unit)
@@ -347,10 +429,16 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)  # with every object cached, nothing else made it
     tmp = unique_temporary(output)  # two builds or benches of one tree link side by side
     try:
-        done = subprocess.run([host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if done.returncode != 0:
-            raise CkspaceError(f"linking the dispatcher failed: {first_error(done.stderr) or done.stderr.strip()[-300:]}")
+            raise CkspaceError(
+                f"linking the dispatcher failed: {first_error(done.stderr) or done.stderr.strip()[-300:]}"
+            )
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
@@ -364,8 +452,7 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
     output = build_dir / f"libckspace_kernels_{arch}.so"
     tmp = unique_temporary(output)  # two builds of one tree link side by side
     try:
-        result = subprocess.run(toolchain.link_command(objects, str(tmp)), capture_output=True, text=True,
-                                check=False)
+        result = subprocess.run(toolchain.link_command(objects, str(tmp)), capture_output=True, text=True, check=False)
         (build_dir / "logs").mkdir(parents=True, exist_ok=True)
         write_atomic(build_dir / "logs" / "link.log", (result.stdout + result.stderr).encode())
         if result.returncode != 0:

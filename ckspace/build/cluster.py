@@ -55,8 +55,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
     except OSError as exc:
-        raise CkspaceError(f"cannot connect to Ray at {address}: {exc.strerror or exc} (is `ray start --head` "
-                           "running there, and is the port the one it printed?)") from None
+        raise CkspaceError(
+            f"cannot connect to Ray at {address}: {exc.strerror or exc} (is `ray start --head` "
+            "running there, and is the port the one it printed?)"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -72,8 +74,13 @@ def connected(address: str | None = None, *, purpose: str = "--executor ray") ->
     address = address or os.environ.get("RAY_ADDRESS") or "local"
     _check_reachable(address)
     try:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False,
-                 include_dashboard=False, configure_logging=False)
+        ray.init(
+            address=address,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+            include_dashboard=False,
+            configure_logging=False,
+        )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CkspaceError(f"cannot connect to Ray at {address}: {first}") from None

@@ -38,5 +38,4 @@ class Executor(Protocol):
     """Compiles units; ``stage`` names the round (``build``, ``singles``, ``dispatch``) for the files
     an executor keeps, ``advance(n)`` moves the progress bar as units finish."""
 
-    def compile(self, stage: str, units: list[Unit], advance: Callable[[int], None]) -> dict[str, UnitResult]:
-        ...
+    def compile(self, stage: str, units: list[Unit], advance: Callable[[int], None]) -> dict[str, UnitResult]: ...

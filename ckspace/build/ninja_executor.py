@@ -15,10 +15,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ckspace.core.errors import CkspaceError
-from ckspace.core.files import write_if_changed
 from ckspace.build.executor import Unit, UnitResult
 from ckspace.build.toolchain import Toolchain
+from ckspace.core.errors import CkspaceError
+from ckspace.core.files import write_if_changed
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,7 @@ def _write_ninja(path: Path, units: list[Unit], toolchain: Toolchain, includes: 
     write_if_changed(path, "\n".join(lines).encode())
 
 
-def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, total: int,
-               advance: Callable[[int], None]) -> None:
+def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, total: int, advance: Callable[[int], None]) -> None:
     env = {**os.environ, "NINJA_STATUS": "[%f/%t] "}
     command = [ninja_binary(), "-C", str(build_dir), "-f", ninja_file, "-k", "0", "-j", str(jobs)]
     log.info("running %s", " ".join(command))

@@ -35,8 +35,9 @@ def object_cache_dir() -> Path:
     return Path(explicit) if explicit else cache_dir() / "objects"
 
 
-def object_key(sources: list[bytes], compiler_identity: str, flags: tuple[str, ...], arch: str,
-               ck_fingerprint: str) -> str:
+def object_key(
+    sources: list[bytes], compiler_identity: str, flags: tuple[str, ...], arch: str, ck_fingerprint: str
+) -> str:
     """The key of one unit's object: ``compiler_identity`` is the compiler's
     :func:`~ckspace.core.compilers.identify` digest, for the HIP toolchain and the host C compiler
     alike; the host units have no offload target nor CK (``arch`` "host", no fingerprint)."""
@@ -115,8 +116,11 @@ def store_bytes(key: str, data: bytes) -> None:
 def info() -> dict[str, object]:
     """Where the object cache is, how many objects it holds and their size in bytes."""
     objects = [p for p in object_cache_dir().glob("??/*.o") if p.is_file()]
-    return {"directory": str(object_cache_dir()), "entries": len(objects),
-            "bytes": sum(p.stat().st_size for p in objects)}
+    return {
+        "directory": str(object_cache_dir()),
+        "entries": len(objects),
+        "bytes": sum(p.stat().st_size for p in objects),
+    }
 
 
 def clear() -> int:

@@ -57,8 +57,13 @@ class RayExecutor:
             while queue and len(pending) < self.jobs:
                 unit, attempt = queue.popleft()
                 own = {f: (self.tree / f).read_bytes() for f in unit.files if f not in common}
-                command = self.toolchain.compile_command(f"tu/{unit.name}.cpp", f"{unit.name}.o", (".", self.ck_include))
-                pending[self.task.remote(unit.name, unit.text, shared, own, command, self.toolchain.version)] = (unit, attempt)
+                command = self.toolchain.compile_command(
+                    f"tu/{unit.name}.cpp", f"{unit.name}.o", (".", self.ck_include)
+                )
+                pending[self.task.remote(unit.name, unit.text, shared, own, command, self.toolchain.version)] = (
+                    unit,
+                    attempt,
+                )
             done, _ = self.ray.wait(list(pending), num_returns=1)
             for ref in done:
                 unit, attempt = pending.pop(ref)
@@ -69,8 +74,10 @@ class RayExecutor:
                     queue.appendleft((unit, attempt + 1))
                     continue
                 if unit.name in earlier:
-                    text = (f"# attempt 1 of {ATTEMPTS} failed; retried:\n{earlier.pop(unit.name)}"
-                            f"# attempt 2 of {ATTEMPTS}:\n{text}")
+                    text = (
+                        f"# attempt 1 of {ATTEMPTS} failed; retried:\n{earlier.pop(unit.name)}"
+                        f"# attempt 2 of {ATTEMPTS}:\n{text}"
+                    )
                 results[unit.name] = UnitResult(object=obj, log=text)
                 advance(1)
         return results

@@ -16,8 +16,9 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 
-def compile_unit(name: str, text: str, shared: dict[str, bytes], own: dict[str, bytes], command: list[str],
-                 version: str) -> tuple[bytes | None, str]:
+def compile_unit(
+    name: str, text: str, shared: dict[str, bytes], own: dict[str, bytes], command: list[str], version: str
+) -> tuple[bytes | None, str]:
     """Compile unit ``name`` (``tu/<name>.cpp`` holding ``text``; ``shared`` and ``own`` map the tree
     paths it includes to their bytes) with ``command`` run in the folder holding them; returns the
     object's bytes (``None`` on failure) and the log. ``version`` is the first line of the driver's
@@ -30,8 +31,10 @@ def compile_unit(name: str, text: str, shared: dict[str, bytes], own: dict[str, 
         return None, f"error: worker {host}: cannot run the compiler {command[0]}: {exc.strerror or exc}\n"
     found_version = found.stdout.splitlines()[0] if found.stdout else ""
     if found_version != version:
-        return None, (f"error: worker {host}: {command[0]} is {found_version!r}, the driver's is {version!r}; "
-                      "install the same toolchain at the same path on every worker\n")
+        return None, (
+            f"error: worker {host}: {command[0]} is {found_version!r}, the driver's is {version!r}; "
+            "install the same toolchain at the same path on every worker\n"
+        )
     with tempfile.TemporaryDirectory(prefix="ckspace-unit-") as folder:
         root = Path(folder)
         for relative, data in (*shared.items(), *own.items(), (f"tu/{name}.cpp", text.encode())):

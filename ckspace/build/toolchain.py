@@ -23,12 +23,15 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 log = logging.getLogger(__name__)
 
 SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
-DEVICE_LIB_DIRS = ("/opt/ckspace-toolchain/devlibs", "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
-                   "/usr/share/amdgcn/bitcode")
+DEVICE_LIB_DIRS = (
+    "/opt/ckspace-toolchain/devlibs",
+    "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",
+    "/usr/share/amdgcn/bitcode",
+)
 TOOLCHAIN_SCRIPTS: dict[str, str] = {
     "gfx942": "scripts/install-toolchain-gfx942.sh installs one on Debian bookworm",
     "gfx950": "scripts/prepare-trixie-gfx950.sh prepares clang-22 for gfx950 in a Debian trixie chroot "
-              "(then export CKSPACE_CXX to its wrapper)",
+    "(then export CKSPACE_CXX to its wrapper)",
 }
 """Which of the project's scripts provides a compiler for an arch (clang-19 of bookworm knows gfx942
 but not gfx950)."""
@@ -36,9 +39,12 @@ but not gfx950)."""
 
 def toolchain_hint(arch: str) -> str:
     """Where a HIP compiler for ``arch`` comes from, for the error that found none."""
-    return TOOLCHAIN_SCRIPTS.get(arch, f"a ROCm installation whose amdclang++ knows {arch}, or CKSPACE_CXX "
-                                       f"naming such a compiler; the project's scripts cover "
-                                       f"{', '.join(TOOLCHAIN_SCRIPTS)}")
+    return TOOLCHAIN_SCRIPTS.get(
+        arch,
+        f"a ROCm installation whose amdclang++ knows {arch}, or CKSPACE_CXX "
+        f"naming such a compiler; the project's scripts cover "
+        f"{', '.join(TOOLCHAIN_SCRIPTS)}",
+    )
 
 
 class Toolchain(BaseModel):
@@ -72,8 +78,20 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def _knows_target(compiler: str, arch: str) -> bool:
-    probe = _run([compiler, "--target=amdgcn-amd-amdhsa", f"-mcpu={arch}", "-nogpulib",
-                  "-x", "c", "-c", os.devnull, "-o", os.devnull])
+    probe = _run(
+        [
+            compiler,
+            "--target=amdgcn-amd-amdhsa",
+            f"-mcpu={arch}",
+            "-nogpulib",
+            "-x",
+            "c",
+            "-c",
+            os.devnull,
+            "-o",
+            os.devnull,
+        ]
+    )
     return probe.returncode == 0
 
 
@@ -96,14 +114,22 @@ def _hip_flags() -> list[str]:
     try:
         return shlex.split(value)
     except ValueError as exc:
-        raise InvalidInputError(f"CKSPACE_HIP_FLAGS is {value!r}: {exc} (give compiler flags as shell words, "
-                                "e.g. '-O2 -DNDEBUG')") from None
+        raise InvalidInputError(
+            f"CKSPACE_HIP_FLAGS is {value!r}: {exc} (give compiler flags as shell words, e.g. '-O2 -DNDEBUG')"
+        ) from None
 
 
 def _make(kind: str, compiler: str, arch: str, flags: list[str], link: list[str]) -> Toolchain:
     found = identify(compiler)
-    return Toolchain(kind=kind, compiler=compiler, version=found.version, identity=found.digest, arch=arch,
-                     compile_flags=tuple(flags), link_flags=tuple(link))
+    return Toolchain(
+        kind=kind,
+        compiler=compiler,
+        version=found.version,
+        identity=found.digest,
+        arch=arch,
+        compile_flags=tuple(flags),
+        link_flags=tuple(link),
+    )
 
 
 def discover(arch: str) -> Toolchain:
@@ -158,8 +184,10 @@ def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -
     libs = os.environ.get("CKSPACE_DEVICE_LIBS") if explicit else None
     libs = libs or _device_libs(arch)
     if libs is None:
-        refuse(f"no ROCm device libraries with oclc_isa_version_{arch.removeprefix('gfx')}.bc "
-               f"(CKSPACE_DEVICE_LIBS, {', '.join(DEVICE_LIB_DIRS)})")
+        refuse(
+            f"no ROCm device libraries with oclc_isa_version_{arch.removeprefix('gfx')}.bc "
+            f"(CKSPACE_DEVICE_LIBS, {', '.join(DEVICE_LIB_DIRS)})"
+        )
         return None
     flags = [*_base_flags(arch), "--rocm-path=/usr", f"--rocm-device-lib-path={libs}"]
     return _make("clang", path, arch, flags, ["-lamdhip64"])

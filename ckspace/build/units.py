@@ -45,8 +45,13 @@ class Planner:
         """The unit ``text`` including the emitted ``files``, keyed by all that changes its object
         (:func:`~ckspace.build.objcache.object_key`)."""
         sources = [text.encode(), *(read_input(self.tree / f, "source") for f in files)]
-        key = objcache.object_key(sources, self.toolchain.identity, self.toolchain.compile_flags,
-                                  self.toolchain.arch, self.revision.fingerprint)
+        key = objcache.object_key(
+            sources,
+            self.toolchain.identity,
+            self.toolchain.compile_flags,
+            self.toolchain.arch,
+            self.revision.fingerprint,
+        )
         return Unit(name=name, kernels=kernels, text=text, files=files, key=key)
 
     def cached(self, unit: Unit) -> Path | None:
@@ -68,7 +73,7 @@ class Planner:
     def _units(self, kernels: list[str], size: int, prefix: str) -> list[Unit]:
         units = []
         for start in range(0, len(kernels), size):
-            members = kernels[start:start + size]
+            members = kernels[start : start + size]
             text = "".join(f'#include "{name}.cpp"\n' for name in members)
             files = [REGISTRY_HEADER, *(f"{name}{suffix}" for name in members for suffix in (".hpp", ".cpp"))]
             units.append(self.unit(f"{prefix}{start // size:04d}", members, text, files))

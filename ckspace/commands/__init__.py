@@ -5,5 +5,20 @@ A module here exposes ``NAME``, ``HELP``, ``configure(parser)`` and ``run(args, 
 dependencies inside ``run`` so that every command starts fast.
 """
 
-COMMANDS = ("enumerate", "explain", "lint", "rules", "diff", "emit", "build", "bench", "probe", "train", "evaluate", "select",
-            "plan", "info", "cache")
+COMMANDS = (
+    "enumerate",
+    "explain",
+    "lint",
+    "rules",
+    "diff",
+    "emit",
+    "build",
+    "bench",
+    "probe",
+    "train",
+    "evaluate",
+    "select",
+    "plan",
+    "info",
+    "cache",
+)

@@ -15,29 +15,52 @@ HELP = "run, verify and time a built library's kernels on problems (AMD GPU); on
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", type=Path, help="a tree written by ckspace emit --with-selector and built by ckspace build")
-    parser.add_argument("--problems", required=True, type=problems_file, metavar="CSV",
-                        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels), "
-                             + data_set_help(Kind.PROBLEMS))
-    parser.add_argument("--out", required=True, type=Path, metavar="CSV",
-                        help="results, one row per pair (never replaced: --resume continues it)")
+    parser.add_argument(
+        "dir", type=Path, help="a tree written by ckspace emit --with-selector and built by ckspace build"
+    )
+    parser.add_argument(
+        "--problems",
+        required=True,
+        type=problems_file,
+        metavar="CSV",
+        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels), "
+        + data_set_help(Kind.PROBLEMS),
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="CSV",
+        help="results, one row per pair (never replaced: --resume continues it)",
+    )
     parser.add_argument("--variant", help="run only this variant's kernels (default: the library's, if it holds one)")
     parser.add_argument("--kernels", type=Path, metavar="FILE", help="run only these kernels (names, one per line)")
     parser.add_argument("--resume", action="store_true", help="continue --out: skip the pairs it holds")
     parser.add_argument("--devices", metavar="0,1,...", help="GPUs to use, one worker each (default: all)")
     parser.add_argument("--executor", default="local", help="local (default) or ray: batches as Ray tasks")
-    parser.add_argument("--address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS "
-                                                          "or a local instance)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                        help="seconds a pair may run before its worker is killed and the pair is 'timeout' (default 60)")
+    parser.add_argument(
+        "--address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS or a local instance)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds a pair may run before its worker is killed and the pair is 'timeout' (default 60)",
+    )
     parser.add_argument("--no-verify", action="store_true", help="do not check results against the CPU reference")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs per pair (default 3)")
-    parser.add_argument("--repeat", type=int, default=10, help="timed runs per pair; the median is reported (default 10)")
+    parser.add_argument(
+        "--repeat", type=int, default=10, help="timed runs per pair; the median is reported (default 10)"
+    )
     parser.add_argument("--batch", type=int, default=8, help="kernels per worker process (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated operands (default 0)")
-    parser.add_argument("--backend", default="hip",
-                        help="hip (default: the library runs on AMD GPUs) or host (a stand-in library whose "
-                             "ckspace_run computes on host memory, as in ckspace's own tests)")
+    parser.add_argument(
+        "--backend",
+        default="hip",
+        help="hip (default: the library runs on AMD GPUs) or host (a stand-in library whose "
+        "ckspace_run computes on host memory, as in ckspace's own tests)",
+    )
 
 
 def _devices(text: str | None, backend: str) -> list[int] | None:
@@ -68,20 +91,22 @@ def _library(tree: Path) -> tuple[Path, dict]:
     if not built:
         raise InvalidInputError(f"{tree} is not built: run ckspace build {tree} --arch ARCH first")
     if len(built) > 1:
-        raise InvalidInputError(f"{tree} holds libraries for several archs ({', '.join(p.parent.name for p in built)}); "
-                                "bench one copy of the tree per arch")
+        raise InvalidInputError(
+            f"{tree} holds libraries for several archs ({', '.join(p.parent.name for p in built)}); "
+            "bench one copy of the tree per arch"
+        )
     configs = {k.name: k.gemm_config() for k in manifest.kernels}
     return built[0], configs
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.build.builder import build_host, stderr_is_terminal
     from ckspace.core.files import output_path
     from ckspace.core.vocab import Variant
+    from ckspace.planning.workload import read_workload
     from ckspace.run.device import BACKENDS
     from ckspace.run.gpus import probe_devices
     from ckspace.run.sweep import SweepOptions, run_sweep
-    from ckspace.build.builder import build_host, stderr_is_terminal
-    from ckspace.planning.workload import read_workload
 
     if args.backend not in BACKENDS:
         raise InvalidChoiceError("--backend", args.backend, BACKENDS)
@@ -113,17 +138,39 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         devices = devices if devices is not None else [d.index for d in found]
         missing = sorted(set(devices) - {d.index for d in found})
         if missing:
-            raise InvalidInputError(f"--devices: no GPU {missing[0]} (this machine has {len(found)}: "
-                                    f"{', '.join(str(d.index) for d in found)})")
-    options = SweepOptions(backend=args.backend, warmup=args.warmup, repeat=args.repeat, verify=not args.no_verify,
-                           timeout=args.timeout, batch=args.batch, seed=args.seed)
+            raise InvalidInputError(
+                f"--devices: no GPU {missing[0]} (this machine has {len(found)}: "
+                f"{', '.join(str(d.index) for d in found)})"
+            )
+    options = SweepOptions(
+        backend=args.backend,
+        warmup=args.warmup,
+        repeat=args.repeat,
+        verify=not args.no_verify,
+        timeout=args.timeout,
+        batch=args.batch,
+        seed=args.seed,
+    )
     host = build_host(args.dir)
-    summary = run_sweep(library, host, configs, workload.problems, Path(target), options, kernels=names,
-                        devices=devices or [0], resume=args.resume, ray_address=args.address,
-                        use_ray=args.executor == "ray", progress=stderr_is_terminal())
+    summary = run_sweep(
+        library,
+        host,
+        configs,
+        workload.problems,
+        Path(target),
+        options,
+        kernels=names,
+        devices=devices or [0],
+        resume=args.resume,
+        ray_address=args.address,
+        use_ray=args.executor == "ray",
+        progress=stderr_is_terminal(),
+    )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
-    out.write(f"{summary.pairs} supported pairs ({len(workload.problems)} problems); {summary.skipped} already in "
-              f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n")
+    out.write(
+        f"{summary.pairs} supported pairs ({len(workload.problems)} problems); {summary.skipped} already in "
+        f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n"
+    )
     return 0
 
 
@@ -141,6 +188,7 @@ def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:
         raise InvalidInputError(f"--kernels {path}: the library has no kernel {unknown[0]!r}")
     other = [n for n in wanted if configs[n].variant is not variant]
     if other:
-        raise InvalidInputError(f"--kernels {path}: {other[0]} is a {configs[other[0]].variant.value} kernel, "
-                                f"not {variant.value}")
+        raise InvalidInputError(
+            f"--kernels {path}: {other[0]} is a {configs[other[0]].variant.value} kernel, not {variant.value}"
+        )
     return wanted

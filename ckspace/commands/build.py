@@ -15,33 +15,48 @@ HELP = "compile an emitted tree (batched, cached) into a shared library with a J
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, help="a directory written by ckspace emit")
     parser.add_argument("--arch", help="offload target, e.g. gfx942 (required unless --host-only)")
-    parser.add_argument("--host-only", action="store_true",
-                        help="build only the dispatcher's host part (tree emitted --with-selector) with the host "
-                             "C compiler: build/host/libckspace_dispatch.so, no HIP needed")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="parallel compiles (default: cores / 2; with --executor ray: the cluster's CPUs)")
-    parser.add_argument("--executor", default="ninja",
-                        help="what runs the compiles: ninja (this machine, the default) or ray (a Ray cluster; "
-                             "pip install 'ckspace[ray]', see the README's 'Building on many machines')")
-    parser.add_argument("--address",
-                        help="with --executor ray: the cluster's head, HOST:PORT as `ray start --head` printed, or "
-                             "auto (the cluster ray start runs on this machine); default: $RAY_ADDRESS, else a "
-                             "private Ray instance on this machine")
+    parser.add_argument(
+        "--host-only",
+        action="store_true",
+        help="build only the dispatcher's host part (tree emitted --with-selector) with the host "
+        "C compiler: build/host/libckspace_dispatch.so, no HIP needed",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="parallel compiles (default: cores / 2; with --executor ray: the cluster's CPUs)",
+    )
+    parser.add_argument(
+        "--executor",
+        default="ninja",
+        help="what runs the compiles: ninja (this machine, the default) or ray (a Ray cluster; "
+        "pip install 'ckspace[ray]', see the README's 'Building on many machines')",
+    )
+    parser.add_argument(
+        "--address",
+        help="with --executor ray: the cluster's head, HOST:PORT as `ray start --head` printed, or "
+        "auto (the cluster ray start runs on this machine); default: $RAY_ADDRESS, else a "
+        "private Ray instance on this machine",
+    )
     parser.add_argument("--batch", type=int, default=8, help="kernels per translation unit (default: 8)")
     parser.add_argument("--ck-root", metavar="PATH", help=f"the CK headers to compile against ({CK_ROOT_DEFAULT})")
-    parser.add_argument("--allow-edited", action="store_true",
-                        help="build sources whose sha256 differs from manifest.json (edited by hand)")
+    parser.add_argument(
+        "--allow-edited",
+        action="store_true",
+        help="build sources whose sha256 differs from manifest.json (edited by hand)",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.errors import CkspaceError
-    from ckspace.core.vocab import parse_arch
     from ckspace.build.builder import (
         REPORT_NAME,
         build,
         build_host,
         stderr_is_terminal,
     )
+    from ckspace.core.errors import CkspaceError
+    from ckspace.core.vocab import parse_arch
 
     if args.host_only:
         library = build_host(args.dir, args.allow_edited)
@@ -50,12 +65,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not args.arch:
         raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
 
-    report = build(args.dir, parse_arch(args.arch), jobs=args.jobs, batch=args.batch, ck_root=args.ck_root,
-                   progress=stderr_is_terminal(), allow_edited=args.allow_edited, executor=args.executor,
-                   address=args.address)
-    out.write(f"{report.ok} ok, {report.failed} failed ({report.cached} from cache) in {report.seconds} s; "
-              f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}"
-              f"{' on Ray' if report.executor == 'ray' else ''}\n")
+    report = build(
+        args.dir,
+        parse_arch(args.arch),
+        jobs=args.jobs,
+        batch=args.batch,
+        ck_root=args.ck_root,
+        progress=stderr_is_terminal(),
+        allow_edited=args.allow_edited,
+        executor=args.executor,
+        address=args.address,
+    )
+    out.write(
+        f"{report.ok} ok, {report.failed} failed ({report.cached} from cache) in {report.seconds} s; "
+        f"{report.compiled_units} of {report.units} translation units compiled with {report.toolchain.version}"
+        f"{' on Ray' if report.executor == 'ray' else ''}\n"
+    )
     for kernel in report.kernels:
         if kernel.status == "failed":
             out.write(f"FAILED {kernel.name}: {kernel.error}\n")

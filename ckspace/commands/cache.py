@@ -20,30 +20,42 @@ FORMATS = ("text", "json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", type=one_of("cache action", ACTIONS), choices=ACTIONS,
-                        help="show the caches (info) or empty them (clear)")
+    parser.add_argument(
+        "action",
+        type=one_of("cache action", ACTIONS),
+        choices=ACTIONS,
+        help="show the caches (info) or empty them (clear)",
+    )
     parser.add_argument("--objects", action="store_true", help="clear: also the compiled-object cache of build")
     add_format_argument(parser, FORMATS, "; for info")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.build import objcache
     from ckspace.constraints import cellcache
     from ckspace.core import ck_headers
-    from ckspace.build import objcache
     from ckspace.select import compiled
 
     if args.action == "clear":
         cells, revisions, selectors = cellcache.clear(), ck_headers.clear_cache(), compiled.clear_cache()
         objects = objcache.clear() if args.objects else 0
-        out.write(f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors"
-                  + (f" and {objects} objects\n" if args.objects else "\n"))
+        out.write(
+            f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors"
+            + (f" and {objects} objects\n" if args.objects else "\n")
+        )
         return 0
-    report = {"cells": cellcache.info(), "ck_revisions": ck_headers.cache_info(),
-              "compiled_selectors": compiled.cache_info(), "objects": objcache.info()}
+    report = {
+        "cells": cellcache.info(),
+        "ck_revisions": ck_headers.cache_info(),
+        "compiled_selectors": compiled.cache_info(),
+        "objects": objcache.info(),
+    }
     write_report(out, args.format, report, _text)
     return 0
 
 
 def _text(report: dict) -> str:
-    return "".join(f"{name}: {facts['directory']}: {facts['entries']} entries, {facts['bytes']} bytes\n"
-                   for name, facts in report.items())
+    return "".join(
+        f"{name}: {facts['directory']}: {facts['entries']} entries, {facts['bytes']} bytes\n"
+        for name, facts in report.items()
+    )

@@ -20,14 +20,14 @@ from ckspace.core.vocab import Dtype, Variant, arch_names
 
 ENVIRONMENT = {
     "CKSPACE_CACHE_DIR": "cache directory (cells, CK revisions, compiled selectors, compiled objects); default $XDG_CACHE_HOME/ckspace or "
-                         "~/.cache/ckspace; --cache-dir overrides it",
+    "~/.cache/ckspace; --cache-dir overrides it",
     "CKSPACE_BUILD_CACHE": "object cache of ckspace build (default: objects/ in the cache directory)",
     "CKSPACE_CXX": "HIP compiler or wrapper for ckspace build (default: amdclang++, hipcc, clang++ of ROCm)",
     "CKSPACE_DEVICE_LIBS": "ROCm device-library directory passed to the compiler",
     "CKSPACE_HIP_FLAGS": "extra compiler flags for ckspace build (shell words)",
     "CK_ROOT": "CK tree or include directory (default: ROCm, then the amd-aiter wheel)",
     "ROCM_PATH": "the ROCm installation, looked at before /opt/rocm: CK headers under include/, the HIP compiler "
-                 "under bin/",
+    "under bin/",
     "CC": "host C compiler of the dispatcher's host part and the compiled selector trees",
     "CKSPACE_CLANG": "read as CKSPACE_CXX when that is unset (what older toolchain scripts exported)",
     "RAY_ADDRESS": "the Ray cluster of --executor ray when --address is not given",
@@ -35,7 +35,7 @@ ENVIRONMENT = {
     "OMP_NUM_THREADS": "train and evaluate keep it when set, else set it to --threads (OpenMP's thread count)",
     "GOMP_SPINCOUNT": "train and evaluate keep it when set, else set it to 10000 (how long idle OpenMP threads spin)",
     "CKSPACE_TEST_READY_FD": "a file descriptor main writes 'ready' to once its signal handlers are in place "
-                             "(for tests and supervisors that must not signal it during start-up)",
+    "(for tests and supervisors that must not signal it during start-up)",
 }
 """Every environment variable ckspace reads, with what it means (``ckspace --help`` lists them)."""
 
@@ -47,17 +47,19 @@ def help_epilog(formats: dict[str, tuple[str, ...]]) -> str:
     for command, choices in formats.items():
         by_choices.setdefault(choices, []).append(command)
     listed = "; ".join(f"{', '.join(commands)} {'|'.join(choices)}" for choices, commands in by_choices.items())
-    lines = [f"archs: {', '.join(arch_names())}",
-             f"variants: {', '.join(v.value for v in Variant)}; ndims: 1, 2, 3; dtypes: {', '.join(d.value for d in Dtype)}",
-             f"rule sets: {', '.join(rule_set_names())}",
-             f"rules revisions: {', '.join(rules_revision_names())} (default {default_rules_revision()})",
-             f"formats (--format): {listed}",
-             "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
-             "findings with --strict, kernels emit cannot write), 2 bad input, 3 explain: valid but not proposed "
-             "by the rule set, 130/143 interrupted",
-             "target: every command answers for the CK headers it finds (--ck-root, CK_ROOT, ROCm, the amd-aiter "
-             "wheel) less the kernels upstream documents as wrong; --rules-only for the upstream rule space",
-             "environment:"]
+    lines = [
+        f"archs: {', '.join(arch_names())}",
+        f"variants: {', '.join(v.value for v in Variant)}; ndims: 1, 2, 3; dtypes: {', '.join(d.value for d in Dtype)}",
+        f"rule sets: {', '.join(rule_set_names())}",
+        f"rules revisions: {', '.join(rules_revision_names())} (default {default_rules_revision()})",
+        f"formats (--format): {listed}",
+        "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
+        "findings with --strict, kernels emit cannot write), 2 bad input, 3 explain: valid but not proposed "
+        "by the rule set, 130/143 interrupted",
+        "target: every command answers for the CK headers it finds (--ck-root, CK_ROOT, ROCm, the amd-aiter "
+        "wheel) less the kernels upstream documents as wrong; --rules-only for the upstream rule space",
+        "environment:",
+    ]
     lines += [f"  {name}: {meaning}" for name, meaning in ENVIRONMENT.items()]
     return "\n".join(lines)
 
@@ -83,8 +85,14 @@ class _Valued(argparse.Action):
     others hold; argparse then compares the unconverted text with ``choices`` (no list argument has
     them)."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, nargs: int | str | None = None,
-                 type: Callable[[str], Any] | None = None, **kwargs: Any) -> None:  # noqa: A002 - argparse's name
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        nargs: int | str | None = None,
+        type: Callable[[str], Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         shown = "/".join(option_strings) or kwargs.get("metavar") or dest
         listed = nargs not in (None, "?")
         self.convert, self.listed = type, listed
@@ -110,12 +118,14 @@ class _StoreOnce(_Valued):
     """``store`` that refuses a second value: a repeated single-valued option is a mistake, not
     "the last one wins"."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001 - argparse's signature
+    def __call__(self, parser, namespace, values, option_string=None):
         values = self._values(values)
         seen = vars(namespace).setdefault("_given", set())
         if self.dest in seen:
-            raise CkspaceError(f"{option_string or self.dest} is given twice; it takes one value "
-                               "(options that take several say so in --help)")
+            raise CkspaceError(
+                f"{option_string or self.dest} is given twice; it takes one value "
+                "(options that take several say so in --help)"
+            )
         seen.add(self.dest)
         setattr(namespace, self.dest, values)
 
@@ -123,19 +133,23 @@ class _StoreOnce(_Valued):
 class _Append(_Valued):
     """argparse's ``append``, with non-empty values."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001 - argparse's signature
+    def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), self._values(values)])
 
 
 class _Extend(_Valued):
     """argparse's ``extend``, with non-empty values."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001 - argparse's signature
+    def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *self._values(values)])
 
 
-_STRICT_ACTIONS: dict[str | None, type[argparse.Action]] = {None: _StoreOnce, "store": _StoreOnce,
-                                                             "append": _Append, "extend": _Extend}
+_STRICT_ACTIONS: dict[str | None, type[argparse.Action]] = {
+    None: _StoreOnce,
+    "store": _StoreOnce,
+    "append": _Append,
+    "extend": _Extend,
+}
 """The strict action of each argparse action that takes values (the others take none)."""
 
 
@@ -202,7 +216,7 @@ class StrictParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CkspaceError(message)
 
-    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 - argparse's signature
+    def parse_known_args(self, args=None, namespace=None):
         """argparse's, but an unknown option is named before anything else, with the option it most
         resembles: argparse reports a missing required option (or a bad value after the typo) first,
         so ``select --problm x`` would only say that --problem is required. What the parser cannot
@@ -238,8 +252,11 @@ class StrictParser(argparse.ArgumentParser):
         bare = {o.lstrip("-"): o for o in known}
         for token in tokens:
             name = token.partition("=")[0]
-            if not re.fullmatch(r"--?[A-Za-z][\w-]*", name) or name in known or \
-                    (not name.startswith("--") and name[:2] in known):
+            if (
+                not re.fullmatch(r"--?[A-Za-z][\w-]*", name)
+                or name in known
+                or (not name.startswith("--") and name[:2] in known)
+            ):
                 continue
             close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.7)
             hint = f"; did you mean {bare[close[0]]}?" if close else ""
@@ -248,29 +265,43 @@ class StrictParser(argparse.ArgumentParser):
 
 def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
     """--rules-revision: which upstream state of the validity rules (default: the newest)."""
-    parser.add_argument("--rules-revision", metavar="R",
-                        help=f"upstream state of the validity rules: {', '.join(rules_revision_names())} "
-                             f"(default: {default_rules_revision()}, the newest; `ckspace rules` lists them)")
+    parser.add_argument(
+        "--rules-revision",
+        metavar="R",
+        help=f"upstream state of the validity rules: {', '.join(rules_revision_names())} "
+        f"(default: {default_rules_revision()}, the newest; `ckspace rules` lists them)",
+    )
 
 
 def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
     """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem,
     --ck-root / --rules-only."""
     parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
-    parser.add_argument("--variant", required=variant_required, nargs="+", action="extend",
-                        help="forward, bwd_data, bwd_weight or all (one or more)")
+    parser.add_argument(
+        "--variant",
+        required=variant_required,
+        nargs="+",
+        action="extend",
+        help="forward, bwd_data, bwd_weight or all (one or more)",
+    )
     parser.add_argument("--ndim", nargs="+", action="extend", help="spatial dims (default: 1 2 3)")
     parser.add_argument("--dtype", nargs="+", action="extend", help="fp16, bf16, fp32 (default: all)")
-    parser.add_argument("--rule-set", default="full",
-                        help=f"one of {', '.join(rule_set_names())} (default: full)")
+    parser.add_argument("--rule-set", default="full", help=f"one of {', '.join(rule_set_names())} (default: full)")
     add_rules_revision_argument(parser)
     parser.add_argument("--no-cache", action="store_true", help="recompute instead of reading the cache")
-    parser.add_argument("--where", action="append", default=[], metavar="EXPR",
-                        help="filter on config fields, e.g. 'tile_m * tile_n >= 8192 and pipeline in [compv3, "
-                             "compv4]' (repeatable: all must hold)")
-    parser.add_argument("--problem", metavar="TEXT",
-                        help="only kernels that can run this convolution, e.g. "
-                             "'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
+    parser.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="filter on config fields, e.g. 'tile_m * tile_n >= 8192 and pipeline in [compv3, "
+        "compv4]' (repeatable: all must hold)",
+    )
+    parser.add_argument(
+        "--problem",
+        metavar="TEXT",
+        help="only kernels that can run this convolution, e.g. 'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'",
+    )
     add_target_arguments(parser)
 
 
@@ -286,8 +317,9 @@ def variants(values: list[str] | None) -> list[str] | None:
 
 def request_from_args(args: argparse.Namespace) -> Request:
     """The upstream-style request the space arguments describe (validated)."""
-    return Request.build(args.arch, get_rule_set(args.rule_set).name, variants(args.variant), args.ndim, args.dtype,
-                         args.rules_revision)
+    return Request.build(
+        args.arch, get_rule_set(args.rule_set).name, variants(args.variant), args.ndim, args.dtype, args.rules_revision
+    )
 
 
 def one_of(what: str, choices: tuple[str, ...]):
@@ -307,8 +339,13 @@ def add_format_argument(parser: argparse.ArgumentParser, formats: tuple[str, ...
     """--format, one of ``formats`` (the first is the default): as argparse choices, so the usage
     line shows them, a wrong one is refused before the command starts, and ``ckspace --help`` lists
     them from the parser (:func:`format_choices`)."""
-    parser.add_argument("--format", type=one_of("format", formats), choices=formats, default=formats[0],
-                        help=f"output format (default: {formats[0]}){more}")
+    parser.add_argument(
+        "--format",
+        type=one_of("format", formats),
+        choices=formats,
+        default=formats[0],
+        help=f"output format (default: {formats[0]}){more}",
+    )
 
 
 def format_choices(parser: StrictParser) -> tuple[str, ...] | None:
@@ -338,11 +375,17 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """--ck-root PATH / --rules-only: the target the command answers for (default: the CK headers
     ckspace finds; see :mod:`ckspace.core.target`)."""
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--ck-root", metavar="PATH",
-                       help=f"the CK headers of the target ({CK_ROOT_DEFAULT}): only kernels they can build, less "
-                            "the ones upstream documents as wrong")
-    which.add_argument("--rules-only", action="store_true",
-                       help="the upstream rule space, whatever CK is installed (known-wrong kernels included)")
+    which.add_argument(
+        "--ck-root",
+        metavar="PATH",
+        help=f"the CK headers of the target ({CK_ROOT_DEFAULT}): only kernels they can build, less "
+        "the ones upstream documents as wrong",
+    )
+    which.add_argument(
+        "--rules-only",
+        action="store_true",
+        help="the upstream rule space, whatever CK is installed (known-wrong kernels included)",
+    )
 
 
 def target_from_args(args: argparse.Namespace):
@@ -361,10 +404,17 @@ def space_from_args(args: argparse.Namespace, variant=None, ndim=None, dtype=Non
     Without filters it lists from the cell cache without loading pydantic, numpy or the solver."""
     from ckspace.space.space import Space
 
-    space = Space(args.arch, variant if variant is not None else variants(args.variant),
-                  ndim if ndim is not None else args.ndim, dtype if dtype is not None else args.dtype,
-                  args.rule_set, where=args.where, use_cache=not args.no_cache, rules_revision=args.rules_revision,
-                  ck=target_from_args(args))
+    space = Space(
+        args.arch,
+        variant if variant is not None else variants(args.variant),
+        ndim if ndim is not None else args.ndim,
+        dtype if dtype is not None else args.dtype,
+        args.rule_set,
+        where=args.where,
+        use_cache=not args.no_cache,
+        rules_revision=args.rules_revision,
+        ck=target_from_args(args),
+    )
     return space.for_problem(args.problem) if args.problem else space
 
 
@@ -382,8 +432,10 @@ def problems_file(value: str) -> Path:
 
 def data_set_help(kind: Kind) -> str:
     """What a CSV argument's help says about the data set names it takes (and that a file wins)."""
-    return (f"or the name of a {kind.value} data set shipped with ckspace: {', '.join(dataset_names(kind))} "
-            "(`ckspace info` describes them; an existing file of that name is read instead)")
+    return (
+        f"or the name of a {kind.value} data set shipped with ckspace: {', '.join(dataset_names(kind))} "
+        "(`ckspace info` describes them; an existing file of that name is read instead)"
+    )
 
 
 def _data_file(value: str, kind: Kind) -> Path:

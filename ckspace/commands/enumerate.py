@@ -32,10 +32,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--count", action="store_true", help="print the number of kernels")
     what.add_argument("--list", action="store_true", help="print the kernels")
-    add_format_argument(parser, FORMATS, "; with --count, json prints the count and the target as an object, "
-                                         "any other format the bare number")
-    parser.add_argument("--raw", action="store_true",
-                        help="the rule set's proposals before the validity filter (with a 'valid' field)")
+    add_format_argument(
+        parser,
+        FORMATS,
+        "; with --count, json prints the count and the target as an object, any other format the bare number",
+    )
+    parser.add_argument(
+        "--raw", action="store_true", help="the rule set's proposals before the validity filter (with a 'valid' field)"
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -43,8 +47,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     _say_target(space)
     if args.count:
         count = len(space.kernels(raw=True)) if args.raw else space.count()
-        write_report(out, args.format, {"count": count, "raw": bool(args.raw), "target": space.target.record()},
-                     lambda report: f"{report['count']}\n")
+        write_report(
+            out,
+            args.format,
+            {"count": count, "raw": bool(args.raw), "target": space.target.record()},
+            lambda report: f"{report['count']}\n",
+        )
         return 0
     if space.open and not args.raw:
         _stream(space, args.format, sys.stdout)
@@ -86,8 +94,11 @@ def _say_target(space) -> None:
     rule_space = space.for_ck(None)
     whole, here = rule_space.count(), space.count()
     if here < whole:
-        why = (f"need a newer CK than the one at {space.target.ck.include_dir} or are known to give wrong results"
-               if space.target.ck else "are known to give wrong results")
+        why = (
+            f"need a newer CK than the one at {space.target.ck.include_dir} or are known to give wrong results"
+            if space.target.ck
+            else "are known to give wrong results"
+        )
         sys.stderr.write(f"{whole - here} of the rule set's {whole} kernels {why}; --rules-only counts them\n")
 
 

@@ -9,8 +9,10 @@ from ckspace.commands.common import add_format_argument, add_space_arguments, wr
 from ckspace.core.errors import CkspaceError
 
 NAME = "explain"
-HELP = ("say why a kernel name or a partial config is or is not a kernel of the space, naming a minimal set of "
-        "rules (exit 0 a kernel of the space, 1 not valid, 3 valid but not proposed by the rule set)")
+HELP = (
+    "say why a kernel name or a partial config is or is not a kernel of the space, naming a minimal set of "
+    "rules (exit 0 a kernel of the space, 1 not valid, 3 valid but not proposed by the rule set)"
+)
 EXIT = {"member": 0, "invalid": 1, "not_proposed": 3}
 """explain's exit status per verdict (:data:`ckspace.space.explain.VERDICTS`)."""
 FORMATS = ("text", "json")
@@ -19,8 +21,13 @@ FORMATS = ("text", "json")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="a kernel name (its variant, ndim and dtype are taken from it)")
     add_space_arguments(parser, variant_required=False)
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="a field of a partial config, e.g. --set pipeline=compv4 --set tile_k=32 (repeatable)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a field of a partial config, e.g. --set pipeline=compv4 --set tile_k=32 (repeatable)",
+    )
     add_format_argument(parser, FORMATS)
 
 
@@ -50,8 +57,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             explanation = space.explain(args.name)
         else:
             fields = parse_kernel_name(args.name)  # once: its cell picks the space, its fields the configs
-            space = space_from_args(args, [fields.get("variant", "forward")], [fields.get("ndim", 2)],
-                                    [fields["dtype"]])
+            space = space_from_args(
+                args, [fields.get("variant", "forward")], [fields.get("ndim", 2)], [fields["dtype"]]
+            )
             explanation = space.explain(args.name, fields=fields)
     else:
         if not args.variant:

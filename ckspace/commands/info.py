@@ -11,8 +11,10 @@ from typing import TextIO
 from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args, write_report
 
 NAME = "info"
-HELP = ("list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
-        "training domains), shipped data sets and environment variables")
+HELP = (
+    "list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
+    "training domains), shipped data sets and environment variables"
+)
 FORMATS = ("text", "json")
 
 
@@ -41,16 +43,27 @@ def facts(target=None) -> dict:
     archs = {}
     for name in arch_names():
         arch = arch_facts(name)
-        archs[name] = {"family": arch.family, "warp_size": arch.warp_size, "lds_kb": arch.lds_capacity_kb,
-                       "dtypes": sorted(d.value for d in arch.warp_tiles)}
+        archs[name] = {
+            "family": arch.family,
+            "warp_size": arch.warp_size,
+            "lds_kb": arch.lds_capacity_kb,
+            "dtypes": sorted(d.value for d in arch.warp_tiles),
+        }
     from ckspace.core.target import resolve_target
 
     target = target if target is not None else resolve_target()
-    return {"version": __version__, "target": target.record(), "archs": archs,
-            "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
-            "rules_revisions": list(rules_revision_names()), "default_rules_revision": default_rules_revision(),
-            "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
-            "models": _models(), "datasets": _datasets(), "environment": ENVIRONMENT}
+    return {
+        "version": __version__,
+        "target": target.record(),
+        "archs": archs,
+        "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
+        "rules_revisions": list(rules_revision_names()),
+        "default_rules_revision": default_rules_revision(),
+        "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
+        "models": _models(),
+        "datasets": _datasets(),
+        "environment": ENVIRONMENT,
+    }
 
 
 def _models() -> dict[str, dict]:
@@ -60,9 +73,15 @@ def _models() -> dict[str, dict]:
     out = {}
     for cell, card in shipped_models().items():
         cv = card.cross_validation.get("model", {})
-        out[cell] = {"objective": card.objective, "kernels": len(card.kernels), "problems": card.problems,
-                     "cv_mean": cv.get("mean"), "cv_p10": cv.get("p10"), "data": sorted(card.data),
-                     "domain": card.domain.model_dump(mode="json") if card.domain else None}
+        out[cell] = {
+            "objective": card.objective,
+            "kernels": len(card.kernels),
+            "problems": card.problems,
+            "cv_mean": cv.get("mean"),
+            "cv_p10": cv.get("p10"),
+            "data": sorted(card.data),
+            "domain": card.domain.model_dump(mode="json") if card.domain else None,
+        }
     return out
 
 
@@ -70,8 +89,17 @@ def _datasets() -> dict[str, dict]:
     """The shipped data sets: what each is, its rows, source and sha256, and where it is installed."""
     from ckspace.core.datasets import DATASETS
 
-    return {name: {"kind": d.kind.value, "rows": d.rows, "what": d.what, "source": d.source, "sha256": d.sha256,
-                   "path": str(d.path)} for name, d in DATASETS.items()}
+    return {
+        name: {
+            "kind": d.kind.value,
+            "rows": d.rows,
+            "what": d.what,
+            "source": d.source,
+            "sha256": d.sha256,
+            "path": str(d.path),
+        }
+        for name, d in DATASETS.items()
+    }
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -81,19 +109,28 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _text(report: dict) -> str:
     lines = [f"ckspace {report['version']}", f"target: {report['target']['note']}", "archs:"]
-    lines += [f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
-              f"dtypes {', '.join(arch['dtypes']) or 'none'}" for name, arch in report["archs"].items()]
+    lines += [
+        f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
+        f"dtypes {', '.join(arch['dtypes']) or 'none'}"
+        for name, arch in report["archs"].items()
+    ]
     lines.append("rule sets:")
     lines += [f"  {name}: {summary}" for name, summary in report["rule_sets"].items()]
-    lines += [f"rules revisions: {', '.join(report['rules_revisions'])} (default {report['default_rules_revision']})",
-              "config fields:"]
+    lines += [
+        f"rules revisions: {', '.join(report['rules_revisions'])} (default {report['default_rules_revision']})",
+        "config fields:",
+    ]
     lines += [f"  {name}: {f['domain']} ({f['doc']})" for name, f in report["fields"].items()]
-    lines.append("models (every other cell ranks by the analytical performance model; a kernel or problem outside a "
-                 "model's domain is extrapolated):")
+    lines.append(
+        "models (every other cell ranks by the analytical performance model; a kernel or problem outside a "
+        "model's domain is extrapolated):"
+    )
     for cell, model in report["models"].items():
         lines += _model_lines(cell, model)
-    lines.append("data sets (a name works where a command takes a CSV: train/evaluate --data for measurements, "
-                 "plan/bench --problems for problems; an existing file of the same name is read instead):")
+    lines.append(
+        "data sets (a name works where a command takes a CSV: train/evaluate --data for measurements, "
+        "plan/bench --problems for problems; an existing file of the same name is read instead):"
+    )
     for name, data in report["datasets"].items():
         lines += [f"  {name}: {data['kind']}, {data['rows']:,} rows: {data['what']}", f"    source: {data['source']}"]
     lines.append("environment:")
@@ -103,9 +140,11 @@ def _text(report: dict) -> str:
 
 def _model_lines(cell: str, model: dict) -> list[str]:
     """A shipped model: what it is, how it did, and its training domain."""
-    lines = [f"  {cell}: {model['objective']} on {model['problems']} problems x {model['kernels']} kernels "
-             f"({', '.join(model['data'])}), cross-validated mean {model['cv_mean']:.2f} %, "
-             f"P10 {model['cv_p10']:.2f} %"]
+    lines = [
+        f"  {cell}: {model['objective']} on {model['problems']} problems x {model['kernels']} kernels "
+        f"({', '.join(model['data'])}), cross-validated mean {model['cv_mean']:.2f} %, "
+        f"P10 {model['cv_p10']:.2f} %"
+    ]
     domain = model["domain"]
     if domain is None:
         return [*lines, "    no training domain recorded: retrain it"]

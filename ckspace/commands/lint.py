@@ -29,15 +29,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     tabled = [r for r in rule_set_names() if get_rule_set(r).has_table]  # lint reads proposal tables
     rule_sets = _unique(get_rule_set(r).name for r in args.rule_set or tabled)
     if any(not get_rule_set(r).has_table for r in rule_sets):
-        raise InvalidChoiceError("rule set to lint", next(r for r in rule_sets if not get_rule_set(r).has_table),
-                                 tabled)
+        raise InvalidChoiceError(
+            "rule set to lint", next(r for r in rule_sets if not get_rule_set(r).has_table), tabled
+        )
     archs = _unique(parse_arch(a) for a in args.arch or arch_names())
     revision = rules_revision(args.rules_revision).name
     from ckspace.constraints.lint import lint  # deferred: numpy
 
     findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch, revision)]
-    write_report(out, args.format, [f.model_dump() for f in findings],
-                 lambda _: _text(findings, revision, rule_sets, archs), indent=1)
+    write_report(
+        out,
+        args.format,
+        [f.model_dump() for f in findings],
+        lambda _: _text(findings, revision, rule_sets, archs),
+        indent=1,
+    )
     return 1 if args.strict and findings else 0
 
 

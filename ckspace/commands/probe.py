@@ -38,9 +38,14 @@ LOCATION = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal )?
 def configure(parser: argparse.ArgumentParser) -> None:
     add_space_arguments(parser, variant_required=False)
     parser.set_defaults(rule_set="open")
-    parser.add_argument("--sample", type=int, required=True, metavar="N",
-                        help="configs to compile, spread evenly over the cells, uniform inside each "
-                             f"(1 to {SAMPLE_LIMIT:,}; a space holding fewer gives all it holds)")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        required=True,
+        metavar="N",
+        help="configs to compile, spread evenly over the cells, uniform inside each "
+        f"(1 to {SAMPLE_LIMIT:,}; a space holding fewer gives all it holds)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     parser.add_argument("--out", type=Path, required=True, help="directory for the emitted tree, build and probe.json")
     parser.add_argument("--jobs", type=int, default=1, help="parallel compiles (default: 1)")
@@ -71,15 +76,15 @@ def signature(error: str) -> tuple[str, str]:
     if match is None:
         return "", _words(error.strip())
     path = match["file"]
-    path = path[path.index("ck_tile/"):] if "ck_tile/" in path else Path(path).name
+    path = path[path.index("ck_tile/") :] if "ck_tile/" in path else Path(path).name
     return f"{path}:{match['line']}", _words(match["text"])
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.files import write_atomic
-    from ckspace.emit.emitter import emit
     from ckspace.build.builder import build, stderr_is_terminal
     from ckspace.core.ck_headers import find_revision
+    from ckspace.core.files import write_atomic
+    from ckspace.emit.emitter import emit
     from ckspace.space.listing import Kernel
 
     if not 1 <= args.sample <= SAMPLE_LIMIT:
@@ -96,26 +101,53 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         for config in one.sample(per_cell, seed=args.seed, stratify_by=()):
             kernels.append(Kernel(request.arch, cell, False, config.row(), True))
     request = space.requests[0]
-    emitted = emit(kernels, args.out, revision, arch=request.arch,
-                   request={"probe": True, "rule_set": request.rule_set, "sample": args.sample, "seed": args.seed,
-                            "cells": [cell.label() for _, cell in cells], "where": list(args.where)})
-    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_root,
-                   progress=stderr_is_terminal())
+    emitted = emit(
+        kernels,
+        args.out,
+        revision,
+        arch=request.arch,
+        request={
+            "probe": True,
+            "rule_set": request.rule_set,
+            "sample": args.sample,
+            "seed": args.seed,
+            "cells": [cell.label() for _, cell in cells],
+            "where": list(args.where),
+        },
+    )
+    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_root, progress=stderr_is_terminal())
     by_name = {k.name: k for k in kernels}
     groups: dict[tuple[str, str], list[str]] = {}
     for kernel in report.kernels:
         if kernel.status == "failed":
             groups.setdefault(signature(kernel.error or ""), []).append(kernel.name)
-    findings = [{"where": where, "error": text, "count": len(names), "kernels": sorted(names),
-                 "fields": [by_name[n].record() for n in sorted(names)[:3] if n in by_name]}
-                for (where, text), names in sorted(groups.items(), key=lambda item: -len(item[1]))]
-    summary = {"arch": request.arch, "rule_set": request.rule_set, "ck_revision": revision.label,
-               "sampled": len(kernels), "emitted": len(emitted.manifest.kernels),
-               "excluded_by_ck_rules": len(emitted.manifest.excluded), "compiled_ok": report.ok,
-               "rejected": report.failed, "seconds": report.seconds, "groups": findings}
+    findings = [
+        {
+            "where": where,
+            "error": text,
+            "count": len(names),
+            "kernels": sorted(names),
+            "fields": [by_name[n].record() for n in sorted(names)[:3] if n in by_name],
+        }
+        for (where, text), names in sorted(groups.items(), key=lambda item: -len(item[1]))
+    ]
+    summary = {
+        "arch": request.arch,
+        "rule_set": request.rule_set,
+        "ck_revision": revision.label,
+        "sampled": len(kernels),
+        "emitted": len(emitted.manifest.kernels),
+        "excluded_by_ck_rules": len(emitted.manifest.excluded),
+        "compiled_ok": report.ok,
+        "rejected": report.failed,
+        "seconds": report.seconds,
+        "groups": findings,
+    }
     write_atomic(args.out / REPORT, (json.dumps(summary, indent=1) + "\n").encode())
-    out.write(f"{len(kernels)} sampled, {report.ok} compiled, {report.failed} rejected by the compiler "
-              f"in {report.seconds} s (CK {revision.label})\n")
+    out.write(
+        f"{len(kernels)} sampled, {report.ok} compiled, {report.failed} rejected by the compiler "
+        f"in {report.seconds} s (CK {revision.label})\n"
+    )
     for finding in findings:
         out.write(f"{finding['count']:4d}  {finding['where'] or '?'}: {finding['error']}\n")
         out.write(f"      e.g. {finding['kernels'][0]}\n")

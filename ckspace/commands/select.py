@@ -34,16 +34,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
     parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
     parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
-    parser.add_argument("--problem", required=True, metavar="TEXT",
-                        help="the convolution, e.g. 'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'")
+    parser.add_argument(
+        "--problem",
+        required=True,
+        metavar="TEXT",
+        help="the convolution, e.g. 'N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1'",
+    )
     registry = parser.add_mutually_exclusive_group()
-    registry.add_argument("--candidates", type=Path, metavar="PATH",
-                          help="the registry: a file of kernel names (ckspace or tile-engine benchmark names, one "
-                               "per line, '#' comments), a build manifest (JSON with a 'kernels' list) or a tree "
-                               "ckspace emit wrote (its manifest.json); default: the GEMM kernels of rule set full "
-                               "in the target")
-    registry.add_argument("--rule-set", help="the registry: every GEMM kernel of this rule set in the target for "
-                                             "the problem's cell (default: full)")
+    registry.add_argument(
+        "--candidates",
+        type=Path,
+        metavar="PATH",
+        help="the registry: a file of kernel names (ckspace or tile-engine benchmark names, one "
+        "per line, '#' comments), a build manifest (JSON with a 'kernels' list) or a tree "
+        "ckspace emit wrote (its manifest.json); default: the GEMM kernels of rule set full "
+        "in the target",
+    )
+    registry.add_argument(
+        "--rule-set",
+        help="the registry: every GEMM kernel of this rule set in the target for the problem's cell (default: full)",
+    )
     add_target_arguments(parser)
     parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="how many to list (default: 5)")
@@ -82,8 +92,10 @@ def of_cell(candidates: list, selector, path: Path) -> list:
     mine = [c for c in candidates if (c.variant, c.dtype) == (selector.variant, selector.dtype)]
     if not mine:
         held = sorted({f"{c.variant.value} {c.dtype.value}" for c in candidates})
-        raise CkspaceError(f"--candidates {path}: no {selector.variant.value} {selector.dtype.value} kernel "
-                           f"(it holds {', '.join(held)})")
+        raise CkspaceError(
+            f"--candidates {path}: no {selector.variant.value} {selector.dtype.value} kernel "
+            f"(it holds {', '.join(held)})"
+        )
     return mine
 
 
@@ -100,48 +112,79 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from ckspace.space.space import Space
 
         space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full", ck=target)
-        space.refuse_beyond(CANDIDATE_LIMIT, "select ranks",
-                            f"a rule set with a table ({table_rule_sets()}) or --candidates FILE")
+        space.refuse_beyond(
+            CANDIDATE_LIMIT, "select ranks", f"a rule set with a table ({table_rule_sets()}) or --candidates FILE"
+        )
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
     if args.candidates:
         candidates = of_cell(read_candidates(args.candidates, selector.arch), selector, args.candidates)
     else:
         candidates = [c for c in space if c.kind == "gemm"]
         if not candidates:
-            raise CkspaceError(f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
-                               f"set {args.rule_set or 'full'} for {selector.arch} in the target "
-                               f"({selector.target.describe().removeprefix('target: ')})")
+            raise CkspaceError(
+                f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
+                f"set {args.rule_set or 'full'} for {selector.arch} in the target "
+                f"({selector.target.describe().removeprefix('target: ')})"
+            )
     try:
         selection = selector.select(problem, candidates, k=args.top)
     except NoKernelError as exc:
         if args.format != "json":
             raise
         # JSON readers get an answer too: no pick, why, and the target (exit 1, as in text)
-        out.write(json_text({"pick": None, "no_kernel": str(exc), "blocking": exc.blocking,
-                             "candidates": len(candidates), "target": selector.target.record()}))
+        out.write(
+            json_text(
+                {
+                    "pick": None,
+                    "no_kernel": str(exc),
+                    "blocking": exc.blocking,
+                    "candidates": len(candidates),
+                    "target": selector.target.record(),
+                }
+            )
+        )
         return 1
-    report = {"pick": selection.pick, "family": selection.family,
-              "top": [{"name": r.name, "family": r.family, "score": r.score, "predicted_tflops": r.predicted_tflops,
-                       "source": r.source, "config": r.config.fields()} for r in selection.top],
-              "source": selection.source, "pick_source": selection.pick_source, "feasible": selection.feasible,
-              "fallbacks": selection.fallbacks, "candidates": selection.candidates,
-              "target": selector.target.record()}
+    report = {
+        "pick": selection.pick,
+        "family": selection.family,
+        "top": [
+            {
+                "name": r.name,
+                "family": r.family,
+                "score": r.score,
+                "predicted_tflops": r.predicted_tflops,
+                "source": r.source,
+                "config": r.config.fields(),
+            }
+            for r in selection.top
+        ],
+        "source": selection.source,
+        "pick_source": selection.pick_source,
+        "feasible": selection.feasible,
+        "fallbacks": selection.fallbacks,
+        "candidates": selection.candidates,
+        "target": selector.target.record(),
+    }
     write_report(out, args.format, report, _text)
     return 0
 
 
 def _text(report: dict) -> str:
     through = f" ({report['fallbacks']} through a narrower-vector variant)" if report["fallbacks"] else ""
-    lines = [f"target: {report['target']['note']}",
-             f"{report['feasible']} of {report['candidates']} candidates can run the problem{through}",
-             "TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
-             "training domain, why below) or [analytical]"]
+    lines = [
+        f"target: {report['target']['note']}",
+        f"{report['feasible']} of {report['candidates']} candidates can run the problem{through}",
+        "TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
+        "training domain, why below) or [analytical]",
+    ]
     for rank, ranked in enumerate(report["top"], 1):  # each row says what its numbers come from (no model:
         # the analytical model, which Selector.load has warned of once on stderr)
         stands_for = f"  (vector fallback of {ranked['family']})" if ranked["family"] else ""
         source, _, why = ranked["source"].partition(": ")
-        lines.append(f"{rank:>2}  {ranked['predicted_tflops']:9.2f} TFLOPS  score {ranked['score']:7.3f}  "
-                     f"[{source}]  {ranked['name']}{stands_for}")
+        lines.append(
+            f"{rank:>2}  {ranked['predicted_tflops']:9.2f} TFLOPS  score {ranked['score']:7.3f}  "
+            f"[{source}]  {ranked['name']}{stands_for}"
+        )
         if why:
             lines.append(f"      extrapolated: {why}")
     return "".join(f"{line}\n" for line in lines)

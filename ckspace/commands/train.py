@@ -40,36 +40,59 @@ HELP = "train LightGBM kernel-selection models on measurement CSVs (ckspace benc
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """--data, --arch, --variant, --dtype, --folds, --seed, --threads (shared with evaluate)."""
-    parser.add_argument("--data", nargs="+", required=True, metavar="CSV", type=measurements_file,
-                        help="measurement CSV file(s): ckspace bench's (cells in columns) or tile-engine's, "
-                             + data_set_help(Kind.MEASUREMENTS))
-    parser.add_argument("--arch", help="only the cells of this GPU target; for tile-engine CSVs, the target they "
-                                       "were measured on (required unless every such file name says it: "
-                                       "benchmark_<variant>_<n>_<dtype>_<arch>.csv)")
-    parser.add_argument("--variant", help="only the cells of forward, bwd_data or bwd_weight (default: every "
-                                          "variant in the data)")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        required=True,
+        metavar="CSV",
+        type=measurements_file,
+        help="measurement CSV file(s): ckspace bench's (cells in columns) or tile-engine's, "
+        + data_set_help(Kind.MEASUREMENTS),
+    )
+    parser.add_argument(
+        "--arch",
+        help="only the cells of this GPU target; for tile-engine CSVs, the target they "
+        "were measured on (required unless every such file name says it: "
+        "benchmark_<variant>_<n>_<dtype>_<arch>.csv)",
+    )
+    parser.add_argument(
+        "--variant", help="only the cells of forward, bwd_data or bwd_weight (default: every variant in the data)"
+    )
     parser.add_argument("--dtype", help="only the cells of fp16, bf16 or fp32 (default: every dtype in the data)")
-    parser.add_argument("--folds", type=int, default=None,
-                        help="cross-validation folds, grouped by shape (default: 5, or the number of distinct "
-                             "shapes when the data hold fewer; at least 2 shapes are needed)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the fold split and of LightGBM, 0 to 2^31-1 (default: 0)")
-    parser.add_argument("--threads", metavar="N",
-                        help="threads LightGBM may use to fit and predict, 1 to 1024 (default: the CPUs this "
-                             "process may run on, at most 4: more threads than cores oversubscribe and slow "
-                             "every fit on a loaded machine, and these small data sets gain little beyond "
-                             "about 4); the figures and the trees do not depend on it")
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=None,
+        help="cross-validation folds, grouped by shape (default: 5, or the number of distinct "
+        "shapes when the data hold fewer; at least 2 shapes are needed)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the fold split and of LightGBM, 0 to 2^31-1 (default: 0)"
+    )
+    parser.add_argument(
+        "--threads",
+        metavar="N",
+        help="threads LightGBM may use to fit and predict, 1 to 1024 (default: the CPUs this "
+        "process may run on, at most 4: more threads than cores oversubscribe and slow "
+        "every fit on a loaded machine, and these small data sets gain little beyond "
+        "about 4); the figures and the trees do not depend on it",
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
-    parser.add_argument("--out", required=True,
-                        help="the model directory when the data hold one cell (replaced atomically; a non-empty "
-                             "directory that is not a ckspace model is refused); with several cells, the root of "
-                             "OUT/<arch>/<variant>_<dtype>/, one model directory per cell")
-    parser.add_argument("--force", action="store_true",
-                        help="write into a non-empty model directory that is not a model (only the model files "
-                             "change)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="the model directory when the data hold one cell (replaced atomically; a non-empty "
+        "directory that is not a ckspace model is refused); with several cells, the root of "
+        "OUT/<arch>/<variant>_<dtype>/, one model directory per cell",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a non-empty model directory that is not a model (only the model files change)",
+    )
 
 
 def check_data_arguments(args: argparse.Namespace) -> None:
@@ -106,8 +129,12 @@ def parse_threads(text: str | None) -> int:
         raise InvalidInputError(f"--threads {text!r}: give a whole number of threads, 1 to {MAX_THREADS}")
     cores = available_cpus()
     if value > cores:
-        log.warning("--threads %d is more than the %d CPUs this process may run on: the threads will "
-                    "oversubscribe them, which is slower", value, cores)
+        log.warning(
+            "--threads %d is more than the %d CPUs this process may run on: the threads will "
+            "oversubscribe them, which is slower",
+            value,
+            cores,
+        )
     return value
 
 
@@ -164,35 +191,55 @@ def model_targets(out: Path, cells: Sequence[DataCell]) -> list[Path]:
     if len(cells) == 1:
         return [out]
     if (out / CARD_FILE).is_file():
-        raise InvalidInputError(f"--out {str(out)!r} is the model directory of one cell, but the data hold "
-                                f"{len(cells)} cells ({'; '.join(c.text() for c in cells)}): give a new directory "
-                                "for one model per cell, or --arch/--variant/--dtype to pick one cell")
+        raise InvalidInputError(
+            f"--out {str(out)!r} is the model directory of one cell, but the data hold "
+            f"{len(cells)} cells ({'; '.join(c.text() for c in cells)}): give a new directory "
+            "for one model per cell, or --arch/--variant/--dtype to pick one cell"
+        )
     return [out / cell.model_subdir() for cell in cells]
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
+    from ckspace.select.store import check_model_target
     from ckspace.training.dataset import load_cells
     from ckspace.training.evaluation import choose_folds
     from ckspace.training.metrics import table
-    from ckspace.select.store import check_model_target
     from ckspace.training.trainer import train_model, training_steps
 
     check_data_arguments(args)
     target = output_path(args.out, "--out")
     cells = load_cells(args.data, args.arch, args.variant, args.dtype)
     targets = model_targets(target, [data.cell for data in cells])
-    for data, directory in zip(cells, targets):  # every refusal before the first fit
+    for data, directory in zip(cells, targets, strict=True):  # every refusal before the first fit
         check_model_target(directory, args.force)
         choose_folds(data, args.folds)
-    for data, directory in zip(cells, targets):
-        command = shlex.join(["ckspace", "train", "--data", *map(argument_text, args.data), "--arch", data.arch,
-                              "--variant", data.variant.value, "--dtype", data.dtype.value,
-                              *(["--folds", str(args.folds)] if args.folds is not None else []),
-                              "--seed", str(args.seed), "--threads", str(args.threads), "--out", str(directory)])
+    for data, directory in zip(cells, targets, strict=True):
+        command = shlex.join(
+            [
+                "ckspace",
+                "train",
+                "--data",
+                *map(argument_text, args.data),
+                "--arch",
+                data.arch,
+                "--variant",
+                data.variant.value,
+                "--dtype",
+                data.dtype.value,
+                *(["--folds", str(args.folds)] if args.folds is not None else []),
+                "--seed",
+                str(args.seed),
+                "--threads",
+                str(args.threads),
+                "--out",
+                str(directory),
+            ]
+        )
         with fit_progress(data.cell.text(), training_steps(choose_folds(data, args.folds))) as progress:
-            card, cv = train_model(data, directory, args.folds, args.seed, command, args.force,
-                                   num_threads=args.threads, progress=progress)
+            card, cv = train_model(
+                data, directory, args.folds, args.seed, command, args.force, num_threads=args.threads, progress=progress
+            )
         out.write(f"{data.cell.text()}: {card.cleaning}\n{card.objective_choice}\n{table(cv.scores, cv.objective)}")
         out.write(f"model written to {directory}\n")
     return 0

@@ -35,11 +35,11 @@ def arch_check_rules(cell: GemmCell) -> tuple[Rule, ...]:
     )
 
 
-def _step(step: int, helper: str, name: str, expr: Expr, text: str, reads: Iterable[TableValue] = (),
-          quirk: str | None = None) -> Rule:
+def _step(
+    step: int, helper: str, name: str, expr: Expr, text: str, reads: Iterable[TableValue] = (), quirk: str | None = None
+) -> Rule:
     """A rule of step ``step``, which calls upstream's ``helper``."""
-    return Rule(name, Predicate.IS_VALID_FOR_ARCH, expr, text, f"{FOR_ARCH} step {step}: {helper}", quirk,
-                tuple(reads))
+    return Rule(name, Predicate.IS_VALID_FOR_ARCH, expr, text, f"{FOR_ARCH} step {step}: {helper}", quirk, tuple(reads))
 
 
 def _blocked(by_variant: dict[str, list[str]]) -> str:
@@ -52,45 +52,71 @@ def _blocked(by_variant: dict[str, list[str]]) -> str:
 
 def _trait_combo(cell: GemmCell) -> Rule:
     invalid = cell.revised("validity", "trait_invalid_combos")
-    return _step(1, "codegen_common.py TraitConfigBase.is_valid", "trait_combo",
-                 Not(in_table(TRAIT, trait_rows(invalid.value))), f"no {combos(invalid.value)}", [invalid])
+    return _step(
+        1,
+        "codegen_common.py TraitConfigBase.is_valid",
+        "trait_combo",
+        Not(in_table(TRAIT, trait_rows(invalid.value))),
+        f"no {combos(invalid.value)}",
+        [invalid],
+    )
 
 
 def _streamk_variant(cell: GemmCell) -> Rule:
     streamk = cell.for_arch("streamk_variants")
-    return _step(2, f"{FULL_RULES} is_streamk_valid_for_variant", "streamk_variant",
-                 TRUE if cell.variant.value in streamk.value else F("streamk_enabled").eq(0),
-                 f"stream-K is only for {or_words(streamk.value)}", [streamk])
+    return _step(
+        2,
+        f"{FULL_RULES} is_streamk_valid_for_variant",
+        "streamk_variant",
+        TRUE if cell.variant.value in streamk.value else F("streamk_enabled").eq(0),
+        f"stream-K is only for {or_words(streamk.value)}",
+        [streamk],
+    )
 
 
 def _pipeline_variant(cell: GemmCell) -> Rule:
     blocked = cell.for_arch("blocked_pipelines_by_variant")
     pipelines = blocked.value.get(cell.variant.value, [])
-    return _step(3, f"{FULL_RULES} is_valid_pipeline_for_variant", "pipeline_variant",
-                 Not(F("pipeline").isin(Pipeline.codes_of(pipelines))) if pipelines else TRUE,
-                 _blocked(blocked.value), [blocked])
+    return _step(
+        3,
+        f"{FULL_RULES} is_valid_pipeline_for_variant",
+        "pipeline_variant",
+        Not(F("pipeline").isin(Pipeline.codes_of(pipelines))) if pipelines else TRUE,
+        _blocked(blocked.value),
+        [blocked],
+    )
 
 
 def _vec_parity(cell: GemmCell) -> Rule:
     odd = cell.for_arch("vector_width_rule", "odd_allowed")
-    return _step(4, f"{FULL_RULES} check_vectors", "vec_parity",
-                 all_of(*(any_of(v.isin(odd.value), (v % 2).eq(0)) for v in (F("vec_a"), F("vec_b"), F("vec_c")))),
-                 f"every vector width is even or {or_words(odd.value)}", [odd])
+    return _step(
+        4,
+        f"{FULL_RULES} check_vectors",
+        "vec_parity",
+        all_of(*(any_of(v.isin(odd.value), (v % 2).eq(0)) for v in (F("vec_a"), F("vec_b"), F("vec_c")))),
+        f"every vector width is even or {or_words(odd.value)}",
+        [odd],
+    )
 
 
 def _wave_combo(cell: GemmCell) -> Rule:
     wave_combos = cell.wave_combos
-    return _step(5, "arch_specs_generated.py WARP_SUPPORTED_COMBINATIONS", "wave_combo",
-                 in_table(WAVE, wave_combos.value),
-                 f"(wave_m, wave_n, wave_k) is one of {cell.arch}'s wave combos: {shapes(wave_combos.value)}",
-                 [wave_combos])
+    return _step(
+        5,
+        "arch_specs_generated.py WARP_SUPPORTED_COMBINATIONS",
+        "wave_combo",
+        in_table(WAVE, wave_combos.value),
+        f"(wave_m, wave_n, wave_k) is one of {cell.arch}'s wave combos: {shapes(wave_combos.value)}",
+        [wave_combos],
+    )
 
 
 def _wmma_instance(cell: GemmCell) -> tuple[Rule, ...]:
     """Step 6: what upstream's WMMA instances (the archs of one warp size) need of the warp tile."""
     wmma_size = cell.for_arch("wmma", "applies_to_warp_size")
-    k_floor, exempt, untagged = (cell.for_arch("wmma", key) for key in
-                                 ("min_warp_tile_k_unless_float", "exempt_dtype", "untagged_dtype"))
+    k_floor, exempt, untagged = (
+        cell.for_arch("wmma", key) for key in ("min_warp_tile_k_unless_float", "exempt_dtype", "untagged_dtype")
+    )
     forbidden_m = cell.for_arch("wmma", "forbidden_warp_tile_m")
     is_wmma = cell.w == wmma_size.value
     tag_exempt = cell.dtype.value == exempt.value
@@ -105,15 +131,26 @@ def _wmma_instance(cell: GemmCell) -> tuple[Rule, ...]:
     step = partial(_step, 6, f"{DEFAULT_RULES} check_wmma_instance")
     on_wmma = f"on warp-size-{wmma_size.value} archs"
     return (
-        step("wmma_warp_tile_k", wmma_k,
-             f"{on_wmma} warp_tile_k >= {k_floor.value} unless the config's dtype tag is '{exempt.value}' "
-             f"(untagged configs count as '{untagged.value}')",
-             [cell.warp_size_rule, wmma_size, k_floor, exempt, untagged], quirk="14.3"),
-        step("wmma_k_coverage", (F("wave_k") * F("warp_tile_k") <= F("tile_k")) if is_wmma else TRUE,
-             f"{on_wmma} wave_k x warp_tile_k <= tile_k", [cell.warp_size_rule, wmma_size]),
-        step("wmma_warp_tile_m", Not(F("warp_tile_m").isin(forbidden_m.value)) if is_wmma else TRUE,
-             f"{on_wmma} warp_tile_m is not {or_words(forbidden_m.value)}",
-             [cell.warp_size_rule, wmma_size, forbidden_m]),
+        step(
+            "wmma_warp_tile_k",
+            wmma_k,
+            f"{on_wmma} warp_tile_k >= {k_floor.value} unless the config's dtype tag is '{exempt.value}' "
+            f"(untagged configs count as '{untagged.value}')",
+            [cell.warp_size_rule, wmma_size, k_floor, exempt, untagged],
+            quirk="14.3",
+        ),
+        step(
+            "wmma_k_coverage",
+            (F("wave_k") * F("warp_tile_k") <= F("tile_k")) if is_wmma else TRUE,
+            f"{on_wmma} wave_k x warp_tile_k <= tile_k",
+            [cell.warp_size_rule, wmma_size],
+        ),
+        step(
+            "wmma_warp_tile_m",
+            Not(F("warp_tile_m").isin(forbidden_m.value)) if is_wmma else TRUE,
+            f"{on_wmma} warp_tile_m is not {or_words(forbidden_m.value)}",
+            [cell.warp_size_rule, wmma_size, forbidden_m],
+        ),
     )
 
 
@@ -123,15 +160,25 @@ def _tile_coverage(cell: GemmCell) -> tuple[Rule, ...]:
     cover = F("pipeline").isin(Pipeline.codes_of(coverage.value))
     block = cell.w * F("wave_m") * F("wave_n") * F("wave_k")
     return tuple(
-        _step(7, f"{DEFAULT_RULES} check_tile_coverage", f"compv6_coverage_{side}",
-              implies(cover, F(dim) * F("tile_k") >= block * F(vec)),
-              f"{or_words(coverage.value)}: {dim} x tile_k covers one {vec} load per thread "
-              f"({cell.w} x waves threads)", [cell.warp_size_rule, coverage])
-        for side, dim, vec in (("a", "tile_m", "vec_a"), ("b", "tile_n", "vec_b")))
+        _step(
+            7,
+            f"{DEFAULT_RULES} check_tile_coverage",
+            f"compv6_coverage_{side}",
+            implies(cover, F(dim) * F("tile_k") >= block * F(vec)),
+            f"{or_words(coverage.value)}: {dim} x tile_k covers one {vec} load per thread ({cell.w} x waves threads)",
+            [cell.warp_size_rule, coverage],
+        )
+        for side, dim, vec in (("a", "tile_m", "vec_a"), ("b", "tile_n", "vec_b"))
+    )
 
 
 def _streamk_wave32(cell: GemmCell) -> Rule:
     no_streamk = cell.for_arch("streamk_forbidden_warp_size")
-    return _step(8, f"{DEFAULT_RULES} check_wmma_native_warp_tile", "streamk_wave32",
-                 F("streamk_enabled").eq(0) if cell.w == no_streamk.value else TRUE,
-                 f"no stream-K on warp-size-{no_streamk.value} archs", [cell.warp_size_rule, no_streamk])
+    return _step(
+        8,
+        f"{DEFAULT_RULES} check_wmma_native_warp_tile",
+        "streamk_wave32",
+        F("streamk_enabled").eq(0) if cell.w == no_streamk.value else TRUE,
+        f"no stream-K on warp-size-{no_streamk.value} archs",
+        [cell.warp_size_rule, no_streamk],
+    )

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.core.cells import Cell, CellResult, Request
 from ckspace.core.cachefiles import clear_folder, folder_info, read_entry, write_entry
+from ckspace.core.cells import Cell, CellResult, Request
 from ckspace.core.files import cache_dir, sha256
 from ckspace.core.tables import tables_hash
 
@@ -105,7 +105,9 @@ def _payload(path: Path, key: dict[str, Any]) -> Any:
         raise ValueError("JSON nested too deeply") from None
 
 
-def load_flags(request: Request, cell: Cell, target: str, sizes: tuple[int, int]) -> tuple[list[bool], list[bool]] | None:
+def load_flags(
+    request: Request, cell: Cell, target: str, sizes: tuple[int, int]
+) -> tuple[list[bool], list[bool]] | None:
     """A target's validity flags of a cell (GEMM, depthwise), cached under the target's key
     (:attr:`~ckspace.core.target.Target.cache_key`); the rows are the rule space's entry's, so a
     target listing reads its rows once. None when absent, stale, corrupt or not of ``sizes``."""
@@ -126,8 +128,10 @@ def load_flags(request: Request, cell: Cell, target: str, sizes: tuple[int, int]
 
 def store_flags(request: Request, cell: Cell, target: str, gemm: list[bool], depthwise: list[bool]) -> None:
     """Write a target's validity flags of a cell (see :func:`load_flags`)."""
-    _write(cell_key(request, cell, target), {"gemm_valid": [int(v) for v in gemm],
-                                            "depthwise_valid": [int(v) for v in depthwise]})
+    _write(
+        cell_key(request, cell, target),
+        {"gemm_valid": [int(v) for v in gemm], "depthwise_valid": [int(v) for v in depthwise]},
+    )
 
 
 def _ints(values: object) -> list[int]:
@@ -161,10 +165,15 @@ def clear() -> int:
 
 def store(request: Request, cell: Cell, result: CellResult) -> None:
     """Write one cell atomically (temporary file in the same folder, then rename)."""
-    _write(cell_key(request, cell), {
-        "gemm": result.gemm, "gemm_valid": [int(v) for v in result.gemm_valid],
-        "depthwise": result.depthwise, "depthwise_valid": [int(v) for v in result.depthwise_valid],
-    })
+    _write(
+        cell_key(request, cell),
+        {
+            "gemm": result.gemm,
+            "gemm_valid": [int(v) for v in result.gemm_valid],
+            "depthwise": result.depthwise,
+            "depthwise_valid": [int(v) for v in result.depthwise_valid],
+        },
+    )
 
 
 def _write(key: dict[str, Any], content: dict[str, Any]) -> None:

@@ -54,8 +54,10 @@ def to_c(expr: Expr, field: Callable[[str], str], param: Callable[[str], str]) -
             return f"({go(node.left)} {node.op} {go(node.right)})"
         if isinstance(node, In):
             items = [go(item) for item in node.items]
-            rows = [" && ".join(f"{item} == INT64_C({value})" for item, value in zip(items, row))
-                    for row in sorted(node.table)]
+            rows = [
+                " && ".join(f"{item} == INT64_C({value})" for item, value in zip(items, row, strict=True))
+                for row in sorted(node.table)
+            ]
             return "(" + " || ".join(f"({row})" for row in rows) + ")" if rows else "0"
         if isinstance(node, Lookup):
             key = go(node.key)

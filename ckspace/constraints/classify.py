@@ -49,8 +49,9 @@ def satisfies_all(rules: Sequence[Rule], rows: list[tuple[int, ...]], field_name
     return ok.tolist()
 
 
-def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
-                    field_names: Sequence[str]) -> dict[Predicate, np.ndarray]:
+def predicate_masks(
+    rules: Iterable[Rule], rows: Sequence[Sequence[int]], field_names: Sequence[str]
+) -> dict[Predicate, np.ndarray]:
     """For each predicate, a bool array: True where a row satisfies every rule of it."""
     out: dict[Predicate, np.ndarray] = {}
     cols = columns(rows, field_names)
@@ -61,8 +62,9 @@ def predicate_masks(rules: Iterable[Rule], rows: Sequence[Sequence[int]],
     return out
 
 
-def classify_group(arch: str, variant: Variant, dtype: Dtype, proposals: list[CellProposals],
-                   revision: str | None = None) -> list[CellResult]:
+def classify_group(
+    arch: str, variant: Variant, dtype: Dtype, proposals: list[CellProposals], revision: str | None = None
+) -> list[CellResult]:
     """Classify the proposals of several cells that share (variant, dtype), hence their rules,
     in one pass: the rule set's output (candidates passing the predicates it applies itself) and,
     for each config of it, whether the generator of rule revision ``revision`` emits it."""
@@ -75,11 +77,13 @@ def classify_group(arch: str, variant: Variant, dtype: Dtype, proposals: list[Ce
     for p in proposals:
         stop, dw_stop = start + len(p.candidates), dw_start + len(p.depthwise)
         raw = np.logical_and.reduce([masks[a][start:stop] for a in p.applies] + [np.ones(stop - start, bool)])
-        out.append(CellResult(
-            gemm=[row for row, keep in zip(p.candidates, raw.tolist()) if keep],
-            gemm_valid=valid_all[start:stop][raw].tolist(),
-            depthwise=list(p.depthwise),
-            depthwise_valid=dw_valid[dw_start:dw_stop],
-        ))
+        out.append(
+            CellResult(
+                gemm=[row for row, keep in zip(p.candidates, raw.tolist(), strict=True) if keep],
+                gemm_valid=valid_all[start:stop][raw].tolist(),
+                depthwise=list(p.depthwise),
+                depthwise_valid=dw_valid[dw_start:dw_stop],
+            )
+        )
         start, dw_start = stop, dw_stop
     return out

@@ -36,22 +36,33 @@ def _config_check(number: int, method: str) -> str:
     return f"arch_filter.py ArchFilter.{method} (is_config_valid check {number})"
 
 
-def _rule(name: str, expr: Expr, text: str, source: str, reads: Iterable[TableValue] = (),
-          quirk: str | None = None) -> Rule:
+def _rule(
+    name: str, expr: Expr, text: str, source: str, reads: Iterable[TableValue] = (), quirk: str | None = None
+) -> Rule:
     return Rule(name, Predicate.IS_CONFIG_VALID, expr, text, source, quirk, tuple(reads))
 
 
 def _operator_constraints(cell: GemmCell) -> tuple[Rule, ...]:
     """Check 1: the variant's operator's smallest tile and tile alignment."""
-    operator, min_tile, alignment = (cell.config_valid("operators", cell.variant.value, key)
-                                     for key in ("operator", "min_tile", "tile_alignment"))
+    operator, min_tile, alignment = (
+        cell.config_valid("operators", cell.variant.value, key) for key in ("operator", "min_tile", "tile_alignment")
+    )
     source = _config_check(1, "_validate_operator_constraints")
     return (
-        _rule("op_min_tile", all_of(*(t >= m for t, m in zip(TILE, min_tile.value))),
-              f"{operator.value}: tile >= {min_tile.value} (m, n, k)", source, [operator, min_tile]),
-        _rule("op_tile_alignment", all_of(*((t % a).eq(0) for t, a in zip(TILE, alignment.value) if a > 1)),
-              f"{operator.value}: tile is a multiple of {alignment.value} (m, n, k; 1 = unchecked)", source,
-              [operator, alignment]),
+        _rule(
+            "op_min_tile",
+            all_of(*(t >= m for t, m in zip(TILE, min_tile.value, strict=True))),
+            f"{operator.value}: tile >= {min_tile.value} (m, n, k)",
+            source,
+            [operator, min_tile],
+        ),
+        _rule(
+            "op_tile_alignment",
+            all_of(*((t % a).eq(0) for t, a in zip(TILE, alignment.value, strict=True) if a > 1)),
+            f"{operator.value}: tile is a multiple of {alignment.value} (m, n, k; 1 = unchecked)",
+            source,
+            [operator, alignment],
+        ),
     )
 
 
@@ -60,12 +71,21 @@ def _dimensions(cell: GemmCell) -> tuple[Rule, ...]:
     wave_k = cell.forced_wave_k
     source = _config_check(2, "_validate_dimensions")
     return (
-        _rule("positive_dims", all_of(*(d > 0 for d in (*TILE, F("wave_m"), F("wave_n"), *WARP))),
-              "tile, waves and warp tile are positive", source),
+        _rule(
+            "positive_dims",
+            all_of(*(d > 0 for d in (*TILE, F("wave_m"), F("wave_n"), *WARP))),
+            "tile, waves and warp tile are positive",
+            source,
+        ),
         _rule("fit_m", F("wave_m") * F("warp_tile_m") <= F("tile_m"), "wave_m x warp_tile_m <= tile_m", source),
         _rule("fit_n", F("wave_n") * F("warp_tile_n") <= F("tile_n"), "wave_n x warp_tile_n <= tile_n", source),
-        _rule("fit_k", F("warp_tile_k") * wave_k.value <= F("tile_k"),
-              f"warp_tile_k x {wave_k.value} (wave_k forced) <= tile_k", source, [wave_k]),
+        _rule(
+            "fit_k",
+            F("warp_tile_k") * wave_k.value <= F("tile_k"),
+            f"warp_tile_k x {wave_k.value} (wave_k forced) <= tile_k",
+            source,
+            [wave_k],
+        ),
     )
 
 
@@ -74,10 +94,14 @@ def _wave_list(cell: GemmCell) -> Rule:
     wave_k, wave_combos = cell.forced_wave_k, cell.wave_combos
     forced = [(m, n) for m, n, k in wave_combos.value if k == wave_k.value]
     return _rule(
-        "wave_list", in_table((F("wave_m"), F("wave_n")), forced),
+        "wave_list",
+        in_table((F("wave_m"), F("wave_n")), forced),
         f"(wave_m, wave_n, {wave_k.value}) is one of {cell.arch}'s wave combos (wave_k forced to {wave_k.value}): "
         f"{shapes((m, n, wave_k.value) for m, n in forced)}",
-        _config_check(3, "_validate_warp_config"), [wave_k, wave_combos], quirk="14.2")
+        _config_check(3, "_validate_warp_config"),
+        [wave_k, wave_combos],
+        quirk="14.2",
+    )
 
 
 def _warp_tile_list(cell: GemmCell) -> Rule:
@@ -85,10 +109,15 @@ def _warp_tile_list(cell: GemmCell) -> Rule:
     arch, key = cell.arch, cell.dtype.key
     tiles = cell.revised("arch", "archs", arch, "warp_tiles", key, default=None)
     return _rule(
-        "warp_tile_list", in_table(WARP, tiles.value) if tiles.value is not None else TRUE,
-        f"the warp tile is one of {arch}'s {key} warp tiles: {shapes(tiles.value)}" if tiles.value is not None
+        "warp_tile_list",
+        in_table(WARP, tiles.value) if tiles.value is not None else TRUE,
+        f"the warp tile is one of {arch}'s {key} warp tiles: {shapes(tiles.value)}"
+        if tiles.value is not None
         else f"{arch} has no {key} warp tiles, which the config check lets pass with a warning",
-        _config_check(4, "_validate_warp_tile_combo"), [tiles], quirk="14.7" if cell.w == 32 else "14.8")
+        _config_check(4, "_validate_warp_tile_combo"),
+        [tiles],
+        quirk="14.7" if cell.w == 32 else "14.8",
+    )
 
 
 def _trait_checks(cell: GemmCell) -> tuple[Rule, ...]:
@@ -97,13 +126,21 @@ def _trait_checks(cell: GemmCell) -> tuple[Rule, ...]:
     unsupported = cell.revised("arch", "trait_unsupported_combos")
     source = _config_check(5, "_validate_trait_combo")
     return (
-        _rule("backward_pipeline",
-              F("pipeline").isin(Pipeline.codes_of(allowed.value)) if cell.variant.value in backward.value else TRUE,
-              f"{' and '.join(backward.value)} only run {or_words(allowed.value)}", source, [backward, allowed],
-              quirk="14.1"),
-        _rule("arch_trait_table", Not(in_table(TRAIT, trait_rows(unsupported.value))),
-              f"no {combos(unsupported.value)} (the arch table's unsupported combos)",
-              source + " with arch_specs_generated.py TRAIT_UNSUPPORTED_COMBINATIONS", [unsupported]),
+        _rule(
+            "backward_pipeline",
+            F("pipeline").isin(Pipeline.codes_of(allowed.value)) if cell.variant.value in backward.value else TRUE,
+            f"{' and '.join(backward.value)} only run {or_words(allowed.value)}",
+            source,
+            [backward, allowed],
+            quirk="14.1",
+        ),
+        _rule(
+            "arch_trait_table",
+            Not(in_table(TRAIT, trait_rows(unsupported.value))),
+            f"no {combos(unsupported.value)} (the arch table's unsupported combos)",
+            source + " with arch_specs_generated.py TRAIT_UNSUPPORTED_COMBINATIONS",
+            [unsupported],
+        ),
     )
 
 
@@ -123,12 +160,25 @@ def _dimension_alignment(cell: GemmCell) -> tuple[Rule, ...]:
     wave_k = cell.forced_wave_k
     source = _config_check(7, "_validate_dimension_alignment")
     return (
-        _rule("align_m", (F("tile_m") % (F("wave_m") * F("warp_tile_m"))).eq(0),
-              "tile_m is a multiple of wave_m x warp_tile_m", source),
-        _rule("align_n", (F("tile_n") % (F("wave_n") * F("warp_tile_n"))).eq(0),
-              "tile_n is a multiple of wave_n x warp_tile_n", source),
-        _rule("align_k", (F("tile_k") % (F("warp_tile_k") * wave_k.value)).eq(0),
-              f"tile_k is a multiple of warp_tile_k x {wave_k.value} (wave_k forced)", source, [wave_k]),
+        _rule(
+            "align_m",
+            (F("tile_m") % (F("wave_m") * F("warp_tile_m"))).eq(0),
+            "tile_m is a multiple of wave_m x warp_tile_m",
+            source,
+        ),
+        _rule(
+            "align_n",
+            (F("tile_n") % (F("wave_n") * F("warp_tile_n"))).eq(0),
+            "tile_n is a multiple of wave_n x warp_tile_n",
+            source,
+        ),
+        _rule(
+            "align_k",
+            (F("tile_k") % (F("warp_tile_k") * wave_k.value)).eq(0),
+            f"tile_k is a multiple of warp_tile_k x {wave_k.value} (wave_k forced)",
+            source,
+            [wave_k],
+        ),
     )
 
 
@@ -153,9 +203,13 @@ def _lds_per_pipeline(revised: Reader, arch: str, size: TableValue) -> LdsBudget
     arch's LDS and whether the pipeline double-buffers it."""
     table = revised("arch", "lds_limit_bytes_by_pipeline")
     limits = {p.code: pipeline_lds_limit(table.value, p) for p in Pipeline}
-    return (lds_bytes(*TILE, size.value) <= lookup(F("pipeline"), limits, max(limits.values())),
-            f"(tile_m + tile_n) x tile_k x {size.value} B fits the pipeline's LDS limit "
-            f"({_lds_limits(table.value)}), whatever the arch's LDS", [table, size], "14.5")
+    return (
+        lds_bytes(*TILE, size.value) <= lookup(F("pipeline"), limits, max(limits.values())),
+        f"(tile_m + tile_n) x tile_k x {size.value} B fits the pipeline's LDS limit "
+        f"({_lds_limits(table.value)}), whatever the arch's LDS",
+        [table, size],
+        "14.5",
+    )
 
 
 def _lds_arch_capacity(revised: Reader, arch: str, size: TableValue) -> LdsBudget:
@@ -164,14 +218,18 @@ def _lds_arch_capacity(revised: Reader, arch: str, size: TableValue) -> LdsBudge
     capacity = revised("arch", "archs", arch, "lds_capacity_kb_arch_specs_json")
     double = revised("arch", "lds_double_buffered_pipelines")
     always, optional = double.value["always"], double.value["with_double_smem_buffer"]
-    buffers = (lookup(F("pipeline"), dict.fromkeys(Pipeline.codes_of(always), 2), 1, "buffers")
-               + lookup(F("pipeline"), dict.fromkeys(Pipeline.codes_of(optional), 1), 0, "extra_buffer_with_dsb")
-               * F("double_smem_buffer"))
+    buffers = lookup(F("pipeline"), dict.fromkeys(Pipeline.codes_of(always), 2), 1, "buffers") + lookup(
+        F("pipeline"), dict.fromkeys(Pipeline.codes_of(optional), 1), 0, "extra_buffer_with_dsb"
+    ) * F("double_smem_buffer")
     single = [p.value for p in Pipeline if p.value not in always + optional]
-    return (lds_bytes(*TILE, size.value) <= Const(capacity.value * 1024) // buffers,
-            f"(tile_m + tile_n) x tile_k x {size.value} B fits {arch}'s {capacity.value} KiB of LDS, halved when "
-            f"the pipeline double-buffers it: {or_words(always)} always, {or_words(optional)} with double_smem_buffer "
-            f"({or_words(single)} single-buffered)", [capacity, double, size], None)
+    return (
+        lds_bytes(*TILE, size.value) <= Const(capacity.value * 1024) // buffers,
+        f"(tile_m + tile_n) x tile_k x {size.value} B fits {arch}'s {capacity.value} KiB of LDS, halved when "
+        f"the pipeline double-buffers it: {or_words(always)} always, {or_words(optional)} with double_smem_buffer "
+        f"({or_words(single)} single-buffered)",
+        [capacity, double, size],
+        None,
+    )
 
 
 LDS_BUDGETS: dict[str, Callable[[Reader, str, TableValue], LdsBudget]] = {

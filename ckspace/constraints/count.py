@@ -79,8 +79,9 @@ class Tally:
             if found is not None and found[0] in self.fields:
                 field, values = found
                 old = domains.get(field)
-                domains[field] = np.asarray(values if old is None else sorted(set(values) & set(old.tolist())),
-                                            dtype=np.int64)
+                domains[field] = np.asarray(
+                    values if old is None else sorted(set(values) & set(old.tolist())), dtype=np.int64
+                )
             else:
                 others.append(rule)
         missing = [f for f in self.fields if f not in domains]
@@ -97,8 +98,9 @@ class Tally:
                 self.empty |= not bool(evaluate(c, {}))
             elif len(scope) == 1:
                 (field,) = scope
-                keep = np.broadcast_to(np.asarray(evaluate(c, {field: domains[field]}), dtype=bool),
-                                       domains[field].shape)
+                keep = np.broadcast_to(
+                    np.asarray(evaluate(c, {field: domains[field]}), dtype=bool), domains[field].shape
+                )
                 domains[field] = domains[field][keep]
         factors = [self._tabulate(c, domains) for c in conjuncts if len(fields_of(c)) > 1]
         self.domains = self._prune(domains, factors)  # then tabulate again over the pruned values
@@ -117,8 +119,10 @@ class Tally:
         scope = fields_of(expr)
         size = prod(len(domains[f]) for f in scope)
         if size > MAX_TABLE:
-            raise CountError(f"a rule ties {', '.join(scope)} into {size} value combinations, more than "
-                             f"{MAX_TABLE} can be tabulated; narrow the domains (--where)")
+            raise CountError(
+                f"a rule ties {', '.join(scope)} into {size} value combinations, more than "
+                f"{MAX_TABLE} can be tabulated; narrow the domains (--where)"
+            )
         shape = [len(domains[f]) for f in scope]
         cols = {f: domains[f].reshape([-1 if i == j else 1 for j in range(len(scope))]) for i, f in enumerate(scope)}
         table = np.broadcast_to(np.asarray(evaluate(expr, cols), dtype=bool), shape)
@@ -135,8 +139,14 @@ class Tally:
                 table = factor.table
                 for axis, f in enumerate(factor.scope):
                     index = [np.flatnonzero(keep[g]) if g != f else slice(None) for g in factor.scope]
-                    sub = table[np.ix_(*[i if isinstance(i, np.ndarray) else np.arange(table.shape[k])
-                                         for k, i in enumerate(index)])]
+                    sub = table[
+                        np.ix_(
+                            *[
+                                i if isinstance(i, np.ndarray) else np.arange(table.shape[k])
+                                for k, i in enumerate(index)
+                            ]
+                        )
+                    ]
                     support = sub.any(axis=tuple(a for a in range(len(factor.scope)) if a != axis))
                     new = keep[f] & support
                     if not np.array_equal(new, keep[f]):
@@ -158,9 +168,13 @@ class Tally:
         groups: dict[str, list[str]] = {}
         for f in self.fields:
             groups.setdefault(root(f), []).append(f)
-        ordered = sorted(groups.values(), key=lambda g: (
-            min((self.first.index(f) for f in g if f in self.first), default=len(self.first)),
-            prod(len(self.domains[f]) for f in g)))  # small blocks first: listing expands them while few
+        ordered = sorted(
+            groups.values(),
+            key=lambda g: (
+                min((self.first.index(f) for f in g if f in self.first), default=len(self.first)),
+                prod(len(self.domains[f]) for f in g),
+            ),
+        )  # small blocks first: listing expands them while few
         return [tuple(g) for g in ordered]
 
     # -- ranks to rows ----------------------------------------------------------------------------
@@ -182,7 +196,7 @@ class Tally:
     def rows(self, ranks: np.ndarray) -> np.ndarray:
         """The configs of the given ranks (each in ``[0, count)``), one row per rank."""
         chosen: dict[str, np.ndarray] = {}
-        for block, block_ranks in zip(self.blocks, self._split(ranks)):
+        for block, block_ranks in zip(self.blocks, self._split(ranks), strict=True):
             chosen.update(block.unrank(block_ranks))
         return self._rows(chosen, len(ranks))
 
@@ -198,7 +212,7 @@ class Tally:
         offsets = np.zeros(1, dtype=kind)
         levels: list[tuple[str, np.ndarray, np.ndarray]] = []  # (field, value positions, parent prefix)
         for j, block in enumerate(self.blocks):
-            tail = prod(b.count for b in self.blocks[j + 1:])
+            tail = prod(b.count for b in self.blocks[j + 1 :])
             current = np.full(len(offsets), block.count, dtype=block.dtype)
             buckets = block.buckets[::-1]
             live: dict[str, np.ndarray] = {}  # positions of the fields later buckets of the block read
@@ -211,9 +225,13 @@ class Tally:
                 low = offsets[parent] + before - _row_starts(before, parent)  # its earlier children's
                 first = int(np.searchsorted(low + span, start, side="right"))
                 last = int(np.searchsorted(low, stop, side="left"))
-                parent, value, current, offsets = parent[first:last], value[first:last], current[first:last], \
-                    low[first:last]
-                needed = {g for later in buckets[k + 1:] for g in later.given}
+                parent, value, current, offsets = (
+                    parent[first:last],
+                    value[first:last],
+                    current[first:last],
+                    low[first:last],
+                )
+                needed = {g for later in buckets[k + 1 :] for g in later.given}
                 live = {f: pick[parent] for f, pick in live.items() if f in needed}
                 if bucket.field in needed:
                     live[bucket.field] = value
@@ -237,7 +255,7 @@ class Tally:
         out = []
         for block in self.blocks:
             mine = tuple(f for f in block.order if f in fields)
-            if mine and block.order[:len(mine)] != mine:
+            if mine and block.order[: len(mine)] != mine:
                 raise ValueError(f"fields {mine} are not first in their block: build the tally with first={fields}")
             out.append((block, mine))
         return out
@@ -255,8 +273,13 @@ class Tally:
             combos = list(product(*(range(len(self.domains[f])) for f in mine)))
             forced = {f: np.array([c[i] for c in combos], dtype=np.int64) for i, f in enumerate(mine)}
             totals = block.forced_totals(forced)
-            per_block.append([({f: int(self.domains[f][c[i]]) for i, f in enumerate(mine)}, int(t))
-                              for c, t in zip(combos, totals.tolist()) if t])
+            per_block.append(
+                [
+                    ({f: int(self.domains[f][c[i]]) for i, f in enumerate(mine)}, int(t))
+                    for c, t in zip(combos, totals.tolist(), strict=True)
+                    if t
+                ]
+            )
         out: dict[tuple[int, ...], int] = {}
         for parts in product(*per_block):
             values = {k: v for part, _ in parts for k, v in part.items()}
@@ -266,7 +289,7 @@ class Tally:
     def stratum_rows(self, fields: Sequence[str], values: Sequence[int], ranks: Sequence[int]) -> np.ndarray:
         """The configs of the given ranks among those whose ``fields`` hold ``values`` (ranks below
         that stratum's count, :meth:`strata`)."""
-        wanted = dict(zip(fields, values))
+        wanted = dict(zip(fields, values, strict=True))
         n = len(ranks)
         blocks = self._stratum_blocks(fields)
         forced_per_block = []
@@ -281,6 +304,6 @@ class Tally:
             split.append(rest % size)
             rest = rest // size
         chosen: dict[str, np.ndarray] = {}
-        for (block, mine), forced, block_ranks in zip(blocks, forced_per_block, split[::-1]):
+        for (block, mine), forced, block_ranks in zip(blocks, forced_per_block, split[::-1], strict=True):
             chosen.update(block.unrank(block_ranks, forced if mine else None))
         return self._rows(chosen, n)

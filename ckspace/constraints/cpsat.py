@@ -56,8 +56,9 @@ def _post(model: cp_model.CpModel, left: Lin, op: str, right: Lin) -> cp_model.C
 class Compiler:
     """Adds expressions to ``model`` over the given field variables."""
 
-    def __init__(self, model: cp_model.CpModel, fields: Mapping[str, cp_model.IntVar],
-                 bounds: Mapping[str, tuple[int, int]]) -> None:
+    def __init__(
+        self, model: cp_model.CpModel, fields: Mapping[str, cp_model.IntVar], bounds: Mapping[str, tuple[int, int]]
+    ) -> None:
         self.model = model
         self.fields = fields
         self.bounds = bounds

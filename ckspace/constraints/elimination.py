@@ -53,8 +53,9 @@ class Bucket:
 class Block:
     """One block of fields that rules tie together: its exact count and its buckets."""
 
-    def __init__(self, fields: Sequence[str], factors: list[Factor], domains: Mapping[str, np.ndarray],
-                 last: Sequence[str]) -> None:
+    def __init__(
+        self, fields: Sequence[str], factors: list[Factor], domains: Mapping[str, np.ndarray], last: Sequence[str]
+    ) -> None:
         self.fields = tuple(fields)
         self.sizes = {f: len(domains[f]) for f in fields}
         exact_int64 = prod(self.sizes.values()) < EXACT_INT64
@@ -89,8 +90,10 @@ class Block:
     def _multiply(self, factors: list[Factor], scope: tuple[str, ...]) -> np.ndarray:
         size = prod(self.sizes[f] for f in scope)
         if size > MAX_TABLE:
-            raise CountError(f"the rules tie {', '.join(scope)} into {size} value combinations, more than "
-                             f"{MAX_TABLE} can be counted exactly here; narrow the domains (--where)")
+            raise CountError(
+                f"the rules tie {', '.join(scope)} into {size} value combinations, more than "
+                f"{MAX_TABLE} can be counted exactly here; narrow the domains (--where)"
+            )
         out = np.ones([self.sizes[f] for f in scope], dtype=self.dtype)
         for factor in factors:
             order = sorted(range(len(factor.scope)), key=lambda i: scope.index(factor.scope[i]))

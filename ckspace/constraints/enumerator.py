@@ -53,8 +53,9 @@ def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -
     results: dict[Cell, CellResult] = {}
     for cell in request.cells:
         result = base[cell]
-        flags = (cellcache.load_flags(request, cell, key, (len(result.gemm), len(result.depthwise)))
-                 if use_cache else None)
+        flags = (
+            cellcache.load_flags(request, cell, key, (len(result.gemm), len(result.depthwise))) if use_cache else None
+        )
         if flags is None:
             from ckspace.constraints.classify import satisfies_all
             from ckspace.constraints.target_rules import target_rules
@@ -63,8 +64,10 @@ def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -
             gemm_rules, depthwise_rules = target_rules(target, request.arch, cell)
             gemm_ok = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
             dw_ok = satisfies_all(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
-            flags = ([a and b for a, b in zip(result.gemm_valid, gemm_ok, strict=True)],
-                     [a and b for a, b in zip(result.depthwise_valid, dw_ok, strict=True)])
+            flags = (
+                [a and b for a, b in zip(result.gemm_valid, gemm_ok, strict=True)],
+                [a and b for a, b in zip(result.depthwise_valid, dw_ok, strict=True)],
+            )
             if use_cache:
                 cellcache.store_flags(request, cell, key, *flags)
         results[cell] = replace(result, gemm_valid=flags[0], depthwise_valid=flags[1])
@@ -92,9 +95,19 @@ def classify_cells(request: Request, proposals: Mapping[Cell, CellProposals]) ->
     for variant in request.variants:
         for dtype in request.dtypes:
             cells = [c for c in request.cells if c.variant is variant and c.dtype is dtype]
-            for cell, result in zip(cells, classify_group(request.arch, variant, dtype, [proposals[c] for c in cells],
-                                                        request.rules_revision)):
+            for cell, result in zip(
+                cells,
+                classify_group(request.arch, variant, dtype, [proposals[c] for c in cells], request.rules_revision),
+                strict=True,
+            ):
                 out[cell] = result
-                log.debug("%s %s %s (rules %s): %d raw, %d valid", request.arch, request.rule_set, cell.label(),
-                          request.rules_revision, result.count_raw, result.count_valid)
+                log.debug(
+                    "%s %s %s (rules %s): %d raw, %d valid",
+                    request.arch,
+                    request.rule_set,
+                    cell.label(),
+                    request.rules_revision,
+                    result.count_raw,
+                    result.count_valid,
+                )
     return {cell: out[cell] for cell in request.cells}

@@ -37,52 +37,52 @@ class Expr:
 
     __slots__ = ()
 
-    def __add__(self, other: "ExprLike") -> "Expr":
+    def __add__(self, other: ExprLike) -> Expr:
         return Arith("+", self, lift(other))
 
-    def __radd__(self, other: "ExprLike") -> "Expr":
+    def __radd__(self, other: ExprLike) -> Expr:
         return Arith("+", lift(other), self)
 
-    def __sub__(self, other: "ExprLike") -> "Expr":
+    def __sub__(self, other: ExprLike) -> Expr:
         return Arith("-", self, lift(other))
 
-    def __mul__(self, other: "ExprLike") -> "Expr":
+    def __mul__(self, other: ExprLike) -> Expr:
         return Arith("*", self, lift(other))
 
-    def __rmul__(self, other: "ExprLike") -> "Expr":
+    def __rmul__(self, other: ExprLike) -> Expr:
         return Arith("*", lift(other), self)
 
-    def __rsub__(self, other: "ExprLike") -> "Expr":
+    def __rsub__(self, other: ExprLike) -> Expr:
         return Arith("-", lift(other), self)
 
-    def __floordiv__(self, other: "ExprLike") -> "Expr":
+    def __floordiv__(self, other: ExprLike) -> Expr:
         return Arith("//", self, lift(other))
 
-    def __rfloordiv__(self, other: "ExprLike") -> "Expr":
+    def __rfloordiv__(self, other: ExprLike) -> Expr:
         return Arith("//", lift(other), self)
 
-    def __mod__(self, other: "ExprLike") -> "Expr":
+    def __mod__(self, other: ExprLike) -> Expr:
         return Arith("%", self, lift(other))
 
-    def __lt__(self, other: "ExprLike") -> "Expr":  # type: ignore[override]
+    def __lt__(self, other: ExprLike) -> Expr:  # type: ignore[override]
         return Cmp("<", self, lift(other))
 
-    def __le__(self, other: "ExprLike") -> "Expr":  # type: ignore[override]
+    def __le__(self, other: ExprLike) -> Expr:  # type: ignore[override]
         return Cmp("<=", self, lift(other))
 
-    def __gt__(self, other: "ExprLike") -> "Expr":  # type: ignore[override]
+    def __gt__(self, other: ExprLike) -> Expr:  # type: ignore[override]
         return Cmp(">", self, lift(other))
 
-    def __ge__(self, other: "ExprLike") -> "Expr":  # type: ignore[override]
+    def __ge__(self, other: ExprLike) -> Expr:  # type: ignore[override]
         return Cmp(">=", self, lift(other))
 
-    def eq(self, other: "ExprLike") -> "Expr":
+    def eq(self, other: ExprLike) -> Expr:
         return Cmp("==", self, lift(other))
 
-    def ne(self, other: "ExprLike") -> "Expr":
+    def ne(self, other: ExprLike) -> Expr:
         return Cmp("!=", self, lift(other))
 
-    def isin(self, values: Iterable[int]) -> "Expr":
+    def isin(self, values: Iterable[int]) -> Expr:
         return In((self,), frozenset((int(v),) for v in values))
 
 
@@ -333,7 +333,7 @@ def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
         hit = np.zeros(np.broadcast(*values).shape, dtype=bool)
         for row in expr.table:
             match = np.ones_like(hit)
-            for value, want in zip(values, row):
+            for value, want in zip(values, row, strict=True):
                 match &= value == want
             hit |= match
         return hit

@@ -48,12 +48,16 @@ def known_wrong_rules(variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
         F("wave_m") * F("wave_n") > 1,
     )
     pipelines = ", ".join(p.value for p in INTERWAVE_BROKEN_PIPELINES)
-    return (Rule(
-        "bwd_weight_half_interwave_multiwave", Predicate.KNOWN_WRONG, Not(broken),
-        f"upstream documents wrong bwd_weight results in {dtype.value} for interwave {pipelines} with the "
-        "default specialization when wave_m x wave_n > 1 (about half the weight gradient comes back zero)",
-        f"{UPSTREAM_RULES_FILE} (ROCm/composable_kernel 610e69bf), comment 'KNOWN LIMITATION (bwd_weight, "
-        "half precision)' in get_configs",
-        quirk="14.15",
-        reads=(TableValue("upstream comment", "pipelines", [p.value for p in INTERWAVE_BROKEN_PIPELINES]),),
-    ),)
+    return (
+        Rule(
+            "bwd_weight_half_interwave_multiwave",
+            Predicate.KNOWN_WRONG,
+            Not(broken),
+            f"upstream documents wrong bwd_weight results in {dtype.value} for interwave {pipelines} with the "
+            "default specialization when wave_m x wave_n > 1 (about half the weight gradient comes back zero)",
+            f"{UPSTREAM_RULES_FILE} (ROCm/composable_kernel 610e69bf), comment 'KNOWN LIMITATION (bwd_weight, "
+            "half precision)' in get_configs",
+            quirk="14.15",
+            reads=(TableValue("upstream comment", "pipelines", [p.value for p in INTERWAVE_BROKEN_PIPELINES]),),
+        ),
+    )

@@ -35,34 +35,33 @@ _I = FIELD_INDEX
 
 QUIRKS: dict[str, str] = {
     "14.1": "The two validity checks disagree on backward pipelines: is_config_valid lets bwd_data and "
-            "bwd_weight run only compv3 or mem, is_valid_for_arch bans only compv5, and `full` proposes mostly "
-            "other pipelines, so all of its bwd_data and most of its bwd_weight proposals are discarded.",
+    "bwd_weight run only compv3 or mem, is_valid_for_arch bans only compv5, and `full` proposes mostly "
+    "other pipelines, so all of its bwd_data and most of its bwd_weight proposals are discarded.",
     "14.2": "is_config_valid checks every config as if wave_k were 1: a proposal with wave_k > 1 that passed "
-            "is_valid_for_arch fails when (wave_m, wave_n, 1) is not one of the arch's wave combos, and the "
-            "tile_k alignment ignores wave_k.",
+    "is_valid_for_arch fails when (wave_m, wave_n, 1) is not one of the arch's wave combos, and the "
+    "tile_k alignment ignores wave_k.",
     "14.3": "The WMMA warp_tile_k floor exempts the dtype tag 'float', which no tagged config carries: "
-            "fp32-tagged configs are held to it, while untagged ones (all of `default`) never are.",
+    "fp32-tagged configs are held to it, while untagged ones (all of `default`) never are.",
     "14.4": "An arch without a warp-tile list for the dtype turns the warp-tile check into a warning, so the "
-            "config passes unchecked (fp32 on the warp-size-32 archs).",
+    "config passes unchecked (fp32 on the warp-size-32 archs).",
     "14.5": "The LDS budget depends on the pipeline alone (64 KiB unless listed): neither the arch's LDS size "
-            "(160 KiB on gfx950) nor the double LDS buffer changes it.",
+    "(160 KiB on gfx950) nor the double LDS buffer changes it.",
     "14.7": "`full` derives warp_tile_k by formula and never checks it against the arch's warp-tile list, so on "
-            "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check.",
+    "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check.",
     "14.8": "When none of a tile's curated waves fits the arch, `full` falls back to every structural "
-            "(wave, warp tile) pair, ignoring its curated tables and exclusions; the fallback can repeat a "
-            "pair, which the deduplication then drops.",
-    "14.9": "The tile tables have no 1D entries, so `full` proposes only feature configs (no base tiles) in "
-            "1D cells.",
+    "(wave, warp tile) pair, ignoring its curated tables and exclusions; the fallback can repeat a "
+    "pair, which the deduplication then drops.",
+    "14.9": "The tile tables have no 1D entries, so `full` proposes only feature configs (no base tiles) in 1D cells.",
     "14.10": "`default` and `full` name 3D kernels with layout nhwgc, other rule sets with ndhwgc: one kernel "
-             "can carry two names.",
+    "can carry two names.",
     "14.11": "`tiny` picks per category and ndim, not per variant, so a request for several variants can give "
-             "a variant nothing (bwd_data in every combined request).",
+    "a variant nothing (bwd_data in every combined request).",
     "14.13": "`default` doubles tile_k for its compv4 tiles, and the doubled tiles exceed compv4's 32 KiB LDS "
-             "budget: they are generated only to be rejected.",
+    "budget: they are generated only to be rejected.",
     "14.15": "Upstream documents some configs as giving wrong results (bwd_weight fp16/bf16 interwave compv1/mem "
-             "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them.",
+    "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them.",
     "14.18": "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their "
-             "fixed 64-thread blocks are doubtful.",
+    "fixed 64-thread blocks are doubtful.",
 }
 """The upstream inconsistencies lint findings and rules are tagged with (``Finding.spec``, ``Rule.quirk``).
 The ids are those of the reference specification ckspace was written against."""
@@ -125,13 +124,34 @@ class _Run:
     def of(cls, rule_set: str, arch: str, rules_revision: str | None) -> _Run:
         request = Request.build(arch, get_rule_set(rule_set).name, rules_revision=rules_revision)
         proposals = propose(request)
-        return cls(rule_set, arch, request, proposals, classify_cells(request, proposals),
-                   arch_facts(arch, request.rules_revision))
+        return cls(
+            rule_set,
+            arch,
+            request,
+            proposals,
+            classify_cells(request, proposals),
+            arch_facts(arch, request.rules_revision),
+        )
 
-    def finding(self, code: str, message: str, count: int, cells: Iterable[Cell] = (), rules: Iterable[str] = (),
-                spec: str | None = None) -> Finding:
-        return Finding(rule_set=self.rule_set, arch=self.arch, code=code, message=message, count=count,
-                       cells=[c.label() for c in cells], rules=sorted(rules), spec=spec)
+    def finding(
+        self,
+        code: str,
+        message: str,
+        count: int,
+        cells: Iterable[Cell] = (),
+        rules: Iterable[str] = (),
+        spec: str | None = None,
+    ) -> Finding:
+        return Finding(
+            rule_set=self.rule_set,
+            arch=self.arch,
+            code=code,
+            message=message,
+            count=count,
+            cells=[c.label() for c in cells],
+            rules=sorted(rules),
+            spec=spec,
+        )
 
 
 def _empty_cells(run: _Run) -> Iterator[Finding]:
@@ -143,12 +163,20 @@ def _empty_cells(run: _Run) -> Iterator[Finding]:
         proposed = sum(results[c].count_raw for c in empty)
         if empty:
             why = f"{proposed} proposals there, all rejected" if proposed else "nothing proposed there"
-            yield run.finding("empty_cells", f"{variant.value}: {len(empty)} of {len(cells)} cells emit nothing ({why})",
-                              len(empty), empty, spec="14.1" if proposed and variant.is_backward else None)
+            yield run.finding(
+                "empty_cells",
+                f"{variant.value}: {len(empty)} of {len(cells)} cells emit nothing ({why})",
+                len(empty),
+                empty,
+                spec="14.1" if proposed and variant.is_backward else None,
+            )
         if not any(results[c].count_raw for c in cells):
-            yield run.finding("variant_without_proposals",
-                              f"{variant.value} gets no proposal at all in a request for every cell", 1,
-                              spec="14.11" if get_rule_set(run.rule_set).request_wide else None)
+            yield run.finding(
+                "variant_without_proposals",
+                f"{variant.value} gets no proposal at all in a request for every cell",
+                1,
+                spec="14.11" if get_rule_set(run.rule_set).request_wide else None,
+            )
 
 
 @dataclass
@@ -161,8 +189,9 @@ class _Removals:
     quirk_of: dict[tuple[str, ...], str | None] = field(default_factory=dict)
     forced_wave_k: int = 0
     lds_blind: int = 0
-    dead: dict[str, dict[tuple, list[int]]] = field(default_factory=lambda: {
-        table: defaultdict(lambda: [0, 0]) for table in ("tile", "pipeline", "feature")})
+    dead: dict[str, dict[tuple, list[int]]] = field(
+        default_factory=lambda: {table: defaultdict(lambda: [0, 0]) for table in ("tile", "pipeline", "feature")}
+    )
 
 
 def _removals(run: _Run) -> _Removals:
@@ -173,11 +202,13 @@ def _removals(run: _Run) -> _Removals:
         rows = run.results[cell].gemm
         if not rows:
             continue
-        rules = [r for r in gemm_rules(run.arch, cell.variant, cell.dtype, revision) if r.predicate in EMITTED_PREDICATES]
+        rules = [
+            r for r in gemm_rules(run.arch, cell.variant, cell.dtype, revision) if r.predicate in EMITTED_PREDICATES
+        ]
         masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
         broken = np.stack([~masks[r.name] for r in rules], axis=1)
         for i, row in enumerate(rows):
-            failing = [r for r, bad in zip(rules, broken[i]) if bad]
+            failing = [r for r, bad in zip(rules, broken[i], strict=True) if bad]
             if failing:
                 _tally_removal(run, out, failing, row)
             tile = (cell.variant.value, shape_key(row[:3]))
@@ -204,8 +235,13 @@ def _tally_removal(run: _Run, out: _Removals, failing: list[Rule], row: tuple[in
 
 def _removed_by_rules(run: _Run, removals: _Removals) -> Iterator[Finding]:
     for names, count in removals.removed.most_common():
-        yield run.finding("removed_by_rules", f"{count} proposals removed by {' + '.join(names)}", count, rules=names,
-                          spec=removals.quirk_of[names])
+        yield run.finding(
+            "removed_by_rules",
+            f"{count} proposals removed by {' + '.join(names)}",
+            count,
+            rules=names,
+            spec=removals.quirk_of[names],
+        )
 
 
 def _no_gemm_kernels(run: _Run) -> Iterator[Finding]:
@@ -213,22 +249,36 @@ def _no_gemm_kernels(run: _Run) -> Iterator[Finding]:
     gemm_raw = sum(len(r.gemm) for r in results)
     if gemm_raw and not any(any(r.gemm_valid) for r in results):
         depthwise = sum(sum(r.depthwise_valid) for r in results)
-        yield run.finding("no_gemm_kernels", f"none of {gemm_raw} GEMM proposals is valid on {run.arch}; only "
-                          f"{depthwise} depthwise kernels are emitted", gemm_raw, spec="14.7")
+        yield run.finding(
+            "no_gemm_kernels",
+            f"none of {gemm_raw} GEMM proposals is valid on {run.arch}; only {depthwise} depthwise kernels are emitted",
+            gemm_raw,
+            spec="14.7",
+        )
 
 
 def _wave_k_forced(run: _Run, removals: _Removals) -> Iterator[Finding]:
     if removals.forced_wave_k:
-        yield run.finding("wave_k_forced", f"{removals.forced_wave_k} proposals with wave_k > 1 pass is_valid_for_arch "
-                          "but fail the config check, which forces wave_k to 1", removals.forced_wave_k,
-                          rules=["wave_list"], spec="14.2")
+        yield run.finding(
+            "wave_k_forced",
+            f"{removals.forced_wave_k} proposals with wave_k > 1 pass is_valid_for_arch "
+            "but fail the config check, which forces wave_k to 1",
+            removals.forced_wave_k,
+            rules=["wave_list"],
+            spec="14.2",
+        )
 
 
 def _lds_limit_arch_blind(run: _Run, removals: _Removals) -> Iterator[Finding]:
     if removals.lds_blind:
-        yield run.finding("lds_limit_arch_blind", f"{removals.lds_blind} proposals exceed the per-pipeline LDS limit "
-                          f"although {run.arch} has {run.facts.lds_capacity_kb} KiB of LDS", removals.lds_blind,
-                          rules=["lds_budget"], spec="14.5")
+        yield run.finding(
+            "lds_limit_arch_blind",
+            f"{removals.lds_blind} proposals exceed the per-pipeline LDS limit "
+            f"although {run.arch} has {run.facts.lds_capacity_kb} KiB of LDS",
+            removals.lds_blind,
+            rules=["lds_budget"],
+            spec="14.5",
+        )
 
 
 def _dead_entries(run: _Run, removals: _Removals) -> Iterator[Finding]:
@@ -236,15 +286,23 @@ def _dead_entries(run: _Run, removals: _Removals) -> Iterator[Finding]:
     for table, groups in removals.dead.items():
         for key, (proposed, valid) in sorted(groups.items()):
             if proposed and not valid:
-                yield run.finding(f"dead_{table}", f"{key[0]} {table} {key[1]}: {proposed} proposals, none valid",
-                                  proposed, spec="14.13" if run.rule_set == "default" and table == "tile" else None)
+                yield run.finding(
+                    f"dead_{table}",
+                    f"{key[0]} {table} {key[1]}: {proposed} proposals, none valid",
+                    proposed,
+                    spec="14.13" if run.rule_set == "default" and table == "tile" else None,
+                )
 
 
 def _duplicates(run: _Run) -> Iterator[Finding]:
     duplicates = sum(p.duplicates for p in run.proposals.values())
     if duplicates:
-        yield run.finding("duplicates", f"{duplicates} generated configs repeat an earlier one and are dropped",
-                          duplicates, spec="14.8")
+        yield run.finding(
+            "duplicates",
+            f"{duplicates} generated configs repeat an earlier one and are dropped",
+            duplicates,
+            spec="14.8",
+        )
 
 
 def _name_collisions(run: _Run) -> Iterator[Finding]:
@@ -261,9 +319,15 @@ def _unchecked_warp_tiles(run: _Run) -> Iterator[Finding]:
     no_table = [c for c in run.request.cells if results[c].gemm_valid and run.facts.warp_tiles_for(c.dtype) is None]
     if no_table:
         count = sum(sum(results[c].gemm_valid) for c in no_table)
-        yield run.finding("unchecked_warp_tiles", f"{count} valid configs whose warp tile was never checked: "
-                          f"{run.arch} has no warp-tile table for their dtype, which the config check treats as a pass",
-                          count, no_table, rules=["warp_tile_list"], spec="14.4")
+        yield run.finding(
+            "unchecked_warp_tiles",
+            f"{count} valid configs whose warp tile was never checked: "
+            f"{run.arch} has no warp-tile table for their dtype, which the config check treats as a pass",
+            count,
+            no_table,
+            rules=["warp_tile_list"],
+            spec="14.4",
+        )
 
 
 def _depthwise_on_wave32(run: _Run) -> Iterator[Finding]:
@@ -273,8 +337,14 @@ def _depthwise_on_wave32(run: _Run) -> Iterator[Finding]:
     dw = [c for c in run.request.cells if any(results[c].depthwise_valid)]
     if dw:
         count = sum(sum(results[c].depthwise_valid) for c in dw)
-        yield run.finding("depthwise_on_wave32", f"{count} depthwise kernels with {DEPTHWISE_DEFAULTS['block_size']}-thread blocks are emitted without "
-                          "an arch check on a warp-size-32 arch", count, dw, spec="14.18")
+        yield run.finding(
+            "depthwise_on_wave32",
+            f"{count} depthwise kernels with {DEPTHWISE_DEFAULTS['block_size']}-thread blocks are emitted without "
+            "an arch check on a warp-size-32 arch",
+            count,
+            dw,
+            spec="14.18",
+        )
 
 
 def _known_wrong_emitted(run: _Run) -> Iterator[Finding]:
@@ -282,7 +352,7 @@ def _known_wrong_emitted(run: _Run) -> Iterator[Finding]:
     cells, total = [], 0
     for cell, result in run.results.items():
         rules = known_wrong_rules(cell.variant, cell.dtype)
-        valid = [row for row, ok in zip(result.gemm, result.gemm_valid) if ok]
+        valid = [row for row, ok in zip(result.gemm, result.gemm_valid, strict=True) if ok]
         if not rules or not valid:
             continue
         wrong = len(valid) - sum(satisfies_all(rules, valid, GEMM_FIELD_NAMES))
@@ -290,22 +360,41 @@ def _known_wrong_emitted(run: _Run) -> Iterator[Finding]:
             cells.append(cell)
             total += wrong
     if total:
-        yield run.finding("known_wrong_emitted", f"{total} valid kernels are ones upstream documents as giving wrong "
-                          "results (every target leaves them out; --rules-only keeps them)", total, cells,
-                          rules=["bwd_weight_half_interwave_multiwave"], spec="14.15")
+        yield run.finding(
+            "known_wrong_emitted",
+            f"{total} valid kernels are ones upstream documents as giving wrong "
+            "results (every target leaves them out; --rules-only keeps them)",
+            total,
+            cells,
+            rules=["bwd_weight_half_interwave_multiwave"],
+            spec="14.15",
+        )
 
 
 def _feature_only_cells(run: _Run) -> Iterator[Finding]:
     results = run.results
-    feature_only = [c for c in run.request.cells if results[c].gemm and
-                    all(category(c, False, row)[0] != "regular" for row in results[c].gemm)]
+    feature_only = [
+        c
+        for c in run.request.cells
+        if results[c].gemm and all(category(c, False, row)[0] != "regular" for row in results[c].gemm)
+    ]
     if feature_only:
-        yield run.finding("feature_only_cells", "cells proposed only feature configs (no base tiles)", len(feature_only),
-                          feature_only, spec="14.9")
+        yield run.finding(
+            "feature_only_cells",
+            "cells proposed only feature configs (no base tiles)",
+            len(feature_only),
+            feature_only,
+            spec="14.9",
+        )
 
 
 def _layout_names(run: _Run) -> Iterator[Finding]:
-    misnamed = [c for c in run.request.cells if c.ndim == 3 and any(row[_I["layout"]] == Layout.NHWGC.code
-                                                                     for row in run.results[c].gemm)]
+    misnamed = [
+        c
+        for c in run.request.cells
+        if c.ndim == 3 and any(row[_I["layout"]] == Layout.NHWGC.code for row in run.results[c].gemm)
+    ]
     if misnamed:
-        yield run.finding("layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec="14.10")
+        yield run.finding(
+            "layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec="14.10"
+        )

@@ -31,8 +31,13 @@ PROPOSALS = "proposals"
 class CellModel:
     """The constraint model of one cell over one config schema (GEMM or depthwise fields)."""
 
-    def __init__(self, field_names: Sequence[str], bounds: Mapping[str, tuple[int, int]],
-                 rules: Sequence[Rule], proposals: Sequence[Sequence[int]] | None) -> None:
+    def __init__(
+        self,
+        field_names: Sequence[str],
+        bounds: Mapping[str, tuple[int, int]],
+        rules: Sequence[Rule],
+        proposals: Sequence[Sequence[int]] | None,
+    ) -> None:
         self.field_names = tuple(field_names)
         self.bounds = dict(bounds)
         self.rules = {rule.name: rule for rule in rules}
@@ -75,8 +80,9 @@ class CellModel:
         status = self._solver().Solve(self._fixed(values, enabled))
         return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
-    def solutions(self, values: Mapping[str, int] | None = None,
-                  enabled: Iterable[str] | None = None, limit: int | None = None) -> list[tuple[int, ...]]:
+    def solutions(
+        self, values: Mapping[str, int] | None = None, enabled: Iterable[str] | None = None, limit: int | None = None
+    ) -> list[tuple[int, ...]]:
         """Enumerate, with the solver, the configs agreeing with ``values`` that satisfy the
         ``enabled`` constraints. Slow per solution: for partial configs and cross-checks, not for
         listing whole rule sets (see :mod:`ckspace.constraints.classify`)."""
@@ -99,8 +105,9 @@ class CellModel:
         solver.Solve(model, Collector())
         return found
 
-    def minimal_correction(self, values: Mapping[str, int],
-                           enabled: Iterable[str] | None = None) -> tuple[list[str], dict[str, int]] | None:
+    def minimal_correction(
+        self, values: Mapping[str, int], enabled: Iterable[str] | None = None
+    ) -> tuple[list[str], dict[str, int]] | None:
         """The fewest constraints to switch off so that some config agreeing with ``values``
         satisfies the rest, and that config.
 
@@ -120,12 +127,13 @@ class CellModel:
         status = solver.Solve(model)
         if status != cp_model.OPTIMAL:
             return None
-        off = [n for n, lit in zip(names, lits) if not solver.BooleanValue(lit)]
+        off = [n for n, lit in zip(names, lits, strict=True) if not solver.BooleanValue(lit)]
         witness = {n: solver.Value(model.GetIntVarFromProtoIndex(v.Index())) for n, v in self.vars.items()}
         return off, witness
 
-    def optimize(self, objective: Expr, maximize: bool = True,
-                 time_limit: float = 10.0) -> tuple[str, int | None, dict[str, int] | None]:
+    def optimize(
+        self, objective: Expr, maximize: bool = True, time_limit: float = 10.0
+    ) -> tuple[str, int | None, dict[str, int] | None]:
         """Optimise an integer expression over the configs satisfying every constraint.
 
         Returns the solver status (``OPTIMAL`` is a proof), the objective value and the config.
@@ -148,8 +156,14 @@ class CellModel:
         return name, int(round(solver.ObjectiveValue())), {n: solver.Value(v) for n, v in fields.items()}
 
 
-def cell_model(arch: str, cell: Cell, proposal: CellProposals | None, depthwise: bool,
-               extra: Sequence[Rule] = (), revision: str | None = None) -> CellModel:
+def cell_model(
+    arch: str,
+    cell: Cell,
+    proposal: CellProposals | None,
+    depthwise: bool,
+    extra: Sequence[Rule] = (),
+    revision: str | None = None,
+) -> CellModel:
     """The model of one cell's GEMM (or depthwise) configs: the rules the rule set and the
     generator of rule revision ``revision`` (None: the newest) apply (as the enumerator classifies
     with them), the ``extra`` rules (filters, a

@@ -27,22 +27,49 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Predicate, Specialization, Variant
 
 _KERNEL = "ck_tile/ops/grouped_convolution/kernel/grouped_convolution_{}_kernel.hpp"
-_FILE = {Variant.FORWARD: _KERNEL.format("forward"), Variant.BWD_DATA: _KERNEL.format("backward_data"),
-         Variant.BWD_WEIGHT: _KERNEL.format("backward_weight")}
+_FILE = {
+    Variant.FORWARD: _KERNEL.format("forward"),
+    Variant.BWD_DATA: _KERNEL.format("backward_data"),
+    Variant.BWD_WEIGHT: _KERNEL.format("backward_weight"),
+}
 # IsSupportedArgument line ranges per check, in the targeted CK revision
 _LINES = {
-    Variant.FORWARD: {"k_batch": "596-608", "1x1_s1_p0": "614-629", "1x1_p0": "630-644", "3x3": "645-660",
-                      "vec_a": "664-678", "vec_b": "682-696", "vec_c": "699-713"},
-    Variant.BWD_DATA: {"k_batch": "593-605", "gemm_count": "607-610", "1x1_s1_p0": "616-631",
-                       "1x1_p0": "632-646", "3x3": "647-662", "vec_a": "699-713", "vec_b": "666-680",
-                       "vec_c": "683-697"},
-    Variant.BWD_WEIGHT: {"k_batch": "508-520", "1x1_s1_p0": "526-541", "1x1_p0": "542-556", "3x3": "557-572",
-                         "vec_a": "609-624", "vec_b": "576-591", "vec_c": "593-607", "groups_merge": "626-636"},
+    Variant.FORWARD: {
+        "k_batch": "596-608",
+        "1x1_s1_p0": "614-629",
+        "1x1_p0": "630-644",
+        "3x3": "645-660",
+        "vec_a": "664-678",
+        "vec_b": "682-696",
+        "vec_c": "699-713",
+    },
+    Variant.BWD_DATA: {
+        "k_batch": "593-605",
+        "gemm_count": "607-610",
+        "1x1_s1_p0": "616-631",
+        "1x1_p0": "632-646",
+        "3x3": "647-662",
+        "vec_a": "699-713",
+        "vec_b": "666-680",
+        "vec_c": "683-697",
+    },
+    Variant.BWD_WEIGHT: {
+        "k_batch": "508-520",
+        "1x1_s1_p0": "526-541",
+        "1x1_p0": "542-556",
+        "3x3": "557-572",
+        "vec_a": "609-624",
+        "vec_b": "576-591",
+        "vec_c": "593-607",
+        "groups_merge": "626-636",
+    },
 }
 MAX_BWD_DATA_GEMMS = TableValue(_FILE[Variant.BWD_DATA], "MaxGroupedGemmGroupsNum", 128)
 """The most GEMMs the backward-data kernel splits a convolution into, a constant of its header."""
-DEPTHWISE_SOURCE = ("ckspace: a depthwise kernel is specialised for one convolution shape "
-                    "(grouped_conv/grouped_config_rules_full.py DEPTHWISE_PARAMS)")
+DEPTHWISE_SOURCE = (
+    "ckspace: a depthwise kernel is specialised for one convolution shape "
+    "(grouped_conv/grouped_config_rules_full.py DEPTHWISE_PARAMS)"
+)
 
 
 def _source(variant: Variant, check: str) -> str:
@@ -58,7 +85,7 @@ FILTER = {"d": "Z", "h": "Y", "w": "X"}
 
 def dims(ndim: int) -> tuple[str, ...]:
     """The spatial dimensions of an ``ndim``-D problem, outermost first."""
-    return DIMS[3 - ndim:]
+    return DIMS[3 - ndim :]
 
 
 @dataclass(frozen=True)
@@ -85,8 +112,14 @@ class ProblemRule:
         return partial(self.expr)
 
     def bind(self, values: dict[str, int], words: dict[str, object]) -> Rule:
-        return Rule(self.name, Predicate.PROBLEM, bind(self.expr, values), self.text.format(**words), self.source,
-                    reads=self.reads)
+        return Rule(
+            self.name,
+            Predicate.PROBLEM,
+            bind(self.expr, values),
+            self.text.format(**words),
+            self.source,
+            reads=self.reads,
+        )
 
 
 def _gemm_count(ndim: int) -> Expr:
@@ -106,8 +139,7 @@ def gemm_problem_templates(variant: Variant, ndim: int, dtype: Dtype) -> tuple[P
     out: list[ProblemRule] = []
 
     def add(name: str, check: str, expr: Expr, text: str, *reads: TableValue, vector_field: str | None = None) -> None:
-        out.append(ProblemRule(name, expr, text, _source(variant, check) if check else "ckspace", reads,
-                               vector_field))
+        out.append(ProblemRule(name, expr, text, _source(variant, check) if check else "ckspace", reads, vector_field))
 
     ds = dims(ndim)
     unit = all_of(*(P(FILTER[d]).eq(1) for d in ds))
@@ -115,38 +147,68 @@ def gemm_problem_templates(variant: Variant, ndim: int, dtype: Dtype) -> tuple[P
     unit_stride = all_of(*(P(f"stride_{d}").eq(1) for d in ds))
     spec = F("specialization")
     add("problem_ndim", "", P("ndim").eq(ndim), f"the problem is {{ndim}}D, kernels of this cell are {ndim}D")
-    add("spec_filter1x1_stride1_pad0", "1x1_s1_p0",
+    add(
+        "spec_filter1x1_stride1_pad0",
+        "1x1_s1_p0",
         implies(spec.eq(Specialization.FILTER1X1_STRIDE1_PAD0.code), all_of(unit, no_pad, unit_stride)),
         "filter1x1_stride1_pad0 needs 1x1 filters, stride 1 and no padding (filter {filter}, stride {stride}, "
-        "pad {pad})")
-    add("spec_filter1x1_pad0", "1x1_p0", implies(spec.eq(Specialization.FILTER1X1_PAD0.code), all_of(unit, no_pad)),
-        "filter1x1_pad0 needs 1x1 filters and no padding (filter {filter})")
-    add("spec_filter3x3", "3x3",
-        implies(spec.eq(Specialization.FILTER3X3.code),
-                all_of(CHANNELS["Cg"].eq(1), *(P(FILTER[d]).eq(3) for d in ds))),
-        "filter3x3 needs one input channel per group and 3-wide filters (Cg={Cg}, filter {filter})")
+        "pad {pad})",
+    )
+    add(
+        "spec_filter1x1_pad0",
+        "1x1_p0",
+        implies(spec.eq(Specialization.FILTER1X1_PAD0.code), all_of(unit, no_pad)),
+        "filter1x1_pad0 needs 1x1 filters and no padding (filter {filter})",
+    )
+    add(
+        "spec_filter3x3",
+        "3x3",
+        implies(
+            spec.eq(Specialization.FILTER3X3.code), all_of(CHANNELS["Cg"].eq(1), *(P(FILTER[d]).eq(3) for d in ds))
+        ),
+        "filter3x3 needs one input channel per group and 3-wide filters (Cg={Cg}, filter {filter})",
+    )
     gemm = OPERANDS[variant]
     for field in VECTOR_FIELDS:
         operand = gemm.operand(field)
-        add(f"{field}_divides_{operand.channels.lower()}", field, (CHANNELS[operand.channels] % F(field)).eq(0),
+        add(
+            f"{field}_divides_{operand.channels.lower()}",
+            field,
+            (CHANNELS[operand.channels] % F(field)).eq(0),
             f"{field} divides the {operand.description}'s contiguous channels per group "
-            f"({operand.channels}={{{operand.channels}}})", vector_field=field)
+            f"({operand.channels}={{{operand.channels}}})",
+            vector_field=field,
+        )
     if variant is Variant.BWD_WEIGHT:
         if dtype in (Dtype.FP16, Dtype.BF16):
-            add("split_k_atomic_dtype", "k_batch",
+            add(
+                "split_k_atomic_dtype",
+                "k_batch",
                 implies(P("k_batch") > 1, Not(all_of((F("vec_c") % 2).eq(1), F("two_stage").eq(0)))),
                 f"split-K (k_batch={{k_batch}}) adds {dtype.value} results atomically, which needs an even vec_c "
-                "unless the kernel is two-stage (fp32 workspace)")
-        add("groups_to_merge_divides_g", "groups_merge",
+                "unless the kernel is two-stage (fp32 workspace)",
+            )
+        add(
+            "groups_to_merge_divides_g",
+            "groups_merge",
             implies(F("num_groups_to_merge") > 1, (P("G") % F("num_groups_to_merge")).eq(0)),
-            "merged groups divide G={G}")
+            "merged groups divide G={G}",
+        )
     else:
-        add("no_split_k", "k_batch", P("k_batch").eq(1),
-            f"{variant.value} has no split-K: k_batch must be 1 (k_batch={{k_batch}})")
+        add(
+            "no_split_k",
+            "k_batch",
+            P("k_batch").eq(1),
+            f"{variant.value} has no split-K: k_batch must be 1 (k_batch={{k_batch}})",
+        )
     if variant is Variant.BWD_DATA:
-        add("bwd_data_gemm_count", "gemm_count", _gemm_count(ndim) <= MAX_BWD_DATA_GEMMS.value,
+        add(
+            "bwd_data_gemm_count",
+            "gemm_count",
+            _gemm_count(ndim) <= MAX_BWD_DATA_GEMMS.value,
             f"backward data splits into {{gemm_count}} GEMMs (at most {MAX_BWD_DATA_GEMMS.value})",
-            MAX_BWD_DATA_GEMMS)
+            MAX_BWD_DATA_GEMMS,
+        )
     return tuple(out)
 
 
@@ -155,9 +217,29 @@ def problem_values(problem: ConvProblem) -> dict[str, int]:
     return {name: getattr(problem, name) for name in PARAMS}
 
 
-PARAMS: tuple[str, ...] = ("ndim", "N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
-                           "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
-                           "dil_d", "dil_h", "dil_w", "k_batch")
+PARAMS: tuple[str, ...] = (
+    "ndim",
+    "N",
+    "G",
+    "C",
+    "K",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+    "k_batch",
+)
 """Every problem quantity a check may read: the fields of ``ckspace_conv_problem`` in the dispatcher C API."""
 
 
@@ -165,9 +247,16 @@ def describe(problem: ConvProblem, values: dict[str, int]) -> dict[str, object]:
     """The numbers the rules' texts quote."""
     ds = problem.dims
     words: dict[str, object] = dict(values)
-    words.update({"Cg": problem.Cg, "Kg": problem.Kg, "filter": [problem.filter_size(d) for d in ds],
-                  "stride": [getattr(problem, f"stride_{d}") for d in ds], "pad": [getattr(problem, f"pad_{d}") for d in ds],
-                  "gemm_count": bind(_gemm_count(problem.ndim), values).value})  # type: ignore[attr-defined]
+    words.update(
+        {
+            "Cg": problem.Cg,
+            "Kg": problem.Kg,
+            "filter": [problem.filter_size(d) for d in ds],
+            "stride": [getattr(problem, f"stride_{d}") for d in ds],
+            "pad": [getattr(problem, f"pad_{d}") for d in ds],
+            "gemm_count": bind(_gemm_count(problem.ndim), values).value,
+        }
+    )  # type: ignore[attr-defined]
     return words
 
 
@@ -184,18 +273,49 @@ def depthwise_problem_rules(problem: ConvProblem) -> tuple[Rule, ...]:
     F = Field
     src = DEPTHWISE_SOURCE
     if problem.ndim != 2:
-        return (Rule("problem_ndim", Predicate.PROBLEM, Const(0), f"depthwise kernels are 2D, the problem is {problem.ndim}D", src),)
+        return (
+            Rule(
+                "problem_ndim",
+                Predicate.PROBLEM,
+                Const(0),
+                f"depthwise kernels are 2D, the problem is {problem.ndim}D",
+                src,
+            ),
+        )
     return (
-        Rule("depthwise_channels", Predicate.PROBLEM, Const(int(problem.Cg == 1 and problem.Kg == 1)),
-             f"a depthwise kernel needs one input and one output channel per group (Cg={problem.Cg}, Kg={problem.Kg})",
-             src),
-        Rule("depthwise_filter", Predicate.PROBLEM, all_of(F("filter").eq(problem.Y), F("filter").eq(problem.X)),
-             f"the kernel's filter size is the problem's ({problem.Y}x{problem.X})", src),
-        Rule("depthwise_stride", Predicate.PROBLEM, all_of(F("stride_h").eq(problem.stride_h), F("stride_w").eq(problem.stride_w)),
-             f"the kernel's strides are the problem's ({problem.stride_h}, {problem.stride_w})", src),
-        Rule("depthwise_pad", Predicate.PROBLEM, all_of(F("pad_h").eq(problem.pad_h), F("pad_w").eq(problem.pad_w)),
-             f"the kernel's pads are the problem's ({problem.pad_h}, {problem.pad_w})", src),
-        Rule("depthwise_dilation", Predicate.PROBLEM,
-             all_of(F("dilation").eq(problem.dil_h), F("dilation").eq(problem.dil_w)),
-             f"the kernel's dilation is the problem's ({problem.dil_h}, {problem.dil_w})", src),
+        Rule(
+            "depthwise_channels",
+            Predicate.PROBLEM,
+            Const(int(problem.Cg == 1 and problem.Kg == 1)),
+            f"a depthwise kernel needs one input and one output channel per group (Cg={problem.Cg}, Kg={problem.Kg})",
+            src,
+        ),
+        Rule(
+            "depthwise_filter",
+            Predicate.PROBLEM,
+            all_of(F("filter").eq(problem.Y), F("filter").eq(problem.X)),
+            f"the kernel's filter size is the problem's ({problem.Y}x{problem.X})",
+            src,
+        ),
+        Rule(
+            "depthwise_stride",
+            Predicate.PROBLEM,
+            all_of(F("stride_h").eq(problem.stride_h), F("stride_w").eq(problem.stride_w)),
+            f"the kernel's strides are the problem's ({problem.stride_h}, {problem.stride_w})",
+            src,
+        ),
+        Rule(
+            "depthwise_pad",
+            Predicate.PROBLEM,
+            all_of(F("pad_h").eq(problem.pad_h), F("pad_w").eq(problem.pad_w)),
+            f"the kernel's pads are the problem's ({problem.pad_h}, {problem.pad_w})",
+            src,
+        ),
+        Rule(
+            "depthwise_dilation",
+            Predicate.PROBLEM,
+            all_of(F("dilation").eq(problem.dil_h), F("dilation").eq(problem.dil_w)),
+            f"the kernel's dilation is the problem's ({problem.dil_h}, {problem.dil_w})",
+            src,
+        ),
     )

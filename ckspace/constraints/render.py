@@ -86,7 +86,7 @@ def _table(items: tuple[Expr, ...], table: frozenset[tuple[int, ...]], what: str
         return f"the {len(table)} {what}"
     fields = [_enum_field(i) for i in items]
     rows = sorted(table)
-    shown = [", ".join(_show(f, v) for f, v in zip(fields, row)) for row in rows]
+    shown = [", ".join(_show(f, v) for f, v in zip(fields, row, strict=True)) for row in rows]
     return ", ".join(shown) if len(items) == 1 else ", ".join(f"({r})" for r in shown)
 
 

@@ -49,7 +49,9 @@ def read(name: str, *keys: str, default: Any = _REQUIRED, revision: RulesRevisio
     """
     value: Any = table(name) if revision is None else revision.patched(name, table(name))
     changed = None if revision is None else revision.changed_by(name, keys)
-    label = f"{name}.json" if changed is None or changed.parent is None else f"{name}.json (rules revision {changed.name})"
+    label = (
+        f"{name}.json" if changed is None or changed.parent is None else f"{name}.json (rules revision {changed.name})"
+    )
     try:
         for key in keys:
             value = value[key]

@@ -76,19 +76,27 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype, revision: str | None =
 
 def _streamk_fields() -> Rule:
     """Fields of ckspace's own model that must agree with each other (predicate ``structure``)."""
-    return Rule("streamk_fields", Predicate.STRUCTURE,
-                all_of(F("streamk_enabled").eq(F("streamk_strategy").ne(StreamKStrategy.NONE.code)),
-                       implies(F("streamk_persistent").eq(1), F("streamk_enabled").eq(1))),
-                "stream-K is enabled exactly when a strategy is set, and persistence needs stream-K",
-                "ckspace model")
+    return Rule(
+        "streamk_fields",
+        Predicate.STRUCTURE,
+        all_of(
+            F("streamk_enabled").eq(F("streamk_strategy").ne(StreamKStrategy.NONE.code)),
+            implies(F("streamk_persistent").eq(1), F("streamk_enabled").eq(1)),
+        ),
+        "stream-K is enabled exactly when a strategy is set, and persistence needs stream-K",
+        "ckspace model",
+    )
 
 
 def _tile_divisibility() -> Rule:
     """``TileConfig.is_valid``, which only the ``full`` rule set calls."""
-    return Rule("tile_divisibility", Predicate.TILE_DIVISIBILITY,
-                all_of(*(t > 0 for t in TILE), *((t % (wv * wp)).eq(0) for t, wv, wp in zip(TILE, WAVE, WARP))),
-                "each tile dimension is positive and a multiple of waves x warp tile along it (wave_k counted)",
-                "codegen_common.py TileConfig.is_valid")
+    return Rule(
+        "tile_divisibility",
+        Predicate.TILE_DIVISIBILITY,
+        all_of(*(t > 0 for t in TILE), *((t % (wv * wp)).eq(0) for t, wv, wp in zip(TILE, WAVE, WARP, strict=True))),
+        "each tile dimension is positive and a multiple of waves x warp tile along it (wave_k counted)",
+        "codegen_common.py TileConfig.is_valid",
+    )
 
 
 def _ceil_div(a: Expr, b: Expr) -> Expr:
@@ -99,11 +107,14 @@ def _ceil_div(a: Expr, b: Expr) -> Expr:
 def depthwise_rules() -> tuple[Rule, ...]:
     """The generation-time depthwise checks, on depthwise fields; each names the constraint number
     upstream's ``is_valid_depthwise_config`` gives it."""
+
     def validation(key: str) -> TableValue:
         return read("depthwise", "validation", key)
 
-    block, size, smem, capped, lds_loads = (validation(k) for k in (
-        "block_size", "element_size_bytes", "max_smem_bytes", "in_vec_internal_cap", "max_lds_w_vector_loads"))
+    block, size, smem, capped, lds_loads = (
+        validation(k)
+        for k in ("block_size", "element_size_bytes", "max_smem_bytes", "in_vec_internal_cap", "max_lds_w_vector_loads")
+    )
     bs, es, cap = block.value, size.value, capped.value
     th, tw, flt = F("tile_h"), F("tile_w"), F("filter")
     sh, sw, ph, pw = F("stride_h"), F("stride_w"), F("pad_h"), F("pad_w")
@@ -121,25 +132,49 @@ def depthwise_rules() -> tuple[Rule, ...]:
     smem_b = lds_h * roundup_b * tpw * es <= smem.value
 
     def rule(name: str, constraint: int, expr: Expr, text: str, *reads: TableValue) -> Rule:
-        return Rule(name, Predicate.DEPTHWISE, expr, text, f"{DEPTHWISE_CHECK}, constraint {constraint}",
-                    reads=reads)
+        return Rule(name, Predicate.DEPTHWISE, expr, text, f"{DEPTHWISE_CHECK}, constraint {constraint}", reads=reads)
 
     return (
         rule("dw_filter", 5, all_of(flt >= 1, (flt % 2).eq(1)), "filter is odd and >= 1"),
         rule("dw_vec_pow2", 6, all_of(in_vec.isin(pow2), out_vec.isin(pow2)), "in_vec and out_vec are powers of two"),
-        rule("dw_sub_tile", 7, all_of(sub_h >= 1, sub_h <= th, sub_w >= 1, sub_w <= tw),
-             "1 <= sub <= tile in each dimension"),
+        rule(
+            "dw_sub_tile",
+            7,
+            all_of(sub_h >= 1, sub_h <= th, sub_w >= 1, sub_w <= tw),
+            "1 <= sub <= tile in each dimension",
+        ),
         rule("dw_stride_w", 9, any_of(sw.eq(1), (sw % 2).eq(0)), "stride_w is 1 or even"),
         rule("dw_pad_w", 15, pw > 0, "pad_w > 0"),
-        rule("dw_subtiles", 8, subtiles <= bs, f"ceil(th/sub_h) x ceil(tw/sub_w) <= {bs} (threads per block)",
-             block),
-        rule("dw_nbatch", 13, all_of(tpw >= 1, (F("nbatch") % tpw).eq(0)),
-             f"nbatch is a multiple of {bs} // subtiles (tiles per wave)", block),
-        rule("dw_in_vec_sub_w", 14, ((sub_w * sw) % ivi).eq(0), f"sub_w x stride_w is a multiple of min(in_vec, {cap})",
-             capped),
-        rule("dw_lds_w", 16, _ceil_div(lds_w, in_vec) <= lds_loads.value,
-             f"ceil((tw x sw + 2 pw) / in_vec) <= {lds_loads.value}", lds_loads),
-        rule("dw_smem", 17, any_of(all_of(stride_a_wins, smem_a), all_of(Not(stride_a_wins), smem_b)),
-             f"the LDS tile (rows x padded row stride x tiles per wave x {es} B) fits {smem.value} B",
-             block, size, smem, capped),
+        rule("dw_subtiles", 8, subtiles <= bs, f"ceil(th/sub_h) x ceil(tw/sub_w) <= {bs} (threads per block)", block),
+        rule(
+            "dw_nbatch",
+            13,
+            all_of(tpw >= 1, (F("nbatch") % tpw).eq(0)),
+            f"nbatch is a multiple of {bs} // subtiles (tiles per wave)",
+            block,
+        ),
+        rule(
+            "dw_in_vec_sub_w",
+            14,
+            ((sub_w * sw) % ivi).eq(0),
+            f"sub_w x stride_w is a multiple of min(in_vec, {cap})",
+            capped,
+        ),
+        rule(
+            "dw_lds_w",
+            16,
+            _ceil_div(lds_w, in_vec) <= lds_loads.value,
+            f"ceil((tw x sw + 2 pw) / in_vec) <= {lds_loads.value}",
+            lds_loads,
+        ),
+        rule(
+            "dw_smem",
+            17,
+            any_of(all_of(stride_a_wins, smem_a), all_of(Not(stride_a_wins), smem_b)),
+            f"the LDS tile (rows x padded row stride x tiles per wave x {es} B) fits {smem.value} B",
+            block,
+            size,
+            smem,
+            capped,
+        ),
     )

@@ -44,8 +44,10 @@ class _Typed:
 
 
 def _field_kinds() -> dict[str, object]:
-    return {name: "bool" if kind is bool else "int" if kind is int else kind
-            for name, kind in {**DEPTHWISE_KIND, **FIELD_KIND}.items()}
+    return {
+        name: "bool" if kind is bool else "int" if kind is int else kind
+        for name, kind in {**DEPTHWISE_KIND, **FIELD_KIND}.items()
+    }
 
 
 FIELD_KINDS = _field_kinds()
@@ -78,7 +80,7 @@ class _Translator:
     def compare(self, node: ast.Compare, depth: int) -> Expr:
         parts: list[Expr] = []
         left_node = node.left
-        for op, right_node in zip(node.ops, node.comparators):
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
                 parts.append(self.membership(left_node, op, right_node, depth))
             elif type(op) in _CMP:
@@ -96,8 +98,14 @@ class _Translator:
                 raise self.fail(right_node, "an enum field can only be compared with its own values")
             if op not in ("==", "!="):
                 raise self.fail(left_node, f"enum fields support == and !=, not {op}")
-        return {"==": left.expr.eq, "!=": left.expr.ne, "<": left.expr.__lt__, "<=": left.expr.__le__,
-                ">": left.expr.__gt__, ">=": left.expr.__ge__}[op](right.expr)
+        return {
+            "==": left.expr.eq,
+            "!=": left.expr.ne,
+            "<": left.expr.__lt__,
+            "<=": left.expr.__le__,
+            ">": left.expr.__gt__,
+            ">=": left.expr.__ge__,
+        }[op](right.expr)
 
     def membership(self, left_node: ast.AST, op: ast.cmpop, right_node: ast.AST, depth: int) -> Expr:
         if not isinstance(right_node, (ast.List, ast.Tuple, ast.Set)):
@@ -113,8 +121,13 @@ class _Translator:
     def literal(self, node: ast.AST, kind: object) -> int:
         """A constant of the given kind (enum value, boolean or integer)."""
         if isinstance(kind, type):
-            word = node.id if isinstance(node, ast.Name) else node.value if (
-                isinstance(node, ast.Constant) and isinstance(node.value, str)) else None
+            word = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.value
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str))
+                else None
+            )
             if word is None:
                 raise self.fail(node, f"expected a {kind.label()} value")
             try:
@@ -164,11 +177,16 @@ class _Translator:
                 raise self.fail(node, f"operator {type(node.op).__name__} is not allowed (use + - * // %)")
             left, right = self.numeric(node.left, depth + 1), self.numeric(node.right, depth + 1)
             return self._arith(node, _ARITH[type(node.op)], left, right)
-        if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+        ):
             raise self.fail(node, "a condition cannot be used as a number")
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):  # c.tile_n, as other tools write it
-            raise self.fail(node, f"Attribute is not allowed in a filter: name the field alone ({node.attr!r}, "
-                                  f"not {node.value.id}.{node.attr})")
+            raise self.fail(
+                node,
+                f"Attribute is not allowed in a filter: name the field alone ({node.attr!r}, "
+                f"not {node.value.id}.{node.attr})",
+            )
         raise self.fail(node, f"{type(node).__name__} is not allowed in a filter")
 
     def numeric(self, node: ast.AST, depth: int) -> _Typed:
@@ -193,8 +211,13 @@ class _Translator:
             lo, hi = 0, max(0, right.hi - 1)
         if max(abs(lo), abs(hi)) > MAX_BOUND:
             raise self.fail(node, "the expression can exceed 2^53; use smaller numbers")
-        expr = {"+": left.expr.__add__, "-": left.expr.__sub__, "*": left.expr.__mul__,
-                "//": left.expr.__floordiv__, "%": left.expr.__mod__}[op](right.expr)
+        expr = {
+            "+": left.expr.__add__,
+            "-": left.expr.__sub__,
+            "*": left.expr.__mul__,
+            "//": left.expr.__floordiv__,
+            "%": left.expr.__mod__,
+        }[op](right.expr)
         return _Typed(expr, "int", lo, hi)
 
     def _enum_hint(self, hint: ast.AST | None) -> type | None:
@@ -226,8 +249,13 @@ def parse_where(text: str) -> Rule:
         expr = translator.boolean(tree.body)
     except RecursionError:
         raise WhereError(f"filter {_quote(text)}: expression too deeply nested") from None
-    return Rule(name=f"where[{text.strip()}]", predicate=Predicate.WHERE, expr=expr,
-                text=f"user filter: {text.strip()}", source="--where")
+    return Rule(
+        name=f"where[{text.strip()}]",
+        predicate=Predicate.WHERE,
+        expr=expr,
+        text=f"user filter: {text.strip()}",
+        source="--where",
+    )
 
 
 def parse_objective(text: str) -> Expr:

@@ -51,9 +51,15 @@ class Request:
     rules_revision: str
 
     @classmethod
-    def build(cls, arch: str, rule_set: str, variants: Iterable[object] | None = None,
-              ndims: Iterable[object] | None = None, dtypes: Iterable[object] | None = None,
-              rules_revision: str | None = None) -> "Request":
+    def build(
+        cls,
+        arch: str,
+        rule_set: str,
+        variants: Iterable[object] | None = None,
+        ndims: Iterable[object] | None = None,
+        dtypes: Iterable[object] | None = None,
+        rules_revision: str | None = None,
+    ) -> Request:
         """Validate and order the parts (variant, ndim and dtype default to all values, the rules
         revision to the newest)."""
         return cls(
@@ -71,10 +77,16 @@ class Request:
 
     def key(self) -> str:
         """Text that identifies the request in cache keys."""
-        return "|".join([
-            self.arch, self.rule_set, self.rules_revision, ",".join(v.value for v in self.variants),
-            ",".join(map(str, self.ndims)), ",".join(d.value for d in self.dtypes),
-        ])
+        return "|".join(
+            [
+                self.arch,
+                self.rule_set,
+                self.rules_revision,
+                ",".join(v.value for v in self.variants),
+                ",".join(map(str, self.ndims)),
+                ",".join(d.value for d in self.dtypes),
+            ]
+        )
 
 
 @dataclass

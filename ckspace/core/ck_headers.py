@@ -37,8 +37,7 @@ WARP_DIR = Path("ck_tile/ops/gemm/warp")
 MARKER = CONV_DIR.parent / "grouped_convolution.hpp"
 
 KNOWN_REVISIONS: dict[str, str] = {
-    "8584972ba06fd07fa50485012614e38c42ae6e297a504084c8ddde5db8545469":
-        "amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
+    "8584972ba06fd07fa50485012614e38c42ae6e297a504084c8ddde5db8545469": "amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
 }
 """Fingerprint -> label of the revisions the emitted code has been compiled against (verified)."""
 
@@ -86,8 +85,9 @@ def locate_ck(ck_root: str | os.PathLike[str] | None = None) -> Path:
     if found is not None:
         return found.resolve()
     where = "--ck-root, CK_ROOT, " + ", ".join(looked)
-    raise CkHeadersNotFound(f"no CK Tile headers found; looked at {where} (scripts/install-toolchain-gfx942.sh "
-                            "installs them)", where)
+    raise CkHeadersNotFound(
+        f"no CK Tile headers found; looked at {where} (scripts/install-toolchain-gfx942.sh installs them)", where
+    )
 
 
 def _read(include: Path, relative: Path | str) -> str:
@@ -130,15 +130,14 @@ def _call_forms(text: str) -> set[int]:
     forms: set[int] = set()
     for match in _DECL.finditer(text):
         kinds = [_param_kind(p) for p in match.group(1).split(",")]
-        head = text[:match.start()].rsplit("template", 1)[-1]
+        head = text[: match.start()].rsplit("template", 1)[-1]
         tuple_only = "is_detected<is_tuple" in head and "!is_detected<is_tuple" not in head
         following = _DECL.search(text, match.end())
-        body = text[match.end():following.start() if following else len(text)]
+        body = text[match.end() : following.start() if following else len(text)]
         # The pipeline implementations take tuples of windows: a plain-window overload works only if
         # it wraps them (comp_async's forwards the bare windows and cannot be instantiated).
         wraps = "make_tuple(a_dram_block_window_tmp" in body
-        if (not tuple_only and wraps and kinds[:3] == ["window", "window", "num_loop"]
-                and set(kinds[3:]) == {"smem"}):
+        if not tuple_only and wraps and kinds[:3] == ["window", "window", "num_loop"] and set(kinds[3:]) == {"smem"}:
             forms.add(len(kinds) - 3)
     return forms
 
@@ -166,11 +165,14 @@ def _shuffle_auto_vector(include: Path) -> bool:
     policy = _read(include, PIPELINE_DIR / "gemm_universal_pipeline_ag_bg_cr_policy.hpp")
     out = True
     for op in ("A", "B"):
-        dram = policy[policy.find(f"Make{op}DramTileDistribution"):]
-        shuffled = policy[policy.find(f"MakeShuffled{op}RegTileDistribution"):]
-        dram, shuffled = dram[:dram.find("return")], shuffled[:shuffled.find("return")]
-        out &= (f"Problem::VectorSize{op}" in dram and f"GetVectorSize{op}<Problem>()" in shuffled
-                and "FixedVectorSize" not in shuffled)
+        dram = policy[policy.find(f"Make{op}DramTileDistribution") :]
+        shuffled = policy[policy.find(f"MakeShuffled{op}RegTileDistribution") :]
+        dram, shuffled = dram[: dram.find("return")], shuffled[: shuffled.find("return")]
+        out &= (
+            f"Problem::VectorSize{op}" in dram
+            and f"GetVectorSize{op}<Problem>()" in shuffled
+            and "FixedVectorSize" not in shuffled
+        )
     return out
 
 
@@ -184,7 +186,7 @@ def _fingerprint(include: Path) -> str:
     return digest.hexdigest()
 
 
-def detect_revision(include_dir: str) -> "CkRevision":
+def detect_revision(include_dir: str) -> CkRevision:
     """Probe the headers under ``include_dir`` (a result of :func:`locate_ck`); ~0.2 s, so callers go
     through :func:`find_revision`, which caches the answer while the headers are unchanged."""
     from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES, CkRevision
@@ -192,14 +194,15 @@ def detect_revision(include_dir: str) -> "CkRevision":
     if not (Path(include_dir) / MARKER).is_file():  # an empty revision would exclude every kernel
         raise CkspaceError(f"{include_dir!r} holds no {MARKER}: not a CK include directory")
     include = Path(include_dir)
-    pipeline_text = "\n".join(p.read_text(encoding="utf-8", errors="replace")
-                              for p in sorted((include / PIPELINE_DIR).glob("*.hpp")))
+    pipeline_text = "\n".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in sorted((include / PIPELINE_DIR).glob("*.hpp"))
+    )
     classes = {p for p, cls in PIPELINE_CLASSES.items() if re.search(rf"\bstruct {cls}\b", pipeline_text)}
     bases = {p for p, base in PIPELINE_BASES.items() if re.search(rf"\bstruct {base}\b", pipeline_text)}
     pipelines = tuple(p.value for p in Pipeline if p in classes and p in bases)
     utils = _read(include, CONV_DIR / "utils/grouped_convolution_utils.hpp")
-    traits = utils[utils.find("struct GroupedConvTraits"):] if "struct GroupedConvTraits" in utils else ""
-    traits_head = utils[:utils.find("struct GroupedConvTraits")].rsplit("template", 1)[-1] if traits else ""
+    traits = utils[utils.find("struct GroupedConvTraits") :] if "struct GroupedConvTraits" in utils else ""
+    traits_head = utils[: utils.find("struct GroupedConvTraits")].rsplit("template", 1)[-1] if traits else ""
     kernels = {
         Variant.FORWARD: _read(include, CONV_DIR / "kernel/grouped_convolution_forward_kernel.hpp"),
         Variant.BWD_DATA: _read(include, CONV_DIR / "kernel/grouped_convolution_backward_data_kernel.hpp"),
@@ -225,8 +228,9 @@ def detect_revision(include_dir: str) -> "CkRevision":
         # A kernel merges groups when it batches them (NumGroupsPerBatch); the 2025-11 forward kernel
         # only passes NumGroupsToMerge on to its transformer while its GemmM/GemmN, GemmBatch and
         # group strides stay per single group.
-        merge_groups_variants=tuple(v.value for v, text in kernels.items()
-                                    if re.search(r"=\s*GroupedConvTraitsType_::NumGroupsToMerge", text)),
+        merge_groups_variants=tuple(
+            v.value for v, text in kernels.items() if re.search(r"=\s*GroupedConvTraitsType_::NumGroupsToMerge", text)
+        ),
         two_stage=(include / "ck_tile/ops/elementwise.hpp").is_file() and "struct UnaryConvert" in elementwise,
         instance_string=any("GetInstanceString" in text for text in kernels.values()),
         warp_gemms=_warp_gemms(include),
@@ -238,15 +242,17 @@ def detect_revision(include_dir: str) -> "CkRevision":
         load_tr_archs=_load_tr_archs(include),
         shuffle_auto_vector=_shuffle_auto_vector(include),
         broken_specialization_variants=tuple(
-            v.value for v, text in kernels.items()
-            if "GroupedConvTraitsType_::NDimSpatial_" in text and not re.search(r"\bNDimSpatial_\s*=", traits)),
+            v.value
+            for v, text in kernels.items()
+            if "GroupedConvTraitsType_::NDimSpatial_" in text and not re.search(r"\bNDimSpatial_\s*=", traits)
+        ),
         bwd_data_double_lds_broken="gemm_tile_windows.at(I0).get_length(" in kernels[Variant.BWD_DATA],
         compv5_ping_pong="KPerBlock % ((NumWarps / 2) * KTileSize) == 0" in own.get(Pipeline.COMPV5, ""),
         bwd_weight_1d_transposed=bool(re.search(r"make_tuple\(K_,\s*N_\s*\*\s*Wo_\)", bwd_weight_transform)),
     )
 
 
-def find_revision(ck_root: str | os.PathLike[str] | None = None) -> "CkRevision":
+def find_revision(ck_root: str | os.PathLike[str] | None = None) -> CkRevision:
     """The revision of the CK headers :func:`locate_ck` finds (``ck_root``, ``CK_ROOT``, ROCm,
     the amd-aiter wheel), cached while the headers are unchanged (:func:`revision_at`)."""
     return revision_at(str(locate_ck(ck_root)))
@@ -301,8 +307,12 @@ def _read_cached(signature: str) -> dict[str, Any] | None:
         if entry.get("format") != _FORMAT or entry.get("signature") != signature:
             return None
         revision = entry["revision"]
-        if not (isinstance(revision, dict) and isinstance(revision.get("fingerprint"), str)
-                and isinstance(revision.get("label"), str) and isinstance(revision.get("verified"), bool)):
+        if not (
+            isinstance(revision, dict)
+            and isinstance(revision.get("fingerprint"), str)
+            and isinstance(revision.get("label"), str)
+            and isinstance(revision.get("verified"), bool)
+        ):
             raise ValueError("not a revision")  # what identity_at reads without validating
         return revision
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -316,11 +326,11 @@ _DAMAGED: set[Path] = set()
 """Damaged entries already reported in this process."""
 
 
-_REVISIONS: dict[str, "CkRevision"] = {}
+_REVISIONS: dict[str, CkRevision] = {}
 """Revisions read in this process, by :func:`_signature` of their headers."""
 
 
-def revision_at(include_dir: str) -> "CkRevision":
+def revision_at(include_dir: str) -> CkRevision:
     """The revision of the CK headers at a located include directory: from memory or the disk cache
     while their files are unchanged (by :func:`_signature`), else read off the headers (what
     ``find_revision`` answers)."""

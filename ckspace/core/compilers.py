@@ -46,8 +46,9 @@ def identify(compiler: str) -> CompilerIdentity:
     """The identity of ``compiler`` (a path, or a name looked up on PATH). A compiler that cannot
     run ``--version`` has the empty output: its compiles fail with their own message."""
     try:
-        output = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=120,
-                                check=False).stdout
+        output = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=120, check=False
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         output = ""
     path = Path(shutil.which(compiler) or compiler).resolve()

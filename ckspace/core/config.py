@@ -95,8 +95,14 @@ class GemmConfig(CheckedModel):
         ``deduce_block_per_cu``)."""
         if self.pipeline in (Pipeline.COMPV4, Pipeline.COMP_ASYNC):
             return 1
-        if self.pipeline in (Pipeline.COMPV1, Pipeline.COMPV2, Pipeline.BASIC_V1, Pipeline.BASIC_V2,
-                             Pipeline.BASIC_ASYNC_V1, Pipeline.WAVELET):
+        if self.pipeline in (
+            Pipeline.COMPV1,
+            Pipeline.COMPV2,
+            Pipeline.BASIC_V1,
+            Pipeline.BASIC_V2,
+            Pipeline.BASIC_ASYNC_V1,
+            Pipeline.WAVELET,
+        ):
             return 2
         return 1 if self.double_smem_buffer else 2
 
@@ -114,13 +120,13 @@ class GemmConfig(CheckedModel):
         return KernelKey(self.arch, Cell(self.variant, self.ndim, self.dtype), False, self.row())
 
     @classmethod
-    def from_row(cls, arch: str, variant: Variant, ndim: int, dtype: Dtype, row: Row) -> "GemmConfig":
+    def from_row(cls, arch: str, variant: Variant, ndim: int, dtype: Dtype, row: Row) -> GemmConfig:
         """Build from a trusted row (rows come from the rule sets and the cache): no validation."""
-        values: dict[str, Any] = {f: decode(f, v) for f, v in zip(GEMM_FIELD_NAMES, row)}
+        values: dict[str, Any] = {f: decode(f, v) for f, v in zip(GEMM_FIELD_NAMES, row, strict=True)}
         return cls.model_construct(arch=arch, variant=variant, ndim=ndim, dtype=dtype, **values)
 
     @classmethod
-    def from_name(cls, name: str, arch: str, *, tagged: bool = True) -> "GemmConfig":
+    def from_name(cls, name: str, arch: str, *, tagged: bool = True) -> GemmConfig:
         """Parse an upstream kernel name; the arch and the dtype tag are not in names."""
         return cls(arch=arch, tagged=tagged, **parse_gemm_name(name))
 
@@ -129,7 +135,7 @@ class GemmConfig(CheckedModel):
         return {**self.model_dump(mode="json"), "name": self.name}
 
     @classmethod
-    def from_fields(cls, fields: dict[str, Any]) -> "GemmConfig":
+    def from_fields(cls, fields: dict[str, Any]) -> GemmConfig:
         """The inverse of :meth:`fields`, validated: the name it carries is output, never identity,
         so it is dropped (a manifest's configs are read back this way)."""
         return cls(**{f: v for f, v in fields.items() if f != "name"})
@@ -174,11 +180,11 @@ class DepthwiseConfig(CheckedModel):
         return KernelKey(self.arch, Cell(self.variant, self.ndim, self.dtype), True, self.row())
 
     @classmethod
-    def from_row(cls, arch: str, dtype: Dtype, row: Row) -> "DepthwiseConfig":
-        return cls.model_construct(arch=arch, dtype=dtype, **dict(zip(DEPTHWISE_FIELDS, row)))
+    def from_row(cls, arch: str, dtype: Dtype, row: Row) -> DepthwiseConfig:
+        return cls.model_construct(arch=arch, dtype=dtype, **dict(zip(DEPTHWISE_FIELDS, row, strict=True)))
 
     @classmethod
-    def from_name(cls, name: str, arch: str) -> "DepthwiseConfig":
+    def from_name(cls, name: str, arch: str) -> DepthwiseConfig:
         return cls(arch=arch, **parse_depthwise_name(name))
 
     def fields(self) -> dict[str, Any]:

@@ -77,15 +77,24 @@ def _config_defaults() -> dict[str, object]:
     decided by the rule set that proposes it."""
     d = table("common")["config_defaults"]
     return {
-        "vec_a": d["vec"][0], "vec_b": d["vec"][1], "vec_c": d["vec"][2],
-        "layout": Layout.parse(d["layout"]), "epilogue": Epilogue.parse(d["epilogue"]),
+        "vec_a": d["vec"][0],
+        "vec_b": d["vec"][1],
+        "vec_c": d["vec"][2],
+        "layout": Layout.parse(d["layout"]),
+        "epilogue": Epilogue.parse(d["epilogue"]),
         "scheduler": Scheduler.parse(d["scheduler"]),
-        "pad_m": bool(d["pad"][0]), "pad_n": bool(d["pad"][1]), "pad_k": bool(d["pad"][2]),
-        "num_wave_groups": d["num_wave_groups"], "num_groups_to_merge": d["num_groups_to_merge"],
+        "pad_m": bool(d["pad"][0]),
+        "pad_n": bool(d["pad"][1]),
+        "pad_k": bool(d["pad"][2]),
+        "num_wave_groups": d["num_wave_groups"],
+        "num_groups_to_merge": d["num_groups_to_merge"],
         "specialization": Specialization.parse(d["specialization"]),
-        "double_smem_buffer": bool(d["double_smem_buffer"]), "two_stage": bool(d["two_stage"]),
-        "explicit_gemm": bool(d["explicit_gemm"]), "split_image": bool(d["split_image"]),
-        "streamk_enabled": bool(d["streamk"]), "streamk_persistent": bool(d["streamk_persistent"]),
+        "double_smem_buffer": bool(d["double_smem_buffer"]),
+        "two_stage": bool(d["two_stage"]),
+        "explicit_gemm": bool(d["explicit_gemm"]),
+        "split_image": bool(d["split_image"]),
+        "streamk_enabled": bool(d["streamk"]),
+        "streamk_persistent": bool(d["streamk_persistent"]),
         "streamk_strategy": StreamKStrategy.NONE,
     }
 
@@ -94,8 +103,20 @@ GEMM_DEFAULTS: dict[str, object] = _config_defaults()
 """Default value per GEMM field that has one (geometry and pipeline have none)."""
 
 DEPTHWISE_FIELDS: tuple[str, ...] = (
-    "tile_h", "tile_w", "filter", "stride_h", "stride_w", "pad_h", "pad_w",
-    "nbatch", "sub_h", "sub_w", "in_vec", "out_vec", "block_size", "dilation",
+    "tile_h",
+    "tile_w",
+    "filter",
+    "stride_h",
+    "stride_w",
+    "pad_h",
+    "pad_w",
+    "nbatch",
+    "sub_h",
+    "sub_w",
+    "in_vec",
+    "out_vec",
+    "block_size",
+    "dilation",
 )
 DEPTHWISE_KIND: dict[str, type] = dict.fromkeys(DEPTHWISE_FIELDS, int)
 """Every depthwise field is an integer."""
@@ -202,11 +223,20 @@ def _enum_bounds(kind: type) -> tuple[int, int]:
 
 
 _INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "tile_m": (1, 1024), "tile_n": (1, 1024), "tile_k": (1, 1024),
-    "wave_m": (1, 16), "wave_n": (1, 16), "wave_k": (1, 16),
-    "warp_tile_m": (1, 128), "warp_tile_n": (1, 128), "warp_tile_k": (1, 128),
-    "vec_a": (1, 64), "vec_b": (1, 64), "vec_c": (1, 64),
-    "num_groups_to_merge": (1, 64), "num_wave_groups": (1, 8),
+    "tile_m": (1, 1024),
+    "tile_n": (1, 1024),
+    "tile_k": (1, 1024),
+    "wave_m": (1, 16),
+    "wave_n": (1, 16),
+    "wave_k": (1, 16),
+    "warp_tile_m": (1, 128),
+    "warp_tile_n": (1, 128),
+    "warp_tile_k": (1, 128),
+    "vec_a": (1, 64),
+    "vec_b": (1, 64),
+    "vec_c": (1, 64),
+    "num_groups_to_merge": (1, 64),
+    "num_wave_groups": (1, 8),
 }
 
 GEMM_BOUNDS: dict[str, tuple[int, int]] = {
@@ -216,9 +246,20 @@ GEMM_BOUNDS: dict[str, tuple[int, int]] = {
 """Solver domains of the GEMM fields: wide enough for any config a user may ask about."""
 
 DEPTHWISE_BOUNDS: dict[str, tuple[int, int]] = {
-    "tile_h": (1, 256), "tile_w": (1, 256), "filter": (1, 15), "stride_h": (1, 8), "stride_w": (1, 8),
-    "pad_h": (0, 8), "pad_w": (0, 8), "nbatch": (1, 64), "sub_h": (1, 64), "sub_w": (1, 64),
-    "in_vec": (1, 64), "out_vec": (1, 64), "block_size": (1, 1024), "dilation": (1, 8),
+    "tile_h": (1, 256),
+    "tile_w": (1, 256),
+    "filter": (1, 15),
+    "stride_h": (1, 8),
+    "stride_w": (1, 8),
+    "pad_h": (0, 8),
+    "pad_w": (0, 8),
+    "nbatch": (1, 64),
+    "sub_h": (1, 64),
+    "sub_w": (1, 64),
+    "in_vec": (1, 64),
+    "out_vec": (1, 64),
+    "block_size": (1, 1024),
+    "dilation": (1, 8),
 }
 
 _DEFAULT_ROW: Row = tuple(encode(f, GEMM_DEFAULTS[f]) if f in GEMM_DEFAULTS else 0 for f in GEMM_FIELD_NAMES)

@@ -7,7 +7,6 @@ Whole trees (an emitted tree, a cache entry's folder) are :mod:`ckspace.core.tre
 is given to read are :mod:`ckspace.core.inputs`.
 """
 
-
 import errno
 import hashlib
 import os
@@ -54,8 +53,9 @@ def refuse_foreign(path: Path, what: str, kind: str = "file") -> None:
     except OSError as exc:
         raise InvalidInputError(f"{what} {str(path)!r}: {exc.strerror}") from None
     if stat.S_ISLNK(mode):
-        raise InvalidInputError(f"{what} {str(path)!r} is a symbolic link; ckspace does not write through "
-                                "links, give the target path")
+        raise InvalidInputError(
+            f"{what} {str(path)!r} is a symbolic link; ckspace does not write through links, give the target path"
+        )
     if kind == "file" and not stat.S_ISREG(mode):
         raise InvalidInputError(f"{what} {str(path)!r} is {file_kind(mode)}, not a regular file")
     if kind == "directory" and not stat.S_ISDIR(mode):
@@ -133,7 +133,7 @@ def create_new(path: Path, data: bytes, what: str = "output") -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def escapes(root: Path, relative: str) -> str | None:

@@ -5,7 +5,6 @@ Every input file (a problems or data CSV, a kernel list, a manifest, a model's f
 UTF-8 and JSON that is malformed or nested too deeply are each one line naming the file.
 """
 
-
 import json
 import os
 import stat
@@ -24,9 +23,14 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 def file_kind(mode: int) -> str:
     """What an entry that is not a regular file is, as a refusal says it (``a fifo``)."""
-    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISLNK, "a symbolic link")):
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a fifo"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return kind
     return "not a regular file"
@@ -86,8 +90,9 @@ def decode_input(data: bytes, path: Path | str, what: str) -> str:
     except UnicodeDecodeError as exc:
         offset = skipped + exc.start
         hint = "; it starts with a UTF-16 byte order mark: save it as UTF-8" if data.startswith(_UTF16_BOMS) else ""
-        raise InvalidInputError(f"{_named(path, what)} is not UTF-8 text (byte 0x{data[offset]:02x} at offset "
-                                f"{offset}{hint})") from None
+        raise InvalidInputError(
+            f"{_named(path, what)} is not UTF-8 text (byte 0x{data[offset]:02x} at offset {offset}{hint})"
+        ) from None
 
 
 def read_input_text(path: Path | str, what: str) -> str:

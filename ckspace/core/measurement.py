@@ -31,31 +31,49 @@ abnormal exit); ``timeout`` did not finish in time; ``failed`` was refused by ``
 STATUSES: tuple[str, ...] = get_args(Status)
 """The values of :data:`Status`, for readers that check a row's status."""
 
-PROBLEM_COLUMNS: tuple[str, ...] = ("N", "C", "K", "G", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h",
-                                    "stride_w", "pad_d", "pad_h", "pad_w")
-TILE_ENGINE_COLUMNS: tuple[str, ...] = ("kernel", "problem_idx", *PROBLEM_COLUMNS, "latency_ms", "tflops",
-                                        "non_zero")
+PROBLEM_COLUMNS: tuple[str, ...] = (
+    "N",
+    "C",
+    "K",
+    "G",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+)
+TILE_ENGINE_COLUMNS: tuple[str, ...] = ("kernel", "problem_idx", *PROBLEM_COLUMNS, "latency_ms", "tflops", "non_zero")
 EXTRA_PROBLEM_COLUMNS: tuple[str, ...] = ("dil_d", "dil_h", "dil_w", "k_batch", "ndim")
 CONFIG_COLUMNS: tuple[str, ...] = ("arch", "variant", "dtype", *GEMM_FIELD_NAMES)
 RESULT_COLUMNS: tuple[str, ...] = (
-    "status",          # one of STATUSES
-    "max_abs_error",   # largest |kernel - reference| over the output or its sampled elements (empty if not verified)
-    "max_rel_error",   # largest |kernel - reference| / (|reference| + atol) (empty if not verified)
-    "tolerance",       # the bound the error was held to, as "rtol/atol"
+    "status",  # one of STATUSES
+    "max_abs_error",  # largest |kernel - reference| over the output or its sampled elements (empty if not verified)
+    "max_rel_error",  # largest |kernel - reference| / (|reference| + atol) (empty if not verified)
+    "tolerance",  # the bound the error was held to, as "rtol/atol"
     "latency_min_ms",  # spread of the timed repeats (latency_ms is their median)
     "latency_max_ms",
-    "warmup",          # untimed runs before timing
-    "repeat",          # timed runs
-    "device",          # which device of the node ran it (index as the worker saw it)
-    "device_name",     # e.g. "AMD Instinct MI355X (gfx950)"
-    "clock_mhz",       # the device's reported peak engine clock
-    "detail",          # why a pair is not ok: signal, status code, timeout; for a sampled check, on how many elements
+    "warmup",  # untimed runs before timing
+    "repeat",  # timed runs
+    "device",  # which device of the node ran it (index as the worker saw it)
+    "device_name",  # e.g. "AMD Instinct MI355X (gfx950)"
+    "clock_mhz",  # the device's reported peak engine clock
+    "detail",  # why a pair is not ok: signal, status code, timeout; for a sampled check, on how many elements
     "ckspace_version",
 )
 COLUMNS: tuple[str, ...] = (*TILE_ENGINE_COLUMNS, *EXTRA_PROBLEM_COLUMNS, *CONFIG_COLUMNS, *RESULT_COLUMNS)
 
-_SPATIAL = {"d": ("Di", "Z", "stride_d", "pad_d", "dil_d"), "h": ("Hi", "Y", "stride_h", "pad_h", "dil_h"),
-            "w": ("Wi", "X", "stride_w", "pad_w", "dil_w")}
+_SPATIAL = {
+    "d": ("Di", "Z", "stride_d", "pad_d", "dil_d"),
+    "h": ("Hi", "Y", "stride_h", "pad_h", "dil_h"),
+    "w": ("Wi", "X", "stride_w", "pad_w", "dil_w"),
+}
 _KINDS = {f.name: f.kind for f in GEMM_FIELDS}
 
 

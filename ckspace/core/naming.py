@@ -68,11 +68,13 @@ def _hole(spec: str, pattern: str, omit_default: bool) -> _Hole:
         digits = "|".join(map(str, NDIMS)) if field == "ndim" else r"\d+"
         return _Hole(field, str, pattern or digits, int)
     spellings = tuple(getattr(m, attr or "value") for m in kind)  # type: ignore[attr-defined]
-    spelled = {t: m for t, m in zip(spellings, kind)  # type: ignore[call-overload]
-               if not (omit_default and m == GEMM_DEFAULTS.get(field))}
+    spelled = {
+        t: m
+        for t, m in zip(spellings, kind, strict=True)  # type: ignore[call-overload]
+        if not (omit_default and m == GEMM_DEFAULTS.get(field))
+    }
     strict = "|".join(re.escape(t) for t in sorted(spelled, key=len, reverse=True))
-    return _Hole(field, spellings.__getitem__, pattern or strict,
-                 kind.parse if pattern else spelled.__getitem__)  # type: ignore[attr-defined]
+    return _Hole(field, spellings.__getitem__, pattern or strict, kind.parse if pattern else spelled.__getitem__)  # type: ignore[attr-defined]
 
 
 class _Template:
@@ -80,19 +82,24 @@ class _Template:
     directions: printing fills the holes, parsing matches the regex and reads the tokens."""
 
     def __init__(self, text: str, omit_default: bool = False) -> None:
-        self.parts = [(literal, _hole(spec, pattern, omit_default) if spec is not None else None)
-                      for literal, spec, pattern, _ in Formatter().parse(text)]
+        self.parts = [
+            (literal, _hole(spec, pattern, omit_default) if spec is not None else None)
+            for literal, spec, pattern, _ in Formatter().parse(text)
+        ]
         self.holes = tuple(h for _, h in self.parts if h is not None)
         self.prefix = self.parts[0][0]
-        self.regex = "".join(re.escape(literal) + (f"(?P<{h.field}>{h.pattern})" if h else "")
-                             for literal, h in self.parts)
+        self.regex = "".join(
+            re.escape(literal) + (f"(?P<{h.field}>{h.pattern})" if h else "") for literal, h in self.parts
+        )
 
     def bind(self, codes: Mapping[str, int], open_fields: tuple[str, ...] = ()) -> str:
         """The text with every hole spelled from its code, except the holes of ``open_fields``,
         which become ``%s`` for a later ``text % row[:n]`` (see :func:`_leading_fields`)."""
-        return "".join(literal.replace("%", "%%") + ("" if h is None else "%s" if h.field in open_fields
-                                                     else h.spell(codes[h.field]).replace("%", "%%"))
-                       for literal, h in self.parts)
+        return "".join(
+            literal.replace("%", "%%")
+            + ("" if h is None else "%s" if h.field in open_fields else h.spell(codes[h.field]).replace("%", "%%"))
+            for literal, h in self.parts
+        )
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -128,8 +135,11 @@ class _Suffix(NamedTuple):
     def text(self, codes: Mapping[str, int]) -> str:
         """This suffix of a row given as field codes: empty unless its flag is set or its fields differ
         from the defaults."""
-        present = codes[self.flag] if self.flag else any(codes[h.field] != _DEFAULT_ROW[FIELD_INDEX[h.field]]
-                                                         for h in self.template.holes)
+        present = (
+            codes[self.flag]
+            if self.flag
+            else any(codes[h.field] != _DEFAULT_ROW[FIELD_INDEX[h.field]] for h in self.template.holes)
+        )
         return self.template.bind(codes) + "".join(s.text(codes) for s in self.inner) if present else ""
 
     @property
@@ -161,30 +171,37 @@ def _in_table_order(suffixes: tuple[_Suffix, ...]) -> tuple[_Suffix, ...]:
 _GEMM_HEAD = _Template(
     "grouped_conv_{variant.token}_{dtype:[a-z0-9]+}_{layout:[a-z]+}_{ndim:\\d}d"
     "_{pipeline}_{epilogue}_{scheduler}_{tile_m}x{tile_n}x{tile_k}_{wave_m}x{wave_n}x{wave_k}"
-    "_{warp_tile_m}x{warp_tile_n}x{warp_tile_k}")
+    "_{warp_tile_m}x{warp_tile_n}x{warp_tile_k}"
+)
 
-SUFFIXES: tuple[_Suffix, ...] = _in_table_order((
-    _suffix("vec", "_vec{vec_a}_{vec_b}_{vec_c}"),
-    _suffix("wg", "_wg{num_wave_groups}"),
-    _suffix("gm", "_gm{num_groups_to_merge}"),
-    _suffix("dsb", "_dsb", flag="double_smem_buffer"),
-    _suffix("2stage", "_2stage", flag="two_stage"),
-    _suffix("specialization", "_{specialization}"),
-    _suffix("explicit_gemm", "_explicit_gemm", flag="explicit_gemm"),
-    _suffix("streamk", "_streamk_{streamk_strategy}", flag="streamk_enabled",
-            inner=(_suffix("persistent", "_persistent", flag="streamk_persistent"),)),
-    _suffix("large_tensor", "_large_tensor", flag="split_image"),
-    _suffix("pad", "_pad{pad_m}{pad_n}{pad_k}"),
-))
+SUFFIXES: tuple[_Suffix, ...] = _in_table_order(
+    (
+        _suffix("vec", "_vec{vec_a}_{vec_b}_{vec_c}"),
+        _suffix("wg", "_wg{num_wave_groups}"),
+        _suffix("gm", "_gm{num_groups_to_merge}"),
+        _suffix("dsb", "_dsb", flag="double_smem_buffer"),
+        _suffix("2stage", "_2stage", flag="two_stage"),
+        _suffix("specialization", "_{specialization}"),
+        _suffix("explicit_gemm", "_explicit_gemm", flag="explicit_gemm"),
+        _suffix(
+            "streamk",
+            "_streamk_{streamk_strategy}",
+            flag="streamk_enabled",
+            inner=(_suffix("persistent", "_persistent", flag="streamk_persistent"),),
+        ),
+        _suffix("large_tensor", "_large_tensor", flag="split_image"),
+        _suffix("pad", "_pad{pad_m}{pad_n}{pad_k}"),
+    )
+)
 """The optional GEMM-name suffixes, in upstream's order."""
 
 _DEPTHWISE = _Template(
     "grouped_conv_" + Variant.FORWARD.token + "_depthwise_{dtype:[a-z0-9]+}_{layout:[a-z]+}_{ndim:\\d}d"
     "_{tile_h}x{tile_w}_f{filter}_s{stride_h}x{stride_w}_p{pad_h}x{pad_w}_nb{nbatch}_sub{sub_h}x{sub_w}"
-    "_vec{in_vec}_{out_vec}")
+    "_vec{in_vec}_{out_vec}"
+)
 
-_BENCHMARK = _Template(
-    "grouped_conv_{variant}_{dtype}_{ndim}d_{tile_m}x{tile_n}x{tile_k}_{pipeline:[a-z0-9_]+}")
+_BENCHMARK = _Template("grouped_conv_{variant}_{dtype}_{ndim}d_{tile_m}x{tile_n}x{tile_k}_{pipeline:[a-z0-9_]+}")
 """Tile-engine benchmark names: the variant spelled in full, the block tile, the pipeline."""
 
 # -- printing ---------------------------------------------------------------------------------------
@@ -209,15 +226,17 @@ _N_OPEN = len(_GEMM_OPEN)
 _HEAD_KEYED = tuple(h.field for h in _GEMM_HEAD.holes if h.field in FIELD_INDEX and h.field not in _GEMM_OPEN)
 _head_key = itemgetter(*(FIELD_INDEX[f] for f in _HEAD_KEYED))
 _suffix_key = itemgetter(*(FIELD_INDEX[f] for s in SUFFIXES for f in s.fields))
-_SUFFIX_PARTS = tuple(slice(end - len(s.fields), end)
-                      for s, end in zip(SUFFIXES, accumulate(len(s.fields) for s in SUFFIXES)))
+_SUFFIX_PARTS = tuple(
+    slice(end - len(s.fields), end)
+    for s, end in zip(SUFFIXES, accumulate(len(s.fields) for s in SUFFIXES), strict=True)
+)
 """Where each suffix's fields lie in a suffix key."""
 
 
 @cache
 def _head_format(variant: Variant, dtype: Dtype, ndim: int, codes: Row) -> str:
     cell = {"variant": variant.code, "dtype": dtype.code, "ndim": ndim}
-    return _GEMM_HEAD.bind({**cell, **dict(zip(_HEAD_KEYED, codes))}, _GEMM_OPEN)
+    return _GEMM_HEAD.bind({**cell, **dict(zip(_HEAD_KEYED, codes, strict=True))}, _GEMM_OPEN)
 
 
 @cache
@@ -227,7 +246,7 @@ def _suffixes(codes: Row) -> str:
 
 @cache
 def _suffix_text(i: int, codes: Row) -> str:
-    return SUFFIXES[i].text(dict(zip(SUFFIXES[i].fields, codes)))
+    return SUFFIXES[i].text(dict(zip(SUFFIXES[i].fields, codes, strict=True)))
 
 
 def gemm_name(variant: Variant, dtype: Dtype, ndim: int, row: Row) -> str:
@@ -300,6 +319,8 @@ def parse_benchmark_name(name: str) -> dict[str, Any]:
     """The fields a tile-engine benchmark name carries: variant, dtype, ndim, block tile, pipeline."""
     match = _BENCHMARK.pattern.fullmatch(name)
     if match is None:
-        raise KernelNameError(f"{name!r} is not a tile-engine benchmark kernel name "
-                              "(grouped_conv_<variant>_<dtype>_<n>d_<M>x<N>x<K>_<pipeline>)")
+        raise KernelNameError(
+            f"{name!r} is not a tile-engine benchmark kernel name "
+            "(grouped_conv_<variant>_<dtype>_<n>d_<M>x<N>x<K>_<pipeline>)"
+        )
     return _BENCHMARK.read(match.groupdict())

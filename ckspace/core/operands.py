@@ -64,14 +64,35 @@ class ImplicitGemm(NamedTuple):
 
 OPERANDS: dict[Variant, ImplicitGemm] = {
     Variant.FORWARD: ImplicitGemm(
-        a=Operand("In", "Cg", False), b=Operand("Wei", "Cg", False), c=Operand("Out", "Kg", False),
-        a_layout="row", b_layout="col", m=("N", "output"), n=("Kg",), k=("Cg", "filter")),
+        a=Operand("In", "Cg", False),
+        b=Operand("Wei", "Cg", False),
+        c=Operand("Out", "Kg", False),
+        a_layout="row",
+        b_layout="col",
+        m=("N", "output"),
+        n=("Kg",),
+        k=("Cg", "filter"),
+    ),
     Variant.BWD_DATA: ImplicitGemm(
-        a=Operand("Out", "Kg", True), b=Operand("Wei", "Cg", False), c=Operand("In", "Cg", True),
-        a_layout="row", b_layout="row", m=("N", "input"), n=("Cg",), k=("Kg", "filter")),
+        a=Operand("Out", "Kg", True),
+        b=Operand("Wei", "Cg", False),
+        c=Operand("In", "Cg", True),
+        a_layout="row",
+        b_layout="row",
+        m=("N", "input"),
+        n=("Cg",),
+        k=("Kg", "filter"),
+    ),
     Variant.BWD_WEIGHT: ImplicitGemm(
-        a=Operand("Out", "Kg", True), b=Operand("In", "Cg", False), c=Operand("Wei", "Cg", True),
-        a_layout="col", b_layout="row", m=("Kg",), n=("filter", "Cg"), k=("N", "output")),
+        a=Operand("Out", "Kg", True),
+        b=Operand("In", "Cg", False),
+        c=Operand("Wei", "Cg", True),
+        a_layout="col",
+        b_layout="row",
+        m=("Kg",),
+        n=("filter", "Cg"),
+        k=("N", "output"),
+    ),
 }
 """Per variant: CK Tile's grouped-convolution kernels and ``GroupedConvTraits`` (one group, no
 groups-to-merge; backward data counts all its sub-GEMMs' rows in M)."""

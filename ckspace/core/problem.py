@@ -24,9 +24,32 @@ _DIMS = ("d", "h", "w")
 _SPATIAL_IN = {"d": "Di", "h": "Hi", "w": "Wi"}
 _FILTER = {"d": "Z", "h": "Y", "w": "X"}
 _SHORTHANDS = ("stride", "pad", "dil")
-_KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride", "pad", "dil",
-         "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w",
-         "k_batch", "ndim")
+_KEYS = (
+    "N",
+    "G",
+    "C",
+    "K",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride",
+    "pad",
+    "dil",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+    "k_batch",
+    "ndim",
+)
 
 
 _LACKING = "lacking_keys"
@@ -96,7 +119,7 @@ class ConvProblem(CheckedModel):
         if "ndim" not in data:
             data = {**data, "ndim": _ndim_of(data)}
         ndim = data["ndim"]
-        dims = _DIMS[3 - ndim:] if ndim in (1, 2, 3) else _DIMS[2:]
+        dims = _DIMS[3 - ndim :] if ndim in (1, 2, 3) else _DIMS[2:]
         required = ["N", "C", "K", *(_SPATIAL_IN[d] for d in dims), *(_FILTER[d] for d in dims)]
         lacking = [key for key in required if key not in data]
         if lacking:
@@ -104,14 +127,14 @@ class ConvProblem(CheckedModel):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ConvProblem":
+    def _consistent(self) -> ConvProblem:
         if self.C % self.G or self.K % self.G:
             raise ValueError(f"C={self.C} and K={self.K} must be multiples of G={self.G} (they are totals)")
         absent = self.dims_absent
         for dim in absent:
             fields = (_SPATIAL_IN[dim], _FILTER[dim], f"stride_{dim}", f"pad_{dim}", f"dil_{dim}")
             defaults = (1, 1, 1, 0, 1)
-            for name, default in zip(fields, defaults):
+            for name, default in zip(fields, defaults, strict=True):
                 if getattr(self, name) != default:
                     raise ValueError(f"{name} is set but the problem is {self.ndim}D")
         for dim in self.dims:
@@ -120,26 +143,27 @@ class ConvProblem(CheckedModel):
         for tensor, factors in TENSOR_ELEMENTS.items():
             elements = math.prod(getattr(self, factor) for factor in factors)
             if elements > ELEMENTS_MAX:
-                raise ValueError(f"the {tensor} tensor has {elements} elements, beyond what CK Tile can index "
-                                 f"(2^63-1, long_index_t)")
+                raise ValueError(
+                    f"the {tensor} tensor has {elements} elements, beyond what CK Tile can index (2^63-1, long_index_t)"
+                )
         return self
 
     # -- derived sizes --------------------------------------------------------------------------
     @property
     def dims(self) -> tuple[str, ...]:
         """The spatial dimensions present, outermost first: ('h', 'w') for 2D."""
-        return _DIMS[3 - self.ndim:]
+        return _DIMS[3 - self.ndim :]
 
     @property
     def dims_absent(self) -> tuple[str, ...]:
-        return _DIMS[:3 - self.ndim]
+        return _DIMS[: 3 - self.ndim]
 
     @property
-    def Cg(self) -> int:  # noqa: N802 - the conventional name
+    def Cg(self) -> int:
         return self.C // self.G
 
     @property
-    def Kg(self) -> int:  # noqa: N802
+    def Kg(self) -> int:
         return self.K // self.G
 
     def input_size(self, dim: str) -> int:
@@ -169,8 +193,14 @@ class ConvProblem(CheckedModel):
         """Per-group implicit GEMM sizes (M, N, K) of a variant, as CK forms them
         (:data:`ckspace.core.operands.OPERANDS`)."""
         gemm = OPERANDS[Variant.parse(variant)]
-        sizes = {"N": self.N, "Cg": self.Cg, "Kg": self.Kg, "input": self.input_volume,
-                 "output": self.output_volume, "filter": self.filter_volume}
+        sizes = {
+            "N": self.N,
+            "Cg": self.Cg,
+            "Kg": self.Kg,
+            "input": self.input_volume,
+            "output": self.output_volume,
+            "filter": self.filter_volume,
+        }
         return tuple(math.prod(sizes[f] for f in factors) for factors in (gemm.m, gemm.n, gemm.k))  # type: ignore[return-value]
 
     @property
@@ -190,7 +220,7 @@ class ConvProblem(CheckedModel):
         return ",".join(parts)
 
     @classmethod
-    def parse(cls, text: str) -> "ConvProblem":
+    def parse(cls, text: str) -> ConvProblem:
         """Read ``N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1``.
 
         Per-dimension keys (``stride_h``, ``pad_w``, ``dil_d``, ...) and the shorthands ``stride``,
@@ -215,11 +245,11 @@ class ConvProblem(CheckedModel):
         return cls.from_values(values, text)
 
     @classmethod
-    def from_values(cls, values: dict[str, int], text: str | None = None) -> "ConvProblem":
+    def from_values(cls, values: dict[str, int], text: str | None = None) -> ConvProblem:
         values = dict(values)
         values.setdefault("ndim", _ndim_of(values))
         ndim = values["ndim"]
-        dims = _DIMS[3 - ndim:] if ndim in (1, 2, 3) else ()
+        dims = _DIMS[3 - ndim :] if ndim in (1, 2, 3) else ()
         for short in _SHORTHANDS:
             if short in values:
                 value = values.pop(short)
@@ -251,8 +281,10 @@ def _lacking(missing: list[str], given: object) -> str:
     values = given if isinstance(given, dict) else {}
     ndim = values.get("ndim", 1)
     if ndim == 1 and not set(values) & {"Di", "Hi", "Z", "Y", *(f"{p}_{d}" for p in _SHORTHANDS for d in "dh")}:
-        return f"ConvProblem lacks {', '.join(missing)} (read as 1D: no depth or height key; for 2D give Hi, Y too, " \
-               "for 3D Di, Hi, Z, Y)"
+        return (
+            f"ConvProblem lacks {', '.join(missing)} (read as 1D: no depth or height key; for 2D give Hi, Y too, "
+            "for 3D Di, Hi, Z, Y)"
+        )
     return f"ConvProblem lacks {', '.join(missing)} (a {ndim}D problem)"
 
 

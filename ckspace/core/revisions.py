@@ -37,14 +37,14 @@ class RulesRevision:
     tables: dict[str, dict[str, Any]]
     """Table name -> JSON merge patch (RFC 7386) on the parent's table."""
 
-    def chain(self) -> tuple["RulesRevision", ...]:
+    def chain(self) -> tuple[RulesRevision, ...]:
         """This revision and its ancestors, oldest first."""
         ancestors = [self]
         while ancestors[0].parent is not None:
             ancestors.insert(0, rules_revision(ancestors[0].parent))
         return tuple(ancestors)
 
-    def formulation(self, rule: str) -> tuple[str, "RulesRevision"]:
+    def formulation(self, rule: str) -> tuple[str, RulesRevision]:
         """The formulation of ``rule`` here and the revision that introduced it (the newest one in
         the chain that names the rule)."""
         for revision in reversed(self.chain()):
@@ -65,7 +65,7 @@ class RulesRevision:
                 value = _merge_patch(value, revision.tables[name])
         return value
 
-    def changed_by(self, name: str, keys: Sequence[str]) -> "RulesRevision | None":
+    def changed_by(self, name: str, keys: Sequence[str]) -> RulesRevision | None:
         """The newest revision of the chain whose patch of table ``name`` reaches the value at
         ``keys`` (sets it, a key inside it or a key around it), or None when no patch does."""
         for revision in reversed(self.chain()):
@@ -97,16 +97,22 @@ def _paths(patch: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[t
 
 
 def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    return a[:len(b)] == b[:len(a)]
+    return a[: len(b)] == b[: len(a)]
 
 
 @cache
 def _revisions() -> dict[str, RulesRevision]:
     revisions: dict[str, RulesRevision] = {}
     for entry in table("revisions")["revisions"]:
-        revision = RulesRevision(name=entry["name"], parent=entry["parent"], upstream=entry["upstream"],
-                                 summary=entry["summary"], fixes=tuple(entry["fixes"]), rules=dict(entry["rules"]),
-                                 tables=dict(entry["tables"]))
+        revision = RulesRevision(
+            name=entry["name"],
+            parent=entry["parent"],
+            upstream=entry["upstream"],
+            summary=entry["summary"],
+            fixes=tuple(entry["fixes"]),
+            rules=dict(entry["rules"]),
+            tables=dict(entry["tables"]),
+        )
         if revision.parent is not None and revision.parent not in revisions:
             raise ValueError(f"revisions.json: {revision.name}'s parent {revision.parent!r} is not listed before it")
         revisions[revision.name] = revision

@@ -44,11 +44,11 @@ class CkHeaders:
     fingerprint: str
     label: str
     verified: bool
-    given: "CkRevision | None" = field(default=None, compare=False, repr=False)
+    given: CkRevision | None = field(default=None, compare=False, repr=False)
     """The revision the caller passed (``Space(..., ck=revision)``): used as it is, never read again
     from ``include_dir``, which need not exist on this machine."""
 
-    def revision(self) -> "CkRevision":
+    def revision(self) -> CkRevision:
         """The features of these headers (:class:`~ckspace.core.ck.CkRevision`)."""
         if self.given is not None:
             return self.given
@@ -86,16 +86,24 @@ class Target:
         if self.rules_only:
             return "target: rules only (--rules-only): the upstream rule space, known-wrong kernels included"
         if self.ck is None:
-            return (f"target: no CK headers found (looked at {self.looked}): the upstream rule space, known-wrong "
-                    "kernels excluded")
-        return (f"target: CK {self.ck.label}{'' if self.ck.verified else ' (unverified)'} at {self.ck.include_dir}; "
-                "known-wrong kernels excluded")
+            return (
+                f"target: no CK headers found (looked at {self.looked}): the upstream rule space, known-wrong "
+                "kernels excluded"
+            )
+        return (
+            f"target: CK {self.ck.label}{'' if self.ck.verified else ' (unverified)'} at {self.ck.include_dir}; "
+            "known-wrong kernels excluded"
+        )
 
     def record(self) -> dict[str, Any]:
         """The target as a JSON field."""
-        return {"ck": self.ck.label if self.ck else None, "ck_root": self.ck.include_dir if self.ck else None,
-                "rules_only": self.rules_only, "known_wrong_excluded": not self.rules_only,
-                "note": self.describe().removeprefix("target: ")}
+        return {
+            "ck": self.ck.label if self.ck else None,
+            "ck_root": self.ck.include_dir if self.ck else None,
+            "rules_only": self.rules_only,
+            "known_wrong_excluded": not self.rules_only,
+            "note": self.describe().removeprefix("target: "),
+        }
 
 
 def resolve_target(ck: object = AUTO) -> Target:

@@ -6,7 +6,6 @@ into place, so a reader sees the old tree or the new one; a SIGKILL between the 
 ``.old``/``.tmp`` sibling that the next writer removes, and nothing else is ever removed.
 """
 
-
 import fcntl
 import os
 import re
@@ -20,9 +19,9 @@ from typing import TypeVar
 
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.files import (
-    writable_parent,
     refuse_foreign,
     unique_temporary,
+    writable_parent,
     write_atomic,
 )
 
@@ -51,8 +50,9 @@ def locked_directory(path: Path, what: str, shared: bool = False) -> Iterator[No
             fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             doing = "writing" if shared else "writing, building or benching"  # a shared lock waits only for writers
-            raise InvalidInputError(f"another ckspace is {doing} {what} {str(path)!r}; run this again once it has "
-                                    "ended") from None
+            raise InvalidInputError(
+                f"another ckspace is {doing} {what} {str(path)!r}; run this again once it has ended"
+            ) from None
         yield
     finally:
         os.close(fd)

@@ -19,7 +19,7 @@ class Choice(StrEnum):
     """A StrEnum that parses user text with a one-line error listing the valid values."""
 
     @classmethod
-    def parse(cls, value: object) -> "Choice":
+    def parse(cls, value: object) -> Choice:
         if isinstance(value, cls):
             return value
         try:
@@ -69,9 +69,7 @@ class Variant(Choice):
         return self is not Variant.FORWARD
 
 
-_VARIANT_TOKENS = {
-    name: token for name, token in table("common")["variant_token"].items()
-}
+_VARIANT_TOKENS = {name: token for name, token in table("common")["variant_token"].items()}
 
 
 class Dtype(Choice):
@@ -221,8 +219,11 @@ _PREDICATE_KIND = {
     Predicate.KNOWN_WRONG: RuleKind.KNOWN_WRONG,
 }
 
-EMITTED_PREDICATES: tuple[Predicate, ...] = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH,
-                                             Predicate.IS_CONFIG_VALID)
+EMITTED_PREDICATES: tuple[Predicate, ...] = (
+    Predicate.STRUCTURE,
+    Predicate.IS_VALID_FOR_ARCH,
+    Predicate.IS_CONFIG_VALID,
+)
 """What "valid" means for a GEMM config: the upstream generator emits a proposal exactly when it
 passes these (depthwise configs: :attr:`Predicate.DEPTHWISE`)."""
 

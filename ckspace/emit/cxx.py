@@ -44,12 +44,27 @@ def _spec(variant: Variant, host_args: str, kernel: str, suffix: str, selected: 
 
 
 VARIANTS = {
-    Variant.FORWARD: _spec(Variant.FORWARD, "ck_tile::GroupedConvFwdHostArgs<>", "GroupedConvolutionForwardKernel",
-                           "Fwd", "SelectedConvKernelLauncher"),
-    Variant.BWD_DATA: _spec(Variant.BWD_DATA, "ck_tile::GroupedConvBwdDataHostArgs",
-                            "GroupedConvolutionBackwardDataKernel", "BwdData", "SelectedConvBwdDataLauncher"),
-    Variant.BWD_WEIGHT: _spec(Variant.BWD_WEIGHT, "ck_tile::GroupedConvBwdWeightHostArgs",
-                              "GroupedConvolutionBackwardWeightKernel", "BwdWeight", "SelectedConvBwdWeightLauncher"),
+    Variant.FORWARD: _spec(
+        Variant.FORWARD,
+        "ck_tile::GroupedConvFwdHostArgs<>",
+        "GroupedConvolutionForwardKernel",
+        "Fwd",
+        "SelectedConvKernelLauncher",
+    ),
+    Variant.BWD_DATA: _spec(
+        Variant.BWD_DATA,
+        "ck_tile::GroupedConvBwdDataHostArgs",
+        "GroupedConvolutionBackwardDataKernel",
+        "BwdData",
+        "SelectedConvBwdDataLauncher",
+    ),
+    Variant.BWD_WEIGHT: _spec(
+        Variant.BWD_WEIGHT,
+        "ck_tile::GroupedConvBwdWeightHostArgs",
+        "GroupedConvolutionBackwardWeightKernel",
+        "BwdWeight",
+        "SelectedConvBwdWeightLauncher",
+    ),
 }
 
 

@@ -37,8 +37,7 @@ from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features.c_source import c_double, features_c
-from ckspace.select.compiled import model_sources
-from ckspace.select.fallbacks import family_key, vector_variants
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import (
     ANALYTICAL_FEATURE,
     CONFIG_FEATURES,
@@ -48,9 +47,10 @@ from ckspace.features.matrix import (
     ConfigTable,
     feature_formulas,
 )
-from ckspace.features.hardware import HardwareFacts, hardware_facts
-from ckspace.select.support import ModelDomain, source_text
+from ckspace.select.compiled import model_sources
+from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
+from ckspace.select.support import ModelDomain, source_text
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +67,20 @@ FIELD_DOCS: dict[str, str] = {
     "G": "groups; C and K are multiples of G",
     "C": "input channels, all groups together",
     "K": "output channels, all groups together",
-    "Di": "input depth (3D)", "Hi": "input height (2D, 3D)", "Wi": "input width",
-    "Z": "filter depth (3D)", "Y": "filter height (2D, 3D)", "X": "filter width",
-    "stride_d": "stride along depth, >= 1", "stride_h": "stride along height, >= 1",
+    "Di": "input depth (3D)",
+    "Hi": "input height (2D, 3D)",
+    "Wi": "input width",
+    "Z": "filter depth (3D)",
+    "Y": "filter height (2D, 3D)",
+    "X": "filter width",
+    "stride_d": "stride along depth, >= 1",
+    "stride_h": "stride along height, >= 1",
     "stride_w": "stride along width, >= 1",
-    "pad_d": "padding before and after along depth, >= 0", "pad_h": "padding along height, >= 0",
+    "pad_d": "padding before and after along depth, >= 0",
+    "pad_h": "padding along height, >= 0",
     "pad_w": "padding along width, >= 0",
-    "dil_d": "dilation along depth, >= 1", "dil_h": "dilation along height, >= 1",
+    "dil_d": "dilation along depth, >= 1",
+    "dil_h": "dilation along height, >= 1",
     "dil_w": "dilation along width, >= 1",
     "k_batch": "split-K factor: 1, or more for bwd_weight kernels that split the reduction",
 }
@@ -82,9 +89,14 @@ STRUCT_FIELDS: tuple[str, ...] = ("variant", "dtype", *PARAMS)
 assert set(FIELD_DOCS) == set(STRUCT_FIELDS), "every field of the C problem is documented"
 
 _C_FACTORS: dict[str, tuple[str, ...]] = {
-    "N": ("p->N",), "G": ("p->G",), "C": ("p->C",), "K": ("p->K",),
-    "Cg": ("p->C / p->G",), "Kg": ("p->K / p->G",),
-    "input_volume": ("size[0]", "size[1]", "size[2]"), "output_volume": ("out[0]", "out[1]", "out[2]"),
+    "N": ("p->N",),
+    "G": ("p->G",),
+    "C": ("p->C",),
+    "K": ("p->K",),
+    "Cg": ("p->C / p->G",),
+    "Kg": ("p->K / p->G",),
+    "input_volume": ("size[0]", "size[1]", "size[2]"),
+    "output_volume": ("out[0]", "out[1]", "out[2]"),
     "filter_volume": ("filter[0]", "filter[1]", "filter[2]"),
 }
 """The C (in ``cks_normalize``) of each quantity :data:`~ckspace.core.problem.TENSOR_ELEMENTS` names;
@@ -100,12 +112,15 @@ def problem_checks() -> dict[str, object]:
     unknown = sorted({f for factors in TENSOR_ELEMENTS.values() for f in factors} - set(_C_FACTORS))
     if missing or unknown:
         raise AssertionError(f"the C problem lacks fields {missing} or factors {unknown} of ConvProblem")
-    return {"ndim_bounds": FIELD_BOUNDS["ndim"],
-            "bounds": [(name, low, high) for name, (low, high) in FIELD_BOUNDS.items() if name != "ndim"],
-            "tensors": [(tensor, [c for f in factors for c in _C_FACTORS[f]])
-                        for tensor, factors in TENSOR_ELEMENTS.items()],
-            "elements_max": ELEMENTS_MAX,
-            "ranges": _ranges_text()}
+    return {
+        "ndim_bounds": FIELD_BOUNDS["ndim"],
+        "bounds": [(name, low, high) for name, (low, high) in FIELD_BOUNDS.items() if name != "ndim"],
+        "tensors": [
+            (tensor, [c for f in factors for c in _C_FACTORS[f]]) for tensor, factors in TENSOR_ELEMENTS.items()
+        ],
+        "elements_max": ELEMENTS_MAX,
+        "ranges": _ranges_text(),
+    }
 
 
 def _ranges_text() -> list[str]:
@@ -113,8 +128,11 @@ def _ranges_text() -> list[str]:
     groups: dict[tuple[int, int], list[str]] = {}
     for name, bounds in FIELD_BOUNDS.items():
         groups.setdefault(bounds, []).append(name)
-    return [line for (low, high), names in groups.items()
-            for line in textwrap.wrap(f"{low} .. {high}: {', '.join(names)}", 92, subsequent_indent="    ")]
+    return [
+        line
+        for (low, high), names in groups.items()
+        for line in textwrap.wrap(f"{low} .. {high}: {', '.join(names)}", 92, subsequent_indent="    ")
+    ]
 
 
 @dataclass(frozen=True)
@@ -127,7 +145,7 @@ class Library:
     fallbacks: tuple[tuple[int, ...], ...]
 
     @classmethod
-    def build(cls, kernels: Sequence[GemmConfig], fallback_only: frozenset[str] = frozenset()) -> "Library":
+    def build(cls, kernels: Sequence[GemmConfig], fallback_only: frozenset[str] = frozenset()) -> Library:
         kernels = tuple(sorted(kernels, key=lambda c: c.name))
         index = {c.kernel_key(): i for i, c in enumerate(kernels)}
         fallbacks: list[tuple[int, ...]] = [() for _ in kernels]
@@ -136,35 +154,45 @@ class Library:
             by_cell.setdefault((c.arch, c.variant, c.dtype), []).append(i)
         for members in by_cell.values():
             variants = vector_variants([kernels[i] for i in members])
-            for i, family in zip(members, variants):
+            for i, family in zip(members, variants, strict=True):
                 found = [index.get(v.kernel_key()) for v in family]
                 fallbacks[i] = tuple(j for j in found if j is not None)
         return cls(kernels, tuple(c.name not in fallback_only for c in kernels), tuple(fallbacks))
 
 
-def _cell_models(cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: Mapping[tuple[Variant, Dtype], Path],
-                 ) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
+def _cell_models(
+    cells: Sequence[tuple[Variant, Dtype]],
+    arch: str,
+    model_dirs: Mapping[tuple[Variant, Dtype], Path],
+) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
     """Per cell the two model files' text (verified) and the model's domain, or None for the
     analytical score."""
     out: dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None] = {}
     for variant, dtype in cells:
         directory = model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value)
         if not Path(directory).is_dir():
-            log.info("no model for %s %s %s: the dispatcher ranks that cell by the analytical score",
-                     arch, variant.value, dtype.value)
+            log.info(
+                "no model for %s %s %s: the dispatcher ranks that cell by the analytical score",
+                arch,
+                variant.value,
+                dtype.value,
+            )
             out[variant, dtype] = None
             continue
         _, _, card = load_model(Path(directory))
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
-            raise CkspaceError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, not for the "
-                               f"library's {arch} {variant.value} {dtype.value} kernels")
+            raise CkspaceError(
+                f"model {directory} is for {card.arch} {card.variant} {card.dtype}, not for the "
+                f"library's {arch} {variant.value} {dtype.value} kernels"
+            )
         assert card.domain is not None  # load_model refuses a card without one
         out[variant, dtype] = (model_texts(Path(directory), card), card.domain)
     return out
 
 
-def dispatcher_sources(library: Library, arch: str, environment: jinja2.Environment,
-                       model_dirs: Mapping[tuple[Variant, Dtype], Path] = {}) -> dict[str, bytes]:
+def dispatcher_sources(
+    library: Library, arch: str, environment: jinja2.Environment, model_dirs: Mapping[tuple[Variant, Dtype], Path] = {}
+) -> dict[str, bytes]:
     """The dispatcher's files (path in the tree -> bytes) for ``library``: each modelled cell's
     ranker and regressor in C, the header, the host C and ``ckspace_run``."""
     if not library.kernels:
@@ -179,29 +207,65 @@ def dispatcher_sources(library: Library, arch: str, environment: jinja2.Environm
     base = {"version": __version__}
     variants = [(v.value, v.code) for v in Variant]
     dtypes = [(d.value, d.code) for d in Dtype]
-    files[HEADER] = environment.get_template("ckspace_dispatch.h.j2").render(
-        {**base, "variants": variants, "dtypes": dtypes, "problem": problem_checks(),
-         "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS]}).encode()
-    files[HOST_SOURCE] = environment.get_template("ckspace_dispatch.c.j2").render(
-        {**base, **table, "fields": GEMM_FIELD_NAMES, "checks": checks, "cells": cell_context, "helpers": C_HELPERS,
-         "problem": problem_checks(), "variants": variants, "dtypes": dtypes, **_feature_layout()}).encode()
-    files[RUN_SOURCE] = environment.get_template("ckspace_dispatch_run.cpp.j2").render(
-        {**base, "kernels": table["kernels"], "operand_map": _operand_map()}).encode()
+    files[HEADER] = (
+        environment.get_template("ckspace_dispatch.h.j2")
+        .render(
+            {
+                **base,
+                "variants": variants,
+                "dtypes": dtypes,
+                "problem": problem_checks(),
+                "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS],
+            }
+        )
+        .encode()
+    )
+    files[HOST_SOURCE] = (
+        environment.get_template("ckspace_dispatch.c.j2")
+        .render(
+            {
+                **base,
+                **table,
+                "fields": GEMM_FIELD_NAMES,
+                "checks": checks,
+                "cells": cell_context,
+                "helpers": C_HELPERS,
+                "problem": problem_checks(),
+                "variants": variants,
+                "dtypes": dtypes,
+                **_feature_layout(),
+            }
+        )
+        .encode()
+    )
+    files[RUN_SOURCE] = (
+        environment.get_template("ckspace_dispatch_run.cpp.j2")
+        .render({**base, "kernels": table["kernels"], "operand_map": _operand_map()})
+        .encode()
+    )
     return files
 
 
-def _kernel_table(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int],
-                  domains: Mapping[tuple[Variant, Dtype], ModelDomain]) -> dict[str, list]:
+def _kernel_table(
+    library: Library,
+    cell_index: Mapping[tuple[Variant, Dtype], int],
+    domains: Mapping[tuple[Variant, Dtype], ModelDomain],
+) -> dict[str, list]:
     """The host C's kernel table: per kernel its cell, row and config features, its fallbacks (a
     range of ``fallbacks``), its other vector-width variants (a range of ``members``) and, when it
     lies outside its cell's model domain, the sibling inside it that its score is taken from (an
     index into ``siblings``)."""
     table = ConfigTable.build(library.kernels)
-    reasons = [domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None
-               for c in library.kernels]
+    reasons = [
+        domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None for c in library.kernels
+    ]
     distinct: dict[KernelKey, tuple[int, GemmConfig]] = {}  # the siblings the extrapolated kernels share, each once
-    sibling_of = [distinct.setdefault((s := domains[c.variant, c.dtype].sibling(c)).kernel_key(), (len(distinct), s))[0]
-                  if reason else -1 for c, reason in zip(library.kernels, reasons)]
+    sibling_of = [
+        distinct.setdefault((s := domains[c.variant, c.dtype].sibling(c)).kernel_key(), (len(distinct), s))[0]
+        if reason
+        else -1
+        for c, reason in zip(library.kernels, reasons, strict=True)
+    ]
     siblings = ConfigTable.build([s for _, s in distinct.values()])
     by_family: dict[tuple, list[int]] = {}
     for i, config in enumerate(library.kernels):
@@ -215,18 +279,36 @@ def _kernel_table(library: Library, cell_index: Mapping[tuple[Variant, Dtype], i
         member_begin = len(members)
         members += [j for j in by_family[family_key(config)] if j != i]
         cell_model = (config.variant, config.dtype) in domains
-        kernels.append({
-            "name": config.name, "cell": cell_index[config.variant, config.dtype], "ndim": config.ndim,
-            "candidate": int(library.candidate[i]),
-            "fallback_begin": begin, "fallback_end": len(flat), "row": [str(v) for v in config.row()],
-            "formula_columns": [c_double(v) for v in table.formula_columns[i]],
-            "block": [c_double(v) for v in table.block[i]],
-            "sibling": sibling_of[i], "member_begin": member_begin, "member_end": len(members),
-            "source": source_text(cell_model, reasons[i]).replace("*/", "* /"),
-        })
-    return {"kernels": kernels, "fallbacks": flat, "members": members,
-            "siblings": [{"name": c.name, "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
-                          "block": [c_double(v) for v in siblings.block[j]]} for j, c in enumerate(siblings.configs)]}
+        kernels.append(
+            {
+                "name": config.name,
+                "cell": cell_index[config.variant, config.dtype],
+                "ndim": config.ndim,
+                "candidate": int(library.candidate[i]),
+                "fallback_begin": begin,
+                "fallback_end": len(flat),
+                "row": [str(v) for v in config.row()],
+                "formula_columns": [c_double(v) for v in table.formula_columns[i]],
+                "block": [c_double(v) for v in table.block[i]],
+                "sibling": sibling_of[i],
+                "member_begin": member_begin,
+                "member_end": len(members),
+                "source": source_text(cell_model, reasons[i]).replace("*/", "* /"),
+            }
+        )
+    return {
+        "kernels": kernels,
+        "fallbacks": flat,
+        "members": members,
+        "siblings": [
+            {
+                "name": c.name,
+                "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
+                "block": [c_double(v) for v in siblings.block[j]],
+            }
+            for j, c in enumerate(siblings.configs)
+        ],
+    }
 
 
 def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int]) -> list[dict[str, object]]:
@@ -235,18 +317,32 @@ def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], in
     checks = []
     for variant, dtype in cell_index:
         for ndim in sorted({c.ndim for c in library.kernels if (c.variant, c.dtype) == (variant, dtype)}):
-            rules = [{"name": r.name, "source": r.source.replace("*/", "* /"), "vector": r.vector_field is not None,
-                      "c": to_c(r.expr, lambda f: f"k->{f}", lambda p: f"p->{p}")}
-                     for r in gemm_problem_templates(variant, ndim, dtype)]
-            checks.append({"cell": f"{variant.value} {ndim}D {dtype.value}", "cell_index": cell_index[variant, dtype],
-                           "ndim": ndim, "function": f"cks_checks_{variant.value}_{ndim}d_{dtype.value}",
-                           "rules": rules})
+            rules = [
+                {
+                    "name": r.name,
+                    "source": r.source.replace("*/", "* /"),
+                    "vector": r.vector_field is not None,
+                    "c": to_c(r.expr, lambda f: f"k->{f}", lambda p: f"p->{p}"),
+                }
+                for r in gemm_problem_templates(variant, ndim, dtype)
+            ]
+            checks.append(
+                {
+                    "cell": f"{variant.value} {ndim}D {dtype.value}",
+                    "cell_index": cell_index[variant, dtype],
+                    "ndim": ndim,
+                    "function": f"cks_checks_{variant.value}_{ndim}d_{dtype.value}",
+                    "rules": rules,
+                }
+            )
     return checks
 
 
-def _cell_sources(cells: Sequence[tuple[Variant, Dtype]],
-                  models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
-                  hw: HardwareFacts) -> tuple[list[dict[str, object]], dict[str, bytes]]:
+def _cell_sources(
+    cells: Sequence[tuple[Variant, Dtype]],
+    models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
+    hw: HardwareFacts,
+) -> tuple[list[dict[str, object]], dict[str, bytes]]:
     """Per cell its context in the host C (features in C, whether a model ranks it) and the files
     of its ranker and regressor compiled to C (:func:`~ckspace.select.compiled.model_sources`)."""
     files: dict[str, bytes] = {}
@@ -256,10 +352,17 @@ def _cell_sources(cells: Sequence[tuple[Variant, Dtype]],
         model = models[variant, dtype]
         texts = model[0] if model is not None else None
         function = f"{prefix}_features"
-        cell_context.append({"prefix": prefix, "model": texts is not None, "variant_code": variant.code,
-                             "dtype_code": dtype.code, "features_function": function,
-                             "score_scale": c_double(model[1].score_per_log2_tflops) if model else "0.0",
-                             "features": features_c(function, feature_formulas(variant, dtype, hw))})
+        cell_context.append(
+            {
+                "prefix": prefix,
+                "model": texts is not None,
+                "variant_code": variant.code,
+                "dtype_code": dtype.code,
+                "features_function": function,
+                "score_scale": c_double(model[1].score_per_log2_tflops) if model else "0.0",
+                "features": features_c(function, feature_formulas(variant, dtype, hw)),
+            }
+        )
         if texts is not None:
             for role, name in (("ranker", RANKER_FILE), ("tflops", TFLOPS_FILE)):
                 for path, text in model_sources(texts[name], f"{prefix}_{role}", len(FEATURE_NAMES)).items():
@@ -269,10 +372,14 @@ def _cell_sources(cells: Sequence[tuple[Variant, Dtype]],
 
 def _feature_layout() -> dict[str, object]:
     """The sizes of the feature vector's parts and where the analytical score sits in it."""
-    return {"n_features": len(FEATURE_NAMES), "n_formula_columns": len(FORMULA_COLUMNS),
-            "n_config_features": len(CONFIG_FEATURES), "n_problem_values": len(PROBLEM_VALUES),
-            "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
-            "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE)}
+    return {
+        "n_features": len(FEATURE_NAMES),
+        "n_formula_columns": len(FORMULA_COLUMNS),
+        "n_config_features": len(CONFIG_FEATURES),
+        "n_problem_values": len(PROBLEM_VALUES),
+        "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
+        "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE),
+    }
 
 
 def _operand_map() -> list[list[int]]:
@@ -287,5 +394,6 @@ def _operand_map() -> list[list[int]]:
 
 def host_units(files: Sequence[str]) -> list[str]:
     """The C translation units of the host part among a tree's files."""
-    return [HOST_SOURCE] + sorted(f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1
-                                  and f.endswith(".c"))
+    return [HOST_SOURCE] + sorted(
+        f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1 and f.endswith(".c")
+    )

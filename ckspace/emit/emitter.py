@@ -44,9 +44,16 @@ class EmitResult:
     removed: list[str] = field(default_factory=list)
 
 
-def emit(kernels: Iterable[Kernel], out: Path, revision: CkRevision, *,
-         arch: str, request: Mapping[str, Any], selector: SelectorOptions | None = None,
-         force: bool = False) -> EmitResult:
+def emit(
+    kernels: Iterable[Kernel],
+    out: Path,
+    revision: CkRevision,
+    *,
+    arch: str,
+    request: Mapping[str, Any],
+    selector: SelectorOptions | None = None,
+    force: bool = False,
+) -> EmitResult:
     """Write the tree for ``kernels`` under ``out``; see the module docstring. The manifest is
     written last, so an interrupted emit leaves the previous manifest, and the next emit removes
     whatever bannered file the new one does not list.
@@ -97,8 +104,10 @@ def write_tree(out: Path, tree: RenderedTree) -> EmitResult:
     stale files (:func:`_stale`). Every path is checked to stay inside ``out`` before the first write."""
     for path in [*tree.files, MANIFEST_NAME]:
         if (why := escapes(out, path)) is not None:
-            raise InvalidInputError(f"--out {str(out)!r}: cannot write {path} inside it ({why}); ckspace writes only "
-                                    "inside --out, never through a link: replace the link with a directory")
+            raise InvalidInputError(
+                f"--out {str(out)!r}: cannot write {path} inside it ({why}); ckspace writes only "
+                "inside --out, never through a link: replace the link with a directory"
+            )
     stale = _stale(out, set(tree.files) | {MANIFEST_NAME})
     result = EmitResult(manifest=tree.manifest)
     for path, data in [*sorted(tree.files.items()), (MANIFEST_NAME, tree.manifest.to_bytes())]:
@@ -117,9 +126,15 @@ def write_tree(out: Path, tree: RenderedTree) -> EmitResult:
 def _report(result: EmitResult) -> None:
     """The emit's log line; ``ckspace emit`` prints its own summary of the result."""
     manifest = result.manifest
-    log.info("emitted %d kernels (%d files written, %d unchanged, %d removed, %d excluded by CK, "
-             "%d depthwise skipped)", len(manifest.kernels), len(result.written), result.unchanged,
-             len(result.removed), len(manifest.excluded), manifest.depthwise_skipped)
+    log.info(
+        "emitted %d kernels (%d files written, %d unchanged, %d removed, %d excluded by CK, %d depthwise skipped)",
+        len(manifest.kernels),
+        len(result.written),
+        result.unchanged,
+        len(result.removed),
+        len(manifest.excluded),
+        manifest.depthwise_skipped,
+    )
 
 
 def _previous_files(out: Path) -> set[str]:
@@ -137,8 +152,9 @@ def _previous_files(out: Path) -> set[str]:
     inside = {p for p in listed if escapes(out, p) is None}
     if len(inside) < len(set(listed)):
         outside = sorted(set(listed) - inside)
-        log.warning("%s lists %d path(s) outside the tree (e.g. %r); ignored, never deleted", path, len(outside),
-                    outside[0])
+        log.warning(
+            "%s lists %d path(s) outside the tree (e.g. %r); ignored, never deleted", path, len(outside), outside[0]
+        )
     return inside
 
 
@@ -159,22 +175,27 @@ def _stale(out: Path, keep: set[str]) -> list[str]:
     found = _previous_files(out)
     for folder in (out, out / WRAPPER_DIR, out / MODEL_DIR):  # the tree's own folders, not others' trees below
         if folder.is_dir() and not folder.is_symlink():
-            found.update(path.relative_to(out).as_posix() for path in folder.iterdir()
-                         if path.suffix in _SOURCE_SUFFIXES and path.is_file())
+            found.update(
+                path.relative_to(out).as_posix()
+                for path in folder.iterdir()
+                if path.suffix in _SOURCE_SUFFIXES and path.is_file()
+            )
     return sorted(p for p in found - keep if _deletable(out, p))
 
 
 def _deletable(out: Path, path: str) -> bool:
     """A bannered regular file inside ``out``, reached without a link."""
-    return (escapes(out, path) is None and (out / path).is_file() and not (out / path).is_symlink()
-            and _ours(out / path))
+    return escapes(out, path) is None and (out / path).is_file() and not (out / path).is_symlink() and _ours(out / path)
 
 
 def _temporary(name: str) -> bool:
     """A name of ckspace's temporary of a tree file (``.NAME.<hex>.tmp``, :func:`~ckspace.core.files.unique_temporary`)."""
     match = TEMPORARY.fullmatch(name)
-    return (match is not None and match["kind"] == "tmp"
-            and (match["name"] == MANIFEST_NAME or Path(match["name"]).suffix in _SOURCE_SUFFIXES))
+    return (
+        match is not None
+        and match["kind"] == "tmp"
+        and (match["name"] == MANIFEST_NAME or Path(match["name"]).suffix in _SOURCE_SUFFIXES)
+    )
 
 
 def _temporaries(out: Path) -> list[Path]:
@@ -193,8 +214,16 @@ def check_out(out: Path, force: bool) -> None:
     manifest) and holds anything but bannered files, the tree's folders and ckspace's temporaries
     (what an interrupted first emit leaves, a SIGKILLed one included), unless ``force``."""
     refuse_foreign(out, "--out", "directory")
-    if (out.is_dir() and not force and not (out / MANIFEST_NAME).is_file()
-            and any(not (_ours(path) or _temporary(path.name) if path.is_file() else path.name in _TREE_FOLDERS)
-                    for path in out.iterdir())):
-        raise InvalidInputError(f"--out {str(out)!r} is a non-empty directory that is not an emitted tree (no "
-                                f"{MANIFEST_NAME}); give an empty or new directory, or --force to emit into it")
+    if (
+        out.is_dir()
+        and not force
+        and not (out / MANIFEST_NAME).is_file()
+        and any(
+            not (_ours(path) or _temporary(path.name) if path.is_file() else path.name in _TREE_FOLDERS)
+            for path in out.iterdir()
+        )
+    ):
+        raise InvalidInputError(
+            f"--out {str(out)!r} is a non-empty directory that is not an emitted tree (no "
+            f"{MANIFEST_NAME}); give an empty or new directory, or --force to emit into it"
+        )

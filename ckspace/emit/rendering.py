@@ -108,7 +108,7 @@ def buildable(kernels: Iterable[Kernel], revision: CkRevision) -> tuple[list[Gem
             listed.append(GemmConfig.from_row(kernel.arch, cell.variant, cell.ndim, cell.dtype, kernel.row))
     configs: list[GemmConfig] = []
     excluded: list[ExcludedKernel] = []
-    for config, broken in zip(listed, ck_broken(listed, revision)):
+    for config, broken in zip(listed, ck_broken(listed, revision), strict=True):
         if broken:
             excluded.append(ExcludedKernel(name=config.name, rules=broken))
         else:
@@ -135,8 +135,14 @@ def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[lis
     return sorted(configs + added, key=lambda c: c.name), frozenset(c.name for c in added)
 
 
-def render_tree(kernels: Iterable[Kernel], revision: CkRevision, *, arch: str, request: Mapping[str, Any],
-                selector: SelectorOptions | None = None) -> RenderedTree:
+def render_tree(
+    kernels: Iterable[Kernel],
+    revision: CkRevision,
+    *,
+    arch: str,
+    request: Mapping[str, Any],
+    selector: SelectorOptions | None = None,
+) -> RenderedTree:
     """The tree of ``kernels`` for ``revision``; see the module docstring. ``request`` is recorded
     in the manifest as given."""
     configs, excluded, depthwise = buildable(kernels, revision)
@@ -154,22 +160,35 @@ def render_tree(kernels: Iterable[Kernel], revision: CkRevision, *, arch: str, r
         dispatch, record = _dispatcher(configs, fallback_only, arch, selector.model)
         shared.update(dispatch)
     manifest = Manifest(
-        ckspace_version=__version__, arch=arch, request=dict(request), ck_revision=revision,
-        kernels=emitted, shared=[FileRecord(path=p, sha256=sha256(d)) for p, d in sorted(shared.items())],
-        excluded=excluded, depthwise_skipped=depthwise,
-        depthwise_note=depthwise_note(revision) if depthwise else None, dispatcher=record,
+        ckspace_version=__version__,
+        arch=arch,
+        request=dict(request),
+        ck_revision=revision,
+        kernels=emitted,
+        shared=[FileRecord(path=p, sha256=sha256(d)) for p, d in sorted(shared.items())],
+        excluded=excluded,
+        depthwise_skipped=depthwise,
+        depthwise_note=depthwise_note(revision) if depthwise else None,
+        dispatcher=record,
     )
     return RenderedTree(files={**files, **shared}, manifest=manifest)
 
 
-def _kernel_files(configs: Sequence[GemmConfig], base: Mapping[str, Any],
-                  ) -> tuple[dict[str, bytes], list[EmittedKernel]]:
+def _kernel_files(
+    configs: Sequence[GemmConfig],
+    base: Mapping[str, Any],
+) -> tuple[dict[str, bytes], list[EmittedKernel]]:
     """Each kernel's header, compilation unit and dispatcher wrapper, and its manifest record."""
     environment = template_environment()
-    roles = (("header", "{}.hpp", environment.get_template("kernel.hpp.j2")),
-             ("source", "{}.cpp", environment.get_template("kernel.cpp.j2")),
-             ("wrapper", f"{WRAPPER_DIR}/dispatcher_wrapper_{{}}.hpp",
-              environment.get_template("dispatcher_wrapper.hpp.j2")))
+    roles = (
+        ("header", "{}.hpp", environment.get_template("kernel.hpp.j2")),
+        ("source", "{}.cpp", environment.get_template("kernel.cpp.j2")),
+        (
+            "wrapper",
+            f"{WRAPPER_DIR}/dispatcher_wrapper_{{}}.hpp",
+            environment.get_template("dispatcher_wrapper.hpp.j2"),
+        ),
+    )
     files: dict[str, bytes] = {}
     emitted: list[EmittedKernel] = []
     for config in configs:
@@ -179,8 +198,7 @@ def _kernel_files(configs: Sequence[GemmConfig], base: Mapping[str, Any],
             path = pattern.format(config.name)
             files[path] = data = template.render(context).encode()
             records[role] = FileRecord(path=path, sha256=sha256(data))
-        emitted.append(EmittedKernel(name=config.name, variant=config.variant.value, config=config.fields(),
-                                     **records))
+        emitted.append(EmittedKernel(name=config.name, variant=config.variant.value, config=config.fields(), **records))
     return files, emitted
 
 
@@ -190,21 +208,35 @@ def _shared_files(configs: Sequence[GemmConfig], base: Mapping[str, Any]) -> dic
     per_variant = {v: [c.name for c in configs if c.variant == v] for v in Variant}
     shared = {REGISTRY_HEADER: environment.get_template("ckspace_registry.hpp.j2").render(base).encode()}
     for variant in Variant:
-        shared[include_all_name(variant)] = environment.get_template("include_all.hpp.j2").render(
-            {**base, "variant": variant.value, "kernels": per_variant[variant]}).encode()
-    shared[REGISTER_ALL] = environment.get_template("register_all.hpp.j2").render(
-        {**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)}).encode()
+        shared[include_all_name(variant)] = (
+            environment.get_template("include_all.hpp.j2")
+            .render({**base, "variant": variant.value, "kernels": per_variant[variant]})
+            .encode()
+        )
+    shared[REGISTER_ALL] = (
+        environment.get_template("register_all.hpp.j2")
+        .render({**base, "variants": [(v.value, per_variant[v]) for v in Variant], "total": len(configs)})
+        .encode()
+    )
     return shared
 
 
-def _dispatcher(configs: Sequence[GemmConfig], fallback_only: frozenset[str], arch: str, model: Path | None,
-                ) -> tuple[dict[str, bytes], DispatcherRecord]:
+def _dispatcher(
+    configs: Sequence[GemmConfig],
+    fallback_only: frozenset[str],
+    arch: str,
+    model: Path | None,
+) -> tuple[dict[str, bytes], DispatcherRecord]:
     """``--with-selector``: the dispatcher's files and their manifest record."""
     library = Library.build(configs, fallback_only)
     files = dispatcher_sources(library, arch, template_environment(), _model_dirs(model, library))
-    record = DispatcherRecord(kernels=[c.name for c in library.kernels], fallback_only=sorted(fallback_only),
-                              models=_model_sources(files, library), host_units=host_units(list(files)),
-                              run_unit=RUN_SOURCE)
+    record = DispatcherRecord(
+        kernels=[c.name for c in library.kernels],
+        fallback_only=sorted(fallback_only),
+        models=_model_sources(files, library),
+        host_units=host_units(list(files)),
+        run_unit=RUN_SOURCE,
+    )
     return files, record
 
 
@@ -217,8 +249,9 @@ def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dty
     _, _, card = load_model(model)
     cell = (Variant.parse(card.variant), Dtype.parse(card.dtype))
     if cell not in {(c.variant, c.dtype) for c in library.kernels}:
-        raise CkspaceError(f"--model {model} is a {card.variant} {card.dtype} model; the emitted kernels have no "
-                           "such cell")
+        raise CkspaceError(
+            f"--model {model} is a {card.variant} {card.dtype} model; the emitted kernels have no such cell"
+        )
     return {cell: model}
 
 

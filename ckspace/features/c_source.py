@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ckspace.features.formula import Formula, Num, Op, Var, reads_config, topological
 from ckspace.features.matrix import (
     CONFIG_FEATURES,
     FEATURE_NAMES,
@@ -24,7 +25,6 @@ from ckspace.features.matrix import (
     PROBLEM_FEATURES,
     PROBLEM_VALUES,
 )
-from ckspace.features.formula import Formula, Num, Op, Var, reads_config, topological
 
 _INFIX = {"+", "-", "*", "/"}
 _CALL = {"min": "fmin", "max": "fmax", "log2": "log2", "ceil": "ceil", "floor": "floor"}
@@ -73,7 +73,7 @@ def features_c(name: str, formulas: Sequence[Formula]) -> str:
     indent = "\n  "
     inner = "\n    "
     return f"""/* Features of one problem with n candidate kernels ({width} per row; see ckspace.features.matrix).
-   config columns in cfg: {', '.join(columns)} */
+   config columns in cfg: {", ".join(columns)} */
 static void {name}(const double* p, const double* cfg, const double* block, long n, double* out) {{
   {indent.join(scalar_lines)}
   for (long i = 0; i < n; ++i) {{

@@ -28,28 +28,28 @@ class Formula:
 
     __slots__ = ()
 
-    def __add__(self, other: "FormulaLike") -> "Formula":
+    def __add__(self, other: FormulaLike) -> Formula:
         return Op("+", (self, lift(other)))
 
-    def __radd__(self, other: "FormulaLike") -> "Formula":
+    def __radd__(self, other: FormulaLike) -> Formula:
         return Op("+", (lift(other), self))
 
-    def __sub__(self, other: "FormulaLike") -> "Formula":
+    def __sub__(self, other: FormulaLike) -> Formula:
         return Op("-", (self, lift(other)))
 
-    def __rsub__(self, other: "FormulaLike") -> "Formula":
+    def __rsub__(self, other: FormulaLike) -> Formula:
         return Op("-", (lift(other), self))
 
-    def __mul__(self, other: "FormulaLike") -> "Formula":
+    def __mul__(self, other: FormulaLike) -> Formula:
         return Op("*", (self, lift(other)))
 
-    def __rmul__(self, other: "FormulaLike") -> "Formula":
+    def __rmul__(self, other: FormulaLike) -> Formula:
         return Op("*", (lift(other), self))
 
-    def __truediv__(self, other: "FormulaLike") -> "Formula":
+    def __truediv__(self, other: FormulaLike) -> Formula:
         return Op("/", (self, lift(other)))
 
-    def __rtruediv__(self, other: "FormulaLike") -> "Formula":
+    def __rtruediv__(self, other: FormulaLike) -> Formula:
         return Op("/", (lift(other), self))
 
 
@@ -180,10 +180,12 @@ class Program:
         self._problem = [(index[n], n.name) for n in nodes if isinstance(n, Var) and n.source == "problem"]
         self._config = [(index[n], n.name) for n in nodes if isinstance(n, Var) and n.source == "config"]
         ops = [n for n in nodes if isinstance(n, Op)]
-        self._scalar = [(index[n], SCALAR_OPS[n.op], tuple(index[a] for a in n.args))
-                        for n in ops if not reads_config(n, memo)]
-        self._column = [(index[n], COLUMN_OPS[n.op], tuple(index[a] for a in n.args))
-                        for n in ops if reads_config(n, memo)]
+        self._scalar = [
+            (index[n], SCALAR_OPS[n.op], tuple(index[a] for a in n.args)) for n in ops if not reads_config(n, memo)
+        ]
+        self._column = [
+            (index[n], COLUMN_OPS[n.op], tuple(index[a] for a in n.args)) for n in ops if reads_config(n, memo)
+        ]
         self._out = [index[n] for n in self.outputs]
 
     def __call__(self, values: Mapping[str, float], columns: Mapping[str, np.ndarray]) -> list:

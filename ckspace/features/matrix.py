@@ -38,29 +38,87 @@ from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.features.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
 from ckspace.features import performance
+from ckspace.features.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
 from ckspace.features.hardware import HardwareFacts
 
 FEATURE_VERSION = 2
 
 PROBLEM_FEATURES: tuple[str, ...] = (
-    "N", "G", "Cg", "Kg", "Di", "Hi", "Wi", "Z", "Y", "X", "Do", "Ho", "Wo",
-    "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w",
-    "gemm_m", "gemm_n", "gemm_k", "log2_gemm_m", "log2_gemm_n", "log2_gemm_k",
-    "log2_flops", "log2_bytes", "arithmetic_intensity",
+    "N",
+    "G",
+    "Cg",
+    "Kg",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "Do",
+    "Ho",
+    "Wo",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+    "gemm_m",
+    "gemm_n",
+    "gemm_k",
+    "log2_gemm_m",
+    "log2_gemm_n",
+    "log2_gemm_k",
+    "log2_flops",
+    "log2_bytes",
+    "arithmetic_intensity",
 )
-CONFIG_FEATURES: tuple[str, ...] = GEMM_FIELD_NAMES + ("threads", "lds_bytes", "block_per_cu_hint",
-                                                       "warp_iters_m", "warp_iters_n", "warp_iters_k")
+CONFIG_FEATURES: tuple[str, ...] = GEMM_FIELD_NAMES + (
+    "threads",
+    "lds_bytes",
+    "block_per_cu_hint",
+    "warp_iters_m",
+    "warp_iters_n",
+    "warp_iters_k",
+)
 INTERACTION_FEATURES: tuple[str, ...] = (
-    "eff_m", "eff_n", "eff_k", "eff_mnk", "padding_waste",
-    "tiles_m", "tiles_n", "log2_tiles", "tiles_per_cu", "last_wave_eff", "waves_of_blocks",
-    "k_loop", "blocks_per_cu_lds", "vec_pad_eff_a", "vec_pad_eff_b", "vec_pad_eff_c",
-    "log2_tile_traffic", "tile_intensity", "log2_roofline_tflops", "log2_model_tflops",
+    "eff_m",
+    "eff_n",
+    "eff_k",
+    "eff_mnk",
+    "padding_waste",
+    "tiles_m",
+    "tiles_n",
+    "log2_tiles",
+    "tiles_per_cu",
+    "last_wave_eff",
+    "waves_of_blocks",
+    "k_loop",
+    "blocks_per_cu_lds",
+    "vec_pad_eff_a",
+    "vec_pad_eff_b",
+    "vec_pad_eff_c",
+    "log2_tile_traffic",
+    "tile_intensity",
+    "log2_roofline_tflops",
+    "log2_model_tflops",
 )
 FEATURE_NAMES: tuple[str, ...] = PROBLEM_FEATURES + CONFIG_FEATURES + INTERACTION_FEATURES
-FORMULA_COLUMNS: tuple[str, ...] = ("block_per_cu_hint", "elem", "lds_bytes", "tile_k", "tile_m", "tile_n",
-                                    "vec_a", "vec_b", "vec_c") + performance.COLUMNS
+FORMULA_COLUMNS: tuple[str, ...] = (
+    "block_per_cu_hint",
+    "elem",
+    "lds_bytes",
+    "tile_k",
+    "tile_m",
+    "tile_n",
+    "vec_a",
+    "vec_b",
+    "vec_c",
+) + performance.COLUMNS
 """The config columns the feature formulas read, in the order the generated C receives them."""
 ANALYTICAL_FEATURE = "log2_model_tflops"
 
@@ -79,7 +137,7 @@ class ConfigTable:
         return {name: self.formula_columns[:, i] for i, name in enumerate(FORMULA_COLUMNS)}
 
     @classmethod
-    def build(cls, configs: Sequence[GemmConfig]) -> "ConfigTable":
+    def build(cls, configs: Sequence[GemmConfig]) -> ConfigTable:
         configs = tuple(configs)
         rows = np.asarray([c.row() for c in configs], dtype=np.float64).reshape(len(configs), len(GEMM_FIELD_NAMES))
         warp = np.asarray([arch_facts(c.arch).warp_size for c in configs], dtype=np.float64)
@@ -88,27 +146,44 @@ class ConfigTable:
         waves = f["wave_m"] * f["wave_n"] * f["wave_k"]
         lds = lds_bytes(f["tile_m"], f["tile_n"], f["tile_k"], elem) * (1 + f["double_smem_buffer"])
         hint = np.asarray([c.block_per_cu for c in configs], dtype=np.float64)
-        derived = np.column_stack([
-            warp * waves, lds, hint,
-            f["tile_m"] / (f["wave_m"] * f["warp_tile_m"]), f["tile_n"] / (f["wave_n"] * f["warp_tile_n"]),
-            f["tile_k"] / (f["wave_k"] * f["warp_tile_k"]),
-        ]) if configs else np.empty((0, 6))
+        derived = (
+            np.column_stack(
+                [
+                    warp * waves,
+                    lds,
+                    hint,
+                    f["tile_m"] / (f["wave_m"] * f["warp_tile_m"]),
+                    f["tile_n"] / (f["wave_n"] * f["warp_tile_n"]),
+                    f["tile_k"] / (f["wave_k"] * f["warp_tile_k"]),
+                ]
+            )
+            if configs
+            else np.empty((0, 6))
+        )
         block = np.ascontiguousarray(np.hstack([rows, derived]))
-        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem,
-               **performance.config_columns(configs)}
-        matrix = np.ascontiguousarray(np.column_stack([col[name] for name in FORMULA_COLUMNS])) if configs \
+        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem, **performance.config_columns(configs)}
+        matrix = (
+            np.ascontiguousarray(np.column_stack([col[name] for name in FORMULA_COLUMNS]))
+            if configs
             else np.empty((0, len(FORMULA_COLUMNS)))
+        )
         return cls(configs, block, matrix)
 
-    def take(self, index: np.ndarray) -> "ConfigTable":
+    def take(self, index: np.ndarray) -> ConfigTable:
         """The rows ``index`` (no recomputation)."""
-        return ConfigTable(tuple(self.configs[i] for i in index), np.ascontiguousarray(self.block[index]),
-                           np.ascontiguousarray(self.formula_columns[index]))
+        return ConfigTable(
+            tuple(self.configs[i] for i in index),
+            np.ascontiguousarray(self.block[index]),
+            np.ascontiguousarray(self.formula_columns[index]),
+        )
 
-    def stack(self, other: "ConfigTable") -> "ConfigTable":
+    def stack(self, other: ConfigTable) -> ConfigTable:
         """These rows, then ``other``'s."""
-        return ConfigTable(self.configs + other.configs, np.ascontiguousarray(np.vstack([self.block, other.block])),
-                           np.ascontiguousarray(np.vstack([self.formula_columns, other.formula_columns])))
+        return ConfigTable(
+            self.configs + other.configs,
+            np.ascontiguousarray(np.vstack([self.block, other.block])),
+            np.ascontiguousarray(np.vstack([self.formula_columns, other.formula_columns])),
+        )
 
     def __len__(self) -> int:
         return len(self.configs)
@@ -140,20 +215,45 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
     """The problem and interaction features of a cell, in :data:`PROBLEM_FEATURES` then
     :data:`INTERACTION_FEATURES` order (the config block is data, :class:`ConfigTable`)."""
     p, c = problem, config
-    sizes = {"N": p("N"), "Cg": p("C") / p("G"), "Kg": p("K") / p("G"),
-             "input": p("Di") * p("Hi") * p("Wi"), "filter": p("Z") * p("Y") * p("X")}
+    sizes = {
+        "N": p("N"),
+        "Cg": p("C") / p("G"),
+        "Kg": p("K") / p("G"),
+        "input": p("Di") * p("Hi") * p("Wi"),
+        "filter": p("Z") * p("Y") * p("X"),
+    }
     out_size = {d: _output_size(d) for d in _DIMS}
     sizes["output"] = out_size["d"] * out_size["h"] * out_size["w"]
     gemm = OPERANDS[variant]
     m, n, k = (_product([sizes[f] for f in factors]) for factors in (gemm.m, gemm.n, gemm.k))
     flops = 2 * p("G") * p("N") * sizes["output"] * sizes["Kg"] * sizes["Cg"] * sizes["filter"]
-    moved = (p("N") * p("C") * sizes["input"] + p("K") * sizes["Cg"] * sizes["filter"]
-             + p("N") * p("K") * sizes["output"]) * element_size(dtype)
+    moved = (
+        p("N") * p("C") * sizes["input"] + p("K") * sizes["Cg"] * sizes["filter"] + p("N") * p("K") * sizes["output"]
+    ) * element_size(dtype)
     problem_block = (
-        p("N"), p("G"), sizes["Cg"], sizes["Kg"], p("Di"), p("Hi"), p("Wi"), p("Z"), p("Y"), p("X"),
-        out_size["d"], out_size["h"], out_size["w"],
+        p("N"),
+        p("G"),
+        sizes["Cg"],
+        sizes["Kg"],
+        p("Di"),
+        p("Hi"),
+        p("Wi"),
+        p("Z"),
+        p("Y"),
+        p("X"),
+        out_size["d"],
+        out_size["h"],
+        out_size["w"],
         *(p(f"{prefix}_{d}") for prefix in ("stride", "pad", "dil") for d in _DIMS),
-        m, n, k, log2(m), log2(n), log2(k), log2(flops), log2(moved), flops / moved,
+        m,
+        n,
+        k,
+        log2(m),
+        log2(n),
+        log2(k),
+        log2(flops),
+        log2(moved),
+        flops / moved,
     )
     tm, tn, tk = c("tile_m"), c("tile_n"), c("tile_k")
     tiles_m, tiles_n, k_loop = ceil(m / tm), ceil(n / tn), ceil(k / tk)
@@ -175,10 +275,26 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
     roofline = flops / maximum(compute_s, memory_s) / 1e12
     model_seconds = performance.cycles_formula(m, n, k, hw) / hw.clock_hz
     interaction_block = (
-        eff_m, eff_n, eff_k, eff, 1.0 - eff,
-        tiles_m, tiles_n, log2(tiles), tiles / cus, last_wave, tiles / slots,
-        k_loop, blocks_lds, vec_a, vec_b, vec_c,
-        log2(traffic), flops / traffic, log2(roofline), log2(flops / model_seconds / 1e12),
+        eff_m,
+        eff_n,
+        eff_k,
+        eff,
+        1.0 - eff,
+        tiles_m,
+        tiles_n,
+        log2(tiles),
+        tiles / cus,
+        last_wave,
+        tiles / slots,
+        k_loop,
+        blocks_lds,
+        vec_a,
+        vec_b,
+        vec_c,
+        log2(traffic),
+        flops / traffic,
+        log2(roofline),
+        log2(flops / model_seconds / 1e12),
     )
     assert len(problem_block) == len(PROBLEM_FEATURES) and len(interaction_block) == len(INTERACTION_FEATURES)
     return problem_block + interaction_block
@@ -196,14 +312,34 @@ def feature_program(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> Progra
 _PROGRAMS: dict[tuple, Program] = {}
 
 
-PROBLEM_VALUES: tuple[str, ...] = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X",
-                                   "stride_d", "stride_h", "stride_w", "pad_d", "pad_h", "pad_w",
-                                   "dil_d", "dil_h", "dil_w", "k_batch")
+PROBLEM_VALUES: tuple[str, ...] = (
+    "N",
+    "G",
+    "C",
+    "K",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+    "k_batch",
+)
 """The problem quantities the features read."""
 
 
-def feature_matrix(problem: ConvProblem, variant: Variant, dtype: Dtype, table: ConfigTable,
-                   hw: HardwareFacts) -> np.ndarray:
+def feature_matrix(
+    problem: ConvProblem, variant: Variant, dtype: Dtype, table: ConfigTable, hw: HardwareFacts
+) -> np.ndarray:
     """Features of ``problem`` with every candidate of ``table``: (n, len(FEATURE_NAMES)) float64."""
     values = {name: getattr(problem, name) for name in PROBLEM_VALUES}
     return assemble(feature_program(variant, dtype, hw), values, table)
@@ -215,7 +351,7 @@ def assemble(program: Program, values: dict[str, int], table: ConfigTable) -> np
     n_problem, n_config = len(PROBLEM_FEATURES), table.block.shape[1]
     out = np.empty((len(table), len(FEATURE_NAMES)), dtype=np.float64)
     out[:, :n_problem] = outputs[:n_problem]
-    out[:, n_problem:n_problem + n_config] = table.block
+    out[:, n_problem : n_problem + n_config] = table.block
     for j, value in enumerate(outputs[n_problem:], start=n_problem + n_config):
         out[:, j] = value
     return out

@@ -73,29 +73,45 @@ class Constant:
 
 CONSTANTS: dict[str, Constant] = {
     "memory_latency_cycles": Constant(
-        678.0, "fit once on the shared gfx950 forward bf16 measurements (the latency a block waits for a global "
-               "load it could not prefetch; ~280 ns at 2.4 GHz); bench/analytical_fit.py"),
+        678.0,
+        "fit once on the shared gfx950 forward bf16 measurements (the latency a block waits for a global "
+        "load it could not prefetch; ~280 ns at 2.4 GHz); bench/analytical_fit.py",
+    ),
     "l2_reuse": Constant(
-        5.2, "fit once on the same measurements: tile-level global traffic served at this multiple of the HBM "
-             "bandwidth (neighbouring blocks share A and B tiles in L2)"),
+        5.2,
+        "fit once on the same measurements: tile-level global traffic served at this multiple of the HBM "
+        "bandwidth (neighbouring blocks share A and B tiles in L2)",
+    ),
     "epilogue_cycles_per_byte": Constant(
-        9.5, "fit once on the same measurements: cycles per output byte each thread of a block stores in the "
-             "epilogue (through LDS for cshuffle); the least determined of the three (folds fit 7.7 to 19)"),
+        9.5,
+        "fit once on the same measurements: cycles per output byte each thread of a block stores in the "
+        "epilogue (through LDS for cshuffle); the least determined of the three (folds fit 7.7 to 19)",
+    ),
     "vmem_issue_cycles": Constant(
-        16.0, "assumed, not fit (no measurement has narrow vectors): a wave's vector memory instruction holds the "
-              "CU's address unit for its 64 lanes at 4 per clock, whatever its width"),
+        16.0,
+        "assumed, not fit (no measurement has narrow vectors): a wave's vector memory instruction holds the "
+        "CU's address unit for its 64 lanes at 4 per clock, whatever its width",
+    ),
     "valu_cycles": Constant(
-        4.0, "CDNA ISA: a 64-lane wave issues one VALU instruction over 4 clocks on a 16-lane SIMD (the index "
-             "arithmetic of a load; also charged per MFMA instruction issued, inside the overlap loss)"),
+        4.0,
+        "CDNA ISA: a 64-lane wave issues one VALU instruction over 4 clocks on a 16-lane SIMD (the index "
+        "arithmetic of a load; also charged per MFMA instruction issued, inside the overlap loss)",
+    ),
     "overlap_loss": Constant(
-        0.01, "assumed: the share of the non-binding resources that overlap fails to hide; it keeps kernels that "
-              "differ in any resource apart (fits equally from 0.001 to 0.02)"),
+        0.01,
+        "assumed: the share of the non-binding resources that overlap fails to hide; it keeps kernels that "
+        "differ in any resource apart (fits equally from 0.001 to 0.02)",
+    ),
     "barrier_cycles": Constant(
-        4.0, "assumed: what one LDS barrier costs a block whose waves arrive in step (a larger cost fits the "
-             "measurements worse: bench/analytical_fit.py)"),
+        4.0,
+        "assumed: what one LDS barrier costs a block whose waves arrive in step (a larger cost fits the "
+        "measurements worse: bench/analytical_fit.py)",
+    ),
     "registers_base": Constant(
-        32.0, "assumed: VGPRs per lane a kernel needs beside its accumulators, fragments and prefetch buffers "
-              "(addresses, loop state)"),
+        32.0,
+        "assumed: VGPRs per lane a kernel needs beside its accumulators, fragments and prefetch buffers "
+        "(addresses, loop state)",
+    ),
 }
 
 
@@ -159,9 +175,18 @@ kernel maps each row to (image, output position, filter tap) with pads; a 3x3 sp
 the taps; a 1x1 filter without pads needs only the stride; 1x1, stride 1, no pads is a plain GEMM
 (as is an explicit-GEMM kernel)."""
 
-COLUMNS: tuple[str, ...] = ("perf_occupancy", "perf_compute_cycles", "perf_load_bytes", "perf_issue_cycles",
-                            "perf_buffers", "perf_stages", "perf_epilogue_cycles", "perf_merged",
-                            "perf_streamk", "perf_two_stage")
+COLUMNS: tuple[str, ...] = (
+    "perf_occupancy",
+    "perf_compute_cycles",
+    "perf_load_bytes",
+    "perf_issue_cycles",
+    "perf_buffers",
+    "perf_stages",
+    "perf_epilogue_cycles",
+    "perf_merged",
+    "perf_streamk",
+    "perf_two_stage",
+)
 """The config-only columns the cycle formula reads (:func:`config_columns`)."""
 
 
@@ -194,8 +219,13 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     by_registers = waves_per_simd * hw.simds_per_cu // waves
     occupancy = max(1, min(by_lds, by_waves, by_registers))
     # one K-iteration of one block: MFMA and LDS work
-    mfma = 2.0 * c.tile_m * c.tile_n * c.tile_k / (hw.flops_per_clock_per_cu(c.dtype)
-                                                      * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
+    mfma = (
+        2.0
+        * c.tile_m
+        * c.tile_n
+        * c.tile_k
+        / (hw.flops_per_clock_per_cu(c.dtype) * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
+    )
     lds_reads = (c.wave_n * c.tile_m + c.wave_m * c.tile_n) * c.tile_k * elem
     lds_writes = 0.0 if facts.asynchronous else load_bytes
     lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
@@ -221,16 +251,29 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     out_bytes = c.tile_m * c.tile_n * elem / threads
     width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
     stores = c.tile_m * c.tile_n / width / threads
-    epilogue = (constant("memory_latency_cycles") + constant("epilogue_cycles_per_byte") * out_bytes
-                + stores * constant("vmem_issue_cycles"))
+    epilogue = (
+        constant("memory_latency_cycles")
+        + constant("epilogue_cycles_per_byte") * out_bytes
+        + stores * constant("vmem_issue_cycles")
+    )
     # LDS synchronisation: a single buffer waits twice per K-iteration (before it is overwritten,
     # after it is written); a double buffer three times per two iterations, and fills both
     # buffers before its loop
     compute += constant("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
     prefill = load_bytes / hw.lds_bytes_per_clock if c.double_smem_buffer else 0.0
     epilogue += prefill
-    return (float(occupancy), compute, float(load_bytes), issue, float(buffers), float(stages), epilogue,
-            float(c.num_groups_to_merge), float(bool(c.streamk_enabled)), float(bool(c.two_stage)))
+    return (
+        float(occupancy),
+        compute,
+        float(load_bytes),
+        issue,
+        float(buffers),
+        float(stages),
+        epilogue,
+        float(c.num_groups_to_merge),
+        float(bool(c.streamk_enabled)),
+        float(bool(c.two_stage)),
+    )
 
 
 def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> Formula:
@@ -249,14 +292,15 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
     sharing = minimum(c("perf_occupancy"), ceil(blocks / cus))
     hbm_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz
     bytes_per_cycle = hbm_per_cycle * constant("l2_reuse")
-    parts = (sharing * c("perf_compute_cycles"),
-             c("perf_load_bytes") * minimum(blocks, slots) / bytes_per_cycle,
-             latency / c("perf_buffers"),
-             sharing * c("perf_issue_cycles"))
+    parts = (
+        sharing * c("perf_compute_cycles"),
+        c("perf_load_bytes") * minimum(blocks, slots) / bytes_per_cycle,
+        latency / c("perf_buffers"),
+        sharing * c("perf_issue_cycles"),
+    )
     binding = maximum(maximum(parts[0], parts[1]), maximum(parts[2], parts[3]))
     iteration = binding + constant("overlap_loss") * (parts[0] + parts[1] + parts[2] + parts[3] - binding)
     prologue = latency + (c("perf_stages") - 1.0) * iteration
     round_cycles = k_loop * iteration + prologue + c("perf_epilogue_cycles")
     reduction = (k_batch - 1.0) * m * n * p("G") * 4.0 * (1.0 + c("perf_two_stage")) / hbm_per_cycle
     return rounds * round_cycles + reduction
-

@@ -96,7 +96,7 @@ class PlanInstance:
         total = float(self.weights[self.runnable].sum())
         share = self.weights / total if total > 0 else np.zeros_like(self.weights)
         orders, values, floors = [], [], []
-        for p, (order, value) in enumerate(zip(self.order, self.value)):
+        for p, (order, value) in enumerate(zip(self.order, self.value, strict=True)):
             keep = order.size if top is None else min(top, order.size)
             scaled = value * share[p] * SCALE
             orders.append(order[:keep])
@@ -109,7 +109,7 @@ class PlanInstance:
         mask = np.zeros(self.items, dtype=bool)
         mask[np.asarray(chosen, dtype=np.int64)] = True
         total = 0
-        for order, values, floor in zip(*self.model_terms(top)):
+        for order, values, floor in zip(*self.model_terms(top), strict=True):
             hit = np.flatnonzero(mask[order])
             total += int(values[hit[0]]) if hit.size else floor
         return total
@@ -155,23 +155,34 @@ class PlanResult:
     pruned_to: int | None
 
 
-def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficiency: float | None = None,
-               top: int | None = None, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
-               seed: int = 0) -> PlanResult:
+def solve_plan(
+    instance: PlanInstance,
+    *,
+    budget: int | None = None,
+    min_efficiency: float | None = None,
+    top: int | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    workers: int = 1,
+    seed: int = 0,
+) -> PlanResult:
     """The plan for ``instance``: exactly one of ``budget`` (at most that many items) and
     ``min_efficiency`` (a fraction in (0, 1]). ``top`` prunes each problem's order (see the module
     docstring); coverage always holds over every item that can run a problem."""
     if (budget is None) == (min_efficiency is None):
         raise InvalidInputError("give exactly one of a budget and a minimum efficiency")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                               or not 1 <= budget <= BUDGET_MAX):
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= BUDGET_MAX
+    ):
         raise InvalidInputError(f"the budget must be an integer from 1 to {BUDGET_MAX:,}, not {budget!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise InvalidInputError(f"the seed must be an integer from {SEED_RANGE[0]:,} to {SEED_RANGE[1]:,}, "
-                                f"not {seed!r}")
+        raise InvalidInputError(
+            f"the seed must be an integer from {SEED_RANGE[0]:,} to {SEED_RANGE[1]:,}, not {seed!r}"
+        )
     if not 0 < time_limit <= TIME_LIMIT_MAX:
-        raise InvalidInputError(f"the time limit must be more than 0 and at most {TIME_LIMIT_MAX:g} "
-                                f"deterministic seconds, not {time_limit!r}")
+        raise InvalidInputError(
+            f"the time limit must be more than 0 and at most {TIME_LIMIT_MAX:g} "
+            f"deterministic seconds, not {time_limit!r}"
+        )
     if min_efficiency is not None and not 0.0 < min_efficiency <= 1.0:
         raise InvalidInputError(f"the minimum efficiency must be in (0, 1], not {min_efficiency!r}")
     started = time.perf_counter()
@@ -182,15 +193,23 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         start = None
         if len(cover) <= budget:  # a feasible start: a hard instance still answers within the time limit
             build.hint(set(cover))
-            start = (tuple(sorted(cover)), instance.model_value(cover, top),
-                     instance.model_value(np.arange(instance.items), top))  # every item: a bound
-        first = build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed,
-                            start=start)
+            start = (
+                tuple(sorted(cover)),
+                instance.model_value(cover, top),
+                instance.model_value(np.arange(instance.items), top),
+            )  # every item: a bound
+        first = build.solve(
+            build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed, start=start
+        )
         if first is None:
             cover, lower = minimum_cover(instance, time_limit, workers, seed)
-            smallest = f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
-            raise PlanInfeasibleError(f"no set of {budget} kernel(s) runs every problem some candidate can run "
-                                      f"(the smallest such set has {smallest})")
+            smallest = (
+                f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
+            )
+            raise PlanInfeasibleError(
+                f"no set of {budget} kernel(s) runs every problem some candidate can run "
+                f"(the smallest such set has {smallest})"
+            )
         status, value, bound = first
         gap = relative_gap(value, bound)
         if status == "optimal":  # then the smallest set of that value (starting from this one)
@@ -203,9 +222,11 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         first = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
         if first is None:
             best = instance.value_of(np.arange(instance.items))
-            raise PlanInfeasibleError(f"no kernel set reaches {100 * min_efficiency:.2f} % predicted efficiency"
-                                      f"{' within the kept candidates' if top is not None else ''}; every "
-                                      f"candidate together reaches {100 * best:.2f} %")
+            raise PlanInfeasibleError(
+                f"no kernel set reaches {100 * min_efficiency:.2f} % predicted efficiency"
+                f"{' within the kept candidates' if top is not None else ''}; every "
+                f"candidate together reaches {100 * best:.2f} %"
+            )
         status, size, bound = first
         gap = relative_gap(size, bound)
         if status == "optimal":  # then the best value at that size (starting from this set)
@@ -214,15 +235,28 @@ def solve_plan(instance: PlanInstance, *, budget: int | None = None, min_efficie
         chosen = build.chosen()
     model_value = float(instance.model_value(chosen, top))
     seconds = time.perf_counter() - started
-    log.info("plan: %d of %d items, %s, model value %.4f in %.2f s", len(chosen), instance.items, status,
-             model_value / SCALE, seconds)
-    return PlanResult(chosen=chosen, status=status, model_value=model_value / SCALE, gap=gap,
-                      seconds=seconds, time_limit=time_limit, pruned_to=top)
+    log.info(
+        "plan: %d of %d items, %s, model value %.4f in %.2f s",
+        len(chosen),
+        instance.items,
+        status,
+        model_value / SCALE,
+        seconds,
+    )
+    return PlanResult(
+        chosen=chosen,
+        status=status,
+        model_value=model_value / SCALE,
+        gap=gap,
+        seconds=seconds,
+        time_limit=time_limit,
+        pruned_to=top,
+    )
 
 
-SEED_RANGE = (-(2 ** 31), 2 ** 31 - 1)
+SEED_RANGE = (-(2**31), 2**31 - 1)
 """CP-SAT's ``random_seed`` is a 32-bit integer."""
-BUDGET_MAX = 2 ** 31 - 1
+BUDGET_MAX = 2**31 - 1
 """The largest budget asked of the solver (a larger one means the same: every candidate is allowed)."""
 TIME_LIMIT_MAX = 1e9
 """The largest deterministic time limit (about 30 years: a larger one is no limit at all)."""
@@ -245,7 +279,7 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
         try:  # the solver's own threads inherit this mask: every signal goes to the waiting thread
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             outcome.append(solver.solve(model))
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+        except BaseException as exc:
             outcome.append(exc)
 
     if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
@@ -288,8 +322,9 @@ def greedy_cover(instance: PlanInstance) -> list[int]:
     return chosen
 
 
-def minimum_cover(instance: PlanInstance, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1,
-                  seed: int = 0) -> tuple[tuple[int, ...], int]:
+def minimum_cover(
+    instance: PlanInstance, time_limit: float = DEFAULT_TIME_LIMIT, workers: int = 1, seed: int = 0
+) -> tuple[tuple[int, ...], int]:
     """The smallest set found that runs every problem some item can run, and the proven lower bound
     on the size of such a set (its size, when the solver proves it within the time limit)."""
     build = _Model(instance, 0)
@@ -317,7 +352,7 @@ class _Model:
         terms = []
         constant = 0
         self.chains: list[list[tuple[int, object]]] = []  # per problem: (item, its prefix literal or None)
-        for p, (order, q, floor) in enumerate(zip(*instance.model_terms(top))):
+        for p, (order, q, floor) in enumerate(zip(*instance.model_terms(top), strict=True)):
             constant += floor
             previous = None
             chain: list[tuple[int, object]] = []
@@ -350,8 +385,16 @@ class _Model:
                 if z is not None:  # the first item's prefix is its own literal
                     self.model.add_hint(z, reached)
 
-    def solve(self, objective, *, maximize: bool, time_limit: float, workers: int, seed: int,
-              start: tuple[tuple[int, ...], int, int] | None = None) -> tuple[str, int, int] | None:
+    def solve(
+        self,
+        objective,
+        *,
+        maximize: bool,
+        time_limit: float,
+        workers: int,
+        seed: int,
+        start: tuple[tuple[int, ...], int, int] | None = None,
+    ) -> tuple[str, int, int] | None:
         """(status, objective value, best bound), or None when infeasible. ``start``: a feasible
         set, its objective value and a bound on the objective, the answer (``feasible``) when the
         search finds no set within the time limit (the solver's own bound is then not reported)."""
@@ -368,8 +411,12 @@ class _Model:
         solver.parameters.random_seed = seed
         solver.parameters.max_deterministic_time = time_limit
         solver.parameters.linearization_level = 2  # the clauses in the LP: proves 300-problem plans in seconds
-        log.info("plan: solving (%d items, %s the objective, %g deterministic s at most)", len(self.x),
-                 "maximising" if maximize else "minimising", time_limit)
+        log.info(
+            "plan: solving (%d items, %s the objective, %g deterministic s at most)",
+            len(self.x),
+            "maximising" if maximize else "minimising",
+            time_limit,
+        )
         status = solve_interruptibly(solver, self.model)
         if status == cp_model.INFEASIBLE:
             return None
@@ -378,11 +425,16 @@ class _Model:
             self.solver, self.start = None, start[0]
             return "feasible", start[1], start[2]
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise CkspaceError(f"the plan solver found no kernel set within its time limit ({time_limit:g} "
-                               "deterministic seconds): raise --time-limit or prune harder (--top)")
+            raise CkspaceError(
+                f"the plan solver found no kernel set within its time limit ({time_limit:g} "
+                "deterministic seconds): raise --time-limit or prune harder (--top)"
+            )
         self.solver = solver
-        return ("optimal" if status == cp_model.OPTIMAL else "feasible", int(round(solver.objective_value)),
-                int(round(solver.best_objective_bound)))
+        return (
+            "optimal" if status == cp_model.OPTIMAL else "feasible",
+            int(round(solver.objective_value)),
+            int(round(solver.best_objective_bound)),
+        )
 
     def chosen(self) -> tuple[int, ...]:
         if self.solver is None and self.start is not None:

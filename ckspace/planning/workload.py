@@ -34,16 +34,34 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.inputs import read_input_text
 from ckspace.core.problem import ConvProblem
-from ckspace.core.vocab import Variant
+from ckspace.core.vocab import ScoreSource, Variant
 from ckspace.planning.plan import PlanInstance, shown_tflops
-from ckspace.core.vocab import ScoreSource
 from ckspace.select.candidates import Candidate
 from ckspace.select.selector import Selector
 
 log = logging.getLogger(__name__)
 
-_KEYS = ("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_d", "stride_h", "stride_w",
-         "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w")
+_KEYS = (
+    "N",
+    "G",
+    "C",
+    "K",
+    "Di",
+    "Hi",
+    "Wi",
+    "Z",
+    "Y",
+    "X",
+    "stride_d",
+    "stride_h",
+    "stride_w",
+    "pad_d",
+    "pad_h",
+    "pad_w",
+    "dil_d",
+    "dil_h",
+    "dil_w",
+)
 _REQUIRED = ("N", "C", "K", "Wi", "X")
 _DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
 
@@ -69,8 +87,10 @@ def read_workload(path: Path, variant: Variant, weight_column: str | None = None
         columns = tuple(reader.fieldnames or ())
         missing = [c for c in _REQUIRED if c not in columns]
         if missing:
-            raise CkspaceError(f"{path}: not a problems CSV (missing columns {', '.join(missing)}; "
-                               f"it has {', '.join(columns) or 'none'})")
+            raise CkspaceError(
+                f"{path}: not a problems CSV (missing columns {', '.join(missing)}; "
+                f"it has {', '.join(columns) or 'none'})"
+            )
         if weight_column is not None and weight_column not in columns:
             raise CkspaceError(f"{path}: no weight column {weight_column!r}; columns: {', '.join(columns)}")
         merged: dict[ConvProblem, float] = {}
@@ -154,8 +174,9 @@ class Predictions:
     """Per kernel, why the model extrapolates for it (None: inside its domain, or no model)."""
 
 
-def predicted_instance(selector: Selector, candidates: Sequence[Candidate], workload: Workload,
-                       advance: Callable[[], None] | None = None) -> Predictions:
+def predicted_instance(
+    selector: Selector, candidates: Sequence[Candidate], workload: Workload, advance: Callable[[], None] | None = None
+) -> Predictions:
     """Every (problem, kernel) pair that can run, scored in one batch per problem.
 
     The items are kernels to build: the registry's candidates, plus each vector variant the
@@ -197,6 +218,13 @@ def predicted_instance(selector: Selector, candidates: Sequence[Candidate], work
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
     support = universe.support_of()
-    return Predictions(instance, tuple(c.name for c in configs), len(prepared.names), tuple(tflops),
-                       np.asarray(best), selector.source, tuple(configs),
-                       support.reasons if support is not None else (None,) * len(configs))
+    return Predictions(
+        instance,
+        tuple(c.name for c in configs),
+        len(prepared.names),
+        tuple(tflops),
+        np.asarray(best),
+        selector.source,
+        tuple(configs),
+        support.reasons if support is not None else (None,) * len(configs),
+    )

@@ -17,8 +17,14 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import STRUCT_FIELDS
 
-STATUS = {0: "ok", 1: "no kernel can run the problem", 2: "the kernel cannot run the problem",
-          3: "malformed problem", 4: "kernel index out of range", 5: "launch failed"}
+STATUS = {
+    0: "ok",
+    1: "no kernel can run the problem",
+    2: "the kernel cannot run the problem",
+    3: "malformed problem",
+    4: "kernel index out of range",
+    5: "launch failed",
+}
 NO_KERNEL = 1
 
 
@@ -28,7 +34,7 @@ class ConvProblemC(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in STRUCT_FIELDS]
 
     @classmethod
-    def of(cls, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> "ConvProblemC":
+    def of(cls, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> ConvProblemC:
         values = {name: getattr(problem, name) for name in STRUCT_FIELDS[2:]}
         return cls(variant=Variant.parse(variant).code, dtype=Dtype.parse(dtype).code, **values)
 
@@ -54,16 +60,25 @@ class Dispatcher:
         self._lib.ckspace_is_supported.restype = ctypes.c_int
         self._lib.ckspace_is_supported.argtypes = [ctypes.c_int, ctypes.POINTER(ConvProblemC)]
         self._lib.ckspace_select.restype = ctypes.c_int
-        self._lib.ckspace_select.argtypes = [ctypes.POINTER(ConvProblemC), ctypes.POINTER(ctypes.c_int),
-                                             ctypes.POINTER(ctypes.c_float)]
+        self._lib.ckspace_select.argtypes = [
+            ctypes.POINTER(ConvProblemC),
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.POINTER(ctypes.c_float),
+        ]
         self._run = getattr(self._lib, "ckspace_run", None)
         if self._run is not None:
             self._run.restype = ctypes.c_int
-            self._run.argtypes = [ctypes.c_int, ctypes.POINTER(ConvProblemC), ctypes.c_void_p, ctypes.c_void_p,
-                                  ctypes.c_void_p, ctypes.c_void_p]
+            self._run.argtypes = [
+                ctypes.c_int,
+                ctypes.POINTER(ConvProblemC),
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
 
     @classmethod
-    def load(cls, path: str | Path) -> "Dispatcher":
+    def load(cls, path: str | Path) -> Dispatcher:
         """Open a host-only dispatcher library or a kernel library built with ``--with-selector``."""
         path = Path(path)
         if not path.is_file():
@@ -93,10 +108,11 @@ class Dispatcher:
                 raise InvalidInputError(f"{self.path.name} has no kernel {kernel!r}") from None
         return kernel
 
-    def is_supported(self, kernel: int | str, problem: ConvProblem, variant: Variant | str,
-                     dtype: Dtype | str) -> bool:
+    def is_supported(self, kernel: int | str, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> bool:
         """``ckspace_is_supported``: whether the kernel can run the problem as it is."""
-        answer = self._lib.ckspace_is_supported(self.index(kernel), ctypes.byref(ConvProblemC.of(problem, variant, dtype)))
+        answer = self._lib.ckspace_is_supported(
+            self.index(kernel), ctypes.byref(ConvProblemC.of(problem, variant, dtype))
+        )
         if answer < 0:
             raise InvalidInputError(f"ckspace_is_supported: {STATUS.get(-answer, answer)}")
         return bool(answer)
@@ -105,8 +121,10 @@ class Dispatcher:
         """``ckspace_run`` on operand pointers (device memory, or host memory for a stand-in library);
         the status code (0 ok, see :data:`STATUS`). The caller synchronises and times."""
         if self._run is None:
-            raise CkspaceError(f"{self.path.name} holds only the dispatcher's host part (no ckspace_run): "
-                               "build the tree without --host-only")
+            raise CkspaceError(
+                f"{self.path.name} holds only the dispatcher's host part (no ckspace_run): "
+                "build the tree without --host-only"
+            )
         return self._run(kernel, ctypes.byref(problem), a, b, c, stream)
 
     def select_raw(self, problem: ConvProblemC) -> tuple[int, int, float]:

@@ -25,8 +25,10 @@ log = logging.getLogger(__name__)
 
 Backend = Literal["hip", "host"]
 BACKENDS: tuple[str, ...] = ("hip", "host")
-HIP_MISSING = ("ckspace bench needs AMD's HIP Python bindings and a ROCm runtime: "
-               "pip install 'ckspace[hip]' on a machine with ROCm and an AMD GPU")
+HIP_MISSING = (
+    "ckspace bench needs AMD's HIP Python bindings and a ROCm runtime: "
+    "pip install 'ckspace[hip]' on a machine with ROCm and an AMD GPU"
+)
 
 
 class DeviceInfo(BaseModel):
@@ -74,8 +76,10 @@ def hip_devices() -> list[DeviceInfo]:
     hip = hip_module()
     err, count = hip.hipGetDeviceCount()
     if err == hip.hipError_t.hipErrorNoDevice or (err == hip.hipError_t.hipSuccess and count == 0):
-        raise CkspaceError("no AMD GPU: the HIP runtime reports no device (hipErrorNoDevice); ckspace bench "
-                           "needs a ROCm machine with an AMD GPU (/dev/kfd)")
+        raise CkspaceError(
+            "no AMD GPU: the HIP runtime reports no device (hipErrorNoDevice); ckspace bench "
+            "needs a ROCm machine with an AMD GPU (/dev/kfd)"
+        )
     _check(hip, (err, count), "hipGetDeviceCount")
     return [_describe(hip, i) for i in range(count)]
 
@@ -106,8 +110,13 @@ class HipDevice:
 
     def upload(self, pointer: int, data: np.ndarray) -> None:
         data = np.ascontiguousarray(data)
-        _check(self._hip, self._hip.hipMemcpy(self._buffers[pointer], data, data.nbytes,
-                                              self._hip.hipMemcpyKind.hipMemcpyHostToDevice), "hipMemcpy to device")
+        _check(
+            self._hip,
+            self._hip.hipMemcpy(
+                self._buffers[pointer], data, data.nbytes, self._hip.hipMemcpyKind.hipMemcpyHostToDevice
+            ),
+            "hipMemcpy to device",
+        )
 
     def zero(self, pointer: int, nbytes: int) -> None:
         _check(self._hip, self._hip.hipMemsetAsync(self._buffers[pointer], 0, nbytes, self._stream), "hipMemsetAsync")
@@ -115,8 +124,11 @@ class HipDevice:
     def download(self, pointer: int, nbytes: int) -> bytes:
         host = bytearray(nbytes)
         _check(self._hip, self._hip.hipStreamSynchronize(self._stream), "hipStreamSynchronize")
-        _check(self._hip, self._hip.hipMemcpy(host, self._buffers[pointer], nbytes,
-                                              self._hip.hipMemcpyKind.hipMemcpyDeviceToHost), "hipMemcpy to host")
+        _check(
+            self._hip,
+            self._hip.hipMemcpy(host, self._buffers[pointer], nbytes, self._hip.hipMemcpyKind.hipMemcpyDeviceToHost),
+            "hipMemcpy to host",
+        )
         return bytes(host)
 
     def free(self, pointer: int) -> None:
@@ -153,7 +165,7 @@ class HostDevice:
 
     def upload(self, pointer: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        self._buffers[pointer][:raw.size] = raw
+        self._buffers[pointer][: raw.size] = raw
 
     def zero(self, pointer: int, nbytes: int) -> None:
         self._buffers[pointer][:nbytes] = 0

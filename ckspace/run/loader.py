@@ -32,13 +32,17 @@ class ProblemArgs(ctypes.Structure):
     """Mirror of ``ckspace_kernel_args`` in the emitted ``ckspace_registry.hpp``: the C form of a
     :class:`~ckspace.core.problem.ConvProblem` (spatial arrays outermost first, unused slots 0)."""
 
-    _fields_ = [("ndim", ctypes.c_int32), ("G", ctypes.c_int64), ("N", ctypes.c_int64),
-                ("K", ctypes.c_int64), ("C", ctypes.c_int64),
-                *((f, ctypes.c_int64 * 3) for f in ("filter", "input", "stride", "dilation",
-                                                    "left_pad", "right_pad"))]
+    _fields_ = [
+        ("ndim", ctypes.c_int32),
+        ("G", ctypes.c_int64),
+        ("N", ctypes.c_int64),
+        ("K", ctypes.c_int64),
+        ("C", ctypes.c_int64),
+        *((f, ctypes.c_int64 * 3) for f in ("filter", "input", "stride", "dilation", "left_pad", "right_pad")),
+    ]
 
     @classmethod
-    def from_problem(cls, problem: ConvProblem) -> "ProblemArgs":
+    def from_problem(cls, problem: ConvProblem) -> ProblemArgs:
         """The C arguments of ``problem`` (total channels, symmetric pads)."""
         dims = problem.dims
 
@@ -46,10 +50,19 @@ class ProblemArgs(ctypes.Structure):
             return (ctypes.c_int64 * 3)(*values, *[0] * (3 - len(values)))
 
         pads = [getattr(problem, f"pad_{d}") for d in dims]
-        return cls(problem.ndim, problem.G, problem.N, problem.K, problem.C,
-                   triple([problem.filter_size(d) for d in dims]), triple([problem.input_size(d) for d in dims]),
-                   triple([getattr(problem, f"stride_{d}") for d in dims]),
-                   triple([getattr(problem, f"dil_{d}") for d in dims]), triple(pads), triple(pads))
+        return cls(
+            problem.ndim,
+            problem.G,
+            problem.N,
+            problem.K,
+            problem.C,
+            triple([problem.filter_size(d) for d in dims]),
+            triple([problem.input_size(d) for d in dims]),
+            triple([getattr(problem, f"stride_{d}") for d in dims]),
+            triple([getattr(problem, f"dil_{d}") for d in dims]),
+            triple(pads),
+            triple(pads),
+        )
 
 
 def exported_functions(path: Path) -> list[str]:
@@ -59,14 +72,16 @@ def exported_functions(path: Path) -> list[str]:
     try:
         return _exported_functions(data)
     except (struct.error, IndexError, ValueError):
-        raise CkspaceError(f"kernel library {str(path)!r} is not a whole 64-bit little-endian ELF shared "
-                           "object; rebuild it with ckspace build") from None
+        raise CkspaceError(
+            f"kernel library {str(path)!r} is not a whole 64-bit little-endian ELF shared "
+            "object; rebuild it with ckspace build"
+        ) from None
 
 
 def _exported_functions(data: bytes) -> list[str]:
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise ValueError("not an ELF64 LE file")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names: list[str] = []
@@ -78,7 +93,7 @@ def _exported_functions(data: bytes) -> list[str]:
             name_at, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
             if shndx != 0 and info >> 4 == _STB_GLOBAL and info & 0xF == _STT_FUNC:
                 end = data.index(b"\0", str_offset + name_at)
-                names.append(data[str_offset + name_at:end].decode())
+                names.append(data[str_offset + name_at : end].decode())
     return names
 
 
@@ -94,7 +109,7 @@ class KernelLibrary:
     @cached_property
     def kernels(self) -> tuple[str, ...]:
         """Kernel names, sorted; reading them does not load the library."""
-        return tuple(sorted(n[len(RUN_PREFIX):] for n in exported_functions(self.path) if n.startswith(RUN_PREFIX)))
+        return tuple(sorted(n[len(RUN_PREFIX) :] for n in exported_functions(self.path) if n.startswith(RUN_PREFIX)))
 
     @property
     def loaded(self) -> bool:
@@ -115,13 +130,28 @@ class KernelLibrary:
         function.argtypes = [ctypes.POINTER(ProblemArgs), ctypes.c_int]
         return bool(function(ctypes.byref(problem), k_batch))
 
-    def run(self, name: str, problem: ProblemArgs, inp: int, wei: int, out: int, *, k_batch: int = 1,
-            stream: int | None = None) -> float:
+    def run(
+        self,
+        name: str,
+        problem: ProblemArgs,
+        inp: int,
+        wei: int,
+        out: int,
+        *,
+        k_batch: int = 1,
+        stream: int | None = None,
+    ) -> float:
         """Launch kernel ``name`` on device pointers; returns the kernel's time (ms) or raises."""
         function = self._function(RUN_PREFIX, name)
         function.restype = ctypes.c_float
-        function.argtypes = [ctypes.POINTER(ProblemArgs), ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        function.argtypes = [
+            ctypes.POINTER(ProblemArgs),
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.c_void_p,
+        ]
         time = function(ctypes.byref(problem), inp, wei, out, k_batch, stream)
         if time < 0:
             raise CkspaceError(f"{name} failed to run (see stderr)")

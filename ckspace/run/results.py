@@ -48,7 +48,7 @@ class ResultsFile:
         self._fd = fd
 
     @classmethod
-    def open(cls, path: Path, resume: bool, problems: tuple[ConvProblem, ...]) -> "ResultsFile":
+    def open(cls, path: Path, resume: bool, problems: tuple[ConvProblem, ...]) -> ResultsFile:
         """A new file with the header, or (``resume``) the pairs an existing one holds. An existing
         file without ``--resume`` is refused, never replaced; so is a link, fifo or directory."""
         refuse_foreign(path, "--out")
@@ -61,8 +61,10 @@ class ResultsFile:
             try:
                 fd = create_new(path, header.getvalue().encode(), "--out")
             except FileExistsError:
-                raise InvalidInputError(f"--out {path} exists (another bench created it just now): --resume to "
-                                        "continue that sweep, or choose another --out") from None
+                raise InvalidInputError(
+                    f"--out {path} exists (another bench created it just now): --resume to "
+                    "continue that sweep, or choose another --out"
+                ) from None
             except OSError as exc:
                 raise CkspaceError(f"cannot create --out {path}: {exc.strerror}") from None
         else:
@@ -91,8 +93,9 @@ def _open_existing(path: Path) -> int:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise InvalidInputError(f"--out {str(path)!r} is a symbolic link; ckspace does not write through "
-                                    "links, give the target path") from None
+            raise InvalidInputError(
+                f"--out {str(path)!r} is a symbolic link; ckspace does not write through links, give the target path"
+            ) from None
         raise CkspaceError(f"cannot open --out {path} to resume it: {exc.strerror}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
@@ -107,8 +110,10 @@ def _locked(fd: int, path: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise InvalidInputError(f"--out {path} is being written by another ckspace bench; wait for it to end "
-                                "(then --resume), or choose another --out") from None
+        raise InvalidInputError(
+            f"--out {path} is being written by another ckspace bench; wait for it to end "
+            "(then --resume), or choose another --out"
+        ) from None
     except OSError:
         pass  # a file system without locks: the sweep goes on unguarded, as before
 
@@ -130,8 +135,10 @@ def _resume(fd: int, path: Path, problems: tuple[ConvProblem, ...]) -> set[tuple
     torn = data[cut:]
     if torn:
         if not _row_start(torn, problems):
-            raise InvalidInputError(f"--resume: {path} ends in a line that is neither a bench row nor the start of "
-                                    "one (not a results file ckspace wrote); choose another --out")
+            raise InvalidInputError(
+                f"--resume: {path} ends in a line that is neither a bench row nor the start of "
+                "one (not a results file ckspace wrote); choose another --out"
+            )
         log.warning("%s: dropping a torn last row (%d bytes) before resuming", path, len(torn))
         os.ftruncate(fd, cut)
     return done
@@ -165,16 +172,19 @@ def _read_done(path: Path, data: bytes, problems: tuple[ConvProblem, ...]) -> se
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InvalidInputError(f"--resume: {path} is not a results file of ckspace bench (not UTF-8 text); "
-                                "choose another --out") from None
+        raise InvalidInputError(
+            f"--resume: {path} is not a results file of ckspace bench (not UTF-8 text); choose another --out"
+        ) from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         columns = tuple(reader.fieldnames or ())
     except csv.Error:
         columns = ()
     if columns != COLUMNS:
-        raise InvalidInputError(f"--resume: {path} is not a results file of this ckspace version's bench "
-                                "(its columns differ); choose another --out")
+        raise InvalidInputError(
+            f"--resume: {path} is not a results file of this ckspace version's bench "
+            "(its columns differ); choose another --out"
+        )
     done = set()
     try:
         for line, row in enumerate(reader, start=2):
@@ -186,9 +196,11 @@ def _read_done(path: Path, data: bytes, problems: tuple[ConvProblem, ...]) -> se
             except (ValueError, CkspaceError) as exc:
                 raise InvalidInputError(f"--resume: {path} line {line} is not a bench row ({exc})") from None
             if not 0 <= idx < len(problems) or problems[idx] != problem:
-                raise InvalidInputError(f"--resume: {path} line {line}: problem {idx} is {problem.text()}, which is "
-                                        f"not problem {idx} of --problems; resume with the problems file it was "
-                                        "started with")
+                raise InvalidInputError(
+                    f"--resume: {path} line {line}: problem {idx} is {problem.text()}, which is "
+                    f"not problem {idx} of --problems; resume with the problems file it was "
+                    "started with"
+                )
             done.add((row["kernel"], idx))
     except csv.Error as exc:
         raise InvalidInputError(f"--resume: {path} is not a results file of ckspace bench ({exc})") from None

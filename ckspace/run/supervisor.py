@@ -76,9 +76,15 @@ class _Worker:
         ``crash``/``timeout`` result for the pair in flight if the worker dies or hangs."""
         read_fd, write_fd = os.pipe()
         with tempfile.TemporaryFile() as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", "ckspace.run.worker", str(write_fd)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=stderr,
-                                    pass_fds=(write_fd,), env=self.env, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ckspace.run.worker", str(write_fd)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                pass_fds=(write_fd,),
+                env=self.env,
+                start_new_session=True,
+            )
             os.close(write_fd)
             _register(proc, True)
             try:
@@ -110,7 +116,10 @@ class _Worker:
                 if left <= 0:
                     _kill(proc)
                     if self._in_flight is not None:
-                        yield self._in_flight, PairResult(status="timeout", detail=f"no result after {self.timeout:g} s")
+                        yield (
+                            self._in_flight,
+                            PairResult(status="timeout", detail=f"no result after {self.timeout:g} s"),
+                        )
                         self._in_flight = None
                     else:
                         self.error = f"no pair started within {PREPARE_LIMIT_S:g} s"

@@ -26,15 +26,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ckspace import __version__
+from ckspace.build.builder import hip_build_of
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.run.results import ResultsFile
 from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
-from ckspace.build.builder import hip_build_of
-from ckspace.run.device import Backend
 from ckspace.run.c_api import Dispatcher
+from ckspace.run.device import Backend
 from ckspace.run.loader import exported_functions
+from ckspace.run.results import ResultsFile
 from ckspace.run.supervisor import Outcome, kill_all, supervise
 from ckspace.run.worker import BatchJob, PairSpec
 
@@ -59,14 +59,20 @@ class SweepOptions(BaseModel):
 
 # -- planning ---------------------------------------------------------------------------------------
 
-def plan_pairs(library: Dispatcher, configs: dict[str, GemmConfig], problems: Sequence[ConvProblem],
-               kernels: Sequence[str] | None = None) -> list[PairSpec]:
+
+def plan_pairs(
+    library: Dispatcher,
+    configs: dict[str, GemmConfig],
+    problems: Sequence[ConvProblem],
+    kernels: Sequence[str] | None = None,
+) -> list[PairSpec]:
     """Every (kernel, problem) pair that ``ckspace_is_supported`` accepts, kernel by kernel."""
     names = library.kernel_names
     wanted = set(kernels) if kernels is not None else None
     if wanted is not None and (unknown := sorted(wanted - set(names))):
-        raise InvalidInputError(f"--kernels: {library.path.name} has no kernel {unknown[0]!r} "
-                                f"({len(unknown)} unknown of {len(wanted)})")
+        raise InvalidInputError(
+            f"--kernels: {library.path.name} has no kernel {unknown[0]!r} ({len(unknown)} unknown of {len(wanted)})"
+        )
     pairs = []
     for index, name in enumerate(names):
         if wanted is not None and name not in wanted:
@@ -74,8 +80,16 @@ def plan_pairs(library: Dispatcher, configs: dict[str, GemmConfig], problems: Se
         config = configs[name]
         for idx, problem in enumerate(problems):
             if problem.ndim == config.ndim and library.is_supported(index, problem, config.variant, config.dtype):
-                pairs.append(PairSpec(kernel=index, name=name, variant=config.variant, dtype=config.dtype,
-                                      problem_idx=idx, problem=problem))
+                pairs.append(
+                    PairSpec(
+                        kernel=index,
+                        name=name,
+                        variant=config.variant,
+                        dtype=config.dtype,
+                        problem_idx=idx,
+                        problem=problem,
+                    )
+                )
     return pairs
 
 
@@ -88,12 +102,13 @@ def batches(pairs: Sequence[PairSpec], kernels_per_batch: int) -> list[list[Pair
     kernels = sorted(by_kernel)
     out = []
     for start in range(0, len(kernels), kernels_per_batch):
-        members = [p for k in kernels[start:start + kernels_per_batch] for p in by_kernel[k]]
+        members = [p for k in kernels[start : start + kernels_per_batch] for p in by_kernel[k]]
         out.append(sorted(members, key=lambda p: (p.problem_idx, p.kernel)))
     return out
 
 
 # -- executors ----------------------------------------------------------------------------------------
+
 
 def local_outcomes(jobs: Sequence[BatchJob], devices: Sequence[int], options: SweepOptions) -> Iterator[Outcome]:
     """One thread per device, each supervising workers for the next batch in the queue."""
@@ -167,8 +182,10 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
     with connected(address) as ray:
         resource = "GPU" if options.backend == "hip" else STANDIN_RESOURCE
         if not ray.cluster_resources().get(resource):
-            raise CkspaceError(f"the Ray cluster offers no {resource} resource: start its nodes with "
-                               + ("GPUs" if resource == "GPU" else f"ray start --resources '{{\"{resource}\": N}}'"))
+            raise CkspaceError(
+                f"the Ray cluster offers no {resource} resource: start its nodes with "
+                + ("GPUs" if resource == "GPU" else f"ray start --resources '{{\"{resource}\": N}}'")
+            )
         demand = {"num_gpus": 1} if options.backend == "hip" else {"resources": {resource: 1}}
         task = ray.remote(max_retries=0, num_cpus=0, **demand)(_ray_batch).options(num_returns="streaming")
         pending = {task.remote(job, options.timeout, options.backend): (job, set(), False) for job in jobs}
@@ -185,9 +202,14 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
                 del pending[generator]
                 rest = [p for p in job.pairs if (p.kernel, p.problem_idx) not in seen]
                 if resent:
-                    raise CkspaceError(f"a Ray bench task failed twice ({type(exc).__name__}): {str(exc)[:200]}") from None
-                log.warning("a Ray bench task was lost (%s); sending its %d unfinished pair(s) again",
-                            type(exc).__name__, len(rest))
+                    raise CkspaceError(
+                        f"a Ray bench task failed twice ({type(exc).__name__}): {str(exc)[:200]}"
+                    ) from None
+                log.warning(
+                    "a Ray bench task was lost (%s); sending its %d unfinished pair(s) again",
+                    type(exc).__name__,
+                    len(rest),
+                )
                 again = job.model_copy(update={"pairs": rest})
                 pending[task.remote(again, options.timeout, options.backend)] = (again, set(), True)
                 continue
@@ -196,6 +218,7 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
 
 
 # -- the sweep ----------------------------------------------------------------------------------------
+
 
 def measurement_row(outcome: Outcome, config: GemmConfig, options: SweepOptions) -> dict[str, str]:
     """The CSV row of one outcome (see :mod:`ckspace.core.measurement`)."""
@@ -208,15 +231,25 @@ def measurement_row(outcome: Outcome, config: GemmConfig, options: SweepOptions)
     tflops = spec.problem.flops / (result.latency_ms * 1e-3) / 1e12 if timed else None
     info = outcome.device_info
     return {
-        "kernel": spec.name, "problem_idx": str(spec.problem_idx), **problem_cells(spec.problem),
+        "kernel": spec.name,
+        "problem_idx": str(spec.problem_idx),
+        **problem_cells(spec.problem),
         **config_cells(config),
-        "latency_ms": text(result.latency_ms if timed else None), "tflops": text(tflops),
-        "non_zero": text(result.non_zero), "status": result.status,
-        "max_abs_error": text(result.max_abs_error), "max_rel_error": text(result.max_rel_error),
-        "tolerance": result.tolerance or "", "latency_min_ms": text(result.latency_min_ms),
-        "latency_max_ms": text(result.latency_max_ms), "warmup": str(options.warmup),
-        "repeat": str(options.repeat), "device": outcome.device, "device_name": info.name if info else "",
-        "clock_mhz": text(info.clock_mhz if info else None), "detail": result.detail,
+        "latency_ms": text(result.latency_ms if timed else None),
+        "tflops": text(tflops),
+        "non_zero": text(result.non_zero),
+        "status": result.status,
+        "max_abs_error": text(result.max_abs_error),
+        "max_rel_error": text(result.max_rel_error),
+        "tolerance": result.tolerance or "",
+        "latency_min_ms": text(result.latency_min_ms),
+        "latency_max_ms": text(result.latency_max_ms),
+        "warmup": str(options.warmup),
+        "repeat": str(options.repeat),
+        "device": outcome.device,
+        "device_name": info.name if info else "",
+        "clock_mhz": text(info.clock_mhz if info else None),
+        "detail": result.detail,
         "ckspace_version": __version__,
     }
 
@@ -229,10 +262,21 @@ class SweepSummary(BaseModel):
     seconds: float
 
 
-def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig], problems: tuple[ConvProblem, ...],
-              out: Path, options: SweepOptions, *, kernels: Sequence[str] | None = None, devices: Sequence[int] = (0,),
-              resume: bool = False, ray_address: str | None = None, use_ray: bool = False,
-              progress: bool = False) -> SweepSummary:
+def run_sweep(
+    library_path: Path,
+    host_path: Path,
+    configs: dict[str, GemmConfig],
+    problems: tuple[ConvProblem, ...],
+    out: Path,
+    options: SweepOptions,
+    *,
+    kernels: Sequence[str] | None = None,
+    devices: Sequence[int] = (0,),
+    resume: bool = False,
+    ray_address: str | None = None,
+    use_ray: bool = False,
+    progress: bool = False,
+) -> SweepSummary:
     """Plan the pairs, skip those done, run the rest, append their rows; see the module docstring.
 
     The pairs are planned with the tree's host-only dispatcher (``host_path``: the same kernel table
@@ -243,17 +287,29 @@ def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
     if options.backend == "host" and (report := hip_build_of(library_path)) is not None:
         # up front: on host memory every pair of a HIP library would end 'failed', in a sweep that exits 0
-        raise InvalidInputError(f"--backend host: {library_path} is a HIP library (ckspace build linked it for "
-                                f"{report.arch} with {report.toolchain.version}); bench it with --backend hip on an "
-                                "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)")
+        raise InvalidInputError(
+            f"--backend host: {library_path} is a HIP library (ckspace build linked it for "
+            f"{report.arch} with {report.toolchain.version}); bench it with --backend hip on an "
+            "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)"
+        )
     host = Dispatcher.load(host_path)
     pairs = plan_pairs(host, configs, problems, kernels)
     results = ResultsFile.open(out, resume, problems)
     todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]
     log.info("%d supported pairs, %d already in %s, %d to run", len(pairs), len(pairs) - len(todo), out, len(todo))
-    jobs = [BatchJob(library=str(library_path.resolve()), backend=options.backend, device=0, pairs=batch,
-                     warmup=options.warmup, repeat=options.repeat, verify=options.verify, seed=options.seed)
-            for batch in batches(todo, options.batch)]
+    jobs = [
+        BatchJob(
+            library=str(library_path.resolve()),
+            backend=options.backend,
+            device=0,
+            pairs=batch,
+            warmup=options.warmup,
+            repeat=options.repeat,
+            verify=options.verify,
+            seed=options.seed,
+        )
+        for batch in batches(todo, options.batch)
+    ]
     counts: dict[str, int] = {}
     outcomes = ray_outcomes(jobs, options, ray_address) if use_ray else local_outcomes(jobs, devices, options)
     from rich.progress import TextColumn, TimeRemainingColumn
@@ -261,8 +317,9 @@ def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig
     from ckspace.core.progress import counting_bar
 
     try:
-        with counting_bar(enabled=progress, extra=(TextColumn("{task.fields[rate]}"), TextColumn("ETA"),
-                                                   TimeRemainingColumn())) as bar:
+        with counting_bar(
+            enabled=progress, extra=(TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn())
+        ) as bar:
             task = bar.add_task("bench", total=len(todo), rate="")
             for outcome in outcomes:
                 results.append(measurement_row(outcome, configs[outcome.spec.name], options))
@@ -271,5 +328,6 @@ def run_sweep(library_path: Path, host_path: Path, configs: dict[str, GemmConfig
                 bar.update(task, advance=1, rate=f"{done / max(time.monotonic() - started, 1e-9):.2f} pairs/s")
     finally:
         results.close()
-    return SweepSummary(pairs=len(pairs), skipped=len(pairs) - len(todo), counts=counts,
-                        seconds=round(time.monotonic() - started, 2))
+    return SweepSummary(
+        pairs=len(pairs), skipped=len(pairs) - len(todo), counts=counts, seconds=round(time.monotonic() - started, 2)
+    )

@@ -28,10 +28,10 @@ from pydantic import BaseModel
 from ckspace.core.measurement import Status
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.run.c_api import STATUS, ConvProblemC, Dispatcher
 from ckspace.run.device import Backend, Device, open_device
 from ckspace.verify import reference as ref
 from ckspace.verify import sampled
-from ckspace.run.c_api import STATUS, ConvProblemC, Dispatcher
 from ckspace.verify.comparison import Verification, tolerance, verify, verify_at
 
 log = logging.getLogger(__name__)
@@ -114,15 +114,21 @@ def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: Pai
     times: list[float] = []
     for round_ in range(job.warmup + job.repeat):
         device.zero(prepared.c, prepared.c_bytes)
-        status, ms = device.time_ms(lambda: library.run(spec.kernel, problem, prepared.a, prepared.b, prepared.c,
-                                                        device.stream))
+        status, ms = device.time_ms(
+            lambda: library.run(spec.kernel, problem, prepared.a, prepared.b, prepared.c, device.stream)
+        )
         if status != 0:
             return PairResult(status="failed", detail=f"ckspace_run returned {status} ({STATUS.get(status, '?')})")
         if round_ >= job.warmup:
             times.append(ms)
     output = np.frombuffer(device.download(prepared.c, prepared.c_bytes), dtype=prepared.c_dtype)
-    result = PairResult(status="ok", latency_ms=statistics.median(times), latency_min_ms=min(times),
-                        latency_max_ms=max(times), non_zero=int(np.count_nonzero(output)))
+    result = PairResult(
+        status="ok",
+        latency_ms=statistics.median(times),
+        latency_min_ms=min(times),
+        latency_max_ms=max(times),
+        non_zero=int(np.count_nonzero(output)),
+    )
     if prepared.check is not None:
         check = prepared.check(output.reshape(prepared.c_shape))
         result.max_abs_error, result.max_rel_error = check.max_abs_error, check.max_rel_error
@@ -132,7 +138,7 @@ def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: Pai
     return result
 
 
-def serve(job: BatchJob, send: "Sender") -> None:
+def serve(job: BatchJob, send: Sender) -> None:
     device = open_device(job.backend, job.device)
     send({"device": device.info.model_dump()})
     library = Dispatcher.load(job.library)

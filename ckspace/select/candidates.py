@@ -33,7 +33,7 @@ class Rows:
     rule_columns: dict[str, np.ndarray]
 
     @classmethod
-    def build(cls, configs: Sequence[GemmConfig]) -> "Rows":
+    def build(cls, configs: Sequence[GemmConfig]) -> Rows:
         return cls(ConfigTable.build(configs), columns([c.row() for c in configs], GEMM_FIELD_NAMES))
 
 
@@ -52,27 +52,37 @@ class Support:
     vectors: np.ndarray  # per row: (vec_a, vec_b, vec_c)
 
     @classmethod
-    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain, families: dict[tuple, int]) -> "Support":
+    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain, families: dict[tuple, int]) -> Support:
         reasons = tuple(domain.outside(c) for c in configs)
         distinct: dict[GemmConfig, int] = {}
         index = np.full(len(configs), -1, dtype=np.int64)
-        for i, (c, reason) in enumerate(zip(configs, reasons)):
+        for i, (c, reason) in enumerate(zip(configs, reasons, strict=True)):
             if reason is not None:
                 index[i] = distinct.setdefault(domain.sibling(c), len(distinct))
         family = np.asarray([families.setdefault(family_key(c), len(families)) for c in configs], dtype=np.int64)
         vectors = np.asarray([[c.vec_a, c.vec_b, c.vec_c] for c in configs], dtype=np.int64).reshape(len(configs), 3)
         return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct)), family, vectors)
 
-    def take(self, rows: np.ndarray) -> "Support":
-        return Support(self.outside[rows], tuple(self.reasons[i] for i in rows), self.sibling[rows], self.siblings,
-                       self.family[rows], self.vectors[rows])
+    def take(self, rows: np.ndarray) -> Support:
+        return Support(
+            self.outside[rows],
+            tuple(self.reasons[i] for i in rows),
+            self.sibling[rows],
+            self.siblings,
+            self.family[rows],
+            self.vectors[rows],
+        )
 
-    def stack(self, other: "Support") -> "Support":
+    def stack(self, other: Support) -> Support:
         offset = len(self.siblings)
-        return Support(np.concatenate([self.outside, other.outside]), self.reasons + other.reasons,
-                       np.concatenate([self.sibling, np.where(other.sibling >= 0, other.sibling + offset, -1)]),
-                       self.siblings.stack(other.siblings), np.concatenate([self.family, other.family]),
-                       np.concatenate([self.vectors, other.vectors]))
+        return Support(
+            np.concatenate([self.outside, other.outside]),
+            self.reasons + other.reasons,
+            np.concatenate([self.sibling, np.where(other.sibling >= 0, other.sibling + offset, -1)]),
+            self.siblings.stack(other.siblings),
+            np.concatenate([self.family, other.family]),
+            np.concatenate([self.vectors, other.vectors]),
+        )
 
 
 @dataclass

@@ -24,8 +24,8 @@ import numpy as np
 
 from ckspace.constraints.classify import columns, rule_masks, satisfies_all
 from ckspace.constraints.target_rules import target_rules
-from ckspace.core.cells import Cell
 from ckspace.constraints.validity import gemm_rules
+from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.kernel_key import KernelKey
@@ -60,10 +60,10 @@ def vector_variants(configs: Sequence[GemmConfig], target: Target | None = None)
     own_rows = [c.row() for c in configs]
     own_masks = rule_masks(rules, columns(own_rows, GEMM_FIELD_NAMES), len(own_rows))
     rows, owner, triples = [], [], []
-    for i, (config, row) in enumerate(zip(configs, own_rows)):
+    for i, (config, row) in enumerate(zip(configs, own_rows, strict=True)):
         for triple in _narrower(config):
             changed = list(row)
-            for index, width in zip(_VEC_INDEX, triple):
+            for index, width in zip(_VEC_INDEX, triple, strict=True):
                 changed[index] = width
             rows.append(tuple(changed))
             owner.append(i)
@@ -78,7 +78,7 @@ def vector_variants(configs: Sequence[GemmConfig], target: Target | None = None)
     out: list[list[GemmConfig]] = [[] for _ in configs]
     for j in np.flatnonzero(keep):
         base = configs[owner[j]]
-        out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j]))))
+        out[owner[j]].append(base.model_copy(update=dict(zip(VECTOR_FIELDS, triples[j], strict=True))))
     if target is not None:
         inside = in_target(target, [v for family in out for v in family])
         out = [[v for v in family if inside[v.kernel_key()]] for family in out]
@@ -113,13 +113,13 @@ def serving_variants(configs: Sequence[GemmConfig], target: Target | None = None
     one a problem with those channels gets. Fewer than the family's variants: the ones a library
     needs to serve every channel count by vector alignment."""
     out = []
-    for config, family in zip(configs, vector_variants(configs, target)):
+    for config, family in zip(configs, vector_variants(configs, target), strict=True):
         gemm = OPERANDS[config.variant]
         channels = {f: gemm.operand(f).channels for f in VECTOR_FIELDS}
         chosen: dict[tuple[int, ...], GemmConfig] = {}
         own = tuple(getattr(config, f) for f in VECTOR_FIELDS)
         for caps in product(VECTOR_WIDTHS, repeat=2):
-            cap = dict(zip(("Cg", "Kg"), caps))
+            cap = dict(zip(("Cg", "Kg"), caps, strict=True))
             if all(getattr(config, f) <= cap[channels[f]] for f in VECTOR_FIELDS):
                 continue  # the kernel itself serves these channels
             for variant in family:

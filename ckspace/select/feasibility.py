@@ -20,8 +20,12 @@ from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.candidates import CandidateSet
 
 
-def _masks(rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str, np.ndarray], size: int,
-           ) -> tuple[np.ndarray, np.ndarray]:
+def _masks(
+    rules: Sequence[ProblemRule],
+    values: dict[str, int],
+    cols: dict[str, np.ndarray],
+    size: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """(passes every non-vector check, passes every vector-alignment check) per row."""
     other, vector = np.ones(size, dtype=bool), np.ones(size, dtype=bool)
     for rule in rules:
@@ -37,7 +41,9 @@ def _masks(rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str,
 @cache
 def _vector_checks(variant: Variant, ndim: int, dtype: Dtype) -> tuple[tuple[ProblemRule, ...], tuple[str, ...]]:
     """The problem checks of a cell that read a vector width, and the config fields they read."""
-    rules = tuple(r for r in gemm_problem_templates(variant, ndim, dtype) if set(fields_of(r.expr)) & set(VECTOR_FIELDS))
+    rules = tuple(
+        r for r in gemm_problem_templates(variant, ndim, dtype) if set(fields_of(r.expr)) & set(VECTOR_FIELDS)
+    )
     return rules, tuple(sorted({f for rule in rules for f in fields_of(rule.expr)}))
 
 
@@ -49,13 +55,18 @@ def _rules(problem: ConvProblem, variant: Variant, dtype: Dtype) -> tuple[Proble
 def feasible(problem: ConvProblem, prepared: CandidateSet, variant: Variant, dtype: Dtype) -> np.ndarray:
     """Mask of the candidates that can run ``problem`` as they are (every problem rule of their
     cell holds), before any vector fallback."""
-    other, vector = _masks(_rules(problem, variant, dtype), problem_values(problem), prepared.rows.rule_columns,
-                           len(prepared.names))
+    other, vector = _masks(
+        _rules(problem, variant, dtype), problem_values(problem), prepared.rows.rule_columns, len(prepared.names)
+    )
     return (prepared.ndim == problem.ndim) & other & vector
 
 
-def runnable(problem: ConvProblem, prepared: CandidateSet, variant: Variant, dtype: Dtype,
-             ) -> tuple[np.ndarray, np.ndarray]:
+def runnable(
+    problem: ConvProblem,
+    prepared: CandidateSet,
+    variant: Variant,
+    dtype: Dtype,
+) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the candidates that run ``problem`` as they are; for candidates that fail
     only on vector alignment, pairs (candidate, index of the variant that replaces it))."""
     rules, values = _rules(problem, variant, dtype), problem_values(problem)
@@ -95,13 +106,19 @@ def no_kernel(problem: ConvProblem, prepared: CandidateSet, variant: Variant, dt
             blocking[name] = ("problem_ndim",)
             continue
         source, j = (rows, offsets[i + 1] - 1) if offsets[i + 1] > offsets[i] else (prepared.rows, i)
-        cols = {f: col[j:j + 1] for f, col in source.rule_columns.items()}
-        blocking[name] = tuple(rule.name for rule, expr in bound
-                               if not bool(np.asarray(evaluate(expr, cols)).reshape(-1)[0]))
+        cols = {f: col[j : j + 1] for f, col in source.rule_columns.items()}
+        blocking[name] = tuple(
+            rule.name for rule, expr in bound if not bool(np.asarray(evaluate(expr, cols)).reshape(-1)[0])
+        )
     groups: dict[tuple[str, ...], list[str]] = {}
     for name, rules in blocking.items():
         groups.setdefault(rules, []).append(name)
-    detail = "; ".join(f"{', '.join(rules)} blocks {len(names)} ({', '.join(names[:3])}"
-                       f"{', ...' if len(names) > 3 else ''})" for rules, names in groups.items())
-    return NoKernelError(f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
-                         f"can run {problem.text()}: {detail}", blocking)
+    detail = "; ".join(
+        f"{', '.join(rules)} blocks {len(names)} ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+        for rules, names in groups.items()
+    )
+    return NoKernelError(
+        f"none of the {len(prepared.names)} candidates (nor a vector-width variant of one) "
+        f"can run {problem.text()}: {detail}",
+        blocking,
+    )

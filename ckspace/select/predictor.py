@@ -40,10 +40,19 @@ class FastPredictor:
         out = np.empty(matrix.shape[0], dtype=np.float64)
         written = ctypes.c_int64(0)
         status = self._lib.LGBM_BoosterPredictForMat(
-            self._handle, matrix.ctypes.data_as(ctypes.c_void_p), ctypes.c_int(_FLOAT64),
-            ctypes.c_int32(matrix.shape[0]), ctypes.c_int32(matrix.shape[1]), ctypes.c_int(_ROW_MAJOR),
-            ctypes.c_int(_PREDICT_NORMAL), ctypes.c_int(0), ctypes.c_int(-1), self._params,
-            ctypes.byref(written), out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
+            self._handle,
+            matrix.ctypes.data_as(ctypes.c_void_p),
+            ctypes.c_int(_FLOAT64),
+            ctypes.c_int32(matrix.shape[0]),
+            ctypes.c_int32(matrix.shape[1]),
+            ctypes.c_int(_ROW_MAJOR),
+            ctypes.c_int(_PREDICT_NORMAL),
+            ctypes.c_int(0),
+            ctypes.c_int(-1),
+            self._params,
+            ctypes.byref(written),
+            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        )
         if status != 0 or written.value != matrix.shape[0]:
             raise RuntimeError(self._lib.LGBM_GetLastError().decode())
         return out

@@ -41,11 +41,7 @@ from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Engine, ScoreSource, Variant, parse_arch
-from ckspace.space.benchmark_names import config_from_any_name
-from ckspace.select import feasibility
-from ckspace.select.candidates import Candidate, CandidateSet, Rows, Support
-from ckspace.select.compiled import CompiledSelector, host_c_compiler
-from ckspace.select.scoring import Scored, vector_rule
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import (
     ANALYTICAL_FEATURE,
     FEATURE_NAMES,
@@ -55,8 +51,11 @@ from ckspace.features.matrix import (
     feature_formulas,
     feature_program,
 )
-from ckspace.features.hardware import HardwareFacts, hardware_facts
+from ckspace.select import feasibility
+from ckspace.select.candidates import Candidate, CandidateSet, Rows, Support
+from ckspace.select.compiled import CompiledSelector, host_c_compiler
 from ckspace.select.predictor import FastPredictor
+from ckspace.select.scoring import Scored, vector_rule
 from ckspace.select.store import (
     RANKER_FILE,
     TFLOPS_FILE,
@@ -65,6 +64,7 @@ from ckspace.select.store import (
     model_texts,
     shipped_model_dir,
 )
+from ckspace.space.benchmark_names import config_from_any_name
 
 log = logging.getLogger(__name__)
 
@@ -126,17 +126,28 @@ class Selection:
 class Selector:
     """Scores candidates of one cell (arch, variant, dtype) for problems."""
 
-    def __init__(self, arch: str, variant: Variant, dtype: Dtype, hw: HardwareFacts,
-                 ranker: object | None = None, regressor: object | None = None, card: ModelCard | None = None,
-                 num_threads: int = 1, compiled: CompiledSelector | None = None, target: Target | None = None) -> None:
+    def __init__(
+        self,
+        arch: str,
+        variant: Variant,
+        dtype: Dtype,
+        hw: HardwareFacts,
+        ranker: object | None = None,
+        regressor: object | None = None,
+        card: ModelCard | None = None,
+        num_threads: int = 1,
+        compiled: CompiledSelector | None = None,
+        target: Target | None = None,
+    ) -> None:
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
         self.target = target if target is not None else resolve_target(AUTO)
         """The target the vector fallbacks stay inside (:mod:`ckspace.core.target`)."""
         self.card = card
         self.ranker, self.regressor = ranker, regressor
         self.source = ScoreSource.MODEL if ranker is not None else ScoreSource.ANALYTICAL
-        self.engine = Engine.COMPILED if compiled is not None else Engine.LIGHTGBM if ranker is not None \
-            else Engine.ANALYTICAL
+        self.engine = (
+            Engine.COMPILED if compiled is not None else Engine.LIGHTGBM if ranker is not None else Engine.ANALYTICAL
+        )
         """What computes the scores: the trees compiled to C, LightGBM's C API, or the roofline."""
         self._rank: Callable[[np.ndarray], np.ndarray] | None = None
         self._log_tflops: Callable[[np.ndarray], np.ndarray] | None = None
@@ -152,8 +163,16 @@ class Selector:
         self._families: dict[tuple, int] = {}
 
     @classmethod
-    def load(cls, arch: str, variant: Variant | str, dtype: Dtype | str, model_dir: str | Path | None = None,
-             num_threads: int = 1, engine: str = "auto", ck: object = AUTO) -> "Selector":
+    def load(
+        cls,
+        arch: str,
+        variant: Variant | str,
+        dtype: Dtype | str,
+        model_dir: str | Path | None = None,
+        num_threads: int = 1,
+        engine: str = "auto",
+        ck: object = AUTO,
+    ) -> Selector:
         """The cell's model (``model_dir``, else the shipped one), or the analytical fallback when
         the package ships none for the cell; a damaged or mismatched model is an error.
 
@@ -174,13 +193,16 @@ class Selector:
         hw = hardware_facts(arch)
         directory = Path(model_dir) if model_dir is not None else shipped_model_dir(arch, variant.value, dtype.value)
         if model_dir is None and not directory.is_dir():
-            log.warning("no model for %s %s %s: ranking by the analytical performance model", arch, variant.value,
-                        dtype.value)
+            log.warning(
+                "no model for %s %s %s: ranking by the analytical performance model", arch, variant.value, dtype.value
+            )
             return cls(arch, variant, dtype, hw, num_threads=num_threads, target=target)
         ranker, regressor, card = load_model(directory)
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
-            raise SelectorError(f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
-                                f"not {arch} {variant.value} {dtype.value}")
+            raise SelectorError(
+                f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
+                f"not {arch} {variant.value} {dtype.value}"
+            )
         compiled = None
         if engine != "lightgbm":
             compiler = host_c_compiler()
@@ -189,13 +211,20 @@ class Selector:
             if compiler is not None:
                 texts = model_texts(directory, card)
                 # without a cache to keep it, compiling costs each run seconds LightGBM does not
-                compiled = CompiledSelector.build(feature_formulas(variant, dtype, hw), texts[RANKER_FILE],
-                                                  texts[TFLOPS_FILE], ranker.num_feature(), compiler,
-                                                  uncached=engine == "compiled",
-                                                  model=f"{card.arch} {card.variant} {card.dtype} ({directory})")
+                compiled = CompiledSelector.build(
+                    feature_formulas(variant, dtype, hw),
+                    texts[RANKER_FILE],
+                    texts[TFLOPS_FILE],
+                    ranker.num_feature(),
+                    compiler,
+                    uncached=engine == "compiled",
+                    model=f"{card.arch} {card.variant} {card.dtype} ({directory})",
+                )
                 if compiled is None:
-                    log.info("the compiled selector cannot be cached: the selector calls LightGBM (slower per "
-                             "call, same answers)")
+                    log.info(
+                        "the compiled selector cannot be cached: the selector calls LightGBM (slower per "
+                        "call, same answers)"
+                    )
             else:
                 log.info("no C compiler: the selector calls LightGBM (slower, same answers)")
         return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads, compiled, target)
@@ -203,21 +232,26 @@ class Selector:
     def feature_matrix(self, problem: ConvProblem, table: ConfigTable) -> np.ndarray:
         """The features of ``problem`` with every row of ``table``, through the engine."""
         if self.compiled is not None:
-            values = np.fromiter((getattr(problem, name) for name in PROBLEM_VALUES), dtype=np.float64,
-                                 count=len(PROBLEM_VALUES))
+            values = np.fromiter(
+                (getattr(problem, name) for name in PROBLEM_VALUES), dtype=np.float64, count=len(PROBLEM_VALUES)
+            )
             return self.compiled.feature_matrix(values, table)
         return assemble(self._program, problem_values(problem), table)
 
     def scores(self, matrix: np.ndarray) -> np.ndarray:
         """The ranker's raw scores of feature rows (higher is better), through the engine."""
         if self._rank is None:
-            raise SelectorError(f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with")
+            raise SelectorError(
+                f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with"
+            )
         return self._rank(matrix)
 
     def log_tflops(self, matrix: np.ndarray) -> np.ndarray:
         """The regressor's predicted log TFLOPS of feature rows, through the engine."""
         if self._log_tflops is None:
-            raise SelectorError(f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with")
+            raise SelectorError(
+                f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with"
+            )
         return self._log_tflops(matrix)
 
     @property
@@ -240,8 +274,10 @@ class Selector:
             configs, names = [], []
             depthwise = [item for item in key[0] if _is_depthwise(item)]
             if len(depthwise) == len(key[0]):
-                raise SelectorError(f"the {len(depthwise)} candidates are all depthwise kernels; the selector "
-                                    "ranks GEMM kernels (depthwise ones have no model and no CK Tile instance)")
+                raise SelectorError(
+                    f"the {len(depthwise)} candidates are all depthwise kernels; the selector "
+                    "ranks GEMM kernels (depthwise ones have no model and no CK Tile instance)"
+                )
             if depthwise:  # enumerate --list prints them beside the GEMM kernels: accepted, not ranked
                 log.info("%d depthwise candidates skipped: the selector ranks GEMM kernels", len(depthwise))
             for item in key[0]:
@@ -249,13 +285,22 @@ class Selector:
                     continue
                 config = item if isinstance(item, GemmConfig) else config_from_any_name(str(item), self.arch)
                 if config.variant is not self.variant or config.dtype is not self.dtype or config.arch != self.arch:
-                    raise SelectorError(f"candidate {config.name} is a {config.arch} {config.variant.value} "
-                                        f"{config.dtype.value} kernel; the selector is for {self.arch} "
-                                        f"{self.variant.value} {self.dtype.value}")
+                    raise SelectorError(
+                        f"candidate {config.name} is a {config.arch} {config.variant.value} "
+                        f"{config.dtype.value} kernel; the selector is for {self.arch} "
+                        f"{self.variant.value} {self.dtype.value}"
+                    )
                 configs.append(config)
                 names.append(config.name)  # the config's own name, whatever name it was given by
-            prepared = CandidateSet(tuple(names), Rows.build(configs), np.asarray([c.ndim for c in configs]),
-                                    pool_key, self.target, self.domain, self._families)
+            prepared = CandidateSet(
+                tuple(names),
+                Rows.build(configs),
+                np.asarray([c.ndim for c in configs]),
+                pool_key,
+                self.target,
+                self.domain,
+                self._families,
+            )
             self._prepared[key] = prepared
         return prepared
 
@@ -269,8 +314,13 @@ class Selector:
         that fail only on vector alignment (:func:`ckspace.select.feasibility.runnable`)."""
         return feasibility.runnable(problem, prepared, self.variant, self.dtype)
 
-    def select(self, problem: ConvProblem | str, candidates: Sequence[Candidate], k: int = 5,
-               pool: Sequence[GemmConfig] | None = None) -> Selection:
+    def select(
+        self,
+        problem: ConvProblem | str,
+        candidates: Sequence[Candidate],
+        k: int = 5,
+        pool: Sequence[GemmConfig] | None = None,
+    ) -> Selection:
         """The best kernel for ``problem`` among the candidates and their vector fallbacks (from
         ``pool`` when given, see :meth:`prepare`), and the top ``k`` with predicted TFLOPS."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -304,10 +354,13 @@ class Selector:
         tflops = self.predicted_tflops(scored, order)
         if self._rank is not None:
             tflops = np.minimum.accumulate(tflops)
-        top = [Ranked(names[i], families[i], float(scored.scores[i]), float(t), table.configs[i], scored.row_source(i))
-               for i, t in zip(order, tflops)]
-        return Selection(top[0].name, top[0].family, top, self.source, len(names), int(fallback.shape[0]),
-                         len(prepared.names))
+        top = [
+            Ranked(names[i], families[i], float(scored.scores[i]), float(t), table.configs[i], scored.row_source(i))
+            for i, t in zip(order, tflops, strict=True)
+        ]
+        return Selection(
+            top[0].name, top[0].family, top, self.source, len(names), int(fallback.shape[0]), len(prepared.names)
+        )
 
     def outside(self, config: GemmConfig) -> str | None:
         """Why the model would extrapolate for ``config`` (None: inside its domain, or no model)."""
@@ -322,8 +375,14 @@ class Selector:
         when not given, as a candidate set keeps it for its rows)."""
         matrix = self.feature_matrix(problem, table)
         if self._rank is None:
-            return Scored(matrix[:, _ANALYTICAL].copy(), matrix, [None] * len(table), np.full(len(table), -1), None,
-                          ScoreSource.ANALYTICAL)
+            return Scored(
+                matrix[:, _ANALYTICAL].copy(),
+                matrix,
+                [None] * len(table),
+                np.full(len(table), -1),
+                None,
+                ScoreSource.ANALYTICAL,
+            )
         assert self.domain is not None
         support = support if support is not None else Support.of(table.configs, self.domain, self._families)
         scale = self.domain.score_per_log2_tflops
@@ -336,7 +395,8 @@ class Selector:
             sibling = self.feature_matrix(problem, support.siblings.take(needed))
             at = sibling_of[extrapolated]
             scores[extrapolated] = self.scores(sibling)[at] + scale * (
-                matrix[extrapolated, _ANALYTICAL] - sibling[at, _ANALYTICAL])
+                matrix[extrapolated, _ANALYTICAL] - sibling[at, _ANALYTICAL]
+            )
         scores = vector_rule(scores, matrix[:, _ANALYTICAL], support, scale)
         reasons = list(support.reasons)
         beyond = self.domain.problem_outside(problem)
@@ -356,7 +416,8 @@ class Selector:
             assert scored.sibling is not None
             sib = np.ascontiguousarray(scored.sibling[through[at]])
             log_tflops[at] = self.log_tflops(sib) + math.log(2.0) * (
-                scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL])
+                scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL]
+            )
         return np.exp(log_tflops)
 
 

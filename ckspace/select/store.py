@@ -98,9 +98,11 @@ def check_model_target(directory: Path, force: bool = False) -> set[str]:
         raise InvalidInputError(f"--out {str(directory)!r}: {exc.strerror}") from None
     if existing and CARD_FILE not in existing and not force:
         shown = ", ".join(sorted(existing)[:3]) + (", ..." if len(existing) > 3 else "")
-        raise InvalidInputError(f"--out {str(directory)!r} is a non-empty directory that is not a ckspace model "
-                                f"({shown}); give an empty or new directory, or --force to write the model "
-                                "files into it")
+        raise InvalidInputError(
+            f"--out {str(directory)!r} is a non-empty directory that is not a ckspace model "
+            f"({shown}); give an empty or new directory, or --force to write the model "
+            "files into it"
+        )
     return existing
 
 
@@ -111,8 +113,11 @@ def save_model(directory: Path, ranker: Any, regressor: Any, card: ModelCard, fo
     unless ``force``, and then only the model files in it are replaced."""
     directory = Path(directory)
     existing = check_model_target(directory, force)
-    contents = {RANKER_FILE: ranker.model_to_string().encode(), TFLOPS_FILE: regressor.model_to_string().encode(),
-                FEATURES_FILE: (json.dumps(feature_spec(), indent=1) + "\n").encode()}
+    contents = {
+        RANKER_FILE: ranker.model_to_string().encode(),
+        TFLOPS_FILE: regressor.model_to_string().encode(),
+        FEATURES_FILE: (json.dumps(feature_spec(), indent=1) + "\n").encode(),
+    }
     card = card.model_copy(update={"files": {name: sha256(data) for name, data in contents.items()}})
     contents[CARD_FILE] = (card.model_dump_json(indent=1) + "\n").encode()  # last: a reader checks it
     write_directory(directory, contents, owned=existing <= set(contents))
@@ -126,28 +131,40 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
 
     directory = Path(directory)
     if not directory.is_dir():
-        raise InvalidInputError(f"--model {str(directory)!r} is not a model directory (it holds {CARD_FILE}, "
-                                f"{RANKER_FILE}, {TFLOPS_FILE} and {FEATURES_FILE}; `ckspace train --out` writes one)")
+        raise InvalidInputError(
+            f"--model {str(directory)!r} is not a model directory (it holds {CARD_FILE}, "
+            f"{RANKER_FILE}, {TFLOPS_FILE} and {FEATURES_FILE}; `ckspace train --out` writes one)"
+        )
     card = read_json_model(ModelCard, directory / CARD_FILE, "model card")
     contents: dict[str, bytes] = {}
     for name in (RANKER_FILE, TFLOPS_FILE, FEATURES_FILE):
         contents[name] = read_input(directory / name, "model file")
         if sha256(contents[name]) != card.files.get(name):
-            raise CkspaceError(f"model {directory}: {name} does not match the sha256 in its card "
-                               "(the file was changed or damaged); retrain or reinstall")
+            raise CkspaceError(
+                f"model {directory}: {name} does not match the sha256 in its card "
+                "(the file was changed or damaged); retrain or reinstall"
+            )
     spec = _feature_spec_of(directory, contents[FEATURES_FILE])
     expected = feature_spec()
     if spec.get("version") != FEATURE_VERSION or card.feature_version != FEATURE_VERSION:
-        raise CkspaceError(f"model {directory} was trained on feature spec version {spec.get('version')!r}, "
-                           f"this ckspace computes version {FEATURE_VERSION}; retrain it with `ckspace train`")
+        raise CkspaceError(
+            f"model {directory} was trained on feature spec version {spec.get('version')!r}, "
+            f"this ckspace computes version {FEATURE_VERSION}; retrain it with `ckspace train`"
+        )
     if spec.get("names") != expected["names"]:
-        raise CkspaceError(f"model {directory}: its feature names differ from this ckspace's feature spec "
-                           f"version {FEATURE_VERSION}; retrain it with `ckspace train`")
+        raise CkspaceError(
+            f"model {directory}: its feature names differ from this ckspace's feature spec "
+            f"version {FEATURE_VERSION}; retrain it with `ckspace train`"
+        )
     if card.domain is None:
-        raise CkspaceError(f"model {directory}: its card records no training domain (an older ckspace wrote it), "
-                           "so kernels outside it cannot be told apart; retrain it with `ckspace train`")
-    texts = {name: _booster_text(directory, name, contents[name], list(expected["names"]))
-             for name in (RANKER_FILE, TFLOPS_FILE)}
+        raise CkspaceError(
+            f"model {directory}: its card records no training domain (an older ckspace wrote it), "
+            "so kernels outside it cannot be told apart; retrain it with `ckspace train`"
+        )
+    texts = {
+        name: _booster_text(directory, name, contents[name], list(expected["names"]))
+        for name in (RANKER_FILE, TFLOPS_FILE)
+    }
     boosters = []
     for name in (RANKER_FILE, TFLOPS_FILE):
         try:
@@ -158,8 +175,10 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
     ranker, regressor = boosters
     for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
         if booster.num_feature() != len(expected["names"]):
-            raise CkspaceError(f"model {directory}: {name} takes {booster.num_feature()} features, "
-                               f"the feature spec has {len(expected['names'])}")
+            raise CkspaceError(
+                f"model {directory}: {name} takes {booster.num_feature()} features, "
+                f"the feature spec has {len(expected['names'])}"
+            )
     return ranker, regressor, card
 
 
@@ -167,11 +186,35 @@ _FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INT = re.compile(r"[+-]?\d+")
 _INT32 = 2**31 - 1
 _OBJECTIVES = ("regression", "lambdarank")
-_HEADER = ("version", "num_class", "num_tree_per_iteration", "label_index", "max_feature_idx", "objective",
-           "feature_names", "feature_infos", "tree_sizes")
-_TREE = ("num_leaves", "num_cat", "split_feature", "split_gain", "threshold", "decision_type", "left_child",
-         "right_child", "leaf_value", "leaf_weight", "leaf_count", "internal_value", "internal_weight",
-         "internal_count", "is_linear", "shrinkage")
+_HEADER = (
+    "version",
+    "num_class",
+    "num_tree_per_iteration",
+    "label_index",
+    "max_feature_idx",
+    "objective",
+    "feature_names",
+    "feature_infos",
+    "tree_sizes",
+)
+_TREE = (
+    "num_leaves",
+    "num_cat",
+    "split_feature",
+    "split_gain",
+    "threshold",
+    "decision_type",
+    "left_child",
+    "right_child",
+    "leaf_value",
+    "leaf_weight",
+    "leaf_count",
+    "internal_value",
+    "internal_weight",
+    "internal_count",
+    "is_linear",
+    "shrinkage",
+)
 _DECISION_TYPES = frozenset({0, 2, 4, 6, 8, 10})
 """LightGBM's decision_type bits: 1 categorical (never trained here), 2 default-left, then the
 missing-value type (0 none, 1 zero, 2 NaN) in bits 2-3."""
@@ -315,8 +358,7 @@ def _checked_booster_text(data: bytes, names: list[str]) -> str:
             raise _Malformed(f"tree {index} is labelled Tree={first[:20]}")
         trees.append(_tree(index, [line for line in rest.splitlines() if line], len(names)))
     header["tree_sizes"] = " ".join(str(len(tree)) for tree in trees)
-    return ("tree\n" + "".join(f"{key}={header[key]}\n" for key in _HEADER) + "\n"
-            + "".join(trees) + "end of trees\n")
+    return "tree\n" + "".join(f"{key}={header[key]}\n" for key in _HEADER) + "\n" + "".join(trees) + "end of trees\n"
 
 
 def _feature_info(info: str) -> bool:
@@ -335,8 +377,9 @@ def _feature_spec_of(directory: Path, data: bytes) -> dict[str, Any]:
     path = directory / FEATURES_FILE
     spec = parse_json(decode_input(data, path, "model file"), path, "model file")
     if not isinstance(spec, dict):
-        raise CkspaceError(f"model file {str(path)!r} is not a JSON object with version and names; "
-                           "retrain or reinstall")
+        raise CkspaceError(
+            f"model file {str(path)!r} is not a JSON object with version and names; retrain or reinstall"
+        )
     return spec
 
 

@@ -40,8 +40,9 @@ NUMERIC_FIELDS: tuple[str, ...] = ("tile_m", "tile_n", "tile_k", "wave_m", "wave
 NOT_THE_KERNEL: tuple[str, ...] = ("tagged", "layout")
 """Fields that do not change the kernel's code (the rule set's dtype tag; the layout string of the
 name), so not its domain."""
-CATEGORICAL_FIELDS: tuple[str, ...] = ("ndim",) + tuple(f for f in GEMM_FIELD_NAMES
-                                                         if f not in NUMERIC_FIELDS and f not in NOT_THE_KERNEL)
+CATEGORICAL_FIELDS: tuple[str, ...] = ("ndim",) + tuple(
+    f for f in GEMM_FIELD_NAMES if f not in NUMERIC_FIELDS and f not in NOT_THE_KERNEL
+)
 """Config fields whose seen values are the domain: pipeline, scheduler, epilogue, specialisation,
 vector widths, warp tiles, flags, ..."""
 PROBLEM_QUANTITIES: tuple[str, ...] = ("N", "G", "Cg", "Kg", "input_volume", "filter_volume", "output_volume")
@@ -77,19 +78,28 @@ class ModelDomain(BaseModel):
     value the model never saw, when the field is not a number)."""
 
     @classmethod
-    def of(cls, configs: Sequence[GemmConfig], problems: Sequence, score_per_log2_tflops: float) -> "ModelDomain":
+    def of(cls, configs: Sequence[GemmConfig], problems: Sequence, score_per_log2_tflops: float) -> ModelDomain:
         categorical: dict[str, list[Value]] = {}
         common: dict[str, Value] = {}
         for name in CATEGORICAL_FIELDS:
             counts = Counter(_plain(getattr(c, name)) for c in configs)
             categorical[name] = sorted(counts, key=lambda v: (str(type(v)), v))
             common[name] = max(counts, key=lambda v: (counts[v], str(v)))
-        numeric = {name: (min(getattr(c, name) for c in configs), max(getattr(c, name) for c in configs))
-                   for name in NUMERIC_FIELDS}
-        sizes = {name: (min(getattr(p, name) for p in problems), max(getattr(p, name) for p in problems))
-                 for name in PROBLEM_QUANTITIES}
-        return cls(categorical=categorical, numeric=numeric, problems=sizes,
-                   score_per_log2_tflops=score_per_log2_tflops, common=common)
+        numeric = {
+            name: (min(getattr(c, name) for c in configs), max(getattr(c, name) for c in configs))
+            for name in NUMERIC_FIELDS
+        }
+        sizes = {
+            name: (min(getattr(p, name) for p in problems), max(getattr(p, name) for p in problems))
+            for name in PROBLEM_QUANTITIES
+        }
+        return cls(
+            categorical=categorical,
+            numeric=numeric,
+            problems=sizes,
+            score_per_log2_tflops=score_per_log2_tflops,
+            common=common,
+        )
 
     def outside(self, config: GemmConfig) -> str | None:
         """Why ``config`` is outside the domain (every field that is, with what was seen), or None."""
@@ -128,8 +138,11 @@ class ModelDomain(BaseModel):
         """Why a problem (its :data:`PROBLEM_QUANTITIES`, read as :meth:`of` reads them) is beyond
         the trained sizes, or None."""
         sizes = {name: getattr(problem, name) for name in self.problems}
-        reasons = [f"{name} {sizes[name]} outside the trained {low}..{high}"
-                   for name, (low, high) in self.problems.items() if not low <= sizes[name] <= high]
+        reasons = [
+            f"{name} {sizes[name]} outside the trained {low}..{high}"
+            for name, (low, high) in self.problems.items()
+            if not low <= sizes[name] <= high
+        ]
         return "; ".join(reasons) or None
 
 
@@ -161,8 +174,14 @@ def score_scale(scores: np.ndarray, log2_tflops: np.ndarray, groups: np.ndarray)
     return max(float(np.median(slopes)), MIN_SCALE) if slopes else MIN_SCALE
 
 
-def training_domain(configs: Sequence[GemmConfig], problems: Sequence, ranker: object, features: np.ndarray,
-                    log_tflops: np.ndarray, groups: np.ndarray) -> ModelDomain:
+def training_domain(
+    configs: Sequence[GemmConfig],
+    problems: Sequence,
+    ranker: object,
+    features: np.ndarray,
+    log_tflops: np.ndarray,
+    groups: np.ndarray,
+) -> ModelDomain:
     """The domain of a model fit on ``features`` rows (their natural-log measured TFLOPS and
     problem of each row), with the ranker's score scale measured on them."""
     scores = np.asarray(ranker.predict(features, num_threads=1))  # type: ignore[attr-defined]

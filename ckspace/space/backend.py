@@ -114,8 +114,9 @@ class Backend(ABC):
         """The rule set's proposals per cell of ``request``."""
 
     @abstractmethod
-    def model_inputs(self, request: Request, cell: Cell, depthwise: bool,
-                     extra: Sequence[Rule]) -> tuple[CellProposals | None, Sequence[Rule]]:
+    def model_inputs(
+        self, request: Request, cell: Cell, depthwise: bool, extra: Sequence[Rule]
+    ) -> tuple[CellProposals | None, Sequence[Rule]]:
         """What bounds a cell's model besides the validity predicates: the proposal table (None:
         none) and the rules, ``extra`` (the space's, :meth:`SpaceView.cell_rules`) and whatever
         stands in for a missing table."""

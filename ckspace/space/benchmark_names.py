@@ -37,8 +37,10 @@ def config_from_benchmark_name(name: str, arch: str) -> GemmConfig:
     try:
         row = curated_row(fields["variant"], tile, fields["pipeline"])
     except InvalidChoiceError as exc:
-        raise KernelNameError(f"{name!r}: tile {exc.value} is not in the default rule set's tile table "
-                              f"({', '.join(exc.choices)}), so its waves and warp tile are unknown") from None
+        raise KernelNameError(
+            f"{name!r}: tile {exc.value} is not in the default rule set's tile table "
+            f"({', '.join(exc.choices)}), so its waves and warp tile are unknown"
+        ) from None
     return GemmConfig.from_row(arch, fields["variant"], fields["ndim"], fields["dtype"], row)
 
 
@@ -52,5 +54,6 @@ def config_from_any_name(name: str, arch: str) -> GemmConfig:
     except KernelNameError:
         raise
     except (ValueError, CkspaceError) as exc:
-        raise KernelNameError(f"{name!r} is neither a ckspace kernel name nor a tile-engine benchmark name: {exc}") \
-            from None
+        raise KernelNameError(
+            f"{name!r} is neither a ckspace kernel name nor a tile-engine benchmark name: {exc}"
+        ) from None

@@ -41,7 +41,11 @@ def cell_rules(space: SpaceView, request: Request, cell: Cell) -> tuple[Rule, ..
     extra = space.cell_rules(request, cell)[0]
     if any(excludes_kind(rule, GEMM_FIELD_NAMES) for rule in extra):
         return None
-    validity = [r for r in gemm_rules(request.arch, cell.variant, cell.dtype, request.rules_revision) if r.predicate in EMITTED_PREDICATES]
+    validity = [
+        r
+        for r in gemm_rules(request.arch, cell.variant, cell.dtype, request.rules_revision)
+        if r.predicate in EMITTED_PREDICATES
+    ]
     return (*get_rule_set(request.rule_set).domain_rules(request.arch, cell), *validity, *extra)
 
 
@@ -82,8 +86,9 @@ def completions(space: SpaceView, request: Request, cell: Cell, values: dict[str
     rules = cell_rules(space, request, cell)
     if rules is None:
         return 0
-    fixed = tuple(Rule(f"fixed_{f}", Predicate.WHERE, Field(f).isin([v]), f"{f} = {v}", "explain")
-                  for f, v in values.items())
+    fixed = tuple(
+        Rule(f"fixed_{f}", Predicate.WHERE, Field(f).isin([v]), f"{f} = {v}", "explain") for f, v in values.items()
+    )
     return Tally(GEMM_FIELD_NAMES, rules + fixed).count
 
 
@@ -104,7 +109,7 @@ def sample(space: SpaceView, n: int, seed: int, stratify_by: Sequence[str]) -> l
     keys = sorted(strata)
     rng.shuffle(keys)
     sizes = {key: sum(size for _, _, size in strata[key]) for key in keys}
-    wanted = {key: 0 for key in keys}
+    wanted = dict.fromkeys(keys, 0)
     picked = depth = 0
     while picked < n and any(size > depth for size in sizes.values()):
         for key in keys:
@@ -119,8 +124,9 @@ def sample(space: SpaceView, n: int, seed: int, stratify_by: Sequence[str]) -> l
     return [drawn[key][d] for d in range(depth) for key in keys if wanted[key] > d]
 
 
-def _draw(members: list[tuple[Place, Tally, int]], fields: tuple[str, ...], key: tuple[int, ...],
-          ranks: list[int]) -> list[Kernel]:
+def _draw(
+    members: list[tuple[Place, Tally, int]], fields: tuple[str, ...], key: tuple[int, ...], ranks: list[int]
+) -> list[Kernel]:
     """The configs of the given ranks of one stratum, whose configs are its cells' in order."""
     out: dict[int, Kernel] = {}
     offset = 0
@@ -128,7 +134,9 @@ def _draw(members: list[tuple[Place, Tally, int]], fields: tuple[str, ...], key:
         mine = [r for r in ranks if offset <= r < offset + size]
         if mine:
             rows = cell_tally.stratum_rows(fields, key, [r - offset for r in mine]).tolist()
-            out.update((r, Kernel(request.arch, cell, False, tuple(row), True)) for r, row in zip(mine, rows))
+            out.update(
+                (r, Kernel(request.arch, cell, False, tuple(row), True)) for r, row in zip(mine, rows, strict=True)
+            )
         offset += size
     return [out[r] for r in ranks]
 
@@ -143,9 +151,11 @@ class CountedBackend(Backend):
             raise CkspaceError("rule set open proposes no table, so it has no raw proposals")
         total = self.count()
         if total > OPEN_LIST_LIMIT:
-            raise CkspaceError(f"this open space holds {total:,} kernels, too many to hold as a list "
-                               f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
-                               "it with where()")
+            raise CkspaceError(
+                f"this open space holds {total:,} kernels, too many to hold as a list "
+                f"(limit {OPEN_LIST_LIMIT:,}): iterate with iter_kernels(), sample it, or narrow "
+                "it with where()"
+            )
         return list(self.iter_kernels())
 
     def count(self) -> int:
@@ -167,8 +177,9 @@ class CountedBackend(Backend):
         """No table: empty proposals, for which the domain rules stand in (:meth:`model_inputs`)."""
         return {cell: CellProposals() for cell in request.cells}
 
-    def model_inputs(self, request: Request, cell: Cell, depthwise: bool,
-                     extra: Sequence[Rule]) -> tuple[CellProposals | None, Sequence[Rule]]:
+    def model_inputs(
+        self, request: Request, cell: Cell, depthwise: bool, extra: Sequence[Rule]
+    ) -> tuple[CellProposals | None, Sequence[Rule]]:
         if depthwise:
             return CellProposals(), extra
         return None, [*get_rule_set(request.rule_set).domain_rules(request.arch, cell), *extra]

@@ -71,10 +71,13 @@ class CellExplanation(BaseModel):
             more = f"; {self.completions} valid completion(s)" if partial else ""
             return head + "VALID" + more
         if self.verdict == "not_proposed":
-            subject = (f"a completion passes every rule but rule set {self.rule_set} proposes none" if partial
-                       else f"NOT PROPOSED: it passes every rule of the target (emit --kernels builds it; a "
-                            f"selector may run it as a vector fallback), but rule set {self.rule_set} does not "
-                            "propose it")
+            subject = (
+                f"a completion passes every rule but rule set {self.rule_set} proposes none"
+                if partial
+                else f"NOT PROPOSED: it passes every rule of the target (emit --kernels builds it; a "
+                f"selector may run it as a vector fallback), but rule set {self.rule_set} does not "
+                "propose it"
+            )
             return "\n".join([head + subject, *(f"      {c}" for c in self.closest)])
         subject = "no valid completion; the closest completion breaks" if partial else "NOT VALID; it breaks"
         lines = [head + subject + f" {len(self.blame)} constraint(s):"]
@@ -102,8 +105,11 @@ class Explanation(BaseModel):
         if len(self.cells) > 1:
             valid = [c for c in self.cells if c.valid]
             where = f"{len(valid)} of {len(self.cells)} cells"
-            lines.append(f"summary: {sum(c.completions for c in valid)} valid completion(s) in {where}" if self.partial
-                         else f"summary: a kernel of {where}; verdict {self.verdict}")
+            lines.append(
+                f"summary: {sum(c.completions for c in valid)} valid completion(s) in {where}"
+                if self.partial
+                else f"summary: a kernel of {where}; verdict {self.verdict}"
+            )
         return "\n".join([*lines, "# " + self.target["note"]])
 
 
@@ -116,8 +122,14 @@ def _decoded(field: str, value: int, depthwise: bool) -> Any:
     return value if depthwise else plain(decode(field, value))
 
 
-def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Mapping[str, int],
-             render, rule_set: str, depthwise: bool) -> list[str]:
+def _closest(
+    rows: Sequence[tuple[int, ...]],
+    fields: Sequence[str],
+    values: Mapping[str, int],
+    render,
+    rule_set: str,
+    depthwise: bool,
+) -> list[str]:
     """Where the config misses the rule set's tables: the nearest of its kernels in the space (valid
     proposals of this target) and how they differ."""
     if not rows:
@@ -126,16 +138,19 @@ def _closest(rows: Sequence[tuple[int, ...]], fields: Sequence[str], values: Map
     fixed = [(index[f], v) for f, v in values.items() if f in index]
     distance = [sum(row[i] != v for i, v in fixed) for row in rows]
     best = min(distance)
-    nearest = [row for row, d in zip(rows, distance) if d == best]
+    nearest = [row for row, d in zip(rows, distance, strict=True) if d == best]
     out = [f"no kernel of {rule_set} matches; {len(nearest)} of its kernels differ in {best} field(s), e.g.:"]
     for row in nearest[:3]:
-        diff = ", ".join(f"{fields[i]} {_decoded(fields[i], v, depthwise)} -> {_decoded(fields[i], row[i], depthwise)}"
-                         for i, v in fixed if row[i] != v)
+        diff = ", ".join(
+            f"{fields[i]} {_decoded(fields[i], v, depthwise)} -> {_decoded(fields[i], row[i], depthwise)}"
+            for i, v in fixed
+            if row[i] != v
+        )
         out.append(f"  {render(row)}  ({diff})")
     if not depthwise and any(f in values for f in ("tile_m", "tile_n", "tile_k")):
         tiles = sorted({row[:3] for row in rows})
         wanted = tuple(values.get(f) for f in ("tile_m", "tile_n", "tile_k"))
-        if not any(all(w is None or w == t for w, t in zip(wanted, tile)) for tile in tiles):
+        if not any(all(w is None or w == t for w, t in zip(wanted, tile, strict=True)) for tile in tiles):
             listed = ", ".join(shape_key(t) for t in tiles)
             out.append(f"  no proposal uses that tile; this cell's tiles: {listed}")
     return out
@@ -166,7 +181,7 @@ class PartialQuery:
     values: dict[str, int]
 
     @classmethod
-    def parse(cls, item: Mapping[str, object]) -> "PartialQuery":
+    def parse(cls, item: Mapping[str, object]) -> PartialQuery:
         partial = dict(item)
         variant = Variant.parse(partial.pop("variant")) if "variant" in partial else None
         ndim = parse_ndim(partial.pop("ndim")) if "ndim" in partial else None
@@ -178,12 +193,22 @@ class PartialQuery:
         return cls(variant, ndim, dtype, depthwise, encode_partial(partial, depthwise))
 
     def matches(self, cell: Cell) -> bool:
-        return ((self.variant is None or cell.variant is self.variant) and (self.ndim is None or cell.ndim == self.ndim)
-                and (self.dtype is None or cell.dtype is self.dtype))
+        return (
+            (self.variant is None or cell.variant is self.variant)
+            and (self.ndim is None or cell.ndim == self.ndim)
+            and (self.dtype is None or cell.dtype is self.dtype)
+        )
 
 
-def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[str, int], depthwise: bool, *,
-                 valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int]) -> CellExplanation:
+def explain_cell(
+    model: CellModel,
+    request: Request,
+    cell: Cell,
+    values: dict[str, int],
+    depthwise: bool,
+    *,
+    valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int],
+) -> CellExplanation:
     """One cell's answer: valid (with the valid kernels among ``valid_rows`` that agree with
     ``values``, or their number as ``valid_rows(values)`` counts it where the rows are never listed)
     or a minimal correction set of ``model``'s constraints with the offending values; when the rule
@@ -197,12 +222,20 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
         return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
 
     fixed = [(fields.index(f), v) for f, v in values.items()]
-    base = dict(arch=request.arch, variant=cell.variant.value, ndim=cell.ndim, dtype=cell.dtype.value,
-                rule_set=request.rule_set, rules_revision=request.rules_revision, config_kind="depthwise" if depthwise else "gemm")
+    base = dict(
+        arch=request.arch,
+        variant=cell.variant.value,
+        ndim=cell.ndim,
+        dtype=cell.dtype.value,
+        rule_set=request.rule_set,
+        rules_revision=request.rules_revision,
+        config_kind="depthwise" if depthwise else "gemm",
+    )
     if callable(valid_rows):  # no listing (open): the solver decides
         if model.feasible(values):
-            return CellExplanation(**base, valid=True, verdict="member", completions=valid_rows(values), blame=[],
-                                   closest=[])
+            return CellExplanation(
+                **base, valid=True, verdict="member", completions=valid_rows(values), blame=[], closest=[]
+            )
     else:  # the cell's valid kernels are listed: a matching row answers without a solve (the CK rules make
         # the cell's model slow to decide: ~0.1 s where the rows take microseconds); the same rules decide both
         completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
@@ -214,20 +247,37 @@ def explain_cell(model: CellModel, request: Request, cell: Cell, values: dict[st
         raise CkspaceError(f"a value is outside the fields' domains ({bounds})")
     off, witness = correction
     if not off:  # the listing and the model disagree: a defect of ckspace, never an answer
-        raise CkspaceError(f"internal error: no listed kernel of {request.arch} {cell.label()} matches {values}, "
-                           "but its CP-SAT model admits one; please report it")
+        raise CkspaceError(
+            f"internal error: no listed kernel of {request.arch} {cell.label()} matches {values}, "
+            "but its CP-SAT model admits one; please report it"
+        )
     blame = []
     closest: list[str] = []
     for name in off:
         if name == PROPOSALS:
-            blame.append(Blame(constraint=PROPOSALS, kind=RuleKind.RULE_SET, source=f"rule set {request.rule_set}",
-                               statement=f"the config is not one that rule set {request.rule_set} proposes",
-                               values={}, detail="valid configs outside the rule set's tables are not emitted"))
+            blame.append(
+                Blame(
+                    constraint=PROPOSALS,
+                    kind=RuleKind.RULE_SET,
+                    source=f"rule set {request.rule_set}",
+                    statement=f"the config is not one that rule set {request.rule_set} proposes",
+                    values={},
+                    detail="valid configs outside the rule set's tables are not emitted",
+                )
+            )
             closest = _closest(valid_rows, fields, values, render, request.rule_set, depthwise)
             continue
         rule = model.rules[name]
         shown = {f: _decoded(f, witness[f], depthwise) for f in rule.fields if f in witness}
-        blame.append(Blame(constraint=name, kind=rule.predicate.kind, statement=rule.text, source=rule.source,
-                           values=shown, detail=why(rule.expr, witness)))
+        blame.append(
+            Blame(
+                constraint=name,
+                kind=rule.predicate.kind,
+                statement=rule.text,
+                source=rule.source,
+                values=shown,
+                detail=why(rule.expr, witness),
+            )
+        )
     verdict = "not_proposed" if list(off) == [PROPOSALS] else "invalid"
     return CellExplanation(**base, valid=False, verdict=verdict, completions=0, blame=blame, closest=closest)

@@ -53,7 +53,7 @@ class Kernel(NamedTuple):
             return depthwise_name(self.cell.dtype, self.cell.ndim, self.row)
         return gemm_name(self.cell.variant, self.cell.dtype, self.cell.ndim, self.row)
 
-    def config(self) -> "KernelConfig":
+    def config(self) -> KernelConfig:
         """The pydantic config of this kernel (built without validation: rows are trusted)."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
 
@@ -64,12 +64,20 @@ class Kernel(NamedTuple):
     def record(self) -> dict[str, Any]:
         """Every field, JSON-friendly, in a fixed order: name, cell, kind, fields, validity."""
         fields = DEPTHWISE_FIELDS if self.depthwise else GEMM_FIELD_NAMES
-        values = ({**dict(zip(fields, self.row)), "layout": DEPTHWISE_LAYOUT.value} if self.depthwise
-                  else {f: plain(decode(f, v)) for f, v in zip(fields, self.row)})
+        values = (
+            {**dict(zip(fields, self.row, strict=True)), "layout": DEPTHWISE_LAYOUT.value}
+            if self.depthwise
+            else {f: plain(decode(f, v)) for f, v in zip(fields, self.row, strict=True)}
+        )
         return {
-            "name": self.name, "arch": self.arch, "variant": self.cell.variant.value,
-            "ndim": self.cell.ndim, "dtype": self.cell.dtype.value,
-            "kind": "depthwise" if self.depthwise else "gemm", **values, "valid": self.valid,
+            "name": self.name,
+            "arch": self.arch,
+            "variant": self.cell.variant.value,
+            "ndim": self.cell.ndim,
+            "dtype": self.cell.dtype.value,
+            "kind": "depthwise" if self.depthwise else "gemm",
+            **values,
+            "valid": self.valid,
         }
 
 
@@ -77,8 +85,14 @@ CellFilters = Callable[[Request, Cell], tuple[Sequence["Rule"], Sequence["Rule"]
 """Per (request, cell): the extra rules GEMM and depthwise configs must satisfy."""
 
 
-def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: bool = True,
-                 target: "Target | None" = None, filters: CellFilters | None = None) -> list[Kernel]:
+def list_kernels(
+    requests: Iterable[Request],
+    *,
+    raw: bool = False,
+    use_cache: bool = True,
+    target: Target | None = None,
+    filters: CellFilters | None = None,
+) -> list[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
     ``raw``; only those of ``target`` (through the cell cache; None: the rule space); only those
     satisfying the extra rules ``filters`` gives per cell. A kernel that several requests produce
@@ -97,11 +111,15 @@ def list_kernels(requests: Iterable[Request], *, raw: bool = False, use_cache: b
                 gemm_rules, depthwise_rules = filters(request, cell)
                 keep_gemm = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
                 keep_dw = satisfies_all(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
-            for depthwise, rows, valid, keep in ((False, result.gemm, result.gemm_valid, keep_gemm),
-                                                 (True, result.depthwise, result.depthwise_valid, keep_dw)):
-                out += [Kernel(arch, cell, depthwise, row, ok)
-                        for row, ok, kept in zip(rows, valid, keep if keep is not None else repeat(True))
-                        if (ok or raw) and kept]
+            for depthwise, rows, valid, keep in (
+                (False, result.gemm, result.gemm_valid, keep_gemm),
+                (True, result.depthwise, result.depthwise_valid, keep_dw),
+            ):
+                out += [
+                    Kernel(arch, cell, depthwise, row, ok)
+                    for row, ok, kept in zip(rows, valid, keep if keep is not None else repeat(True), strict=False)
+                    if (ok or raw) and kept
+                ]
     if len(requests) > 1:  # first occurrence wins, in listing order
         seen: set[KernelKey] = set()
         out = [k for k in out if not (k.identity in seen or seen.add(k.identity))]  # type: ignore[func-returns-value]

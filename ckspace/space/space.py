@@ -63,18 +63,29 @@ class Space:
     ``target.describe()`` says which.
     """
 
-    def __init__(self, arch: str | Sequence[str], variant: object = None, ndim: object = None,
-                 dtype: object = None, rule_set: str | Sequence[str] = "full", *,
-                 where: str | Sequence[str] = (), use_cache: bool = True,
-                 rules_revision: str | None = None, ck: object = AUTO) -> None:
+    def __init__(
+        self,
+        arch: str | Sequence[str],
+        variant: object = None,
+        ndim: object = None,
+        dtype: object = None,
+        rule_set: str | Sequence[str] = "full",
+        *,
+        where: str | Sequence[str] = (),
+        use_cache: bool = True,
+        rules_revision: str | None = None,
+        ck: object = AUTO,
+    ) -> None:
         archs = _listify(arch) or []
         rule_sets = [get_rule_set(rs).name for rs in _listify(rule_set) or []]
         if not archs or not rule_sets:
             raise CkspaceError("a Space needs at least one arch and one rule set")
         self.open: bool = not get_rule_set(rule_sets[0]).has_table  # no table: counted, not listed
         if any(get_rule_set(rs).has_table == self.open for rs in rule_sets):
-            raise CkspaceError("a rule set without a table (open) cannot share a Space with other rule sets: "
-                               "their union is not countable without listing it")
+            raise CkspaceError(
+                "a rule set without a table (open) cannot share a Space with other rule sets: "
+                "their union is not countable without listing it"
+            )
         variants, ndims, dtypes = _listify(variant), _listify(ndim), _listify(dtype)
         self.requests: tuple[Request, ...] = tuple(
             Request.build(a, rs, variants, ndims, dtypes, rules_revision) for a, rs in product(archs, rule_sets)
@@ -100,7 +111,7 @@ class Space:
         return TableBackend(self)
 
     # -- narrowing ------------------------------------------------------------------------------
-    def where(self, *expressions: str) -> "Space":
+    def where(self, *expressions: str) -> Space:
         """A narrower space: every expression (see :mod:`ckspace.constraints.where`) must hold.
 
         Filters become named constraints of each cell's CP-SAT model and are evaluated with the
@@ -110,7 +121,7 @@ class Space:
 
         return self._narrowed(filters=self.filters + tuple(parse_where(text) for text in expressions))
 
-    def for_problem(self, problem: "ConvProblem | str") -> "Space":
+    def for_problem(self, problem: ConvProblem | str) -> Space:
         """The kernels of this space that can run ``problem`` (a :class:`ConvProblem` or its text
         form): each check of CK Tile's ``IsSupportedArgument`` becomes a named constraint of every
         cell (see :mod:`ckspace.constraints.problem_rules`)."""
@@ -118,7 +129,7 @@ class Space:
 
         return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
 
-    def for_ck(self, revision: "CkRevision | str | None") -> "Space":
+    def for_ck(self, revision: CkRevision | str | None) -> Space:
         """This space for another target: the kernels the CK Tile headers of ``revision`` (a
         :class:`~ckspace.core.ck.CkRevision`, a CK root path, ``"auto"``) can compile, less the
         known-wrong ones (what the revision lacks becomes named constraints of every cell,
@@ -126,18 +137,18 @@ class Space:
         return self._narrowed(target=resolve_target(revision))
 
     @property
-    def ck(self) -> "CkRevision | None":
+    def ck(self) -> CkRevision | None:
         """The revision of the target's CK headers (None: rules only, or none found)."""
         return self.target.ck.revision() if self.target.ck is not None else None
 
-    def _narrowed(self, **changes: object) -> "Space":
+    def _narrowed(self, **changes: object) -> Space:
         """A copy with ``changes`` and a backend of its own, so none of this space's memos."""
         narrower = copy.copy(self)
         narrower.__dict__.update(changes)
         narrower._backend = self._backend.narrowed(narrower)
         return narrower
 
-    def cell_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
+    def cell_rules(self, request: Request, cell: Cell) -> tuple[list[Rule], list[Rule]]:
         """Extra rules of a cell beyond the rule set and the validity predicates: the target's (what
         its CK cannot build, the known-wrong kernels), the filters and the problem's checks, for GEMM
         and for depthwise configs."""
@@ -147,7 +158,7 @@ class Space:
         extra_gemm, extra_depthwise = self._query_rules(request, cell)
         return gemm + extra_gemm, depthwise + extra_depthwise
 
-    def _query_rules(self, request: Request, cell: Cell) -> tuple[list["Rule"], list["Rule"]]:
+    def _query_rules(self, request: Request, cell: Cell) -> tuple[list[Rule], list[Rule]]:
         """The filters and the problem's checks of a cell (the target's rules come with the cached
         listing)."""
         gemm, depthwise = list(self.filters), list(self.filters)
@@ -184,8 +195,10 @@ class Space:
         if count > limit:
             rule_sets = ", ".join(dict.fromkeys(r.rule_set for r in self.requests))
             cells = "; ".join(f"{r.arch} {', '.join(c.label() for c in r.cells)}" for r in self.requests)
-            raise CkspaceError(f"rule set {rule_sets} holds {count:,} kernels ({cells}); {purpose} at most "
-                               f"{limit:,}: narrow it with {narrow}")
+            raise CkspaceError(
+                f"rule set {rule_sets} holds {count:,} kernels ({cells}); {purpose} at most "
+                f"{limit:,}: narrow it with {narrow}"
+            )
         return count
 
     def iter_kernels(self) -> Iterator[Kernel]:
@@ -193,7 +206,7 @@ class Space:
         order with constant memory whatever the count."""
         return self._backend.iter_kernels()
 
-    def __iter__(self) -> Iterator["KernelConfig"]:
+    def __iter__(self) -> Iterator[KernelConfig]:
         return (k.config() for k in self.iter_kernels())
 
     def names(self) -> list[str]:
@@ -201,12 +214,12 @@ class Space:
         appear once)."""
         return sorted({k.name for k in self._backend.valid})
 
-    def raw(self) -> list["KernelConfig"]:
+    def raw(self) -> list[KernelConfig]:
         """The rule set's proposals before the generator's validity filter, in rule-set order."""
         return [k.config() for k in self._backend.raw]
 
     # -- membership -----------------------------------------------------------------------------
-    def contains(self, item: "KernelConfig | str") -> bool:
+    def contains(self, item: KernelConfig | str) -> bool:
         """Whether a config (or a kernel name, for any arch of the space) is a valid kernel here.
 
         Decided by the cell's CP-SAT model with every rule and the rule set's proposal table
@@ -218,12 +231,14 @@ class Space:
         if isinstance(item, str):
             return any(self.contains(c) for c in self.configs_from_name(item))
         depthwise = isinstance(item, DepthwiseConfig)
-        return any(self.cell_model(request, cell, depthwise).feasible(values)
-                   for request, cell, values in self.placements(item))
+        return any(
+            self.cell_model(request, cell, depthwise).feasible(values)
+            for request, cell, values in self.placements(item)
+        )
 
     __contains__ = contains
 
-    def placements(self, config: "KernelConfig") -> Iterator[tuple[Request, Cell, dict[str, int]]]:
+    def placements(self, config: KernelConfig) -> Iterator[tuple[Request, Cell, dict[str, int]]]:
         """The requests whose cells hold ``config``'s cell, each with the config's field values
         as that request's models see them (the dtype tag is the rule set's)."""
         from ckspace.core.config import GemmConfig
@@ -235,15 +250,15 @@ class Space:
             if isinstance(config, GemmConfig):
                 tagged = get_rule_set(request.rule_set).tags_dtype
                 row = config.model_copy(update={"tagged": tagged}).row()
-                yield request, cell, dict(zip(GEMM_FIELD_NAMES, row))
+                yield request, cell, dict(zip(GEMM_FIELD_NAMES, row, strict=True))
             else:
-                yield request, cell, dict(zip(DEPTHWISE_FIELDS, config.row()))
+                yield request, cell, dict(zip(DEPTHWISE_FIELDS, config.row(), strict=True))
 
     def rows_of(self, arch: str, cell: Cell, depthwise: bool) -> list[tuple[int, ...]]:
         """The rows of the valid kernels of one cell of one arch."""
         return self._backend.rows_of(arch, cell, depthwise)
 
-    def configs_from_name(self, name: str, *, fields: Mapping[str, object] | None = None) -> list["KernelConfig"]:
+    def configs_from_name(self, name: str, *, fields: Mapping[str, object] | None = None) -> list[KernelConfig]:
         """The config a kernel name stands for, once per arch of the space (names carry no arch).
         ``fields``: the name's fields when the caller has parsed it already, so it is parsed once."""
         from ckspace.core.config import DepthwiseConfig, GemmConfig
@@ -262,8 +277,9 @@ class Space:
             raise KernelNameError(f"kernel name {name!r}: {exc}") from None
 
     # -- queries --------------------------------------------------------------------------------
-    def explain(self, item: "KernelConfig | str | Mapping[str, object]", *,
-                fields: Mapping[str, object] | None = None) -> "Explanation":
+    def explain(
+        self, item: KernelConfig | str | Mapping[str, object], *, fields: Mapping[str, object] | None = None
+    ) -> Explanation:
         """Why a config, a kernel name or a partial config (dict of field values; ``variant``,
         ``ndim`` and ``dtype`` keys narrow the cells) is or is not in the space: per cell, valid
         (with the number of valid completions) or a minimal set of named constraints that
@@ -282,9 +298,12 @@ class Space:
         if isinstance(item, Mapping):
             partial = PartialQuery.parse(item)
             query = {k: plain(v) for k, v in item.items()}
-            targets = [(request, cell, partial.values, partial.depthwise)
-                       for request in self.requests for cell in request.cells
-                       if partial.matches(cell) and (not partial.depthwise or self.proposals(request)[cell].depthwise)]
+            targets = [
+                (request, cell, partial.values, partial.depthwise)
+                for request in self.requests
+                for cell in request.cells
+                if partial.matches(cell) and (not partial.depthwise or self.proposals(request)[cell].depthwise)
+            ]
             if not targets:
                 raise CkspaceError(f"the query {query} matches no cell of {self!r}")
         else:
@@ -293,19 +312,37 @@ class Space:
             elif isinstance(item, (GemmConfig, DepthwiseConfig)):
                 configs, query = [item], {"name": item.name, "arch": item.arch}
             else:
-                raise CkspaceError("explain takes a config, a kernel name or a dict of field values, "
-                                   f"not {type(item).__name__}")
-            targets = [(request, cell, values, isinstance(config, DepthwiseConfig))
-                       for config in configs for request, cell, values in self.placements(config)]
+                raise CkspaceError(
+                    f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}"
+                )
+            targets = [
+                (request, cell, values, isinstance(config, DepthwiseConfig))
+                for config in configs
+                for request, cell, values in self.placements(config)
+            ]
             if not targets:
                 raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
-        cells = [explain_cell(self.cell_model(request, cell, depthwise), request, cell, values, depthwise,
-                              valid_rows=self._backend.completions(request, cell, depthwise))
-                 for request, cell, values, depthwise in targets]
-        return Explanation(query=query, partial=isinstance(item, Mapping), valid=any(c.valid for c in cells),
-                           verdict=overall_verdict(cells), target=self.target.record(), cells=cells)
+        cells = [
+            explain_cell(
+                self.cell_model(request, cell, depthwise),
+                request,
+                cell,
+                values,
+                depthwise,
+                valid_rows=self._backend.completions(request, cell, depthwise),
+            )
+            for request, cell, values, depthwise in targets
+        ]
+        return Explanation(
+            query=query,
+            partial=isinstance(item, Mapping),
+            valid=any(c.valid for c in cells),
+            verdict=overall_verdict(cells),
+            target=self.target.record(),
+            cells=cells,
+        )
 
-    def sample(self, n: int, seed: int = 0, stratify_by: Sequence[str] | None = None) -> list["KernelConfig"]:
+    def sample(self, n: int, seed: int = 0, stratify_by: Sequence[str] | None = None) -> list[KernelConfig]:
         """``n`` valid kernels, deterministic for a seed and spread over the strata of the given
         fields (e.g. to choose what to benchmark): strata take turns, each yielding its kernels in
         a seeded random order. Depthwise kernels form their own stratum. ``stratify_by`` defaults to
@@ -323,7 +360,7 @@ class Space:
             raise InvalidChoiceError("stratify field", unknown[0], GEMM_FIELD_NAMES)
         return [k.config() for k in self._backend.sample(n, seed, stratify_by)]
 
-    def best(self, objective: str, maximize: bool = True) -> "Optimum":
+    def best(self, objective: str, maximize: bool = True) -> Optimum:
         """The valid kernel that maximises (or minimises) an integer expression over fields, e.g.
         ``tile_m * tile_n - 2 * tile_k``, found by CP-SAT in each cell's model, with the proof
         status (``OPTIMAL`` when every cell was solved to optimality)."""
@@ -340,16 +377,22 @@ class Space:
                 statuses.add(status)
                 if value is None:
                     continue
-                config = GemmConfig.from_row(request.arch, cell.variant, cell.ndim, cell.dtype,
-                                             tuple(values[f] for f in GEMM_FIELD_NAMES))
+                config = GemmConfig.from_row(
+                    request.arch, cell.variant, cell.ndim, cell.dtype, tuple(values[f] for f in GEMM_FIELD_NAMES)
+                )
                 if best is None or (value > best[0] if maximize else value < best[0]):
                     best = (value, config)
         proven = statuses <= {"OPTIMAL", "INFEASIBLE"}
         status = ("OPTIMAL" if proven else "FEASIBLE") if best else ("INFEASIBLE" if proven else "UNKNOWN")
-        return Optimum(objective=objective, maximize=maximize, status=status,
-                       value=best[0] if best else None, config=best[1] if best else None)
+        return Optimum(
+            objective=objective,
+            maximize=maximize,
+            status=status,
+            value=best[0] if best else None,
+            config=best[1] if best else None,
+        )
 
-    def violated_rules(self, config: "KernelConfig") -> list[str]:
+    def violated_rules(self, config: KernelConfig) -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal
         membership aside): empty for a config the generator of this space's rules revision would
         accept if proposed."""
@@ -365,7 +408,7 @@ class Space:
         masks = rule_masks(rules, columns([row], fields), 1)
         return [name for name, ok in masks.items() if not ok[0]]
 
-    def excluded_by(self, config: "KernelConfig") -> list[str]:
+    def excluded_by(self, config: KernelConfig) -> list[str]:
         """Names of every rule that keeps ``config`` out of this space in its cell, the rule set's
         proposals aside: validity rules (as :meth:`violated_rules`), then the target's (what its CK
         cannot build, known-wrong kernels), the filters and the problem's checks. Empty: a kernel of
@@ -385,8 +428,14 @@ class Space:
         return list(dict.fromkeys(broken))
 
     # -- models ---------------------------------------------------------------------------------
-    def model(self, variant: object = None, ndim: int | None = None, dtype: object = None, arch: str | None = None,
-              depthwise: bool = False) -> "CellModel":
+    def model(
+        self,
+        variant: object = None,
+        ndim: int | None = None,
+        dtype: object = None,
+        arch: str | None = None,
+        depthwise: bool = False,
+    ) -> CellModel:
         """The CP-SAT model of one cell of this space (first request of ``arch``); the cell may be
         left out when the space has only one."""
         from ckspace.core.vocab import Dtype, Variant, parse_ndim
@@ -409,7 +458,7 @@ class Space:
         """The rule set's proposals per cell of ``request`` (memoised: explanations reuse them)."""
         return self._backend.proposals(request)
 
-    def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> "CellModel":
+    def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> CellModel:
         """The cell's model with this space's extra rules (memoised): see
         :func:`ckspace.constraints.model.cell_model`."""
         return self._backend.cell_model(request, cell, depthwise)

@@ -36,8 +36,13 @@ class TableBackend(Backend):
     def listing(self, raw: bool) -> list[Kernel]:
         space = self.space
         narrowed = bool(space.filters) or space.problem is not None
-        return list_kernels(space.requests, raw=raw, use_cache=space.use_cache, target=space.target,
-                            filters=space._query_rules if narrowed else None)
+        return list_kernels(
+            space.requests,
+            raw=raw,
+            use_cache=space.use_cache,
+            target=space.target,
+            filters=space._query_rules if narrowed else None,
+        )
 
     def count(self) -> int:
         return len(self.valid)
@@ -78,6 +83,7 @@ class TableBackend(Backend):
             self._proposals[request] = propose(request, self.space.use_cache)
         return self._proposals[request]
 
-    def model_inputs(self, request: Request, cell: Cell, depthwise: bool,
-                     extra: Sequence[Rule]) -> tuple[CellProposals | None, Sequence[Rule]]:
+    def model_inputs(
+        self, request: Request, cell: Cell, depthwise: bool, extra: Sequence[Rule]
+    ) -> tuple[CellProposals | None, Sequence[Rule]]:
         return self.proposals(request)[cell], extra

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
-from ckspace.training.dataset import Measurements
-from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.features.hardware import hardware_facts
+from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.training.dataset import Measurements
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +114,14 @@ def design(data: Measurements, per_problem: list[np.ndarray] | None = None) -> D
         probs.append(np.full(values.size, p))
         kerns.append(np.flatnonzero(measured))
         sizes.append(values.size)
-    return Design(np.vstack(feats), np.concatenate(logs), np.concatenate(effs), np.concatenate(probs),
-                  np.concatenate(kerns), np.asarray(sizes))
+    return Design(
+        np.vstack(feats),
+        np.concatenate(logs),
+        np.concatenate(effs),
+        np.concatenate(probs),
+        np.concatenate(kerns),
+        np.asarray(sizes),
+    )
 
 
 def relevance(efficiency: np.ndarray) -> np.ndarray:
@@ -132,13 +138,16 @@ def params_for(objective: str, seed: int, num_threads: int | None = None) -> dic
     if objective == "regression":
         params["objective"] = "regression"
     else:
-        params.update(objective="lambdarank", lambdarank_truncation_level=10, eval_at=[1, 5],
-                      label_gain=[float(2 ** i - 1) for i in range(RELEVANCE_LEVELS)])
+        params.update(
+            objective="lambdarank",
+            lambdarank_truncation_level=10,
+            eval_at=[1, 5],
+            label_gain=[float(2**i - 1) for i in range(RELEVANCE_LEVELS)],
+        )
     return params
 
 
-def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = None,
-        num_threads: int | None = None):
+def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = None, num_threads: int | None = None):
     """Train a booster on ``rows`` (``num_rounds``, default :data:`NUM_ROUNDS`; ``num_threads``,
     default :func:`default_threads`, which changes the time, not the trees); returns a
     ``lightgbm.Booster``."""
@@ -149,8 +158,14 @@ def fit(rows: Design, objective: str, seed: int = 0, num_rounds: int | None = No
     if objective == "regression":
         dataset = lgb.Dataset(rows.features, label=rows.log_tflops, feature_name=list(FEATURE_NAMES))
     else:
-        dataset = lgb.Dataset(rows.features, label=relevance(rows.efficiency), group=rows.group_sizes,
-                              feature_name=list(FEATURE_NAMES))
-    log.info("training %s on %d rows of %d problems, %d threads", objective, len(rows.log_tflops),
-             len(rows.group_sizes), params["num_threads"])
+        dataset = lgb.Dataset(
+            rows.features, label=relevance(rows.efficiency), group=rows.group_sizes, feature_name=list(FEATURE_NAMES)
+        )
+    log.info(
+        "training %s on %d rows of %d problems, %d threads",
+        objective,
+        len(rows.log_tflops),
+        len(rows.group_sizes),
+        params["num_threads"],
+    )
     return lgb.train(params, dataset, num_boost_round=num_rounds)

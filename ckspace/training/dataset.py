@@ -45,8 +45,8 @@ from ckspace.core.kernel_key import KernelKey
 from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant, parse_arch
-from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.features.hardware import hardware_facts
+from ckspace.space.benchmark_names import config_from_any_name
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +91,12 @@ class CleaningReport(BaseModel):
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.dropped.items()) if v) or "none"
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items())) or "none"
         others = f" ({self.rows_other_cells} of other cells)" if self.rows_other_cells else ""
-        return (f"read {self.rows_read} rows from {len(self.files)} file(s){others}; by status: {statuses}; "
-                f"kept {self.rows_kept} ({self.problems} problems, {self.groups} distinct shapes, "
-                f"{self.kernels} kernels); dropped rows: {reasons}; problems dropped (fewer than "
-                f"{MIN_KERNELS_PER_PROBLEM} kernels left): {self.problems_dropped}")
+        return (
+            f"read {self.rows_read} rows from {len(self.files)} file(s){others}; by status: {statuses}; "
+            f"kept {self.rows_kept} ({self.problems} problems, {self.groups} distinct shapes, "
+            f"{self.kernels} kernels); dropped rows: {reasons}; problems dropped (fewer than "
+            f"{MIN_KERNELS_PER_PROBLEM} kernels left): {self.problems_dropped}"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,12 +117,20 @@ class Measurements:
     def cell(self) -> DataCell:
         return DataCell(self.arch, self.variant, self.dtype)
 
-    def subset(self, index: Sequence[int] | np.ndarray) -> "Measurements":
+    def subset(self, index: Sequence[int] | np.ndarray) -> Measurements:
         """The measurements of the problems at ``index`` (the kernels stay)."""
         index = np.asarray(index, dtype=int)
-        return Measurements(self.arch, self.variant, self.dtype, tuple(self.problems[i] for i in index),
-                            tuple(self.groups[i] for i in index), self.kernel_names, self.configs,
-                            self.tflops[index], self.report)
+        return Measurements(
+            self.arch,
+            self.variant,
+            self.dtype,
+            tuple(self.problems[i] for i in index),
+            tuple(self.groups[i] for i in index),
+            self.kernel_names,
+            self.configs,
+            self.tflops[index],
+            self.report,
+        )
 
 
 @contextmanager
@@ -189,8 +199,9 @@ def _tile_engine_cell(row: Row, path: Path, arch: str | None) -> DataCell:
     if arch is None:
         token = _ARCH_TOKEN.search(path.name)
         if token is None:
-            raise InvalidInputError(f"give --arch: {path} is a tile-engine CSV (no config columns) and its "
-                                    "name names no gfx arch")
+            raise InvalidInputError(
+                f"give --arch: {path} is a tile-engine CSV (no config columns) and its name names no gfx arch"
+            )
         arch = parse_arch(token.group(1))
     try:
         config = config_from_any_name(row.get("kernel") or "", arch)
@@ -199,29 +210,36 @@ def _tile_engine_cell(row: Row, path: Path, arch: str | None) -> DataCell:
     return DataCell(config.arch, config.variant, config.dtype)
 
 
-def _given(arch: str | None, variant: str | None, dtype: str | None) -> tuple[str | None, Variant | None,
-                                                                              Dtype | None]:
-    return (parse_arch(arch) if arch else None, Variant.parse(variant) if variant else None,
-            Dtype.parse(dtype) if dtype else None)
+def _given(arch: str | None, variant: str | None, dtype: str | None) -> tuple[str | None, Variant | None, Dtype | None]:
+    return (
+        parse_arch(arch) if arch else None,
+        Variant.parse(variant) if variant else None,
+        Dtype.parse(dtype) if dtype else None,
+    )
 
 
-def find_cells(read: _Read, arch: str | None = None, variant: str | None = None,
-               dtype: str | None = None) -> list[DataCell]:
+def find_cells(
+    read: _Read, arch: str | None = None, variant: str | None = None, dtype: str | None = None
+) -> list[DataCell]:
     """The cells of the data that ``arch``/``variant``/``dtype`` (each optional) pick, in a fixed
     order; options that pick none of them are an error naming both the options and the cells."""
     want = _given(arch, variant, dtype)
     found = sorted(read.cells, key=lambda c: (c.arch, c.variant.value, c.dtype.value))
-    chosen = [c for c in found if all(w is None or w == v for w, v in zip(want, c))]
+    chosen = [c for c in found if all(w is None or w == v for w, v in zip(want, c, strict=True))]
     if not chosen:
-        options = " ".join(f"--{name} {value.value if hasattr(value, 'value') else value}"
-                           for name, value in zip(("arch", "variant", "dtype"), want) if value is not None)
+        options = " ".join(
+            f"--{name} {value.value if hasattr(value, 'value') else value}"
+            for name, value in zip(("arch", "variant", "dtype"), want, strict=True)
+            if value is not None
+        )
         held = "; ".join(c.text() for c in found) or "no rows"
         raise InvalidInputError(f"{options} disagrees with the data, which hold {held}")
     return chosen
 
 
-def load_cells(paths: Sequence[str | Path], arch: str | None = None, variant: str | None = None,
-               dtype: str | None = None) -> list[Measurements]:
+def load_cells(
+    paths: Sequence[str | Path], arch: str | None = None, variant: str | None = None, dtype: str | None = None
+) -> list[Measurements]:
     """Read the data files once and clean every cell they hold that the options pick (see
     :func:`find_cells`). ``arch`` also names the arch of tile_engine files (their rows lack it)."""
     given_arch = parse_arch(arch) if arch else None
@@ -229,8 +247,9 @@ def load_cells(paths: Sequence[str | Path], arch: str | None = None, variant: st
     return [_clean(cell, read) for cell in find_cells(read, given_arch, variant, dtype)]
 
 
-def load_measurements(paths: Sequence[str | Path], arch: str, variant: Variant | str,
-                      dtype: Dtype | str) -> Measurements:
+def load_measurements(
+    paths: Sequence[str | Path], arch: str, variant: Variant | str, dtype: Dtype | str
+) -> Measurements:
     """Read, check and clean the measurements of one cell (arch, variant, dtype)."""
     variant, dtype = Variant.parse(variant), Dtype.parse(dtype)
     return load_cells(paths, arch, variant.value, dtype.value)[0]
@@ -267,8 +286,9 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
     for unit, by_kernel in units.items():
         if len(by_kernel) < MIN_KERNELS_PER_PROBLEM:
             problems_dropped += 1
-            dropped[f"problem_with_fewer_than_{MIN_KERNELS_PER_PROBLEM}_kernels"] += \
-                sum(len(v) for v in by_kernel.values())
+            dropped[f"problem_with_fewer_than_{MIN_KERNELS_PER_PROBLEM}_kernels"] += sum(
+                len(v) for v in by_kernel.values()
+            )
             continue
         line = np.full(len(order), np.nan)
         for key, values in by_kernel.items():
@@ -280,19 +300,38 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
         matrix.append(line)
     if not problems:
         summary = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "no rows"
-        raise CkspaceError(f"no usable {cell.text()} measurements in {', '.join(read.files)}: a problem needs "
-                           f"at least {MIN_KERNELS_PER_PROBLEM} kernels measured ok on it (dropped rows: {summary})")
+        raise CkspaceError(
+            f"no usable {cell.text()} measurements in {', '.join(read.files)}: a problem needs "
+            f"at least {MIN_KERNELS_PER_PROBLEM} kernels measured ok on it (dropped rows: {summary})"
+        )
     tflops = np.vstack(matrix)
     used = ~np.all(np.isnan(tflops), axis=0)
-    order = [k for k, keep in zip(order, used) if keep]
+    order = [k for k, keep in zip(order, used, strict=True) if keep]
     tflops = tflops[:, used]
-    report = CleaningReport(files=read.files, rows_read=read.rows_read, rows_other_cells=read.rows_read - len(rows),
-                            statuses=dict(statuses), rows_kept=int(np.sum(~np.isnan(tflops))), dropped=dict(dropped),
-                            problems=len(problems), groups=len(set(groups)), kernels=len(order),
-                            problems_dropped=problems_dropped)
+    report = CleaningReport(
+        files=read.files,
+        rows_read=read.rows_read,
+        rows_other_cells=read.rows_read - len(rows),
+        statuses=dict(statuses),
+        rows_kept=int(np.sum(~np.isnan(tflops))),
+        dropped=dict(dropped),
+        problems=len(problems),
+        groups=len(set(groups)),
+        kernels=len(order),
+        problems_dropped=problems_dropped,
+    )
     log.info("%s: %s", cell.text(), report.text())
-    return Measurements(cell.arch, cell.variant, cell.dtype, tuple(problems), tuple(groups),
-                        tuple(kernels[k][0] for k in order), tuple(kernels[k][1] for k in order), tflops, report)
+    return Measurements(
+        cell.arch,
+        cell.variant,
+        cell.dtype,
+        tuple(problems),
+        tuple(groups),
+        tuple(kernels[k][0] for k in order),
+        tuple(kernels[k][1] for k in order),
+        tflops,
+        report,
+    )
 
 
 def _status(row: Row) -> str:
@@ -304,8 +343,14 @@ def _status(row: Row) -> str:
     return status if status in STATUSES else "unknown"
 
 
-def _check_row(row: Row, path: str, cell: DataCell, peak: float, configs: dict[tuple, GemmConfig | None],
-               unit_problem: dict[tuple[str, str], ConvProblem]) -> str | tuple[GemmConfig, float]:
+def _check_row(
+    row: Row,
+    path: str,
+    cell: DataCell,
+    peak: float,
+    configs: dict[tuple, GemmConfig | None],
+    unit_problem: dict[tuple[str, str], ConvProblem],
+) -> str | tuple[GemmConfig, float]:
     """Why an ``ok`` row is unusable (a reason key), or its kernel's config and TFLOPS; records the
     problem of its ``problem_idx``."""
     ours = has_config(row)

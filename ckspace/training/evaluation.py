@@ -19,10 +19,9 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.boosters import OBJECTIVES, design, fit, problem_features, thread_count
 from ckspace.training.dataset import Measurements
-from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
-from ckspace.training.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
 from ckspace.training.metrics import (
     Scores,
     per_problem_efficiency,
@@ -30,6 +29,7 @@ from ckspace.training.metrics import (
     summarize,
     tflops_error,
 )
+from ckspace.training.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,15 @@ class CrossValidation(BaseModel):
 
     def summary(self) -> dict[str, object]:
         """The model's figures at the top level (the ``--format json`` contract), the rest nested."""
-        return {**self.scores["model"].model_dump(), "objective": self.objective, "folds": self.folds,
-                "seed": self.seed, "tflops_median_error": self.tflops_median_error,
-                "selectors": {k: v.model_dump() for k, v in self.scores.items()},
-                **({"plans": {k: v.model_dump() for k, v in self.plans.items()}} if self.plans else {})}
+        return {
+            **self.scores["model"].model_dump(),
+            "objective": self.objective,
+            "folds": self.folds,
+            "seed": self.seed,
+            "tflops_median_error": self.tflops_median_error,
+            "selectors": {k: v.model_dump() for k, v in self.scores.items()},
+            **({"plans": {k: v.model_dump() for k, v in self.plans.items()}} if self.plans else {}),
+        }
 
 
 DEFAULT_FOLDS = 5
@@ -69,14 +74,18 @@ def choose_folds(data: Measurements, requested: int | None) -> int:
     meet, or data below :data:`MIN_SHAPES`, is an error in one line."""
     shapes = len(set(data.groups))
     if shapes < MIN_SHAPES:
-        raise CkspaceError(f"{data.cell.text()}: the data hold {shapes} distinct problem shape with at least 2 "
-                           f"kernels measured ok; training and evaluation need at least {MIN_SHAPES} "
-                           "(cross-validation picks the objective)")
+        raise CkspaceError(
+            f"{data.cell.text()}: the data hold {shapes} distinct problem shape with at least 2 "
+            f"kernels measured ok; training and evaluation need at least {MIN_SHAPES} "
+            "(cross-validation picks the objective)"
+        )
     if requested is None:
         return min(DEFAULT_FOLDS, shapes)
     if requested > shapes:
-        raise CkspaceError(f"--folds {requested}: {data.cell.text()} has only {shapes} distinct problem shapes to "
-                           f"split; give --folds {shapes} or fewer")
+        raise CkspaceError(
+            f"--folds {requested}: {data.cell.text()} has only {shapes} distinct problem shapes to "
+            f"split; give --folds {shapes} or fewer"
+        )
     return requested
 
 
@@ -84,8 +93,7 @@ def fold_of_groups(groups: tuple[str, ...], folds: int, seed: int) -> np.ndarray
     """Fold number per problem: distinct groups shuffled by ``seed`` and dealt round-robin."""
     distinct = sorted(set(groups))
     if folds < 2 or folds > len(distinct):
-        raise CkspaceError(f"folds must be between 2 and the number of distinct shapes ({len(distinct)}), "
-                           f"not {folds}")
+        raise CkspaceError(f"folds must be between 2 and the number of distinct shapes ({len(distinct)}), not {folds}")
     order = np.random.default_rng(seed).permutation(len(distinct))
     fold = {distinct[i]: n % folds for n, i in enumerate(order)}
     return np.asarray([fold[g] for g in groups])
@@ -96,9 +104,14 @@ def cross_validation_steps(folds: int) -> int:
     return folds * len(OBJECTIVES)
 
 
-def cross_validate(data: Measurements, folds: int = 5, seed: int = 0, plan_budgets: tuple[int, ...] = (),
-                   num_threads: int | None = None,
-                   progress: Callable[[str], None] | None = None) -> CrossValidation:
+def cross_validate(
+    data: Measurements,
+    folds: int = 5,
+    seed: int = 0,
+    plan_budgets: tuple[int, ...] = (),
+    num_threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CrossValidation:
     """Out-of-fold scores; with ``plan_budgets``, the kernel-set plans of
     :mod:`ckspace.training.plan_evaluation` per budget, from the same out-of-fold predictions.
     ``num_threads``: LightGBM's threads for fitting and predicting (default
@@ -127,20 +140,33 @@ def cross_validate(data: Measurements, folds: int = 5, seed: int = 0, plan_budge
     random_scores, random_eff = random_expectation(data.tflops)
     scores = {obj: summarize(out, data.tflops) for obj, out in outputs.items()}
     winner = max(OBJECTIVES, key=lambda obj: (round(scores[obj].mean, 2), scores[obj].p10))
-    scores = {"model": scores[winner], **scores, "single_best_kernel": summarize(single, data.tflops),
-              "random": random_scores, "analytical": summarize(analytical, data.tflops)}
-    efficiency = {name: per_problem_efficiency(out, data.tflops).tolist()
-                  for name, out in (("model", outputs[winner]), ("single_best_kernel", single),
-                                    ("analytical", analytical))}
+    scores = {
+        "model": scores[winner],
+        **scores,
+        "single_best_kernel": summarize(single, data.tflops),
+        "random": random_scores,
+        "analytical": summarize(analytical, data.tflops),
+    }
+    efficiency = {
+        name: per_problem_efficiency(out, data.tflops).tolist()
+        for name, out in (("model", outputs[winner]), ("single_best_kernel", single), ("analytical", analytical))
+    }
     efficiency["random"] = random_eff.tolist()
     measured = ~np.isnan(data.tflops)
     predicted, actual = outputs["regression"][measured], np.log(data.tflops[measured])
-    plans = {str(k): _plans(k, fold, outputs[winner], outputs["regression"], data.tflops, seed)
-             for k in plan_budgets}
-    return CrossValidation(folds=folds, seed=seed, problems=n_problems, objective=winner, scores=scores,
-                           efficiency=efficiency, tflops_median_error=tflops_error(predicted, actual),
-                           predicted_log_tflops=predicted.tolist(), measured_log_tflops=actual.tolist(),
-                           plans=plans)
+    plans = {str(k): _plans(k, fold, outputs[winner], outputs["regression"], data.tflops, seed) for k in plan_budgets}
+    return CrossValidation(
+        folds=folds,
+        seed=seed,
+        problems=n_problems,
+        objective=winner,
+        scores=scores,
+        efficiency=efficiency,
+        tflops_median_error=tflops_error(predicted, actual),
+        predicted_log_tflops=predicted.tolist(),
+        measured_log_tflops=actual.tolist(),
+        plans=plans,
+    )
 
 
 def _mean_efficiency(relative: np.ndarray) -> np.ndarray:
@@ -153,11 +179,11 @@ def _mean_efficiency(relative: np.ndarray) -> np.ndarray:
     return np.where(counts > 0, totals / np.maximum(counts, 1), -np.inf)
 
 
-def _plans(budget: int, fold: np.ndarray, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray,
-           seed: int) -> BudgetResult:
+def _plans(
+    budget: int, fold: np.ndarray, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray, seed: int
+) -> BudgetResult:
     """Every fold's plans of ``budget`` kernels for its held-out problems, measured."""
-    efficiency = {name: {"oracle": np.zeros(len(tflops)), "selector": np.zeros(len(tflops))}
-                  for name in PLANS}
+    efficiency = {name: {"oracle": np.zeros(len(tflops)), "selector": np.zeros(len(tflops))} for name in PLANS}
     for f in range(int(fold.max()) + 1):
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         chosen = fold_plans(budget, ranker[test], log_tflops[test], tflops[test], tflops[train], seed + f)

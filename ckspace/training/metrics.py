@@ -34,14 +34,19 @@ class Scores(BaseModel):
     keep their figures as plain dicts, so old cards still load)."""
 
     def row(self, label: str) -> str:
-        return (f"{label:<22} {self.mean:7.2f} {self.median:7.2f} {self.p10:7.2f} {self.min:7.2f} "
-                f"{self.top1:6.1f} {self.top5:6.1f} {self.top5_pick_in_oracle_top5:6.1f} {self.ties:6.1f}")
+        return (
+            f"{label:<22} {self.mean:7.2f} {self.median:7.2f} {self.p10:7.2f} {self.min:7.2f} "
+            f"{self.top1:6.1f} {self.top5:6.1f} {self.top5_pick_in_oracle_top5:6.1f} {self.ties:6.1f}"
+        )
 
 
-HEADER = (f"{'selector':<22} {'mean':>7} {'median':>7} {'P10':>7} {'min':>7} {'top1':>6} {'top5':>6} {'top5b':>6} "
-          f"{'ties':>6}")
-LEGEND = ("top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5; "
-          "ties = problems whose best score two or more kernels share (kernel order picks there)")
+HEADER = (
+    f"{'selector':<22} {'mean':>7} {'median':>7} {'P10':>7} {'min':>7} {'top1':>6} {'top5':>6} {'top5b':>6} {'ties':>6}"
+)
+LEGEND = (
+    "top5 = measured best within the selector's top 5; top5b = the pick within the measured top 5; "
+    "ties = problems whose best score two or more kernels share (kernel order picks there)"
+)
 
 
 def table(scores: dict[str, Scores], objective: str) -> str:
@@ -95,9 +100,17 @@ def summarize(scores: np.ndarray, tflops: np.ndarray) -> Scores:
 
 def _scores(eff: np.ndarray, top1: float, top5: float, top5b: float, ties: float) -> Scores:
     pct = 100.0 * eff
-    return Scores(problems=len(eff), mean=float(pct.mean()), median=float(np.median(pct)),
-                  p10=float(np.percentile(pct, 10)), min=float(pct.min()), top1=top1, top5=top5,
-                  top5_pick_in_oracle_top5=top5b, ties=ties)
+    return Scores(
+        problems=len(eff),
+        mean=float(pct.mean()),
+        median=float(np.median(pct)),
+        p10=float(np.percentile(pct, 10)),
+        min=float(pct.min()),
+        top1=top1,
+        top5=top5,
+        top5_pick_in_oracle_top5=top5b,
+        ties=ties,
+    )
 
 
 def random_expectation(tflops: np.ndarray) -> tuple[Scores, np.ndarray]:

@@ -85,8 +85,9 @@ def measured_efficiency(chosen: Sequence[int], scores: np.ndarray, tflops: np.nd
     return oracle, selector
 
 
-def fold_plans(budget: int, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray,
-               train_tflops: np.ndarray, seed: int) -> dict[str, tuple[int, ...]]:
+def fold_plans(
+    budget: int, ranker: np.ndarray, log_tflops: np.ndarray, tflops: np.ndarray, train_tflops: np.ndarray, seed: int
+) -> dict[str, tuple[int, ...]]:
     """The four plans of ``budget`` kernels for the held-out problems of one fold."""
     measured = ~np.isnan(tflops)
     kernels = tflops.shape[1]
@@ -96,10 +97,12 @@ def fold_plans(budget: int, ranker: np.ndarray, log_tflops: np.ndarray, tflops: 
     winners = np.bincount(np.nanargmax(train_tflops, axis=1), minlength=kernels)
     frequent = tuple(sorted(np.argsort(-winners, kind="stable")[:budget].tolist()))
     drawn = tuple(sorted(np.random.default_rng(seed).choice(kernels, budget, replace=False).tolist()))
-    return {"plan": solve_plan(predicted, budget=budget, top=None, time_limit=PLAN_TIME_LIMIT, seed=seed).chosen,
-            "hindsight": solve_plan(hindsight, budget=budget, top=None, time_limit=PLAN_TIME_LIMIT,
-                                    seed=seed).chosen,
-            "frequent_winners": frequent, "random": drawn}
+    return {
+        "plan": solve_plan(predicted, budget=budget, top=None, time_limit=PLAN_TIME_LIMIT, seed=seed).chosen,
+        "hindsight": solve_plan(hindsight, budget=budget, top=None, time_limit=PLAN_TIME_LIMIT, seed=seed).chosen,
+        "frequent_winners": frequent,
+        "random": drawn,
+    }
 
 
 def _figures(eff: np.ndarray) -> PlanFigures:
@@ -109,8 +112,11 @@ def _figures(eff: np.ndarray) -> PlanFigures:
 
 def summarize_plans(efficiency: dict[str, dict[str, np.ndarray]]) -> BudgetResult:
     """``efficiency[plan]["oracle" | "selector"]`` per problem (all folds) -> the budget's figures."""
+
     def both(name: str) -> dict[str, PlanFigures]:
-        return {"plan_oracle": _figures(efficiency[name]["oracle"]),
-                "plan_selector": _figures(efficiency[name]["selector"])}
+        return {
+            "plan_oracle": _figures(efficiency[name]["oracle"]),
+            "plan_selector": _figures(efficiency[name]["selector"]),
+        }
 
     return BudgetResult(**both("plan"), **{name: both(name) for name in PLANS[1:]})

@@ -47,11 +47,19 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
     plt = _pyplot()
     fig, axis = plt.subplots(figsize=(10, 5.5))
     budgets = [int(b) for b in cv.plans]
-    labels = {"plan": "plan (predicted)", "hindsight": "hindsight (measured)",
-              "frequent_winners": "most frequent winners", "random": "random"}
-    series = {"plan_oracle": ("(a) best measured kernel in the set", dict(linestyle="-", marker="o")),
-              "plan_selector": ("(b) the selector's pick in the set",
-                                dict(linestyle="--", marker="s", markerfacecolor="none"))}
+    labels = {
+        "plan": "plan (predicted)",
+        "hindsight": "hindsight (measured)",
+        "frequent_winners": "most frequent winners",
+        "random": "random",
+    }
+    series = {
+        "plan_oracle": ("(a) best measured kernel in the set", dict(linestyle="-", marker="o")),
+        "plan_selector": (
+            "(b) the selector's pick in the set",
+            dict(linestyle="--", marker="s", markerfacecolor="none"),
+        ),
+    }
     for color, name in enumerate(labels):
         for key, (_, style) in series.items():
             means = [r.figures(name)[key].mean for r in cv.plans.values()]
@@ -60,12 +68,24 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
     axis.set_xticks(budgets, [str(b) for b in budgets])
     axis.set(xlabel="kernels in the plan (budget)", ylabel="mean efficiency vs best measured (%)", title=title)
     axis.grid(alpha=0.3)
-    sets = axis.legend([Line2D([], [], color=f"C{i}", linewidth=3) for i in range(len(labels))], list(labels.values()),
-                       title="kernel set", loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9)
+    sets = axis.legend(
+        [Line2D([], [], color=f"C{i}", linewidth=3) for i in range(len(labels))],
+        list(labels.values()),
+        title="kernel set",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        fontsize=9,
+    )
     axis.add_artist(sets)
-    axis.legend([Line2D([], [], color="black", **style) for _, style in series.values()],
-                [label for label, _ in series.values()],
-                title="efficiency of", loc="upper left", bbox_to_anchor=(1.02, 0.55), fontsize=9, handlelength=4)
+    axis.legend(
+        [Line2D([], [], color="black", **style) for _, style in series.values()],
+        [label for label, _ in series.values()],
+        title="efficiency of",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 0.55),
+        fontsize=9,
+        handlelength=4,
+    )
     fig.tight_layout()
     _save(fig, plt, path, "--plan-plot")
 
@@ -73,21 +93,31 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
 def write_plot(cv: CrossValidation, path: Path, title: str) -> None:
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))
-    labels = {"model": f"model ({cv.objective})", "analytical": "analytical fallback",
-              "single_best_kernel": "single best kernel", "random": "random (expected)"}
+    labels = {
+        "model": f"model ({cv.objective})",
+        "analytical": "analytical fallback",
+        "single_best_kernel": "single best kernel",
+        "random": "random (expected)",
+    }
     for key, label in labels.items():
         eff = np.sort(np.asarray(cv.efficiency[key]) * 100.0)[::-1]
         left.plot(np.arange(1, eff.size + 1), eff, label=f"{label}: mean {cv.scores[key].mean:.1f} %")
-    left.set(xlabel="problems, sorted by efficiency", ylabel="efficiency vs oracle (%)",
-             title=f"{cv.folds}-fold grouped CV, {cv.problems} problems")
+    left.set(
+        xlabel="problems, sorted by efficiency",
+        ylabel="efficiency vs oracle (%)",
+        title=f"{cv.folds}-fold grouped CV, {cv.problems} problems",
+    )
     left.grid(alpha=0.3)
     left.legend(loc="lower left")
     measured, predicted = np.exp(cv.measured_log_tflops), np.exp(cv.predicted_log_tflops)
     right.loglog(measured, predicted, ".", alpha=0.3, markersize=3)
     bounds = [min(measured.min(), predicted.min()), max(measured.max(), predicted.max())]
     right.plot(bounds, bounds, "k--", linewidth=1)
-    right.set(xlabel="measured TFLOPS", ylabel="predicted TFLOPS (regressor, out of fold)",
-              title=f"median |error| {cv.tflops_median_error:.1f} %")
+    right.set(
+        xlabel="measured TFLOPS",
+        ylabel="predicted TFLOPS (regressor, out of fold)",
+        title=f"median |error| {cv.tflops_median_error:.1f} %",
+    )
     right.grid(alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()

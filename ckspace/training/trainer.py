@@ -8,12 +8,12 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
+from ckspace.features.matrix import FEATURE_VERSION
+from ckspace.select.store import ModelCard, check_model_target, save_model
+from ckspace.select.support import training_domain
 from ckspace.training.boosters import design, fit, thread_count
 from ckspace.training.dataset import Measurements
 from ckspace.training.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
-from ckspace.features.matrix import FEATURE_VERSION
-from ckspace.select.support import training_domain
-from ckspace.select.store import ModelCard, check_model_target, save_model
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,16 @@ def training_steps(folds: int) -> int:
     return cross_validation_steps(folds) + FINAL_FITS
 
 
-def train_model(data: Measurements, out: Path, folds: int | None = None, seed: int = 0, command: str = "",
-                force: bool = False, num_threads: int | None = None,
-                progress: Callable[[str], None] | None = None) -> tuple[ModelCard, CrossValidation]:
+def train_model(
+    data: Measurements,
+    out: Path,
+    folds: int | None = None,
+    seed: int = 0,
+    command: str = "",
+    force: bool = False,
+    num_threads: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[ModelCard, CrossValidation]:
     """Cross-validate both objectives on one cell's measurements (``folds``: see
     :func:`~ckspace.training.evaluation.choose_folds`), then fit the winner (the ranker) and the
     log-TFLOPS regressor (the TFLOPS shown beside picks) on every problem and write the model
@@ -66,22 +73,39 @@ def train_model(data: Measurements, out: Path, folds: int | None = None, seed: i
             progress(f"final {cv.objective}")
     domain = training_domain(data.configs, data.problems, ranker, rows.features, rows.log_tflops, rows.problem)
     card = ModelCard(
-        arch=data.arch, variant=data.variant.value, dtype=data.dtype.value, objective=cv.objective,
-        objective_choice=_choice_text(cv), feature_version=FEATURE_VERSION,
+        arch=data.arch,
+        variant=data.variant.value,
+        dtype=data.dtype.value,
+        objective=cv.objective,
+        objective_choice=_choice_text(cv),
+        feature_version=FEATURE_VERSION,
         data={Path(p).name: digest for p, digest in data.report.files.items()},
-        rows=data.report.rows_kept, rows_by_status=data.report.statuses, problems=data.report.problems,
+        rows=data.report.rows_kept,
+        rows_by_status=data.report.statuses,
+        problems=data.report.problems,
         distinct_shapes=data.report.groups,
-        cleaning=data.report.text(), kernels=list(data.kernel_names),
-        cross_validation={"folds": folds, "seed": seed, "tflops_median_error_percent": cv.tflops_median_error,
-                          **{name: s.model_dump() for name, s in cv.scores.items()}},
-        training_command=command, library_versions=library_versions(), files={}, domain=domain)
+        cleaning=data.report.text(),
+        kernels=list(data.kernel_names),
+        cross_validation={
+            "folds": folds,
+            "seed": seed,
+            "tflops_median_error_percent": cv.tflops_median_error,
+            **{name: s.model_dump() for name, s in cv.scores.items()},
+        },
+        training_command=command,
+        library_versions=library_versions(),
+        files={},
+        domain=domain,
+    )
     return save_model(out, ranker, regressor, card, force), cv
 
 
 def _choice_text(cv: CrossValidation) -> str:
     s = cv.scores
     other = "regression" if cv.objective == "lambdarank" else "lambdarank"
-    return (f"{cv.objective} ranks (mean {s[cv.objective].mean:.2f} %, P10 {s[cv.objective].p10:.2f} %, "
-            f"top-5 {s[cv.objective].top5:.1f} %) better than {other} (mean {s[other].mean:.2f} %, "
-            f"P10 {s[other].p10:.2f} %, top-5 {s[other].top5:.1f} %) in {cv.folds}-fold grouped CV; "
-            "the log-TFLOPS regressor supplies the predicted TFLOPS")
+    return (
+        f"{cv.objective} ranks (mean {s[cv.objective].mean:.2f} %, P10 {s[cv.objective].p10:.2f} %, "
+        f"top-5 {s[cv.objective].top5:.1f} %) better than {other} (mean {s[other].mean:.2f} %, "
+        f"P10 {s[other].p10:.2f} %, top-5 {s[other].top5:.1f} %) in {cv.folds}-fold grouped CV; "
+        "the log-TFLOPS regressor supplies the predicted TFLOPS"
+    )

@@ -79,8 +79,11 @@ class Verification(BaseModel):
     def summary(self) -> str:
         """One line for the measurement CSV's ``detail``: how many elements failed, of how many
         checked, and whether the check was sampled (empty for a full check that passed)."""
-        scope = (f"{self.checked} sampled elements (of {self.elements}; non-finite sought in all)" if self.sampled
-                 else f"{self.elements} elements")
+        scope = (
+            f"{self.checked} sampled elements (of {self.elements}; non-finite sought in all)"
+            if self.sampled
+            else f"{self.elements} elements"
+        )
         if self.ok:
             return f"verified at {scope}" if self.sampled else ""
         return f"{self.exceeded} of {scope} beyond tolerance"
@@ -91,7 +94,7 @@ def _partial_sum_bound(terms: int) -> float:
     one term's), exactly for small counts, by its integral beyond."""
     if terms <= 4096:
         return float(np.sqrt(np.arange(1, terms + 1, dtype=np.float64)).sum())
-    return (2 / 3) * terms ** 1.5 + 0.5 * terms ** 0.5 - 0.2078862250607981  # Euler-Maclaurin, zeta(-1/2)
+    return (2 / 3) * terms**1.5 + 0.5 * terms**0.5 - 0.2078862250607981  # Euler-Maclaurin, zeta(-1/2)
 
 
 def tolerance(problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> Tolerance:
@@ -133,7 +136,7 @@ def tolerance(problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) 
     if k_batch > 1 and variant is not Variant.BWD_WEIGHT:
         raise InvalidInputError(f"k_batch={k_batch} for {variant.value}: only bwd_weight splits K; valid: 1")
     out_ulp = float(ml_dtypes.finfo(numpy_dtype(dtype)).eps)
-    sigma = INPUT_BOUND ** 2 / 3
+    sigma = INPUT_BOUND**2 / 3
     n = -(-k // k_batch)
     accumulation = ACCUMULATOR_ULP * (k_batch * _partial_sum_bound(n) + math.sqrt(k * (k + 3) / 2))
     split = out_ulp * math.sqrt(n) * _partial_sum_bound(k_batch) if k_batch > 1 else 0.0
@@ -168,9 +171,16 @@ def _compare(kernel: np.ndarray, reference: np.ndarray, tol: Tolerance) -> _Erro
 
 
 def _result(errors: _Errors, tol: Tolerance, elements: int, checked: int) -> Verification:
-    result = Verification(ok=errors.exceeded == 0, max_abs_error=errors.max_abs, max_rel_error=errors.max_rel,
-                          tolerance=tol.text, exceeded=errors.exceeded, nonfinite=errors.nonfinite,
-                          elements=elements, checked=checked)
+    result = Verification(
+        ok=errors.exceeded == 0,
+        max_abs_error=errors.max_abs,
+        max_rel_error=errors.max_rel,
+        tolerance=tol.text,
+        exceeded=errors.exceeded,
+        nonfinite=errors.nonfinite,
+        elements=elements,
+        checked=checked,
+    )
     if not result.ok:
         log.debug("verification failed: %s (tolerance %s, max abs %g)", result.summary, tol.text, errors.max_abs)
     return result
@@ -183,8 +193,7 @@ def verify(c_kernel: np.ndarray, c_reference: np.ndarray, tol: Tolerance) -> Ver
     reference = np.asarray(c_reference, dtype=np.float32).reshape(-1)
     kernel = np.asarray(c_kernel)
     if kernel.size != reference.size:
-        raise InvalidInputError(f"the kernel's output has {kernel.size} elements; the reference has "
-                                f"{reference.size}")
+        raise InvalidInputError(f"the kernel's output has {kernel.size} elements; the reference has {reference.size}")
     return _result(_compare(kernel.reshape(-1), reference, tol), tol, reference.size, reference.size)
 
 
@@ -202,7 +211,7 @@ def count_nonfinite(values: np.ndarray) -> int:
     mask = bits.dtype.type(((1 << info.nexp) - 1) << info.nmant)
     count = 0
     for start in range(0, bits.size, NONFINITE_CHUNK):
-        chunk = bits[start:start + NONFINITE_CHUNK] & mask
+        chunk = bits[start : start + NONFINITE_CHUNK] & mask
         count += int(np.count_nonzero(chunk == mask))
     return count
 
@@ -217,11 +226,14 @@ def verify_at(c_kernel: np.ndarray, positions: np.ndarray, values: np.ndarray, t
     positions = np.asarray(positions)
     values = np.asarray(values, dtype=np.float32).reshape(-1)
     if positions.shape != values.shape or (positions.size and not np.issubdtype(positions.dtype, np.integer)):
-        raise InvalidInputError(f"positions ({positions.dtype} {positions.shape}) and values {values.shape} must be "
-                                f"1-D arrays of equal length, positions integers")
+        raise InvalidInputError(
+            f"positions ({positions.dtype} {positions.shape}) and values {values.shape} must be "
+            f"1-D arrays of equal length, positions integers"
+        )
     if positions.size and (positions.min() < 0 or positions.max() >= kernel.size):
-        raise InvalidInputError(f"positions run from {positions.min()} to {positions.max()}; the kernel's output "
-                                f"has {kernel.size} elements")
+        raise InvalidInputError(
+            f"positions run from {positions.min()} to {positions.max()}; the kernel's output has {kernel.size} elements"
+        )
     sampled = _compare(kernel[positions], values, tol)
     nonfinite = count_nonfinite(kernel)
     errors = sampled._replace(exceeded=sampled.exceeded + nonfinite - sampled.nonfinite, nonfinite=nonfinite)

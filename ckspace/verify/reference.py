@@ -79,20 +79,20 @@ def _spatial_sizes(problem: ConvProblem, tensor: Tensor) -> tuple[int, ...]:
 def _logical_order(tensor: Tensor, ndim: int) -> str:
     """The axis order the computation below works in: batch (or group and output channel) first,
     the spatial axes, then group and channel (or channel) last."""
-    spatial = _SPATIAL_LETTERS[tensor][3 - ndim:]
+    spatial = _SPATIAL_LETTERS[tensor][3 - ndim :]
     return {"In": f"N{spatial}GC", "Out": f"N{spatial}GK", "Wei": f"GK{spatial}C"}[tensor]
 
 
 def spatial_letters(problem: ConvProblem, tensor: Tensor) -> str:
     """The layout letters of a tensor's spatial axes, outermost first (``HW`` for a 2D image,
     ``YX`` for a 2D filter)."""
-    return _SPATIAL_LETTERS[tensor][3 - problem.ndim:]
+    return _SPATIAL_LETTERS[tensor][3 - problem.ndim :]
 
 
 def tensor_shape(problem: ConvProblem, tensor: Tensor) -> tuple[int, ...]:
     """Shape of a convolution tensor (``In``, ``Wei``, ``Out``) in its memory layout."""
     layout = TENSOR_LAYOUTS[problem.ndim][tensor]
-    spatial = dict(zip(_SPATIAL_LETTERS[tensor][3 - problem.ndim:], _spatial_sizes(problem, tensor)))
+    spatial = dict(zip(_SPATIAL_LETTERS[tensor][3 - problem.ndim :], _spatial_sizes(problem, tensor), strict=True))
     sizes = {"N": problem.N, "G": problem.G, "C": problem.Cg, "K": problem.Kg, **spatial}
     return tuple(sizes[letter] for letter in layout)
 
@@ -109,8 +109,13 @@ def operand_bytes(problem: ConvProblem, variant: Variant | str, dtype: Dtype | s
     return OperandBytes(*(math.prod(shape) * itemsize for shape in operand_shapes(problem, variant)))
 
 
-def operand_from_buffer(buffer: bytes | bytearray | memoryview, problem: ConvProblem, variant: Variant | str,
-                        dtype: Dtype | str, operand: str = "c") -> np.ndarray:
+def operand_from_buffer(
+    buffer: bytes | bytearray | memoryview,
+    problem: ConvProblem,
+    variant: Variant | str,
+    dtype: Dtype | str,
+    operand: str = "c",
+) -> np.ndarray:
     """A raw buffer (e.g. the kernel's output copied to the host) as an array of the operand's
     shape in the kernel's dtype, without copying. A wrong byte count is an error, not a reshape."""
     if operand not in OperandShapes._fields:
@@ -119,13 +124,16 @@ def operand_from_buffer(buffer: bytes | bytearray | memoryview, problem: ConvPro
     np_dtype = numpy_dtype(dtype)
     size = memoryview(buffer).nbytes
     if size != math.prod(shape) * np_dtype.itemsize:
-        raise InvalidInputError(f"operand {operand} buffer holds {size} bytes; {Dtype.parse(dtype).value} "
-                                f"{shape} needs {math.prod(shape) * np_dtype.itemsize}")
+        raise InvalidInputError(
+            f"operand {operand} buffer holds {size} bytes; {Dtype.parse(dtype).value} "
+            f"{shape} needs {math.prod(shape) * np_dtype.itemsize}"
+        )
     return np.frombuffer(buffer, dtype=np_dtype).reshape(shape)
 
 
-def random_operands(problem: ConvProblem, variant: Variant | str, dtype: Dtype | str,
-                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+def random_operands(
+    problem: ConvProblem, variant: Variant | str, dtype: Dtype | str, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Operands a and b, drawn uniformly from [-1, 1] and rounded to the kernel's dtype.
 
     Why this range: zero-mean values make the sums cancel as real activations and gradients do, so
@@ -143,14 +151,14 @@ def random_operands(problem: ConvProblem, variant: Variant | str, dtype: Dtype |
     draw = np.float64 if np_dtype == np.float32 else np.float32
     streams = np.random.SeedSequence(seed).spawn(2)
     arrays = []
-    for shape, stream in zip(operand_shapes(problem, variant)[:2], streams):
+    for shape, stream in zip(operand_shapes(problem, variant)[:2], streams, strict=True):
         rng = np.random.default_rng(stream)
         out = np.empty(math.prod(shape), dtype=np_dtype)
         # drawn in chunks (the generator's stream is the same as one draw of the whole), so the
         # temporaries stay small beside operands of gigabytes
         for start in range(0, out.size, GENERATION_CHUNK):
             values = rng.random(min(GENERATION_CHUNK, out.size - start), dtype=draw)
-            out[start:start + values.size] = (2 * INPUT_BOUND) * values - INPUT_BOUND
+            out[start : start + values.size] = (2 * INPUT_BOUND) * values - INPUT_BOUND
         arrays.append(out.reshape(shape))
     return arrays[0], arrays[1]
 
@@ -179,7 +187,7 @@ def _taps(problem: ConvProblem) -> Iterator[tuple[tuple[int, ...], tuple[slice, 
     ranges = [range(problem.filter_size(d)) for d in problem.dims]
     for tap in product(*ranges):
         slices = []
-        for t, d in zip(tap, problem.dims):
+        for t, d in zip(tap, problem.dims, strict=True):
             stride, dil = getattr(problem, f"stride_{d}"), getattr(problem, f"dil_{d}")
             start = t * dil
             slices.append(slice(start, start + (problem.output_size(d) - 1) * stride + 1, stride))
@@ -206,17 +214,20 @@ def _forward(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def _bwd_data(problem: ConvProblem, dy: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The adjoint of :func:`_forward` in x: each tap's dy @ w[tap] added back where forward read it."""
     pad = _pad_widths(problem)
-    padded = [problem.N, *(s + 2 * p[0] for s, p in zip(_spatial_sizes(problem, "In"), pad[1:-2])),
-              problem.G, problem.Cg]
+    padded = [
+        problem.N,
+        *(s + 2 * p[0] for s, p in zip(_spatial_sizes(problem, "In"), pad[1:-2], strict=True)),
+        problem.G,
+        problem.Cg,
+    ]
     dxp = np.zeros(padded, dtype=np.float32)
     pixels = problem.N * problem.output_volume
     rows = np.ascontiguousarray(dy.reshape(pixels, problem.G, problem.Kg).transpose(1, 0, 2))
     out_spatial = _spatial_sizes(problem, "Out")
     for tap, slices in _taps(problem):
         part = np.matmul(rows, w[(slice(None), slice(None), *tap)])  # (G, pixels, Cg)
-        dxp[(slice(None), *slices)] += part.transpose(1, 0, 2).reshape(problem.N, *out_spatial, problem.G,
-                                                                        problem.Cg)
-    crop = tuple(slice(p, p + s) for (p, _), s in zip(pad[1:-2], _spatial_sizes(problem, "In")))
+        dxp[(slice(None), *slices)] += part.transpose(1, 0, 2).reshape(problem.N, *out_spatial, problem.G, problem.Cg)
+    crop = tuple(slice(p, p + s) for (p, _), s in zip(pad[1:-2], _spatial_sizes(problem, "In"), strict=True))
     return dxp[(slice(None), *crop)]
 
 
@@ -238,8 +249,10 @@ def check_operands(problem: ConvProblem, variant: Variant | str, a: np.ndarray, 
     shapes = operand_shapes(problem, variant)
     for name, array, shape in (("a", a, shapes.a), ("b", b, shapes.b)):
         if tuple(np.shape(array)) != shape:
-            raise InvalidInputError(f"operand {name} ({gemm.operand('vec_' + name).description}) has shape "
-                                    f"{tuple(np.shape(array))}; the problem needs {shape}")
+            raise InvalidInputError(
+                f"operand {name} ({gemm.operand('vec_' + name).description}) has shape "
+                f"{tuple(np.shape(array))}; the problem needs {shape}"
+            )
 
 
 def reference(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -248,8 +261,10 @@ def reference(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np
     kernel accumulates, which the tolerance accounts for."""
     gemm = OPERANDS[Variant.parse(variant)]
     check_operands(problem, variant, a, b)
-    operands = {gemm.a.tensor: _to_logical(a, problem, gemm.a.tensor),
-                gemm.b.tensor: _to_logical(b, problem, gemm.b.tensor)}
+    operands = {
+        gemm.a.tensor: _to_logical(a, problem, gemm.a.tensor),
+        gemm.b.tensor: _to_logical(b, problem, gemm.b.tensor),
+    }
     if gemm.c.tensor == "Out":
         c = _forward(problem, operands["In"], operands["Wei"])
     elif gemm.c.tensor == "In":

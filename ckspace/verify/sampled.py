@@ -109,14 +109,15 @@ def sample_positions(problem: ConvProblem, variant: Variant | str, count: int, s
         return np.arange(size, dtype=np.int64)
     corners = np.unique(np.ravel_multi_index(np.array(list(product(*[(0, s - 1) for s in shape]))).T, shape))
     if count < corners.size:
-        raise InvalidInputError(f"count={count} is below the {corners.size} corners of c {shape}; valid: "
-                                f">= {corners.size}")
+        raise InvalidInputError(
+            f"count={count} is below the {corners.size} corners of c {shape}; valid: >= {corners.size}"
+        )
     axis = layout.index("G")
     groups = shape[axis]
-    local_shape = shape[:axis] + shape[axis + 1:]
+    local_shape = shape[:axis] + shape[axis + 1 :]
     corner_index = np.unravel_index(corners, shape)
     corner_group = corner_index[axis]
-    corner_local = np.ravel_multi_index(corner_index[:axis] + corner_index[axis + 1:], local_shape)
+    corner_local = np.ravel_multi_index(corner_index[:axis] + corner_index[axis + 1 :], local_shape)
     per_group = size // groups
     rng = np.random.default_rng(seed)
     capacity = per_group - np.bincount(corner_group, minlength=groups)
@@ -125,7 +126,7 @@ def sample_positions(problem: ConvProblem, variant: Variant | str, count: int, s
     for g in np.flatnonzero(quotas):
         taken = corner_local[corner_group == g]
         draw = rng.choice(per_group, int(quotas[g]) + taken.size, replace=False)
-        draw = draw[~np.isin(draw, taken)][:quotas[g]]
+        draw = draw[~np.isin(draw, taken)][: quotas[g]]
         drawn_local.append(draw)
         drawn_group.append(np.full(draw.size, g))
     local = np.unravel_index(np.concatenate([np.zeros(0, np.int64), *drawn_local]), local_shape)
@@ -165,7 +166,7 @@ def _strides(problem: ConvProblem, tensor: str, shape: tuple[int, ...]) -> dict[
     """Element strides of a contiguous tensor by layout letter."""
     layout = TENSOR_LAYOUTS[problem.ndim][tensor]
     strides = np.cumprod((1, *shape[:0:-1]))[::-1]
-    return {letter: int(s) for letter, s in zip(layout, strides)}
+    return {letter: int(s) for letter, s in zip(layout, strides, strict=True)}
 
 
 def _params(problem: ConvProblem, d: str) -> tuple[int, int, int]:
@@ -187,7 +188,7 @@ def _forward_plan(problem: ConvProblem, at: dict[str, np.ndarray]) -> _Plan:
     a_pos, b_pos = at["N"] * xs["N"] + at["G"] * xs["G"], at["G"] * ws["G"] + at["K"] * ws["K"]
     a_outer = b_outer = np.zeros(problem.filter_volume, dtype=np.int64)
     axes = []
-    for j, (d, t) in enumerate(zip(problem.dims, _taps(problem))):
+    for j, (d, t) in enumerate(zip(problem.dims, _taps(problem), strict=True)):
         stride, pad, dil = _params(problem, d)
         pos, outer = at[image[j]] * stride - pad, t * dil
         a_pos, a_outer = a_pos + pos * xs[image[j]], a_outer + outer * xs[image[j]]
@@ -207,7 +208,7 @@ def _bwd_data_plan(problem: ConvProblem, at: dict[str, np.ndarray]) -> _Plan:
     a_pos, b_pos = at["N"] * ys["N"] + at["G"] * ys["G"], at["G"] * ws["G"] + at["C"] * ws["C"]
     a_outer = b_outer = np.zeros(problem.filter_volume, dtype=np.int64)
     axes = []
-    for j, (d, t) in enumerate(zip(problem.dims, _taps(problem))):
+    for j, (d, t) in enumerate(zip(problem.dims, _taps(problem), strict=True)):
         stride, pad, dil = _params(problem, d)
         qi, ri = np.divmod(at[image[j]] + pad, stride)
         qt, rt = np.divmod(t * dil, stride)
@@ -227,7 +228,7 @@ def _bwd_weight_plan(problem: ConvProblem, at: dict[str, np.ndarray]) -> _Plan:
     a_pos, b_pos = at["G"] * ys["G"] + at["K"] * ys["K"], at["G"] * xs["G"] + at["C"] * xs["C"]
     a_outer = b_outer = np.zeros(problem.output_volume, dtype=np.int64)
     axes = []
-    for j, (d, o) in enumerate(zip(problem.dims, pixels)):
+    for j, (d, o) in enumerate(zip(problem.dims, pixels, strict=True)):
         stride, pad, dil = _params(problem, d)
         pos, outer = at[filt[j]] * dil - pad, o * stride
         a_outer = a_outer + o * ys[image[j]]
@@ -246,8 +247,12 @@ def _gather(flat: np.ndarray, base: np.ndarray, inner: np.ndarray) -> tuple[np.n
     the positions innermost (axes ``rip``): positions sharing an outer index (an output pixel of
     bwd_weight) read nearby memory, so the gather stays in cache."""
     width = inner.size
-    if inner[0] == 0 and (width == 1 or (np.diff(inner) == 1).all()) and flat.size % width == 0 \
-            and not (base % width).any():
+    if (
+        inner[0] == 0
+        and (width == 1 or (np.diff(inner) == 1).all())
+        and flat.size % width == 0
+        and not (base % width).any()
+    ):
         return flat.reshape(-1, width)[base // width].astype(np.float32), "rpi"
     return flat.take(base[:, None, :] + inner[None, :, None]).astype(np.float32), "rip"
 
@@ -270,15 +275,20 @@ def _sums(plan: _Plan, a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 valid &= (coord >= 0) & (coord < axis.limit)
                 if axis.pos_residue is not None and axis.outer_residue is not None:
                     valid &= axis.outer_residue[rs, None] == axis.pos_residue[None, ps]
-            a_terms, a_axes = _gather(a, np.where(valid, plan.a_outer[rs, None] + plan.a_pos[None, ps], 0), plan.a_inner)
-            b_terms, b_axes = _gather(b, np.where(valid, plan.b_outer[rs, None] + plan.b_pos[None, ps], 0), plan.b_inner)
+            a_terms, a_axes = _gather(
+                a, np.where(valid, plan.a_outer[rs, None] + plan.a_pos[None, ps], 0), plan.a_inner
+            )
+            b_terms, b_axes = _gather(
+                b, np.where(valid, plan.b_outer[rs, None] + plan.b_pos[None, ps], 0), plan.b_inner
+            )
             np.multiply(a_terms, valid[:, :, None] if a_axes == "rpi" else valid[:, None, :], out=a_terms)
             sums[ps] += np.einsum(f"{a_axes},{b_axes}->p", a_terms, b_terms)
     return sums
 
 
-def reference_at(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray,
-                 positions: np.ndarray) -> np.ndarray:
+def reference_at(
+    problem: ConvProblem, variant: Variant | str, a: np.ndarray, b: np.ndarray, positions: np.ndarray
+) -> np.ndarray:
     """The reference values (float32) of operand c at flat ``positions`` of its memory layout: the
     same sums as :func:`~ckspace.verify.reference.reference`, in float32 accumulation, without
     computing or holding the rest of c. Costs (positions x reduction length) multiply-adds."""
@@ -289,8 +299,10 @@ def reference_at(problem: ConvProblem, variant: Variant | str, a: np.ndarray, b:
         raise InvalidInputError(f"positions must be a 1-D array of integers; got {positions.dtype} {positions.shape}")
     size = math.prod(shape)
     if positions.size and (positions.min() < 0 or positions.max() >= size):
-        raise InvalidInputError(f"positions run from {positions.min()} to {positions.max()}; c {shape} has {size} elements")
-    at = dict(zip(layout, (np.asarray(i, dtype=np.int64) for i in np.unravel_index(positions, shape))))
+        raise InvalidInputError(
+            f"positions run from {positions.min()} to {positions.max()}; c {shape} has {size} elements"
+        )
+    at = dict(zip(layout, (np.asarray(i, dtype=np.int64) for i in np.unravel_index(positions, shape)), strict=True))
     tensor = OPERANDS[Variant.parse(variant)].c.tensor
     plan = _PLANS[tensor](problem, at)
     return _sums(plan, np.ravel(a), np.ravel(b))

@@ -27,10 +27,19 @@ def curated_row(variant: Variant, tile: Sequence[int], pipeline: Pipeline) -> Ro
     warp = t["tile_to_warp_tile"][key]
     epilogue = dict(t["variant_pipelines"][variant.value]).get(pipeline.value, GEMM_DEFAULTS["epilogue"])
     return make_row(
-        default_row(), tile_m=tile[0], tile_n=tile[1], tile_k=tile[2],
-        wave_m=wave[0], wave_n=wave[1], wave_k=t["forced_wave_k"],
-        warp_tile_m=warp[0], warp_tile_n=warp[1], warp_tile_k=warp[2],
-        pipeline=pipeline.code, epilogue=encode("epilogue", epilogue), scheduler=encode("scheduler", t["scheduler"]),
+        default_row(),
+        tile_m=tile[0],
+        tile_n=tile[1],
+        tile_k=tile[2],
+        wave_m=wave[0],
+        wave_n=wave[1],
+        wave_k=t["forced_wave_k"],
+        warp_tile_m=warp[0],
+        warp_tile_n=warp[1],
+        warp_tile_k=warp[2],
+        pipeline=pipeline.code,
+        epilogue=encode("epilogue", epilogue),
+        scheduler=encode("scheduler", t["scheduler"]),
         double_smem_buffer=int(pipeline.value in t["dsb_pipelines"]),
     )
 
@@ -48,6 +57,8 @@ def proposals(variant: Variant) -> list[Row]:
                 continue
             row = curated_row(variant, tile, pipeline)
             tile_k = tile[2] * (t["compv4_tile_k_multiplier"] if pipeline is Pipeline.COMPV4 else 1)
-            rows += [make_row(row, tile_k=tile_k, two_stage=int(two_stage))
-                     for two_stage in t["two_stage_values"][variant.value]]
+            rows += [
+                make_row(row, tile_k=tile_k, two_stage=int(two_stage))
+                for two_stage in t["two_stage_values"][variant.value]
+            ]
     return rows

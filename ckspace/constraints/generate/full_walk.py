@@ -178,13 +178,17 @@ def _feature_flags(feature: dict[str, Any] | None) -> dict[str, int]:
         "num_groups_to_merge": feature["num_groups_to_merge"],
     }
     if streamk is not None:
-        flags.update(streamk_enabled=1, streamk_persistent=int(streamk["persistent"]),
-                     streamk_strategy=encode("streamk_strategy", streamk["strategy"]))
+        flags.update(
+            streamk_enabled=1,
+            streamk_persistent=int(streamk["persistent"]),
+            streamk_strategy=encode("streamk_strategy", streamk["strategy"]),
+        )
     return flags
 
 
-def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
-          feature: dict[str, Any] | None, out: dict[Row, int]) -> None:
+def _emit(
+    arch: str, cell: Cell, tile: Triple, pipelines: PipelineList, feature: dict[str, Any] | None, out: dict[Row, int]
+) -> None:
     f = table("full")
     variant, dclass = cell.variant, cell.dtype.dtype_class
     legacy_spec = f["legacy_warp_k"]
@@ -192,8 +196,15 @@ def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
     streamk = feature is not None and feature["streamk"] is not None
     skip_explicit = f["feature_skip_pipelines_if_explicit_gemm"] if feature and feature["explicit_gemm"] else []
     feature_dsb = bool(feature and feature["double_smem_buffer"])
-    base = make_row(default_row(), tagged=1, tile_m=tile[0], tile_n=tile[1], tile_k=tile[2],
-                    epilogue=encode("epilogue", f["epilogue"]), **_feature_flags(feature))
+    base = make_row(
+        default_row(),
+        tagged=1,
+        tile_m=tile[0],
+        tile_n=tile[1],
+        tile_k=tile[2],
+        epilogue=encode("epilogue", f["epilogue"]),
+        **_feature_flags(feature),
+    )
     specs = [encode("specialization", s) for s in specializations_for(variant, tile)]
     vecs = vec_candidates(variant, tile, dclass)
     codes = [(p, encode("pipeline", p), encode("scheduler", s)) for p, s in pipelines if p not in skip_explicit]
@@ -205,8 +216,9 @@ def _emit(arch: str, cell: Cell, tile: Triple, pipelines: PipelineList,
         for vec in (v for v in vecs if v in gate):
             row[_VEC_A], row[_VEC_B], row[_VEC_C] = vec
             for pipeline, pipeline_code, scheduler_code in codes:
-                row[_WARP_K] = warp_tile_k(dclass, wm, tile[2], streamk=streamk,
-                                           legacy=legacy and pipeline == legacy_spec["pipeline"])
+                row[_WARP_K] = warp_tile_k(
+                    dclass, wm, tile[2], streamk=streamk, legacy=legacy and pipeline == legacy_spec["pipeline"]
+                )
                 row[_PIPELINE], row[_SCHEDULER] = pipeline_code, scheduler_code
                 row[_DSB] = int(pipeline in f["dsb_pipelines"] or feature_dsb)
                 for spec in specs:
@@ -232,8 +244,7 @@ def cell_candidates(arch: str, cell: Cell) -> tuple[list[Row], int]:
         feature_tiles = tiles if feature["tiles"] is None else [_t(t) for t in feature["tiles"]]
         for tile in feature_tiles:
             override = feature["pipelines"]
-            pipes = (tuple((p, s) for p, s in override) if override is not None
-                     else pipelines_for(variant, tile, dclass))
+            pipes = tuple((p, s) for p, s in override) if override is not None else pipelines_for(variant, tile, dclass)
             _emit(arch, cell, tile, pipes, feature, out)
     return list(out), sum(out.values()) - len(out)
 

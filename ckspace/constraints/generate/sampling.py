@@ -82,7 +82,7 @@ def full_tests_select(entries: list[Entry]) -> list[Entry]:
     stride, minimum = params["stride"], params["min_per_category"]
     chosen: set[int] = set()
     for members in _groups(enumerate(entries), lambda e: e.category).values():
-        picks = members[stride - 1::stride]
+        picks = members[stride - 1 :: stride]
         chosen.update(picks if len(members) >= stride else members[:minimum])
 
     def cover(e: Entry) -> tuple:

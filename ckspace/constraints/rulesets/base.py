@@ -34,13 +34,12 @@ class RuleSet(ABC):
     :meth:`domain_rules` states, and its cells are counted, listed and sampled by
     :mod:`ckspace.constraints.count` instead of the enumerator."""
 
-    def domain_rules(self, arch: str, cell: Cell) -> tuple["Rule", ...]:
+    def domain_rules(self, arch: str, cell: Cell) -> tuple[Rule, ...]:
         """The named rules stating each field's domain in a cell (rule sets without a table only)."""
         raise NotImplementedError(f"rule set {self.name} proposes a table, not domains")
 
     @abstractmethod
-    def propose(self, request: Request,
-                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         """Proposals for every cell of ``request`` (cells it does not cover map to empty ones)."""
 
 
@@ -51,8 +50,7 @@ class SampledRuleSet(RuleSet):
     request_wide = True
     derives_from = "full"
 
-    def propose(self, request: Request,
-                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.sampling import emission_list, split
 
         if base is None:
@@ -60,5 +58,5 @@ class SampledRuleSet(RuleSet):
         return split(request, self.select(emission_list(request, base)))
 
     @abstractmethod
-    def select(self, entries: list["Entry"]) -> list["Entry"]:
+    def select(self, entries: list[Entry]) -> list[Entry]:
         """The chosen entries of ``full``'s emission list, in emission order."""

@@ -21,8 +21,7 @@ class DefaultRuleSet(RuleSet):
     summary = "upstream's hand-curated list: 10 tiles x 2 pipelines per variant, untagged"
     tags_dtype = False
 
-    def propose(self, request: Request,
-                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.default_list import (
             proposals,  # deferred: see generate/
         )

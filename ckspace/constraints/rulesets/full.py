@@ -19,8 +19,7 @@ class FullRuleSet(RuleSet):
     name = "full"
     summary = "upstream's rule-derived space: curated tiles x waves x vectors x pipelines x features"
 
-    def propose(self, request: Request,
-                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+    def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
         from ckspace.constraints.generate.full_walk import (  # deferred
             cell_candidates,
             depthwise_rows,

@@ -16,7 +16,7 @@ class FullTestsRuleSet(SampledRuleSet):
     name = "full-tests"
     summary = "every 5th config of each full category, plus one per uncovered (pipeline, scheduler)"
 
-    def select(self, entries: list["Entry"]) -> list["Entry"]:
+    def select(self, entries: list[Entry]) -> list[Entry]:
         from ckspace.constraints.generate.sampling import full_tests_select
 
         return full_tests_select(entries)

@@ -27,12 +27,13 @@ class OpenRuleSet(RuleSet):
     summary = "no table: every config of the documented per-field domains that the rules allow, counted exactly"
     has_table = False
 
-    def propose(self, request: Request,
-                base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        raise CkspaceError("rule set open proposes no table (about 10^11 configs a cell): count, list and sample "
-                           "it through Space or `ckspace enumerate --rule-set open`")
+    def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
+        raise CkspaceError(
+            "rule set open proposes no table (about 10^11 configs a cell): count, list and sample "
+            "it through Space or `ckspace enumerate --rule-set open`"
+        )
 
-    def domain_rules(self, arch: str, cell: Cell) -> tuple["Rule", ...]:
+    def domain_rules(self, arch: str, cell: Cell) -> tuple[Rule, ...]:
         from ckspace.constraints.generate.open_domains import domain_rules  # deferred: see generate/
 
         return domain_rules(arch, cell)

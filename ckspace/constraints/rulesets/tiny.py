@@ -16,7 +16,7 @@ class TinyRuleSet(SampledRuleSet):
     name = "tiny"
     summary = "the first full-tests config of each (category, ndim) group, round-robin to ten"
 
-    def select(self, entries: list["Entry"]) -> list["Entry"]:
+    def select(self, entries: list[Entry]) -> list[Entry]:
         from ckspace.constraints.generate.sampling import full_tests_select, tiny_select
 
         return tiny_select(full_tests_select(entries))
