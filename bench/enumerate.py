@@ -75,6 +75,39 @@ def _cold(fn):
     return run
 
 
+def _compare(nested, arch: str, rule_set: str, repeat: int) -> None:
+    """One table row: the nested loop, ckspace cold, warm and for the default target on one arch and rule set."""
+    from ckspace.core.cells import Request  # imported once main has set CKSPACE_CACHE_DIR
+    from ckspace.space.space import Space
+
+    request = Request.build(arch, rule_set, rules_revision=NESTED_REVISION)
+    variants = [v.value for v in request.variants]
+    dtypes = [d.value for d in request.dtypes]
+
+    def run_nested():
+        return nested.enumerate_request(arch, rule_set, variants, list(request.ndims), dtypes)
+
+    def run_ours(use_cache: bool, ck: object = None):
+        space = Space(arch, rule_set=rule_set, use_cache=use_cache, rules_revision=NESTED_REVISION, ck=ck)
+        return [(k.name, k.valid) for k in space.kernels(raw=True)]
+
+    expected = run_nested()
+    ours = run_ours(False)
+    want = sum(len(raw) for raw, _ in expected.values())
+    if len(ours) != want:
+        raise SystemExit(f"{arch} {rule_set}: ckspace lists {len(ours)} proposals, nested {want}")
+    t_nested = _median_seconds(run_nested, repeat)
+    t_cold = _median_seconds(_cold(lambda: run_ours(False)), repeat)
+    run_ours(True)
+    t_warm = _median_seconds(lambda: run_ours(True), repeat)
+    run_ours(True, "auto")
+    t_target = _median_seconds(lambda: run_ours(True, "auto"), repeat)
+    print(
+        f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
+        f"{t_warm:8.4f} {t_warm / t_nested:11.2f} {t_target:8.4f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="+", default=["gfx942", "gfx950", "gfx90a", "gfx1250"])
@@ -86,9 +119,6 @@ def main() -> int:
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     os.environ["CKSPACE_CACHE_DIR"] = tmp
     nested = _load_nested_loop()
-    from ckspace.core.cells import Request
-    from ckspace.space.space import Space
-
     nested.load_tables()  # both sides start with their tables parsed (ckspace re-reads only the
     # memos derived from them: the JSON tables themselves stay loaded, as nested's do)
 
@@ -98,32 +128,7 @@ def main() -> int:
     )
     for arch in args.arch:
         for rule_set in args.rule_set:
-            request = Request.build(arch, rule_set, rules_revision=NESTED_REVISION)
-            variants = [v.value for v in request.variants]
-            dtypes = [d.value for d in request.dtypes]
-
-            def run_nested():
-                return nested.enumerate_request(arch, rule_set, variants, list(request.ndims), dtypes)
-
-            def run_ours(use_cache: bool, ck: object = None):
-                space = Space(arch, rule_set=rule_set, use_cache=use_cache, rules_revision=NESTED_REVISION, ck=ck)
-                return [(k.name, k.valid) for k in space.kernels(raw=True)]
-
-            expected = run_nested()
-            ours = run_ours(False)
-            want = sum(len(raw) for raw, _ in expected.values())
-            if len(ours) != want:
-                raise SystemExit(f"{arch} {rule_set}: ckspace lists {len(ours)} proposals, nested {want}")
-            t_nested = _median_seconds(run_nested, args.repeat)
-            t_cold = _median_seconds(_cold(lambda: run_ours(False)), args.repeat)
-            run_ours(True)
-            t_warm = _median_seconds(lambda: run_ours(True), args.repeat)
-            run_ours(True, "auto")
-            t_target = _median_seconds(lambda: run_ours(True, "auto"), args.repeat)
-            print(
-                f"{arch:8} {rule_set:11} {len(ours):8d} {t_nested:9.4f} {t_cold:8.4f} {t_cold / t_nested:11.2f} "
-                f"{t_warm:8.4f} {t_warm / t_nested:11.2f} {t_target:8.4f}"
-            )
+            _compare(nested, arch, rule_set, args.repeat)
 
     t_python = _median_seconds(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat)
     print()
@@ -168,7 +173,7 @@ def main() -> int:
             *extra,
         ]
         subprocess.run(cmd, check=True, capture_output=True)
-        t_proc = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
+        t_proc = _median_seconds(lambda cmd=cmd: subprocess.run(cmd, check=True, capture_output=True), args.repeat)
         print(
             f"warm `ckspace enumerate --arch gfx950 --variant bwd_weight --count{' ' if extra else ''}"
             f"{' '.join(extra)}` (whole process): {t_proc:.3f} s median of {args.repeat} (goal < 0.3 s; bare "

@@ -3,11 +3,12 @@
 A bench run computes each problem's reference once and compares every kernel's output with it, so
 per problem it pays ``random_operands`` + ``reference`` once and ``verify`` once per kernel. Shapes:
 the 256x256 forward problem with C=52, K=156 and the largest forward problem (by FLOPs) of
-the ``benchmark-forward-300`` data set whose tensors fit in MEMORY_BUDGET as float32 (the very largest,
-13 TFLOP over 9 GB of tensors, is estimated from the measured rate, not run on a shared 2-core machine), and the largest backward problems of the upstream validation
-lists (the ``validation-bwd-data`` and ``validation-bwd-weight`` data sets), in bf16. The baseline, in the same run, is
-the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as multiply-adds per
-second. The last line times the sampled check a worker makes of that very largest forward problem
+the ``benchmark-forward-300`` data set whose tensors fit in MEMORY_BUDGET as float32 (the very
+largest, 13 TFLOP over 9 GB of tensors, is estimated from the measured rate, not run on a shared
+2-core machine), and the largest backward problems of the upstream validation lists (the
+``validation-bwd-data`` and ``validation-bwd-weight`` data sets), in bf16. The baseline, in the
+same run, is the element-loop implementation of ``tests/naive_conv.py`` on a small shape, as
+multiply-adds per second. The last line times the sampled check a worker makes of that very largest forward problem
 (``ckspace.verify.sampled``: operands, positions, ``reference_at``, ``verify_at`` of a whole
 output) without ever computing its full reference.
 
@@ -17,6 +18,7 @@ output) without ever computing its full reference.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import statistics
 import sys
@@ -35,12 +37,7 @@ from ckspace.core.problem import ConvProblem  # noqa: E402
 from ckspace.core.vocab import Variant  # noqa: E402
 from ckspace.planning.workload import read_workload  # noqa: E402
 from ckspace.verify.comparison import tolerance, verify, verify_at  # noqa: E402
-from ckspace.verify.reference import (  # noqa: E402
-    numpy_dtype,
-    operand_shapes,
-    random_operands,
-    reference,
-)
+from ckspace.verify.reference import numpy_dtype, operand_shapes, random_operands, reference  # noqa: E402
 from ckspace.verify.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
 
 MEMORY_BUDGET = 1 << 30
@@ -121,15 +118,16 @@ def main() -> None:
     for variant, problem in shapes():
         if variant == "forward (estimated)":
             print(
-                f"| forward | {problem.text()} | {problem.flops / 1e9:.0f} | - | about {problem.flops / 2 / rate:.0f} s "
-                f"estimated at {rate / 1e9:.1f} GMAC/s | - | - | {math.prod(operand_shapes(problem, 'forward').c)} |"
+                f"| forward | {problem.text()} | {problem.flops / 1e9:.0f} | - | "
+                f"about {problem.flops / 2 / rate:.0f} s estimated at {rate / 1e9:.1f} GMAC/s | - | - | "
+                f"{math.prod(operand_shapes(problem, 'forward').c)} |"
             )
             continue
-        inputs, _, _, (a, b) = timed(lambda: random_operands(problem, variant, "bf16", 0), 1)
-        med, low, high, c_ref = timed(lambda: reference(problem, variant, a, b), args.repeats)
+        inputs, _, _, (a, b) = timed(functools.partial(random_operands, problem, variant, "bf16", 0), 1)
+        med, low, high, c_ref = timed(functools.partial(reference, problem, variant, a, b), args.repeats)
         c_out = c_ref.astype(numpy_dtype("bf16"))
         tol = tolerance(problem, variant, "bf16")
-        check, _, _, result = timed(lambda: verify(c_out, c_ref, tol), args.repeats)
+        check, _, _, result = timed(functools.partial(verify, c_out, c_ref, tol), args.repeats)
         assert result.ok
         rate = problem.flops / 2 / med if variant == "forward" else rate
         print(

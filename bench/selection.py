@@ -93,11 +93,11 @@ def main() -> None:
             f"{label}: {len(candidates)} kernels; {len(answered)} of {len(shapes)} problems answered "
             "(vector fallbacks included)"
         )
-        python = timed(lambda p: selector.select(p, candidates, k=5), answered, args.repeats)
+        python = timed(lambda p, candidates=candidates: selector.select(p, candidates, k=5), answered, args.repeats)
         report("  Python select, compiled engine, k=5", python)
         report(
             "  Python select, LightGBM engine, k=5",
-            timed(lambda p: reference.select(p, candidates, k=5), answered, args.repeats),
+            timed(lambda p, candidates=candidates: reference.select(p, candidates, k=5), answered, args.repeats),
         )
         dispatcher = dispatcher_for(candidates)
         structs = [ConvProblemC.of(p, "forward", "bf16") for p in answered]

@@ -45,7 +45,7 @@ _EXPORTS = {
     "Predicate": "ckspace.core.vocab",
     "RuleKind": "ckspace.core.vocab",
     "Selector": "ckspace.select.selector",
-    "Selection": "ckspace.select.selector",
+    "Selection": "ckspace.select.selection",
 }
 
 __all__ = ["__version__", *_EXPORTS]

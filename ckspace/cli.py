@@ -23,6 +23,7 @@ file descriptor: ``main`` writes ``ready`` to it and closes it once its handlers
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import io
 import logging
@@ -50,7 +51,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
     """The parser of every command, and the command modules by name. The commands are imported
     here, not at the top, so that :func:`main` has its signal handlers before they load."""
     from ckspace.commands import COMMANDS
-    from ckspace.commands.common import StrictParser, format_choices, help_epilog
+    from ckspace.commands.common import format_choices, help_epilog
+    from ckspace.commands.parsing import StrictParser
 
     parser = StrictParser(
         prog="ckspace",
@@ -178,19 +180,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _fail(line: str, status: int) -> int:
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         print(" ".join(line.split("\n")), file=sys.stderr)
-    except (OSError, ValueError, AttributeError):
-        pass
     return status
 
 
 def _silence_stdout() -> None:
     """After EPIPE, point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 if __name__ == "__main__":

@@ -82,22 +82,24 @@ def _probes(chosen: list[GemmConfig], revision: CkRevision) -> list[GemmConfig]:
     """Trait and pipeline probes: for what the revision supports but no sampled config carries, the
     cheapest sampled config (2D/3D) with it switched on that still passes every ck_revision rule."""
     covered = set().union(*(tags(c) for c in chosen))
-    wanted: list[tuple[tuple, list[str], dict]] = []
-    for variant in revision.split_image_variants:
-        wanted.append((("split_image", variant), [variant], {"split_image": True}))
-    for variant in revision.merge_groups_variants:
-        wanted.append((("groups_to_merge", variant), [variant], {"num_groups_to_merge": 8}))
+    wanted: list[tuple[tuple, list[str], dict]] = [
+        (("split_image", variant), [variant], {"split_image": True}) for variant in revision.split_image_variants
+    ]
+    wanted.extend(
+        (("groups_to_merge", variant), [variant], {"num_groups_to_merge": 8})
+        for variant in revision.merge_groups_variants
+    )
     callable_ = [*revision.single_lds_pipelines, *revision.double_lds_pipelines]
     sampled = {c.pipeline.value for c in chosen}
-    for pipeline in callable_:
-        if pipeline not in sampled:
-            wanted.append(
-                (
-                    ("pipeline_any", pipeline),
-                    [v.value for v in Variant],
-                    {"pipeline": Pipeline(pipeline), "double_smem_buffer": pipeline in revision.double_lds_pipelines},
-                )
-            )
+    wanted.extend(
+        (
+            ("pipeline_any", pipeline),
+            [v.value for v in Variant],
+            {"pipeline": Pipeline(pipeline), "double_smem_buffer": pipeline in revision.double_lds_pipelines},
+        )
+        for pipeline in callable_
+        if pipeline not in sampled
+    )
     probes = []
     for tag, variants, update in wanted:
         if tag in covered:

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 TABLES_DIR = Path(__file__).resolve().parents[1] / "ckspace" / "data" / "tables"
 
@@ -297,7 +297,7 @@ class DepthwiseConfig:
     variant: str = "forward"
 
 
-AnyConfig = Union[GemmConfig, DepthwiseConfig]
+AnyConfig = GemmConfig | DepthwiseConfig
 
 
 # --------------------------------------------------------------------------------------
@@ -350,9 +350,7 @@ def is_valid_for_arch(t: Tables, cfg: GemmConfig, arch: str) -> bool:
         block = ws * wm * wn * wk
         if (tm * tk) // (block * cfg.vec[0]) < 1 or (tn * tk) // (block * cfg.vec[1]) < 1:
             return False
-    if ws == t.streamk_forbidden_ws and cfg.streamk:
-        return False
-    return True
+    return not (ws == t.streamk_forbidden_ws and cfg.streamk)
 
 
 def is_config_valid(t: Tables, cfg: GemmConfig, dtype: str, arch: str) -> bool:
@@ -395,9 +393,7 @@ def is_config_valid(t: Tables, cfg: GemmConfig, dtype: str, arch: str) -> bool:
     if (tm + tn) * tk * t.elem_size[dtype] > t.lds_limit(cfg.pipeline):
         return False
     # 7. alignment
-    if tm % (wm * wtm) != 0 or tn % (wn * wtn) != 0 or tk % (wk * wtk) != 0:
-        return False
-    return True
+    return tm % (wm * wtm) == 0 and tn % (wn * wtn) == 0 and tk % (wk * wtk) == 0
 
 
 # --------------------------------------------------------------------------------------
@@ -625,10 +621,7 @@ class _FullGenerator:
         m = t.max_vec[dclass]
         sym = {"m": m, "h": max(1, m // 2), "q": max(1, m // 4), "1": 1}
         per_tile = t.tile_vec_strategies.get(variant, {})
-        if key in per_tile:
-            strategies = per_tile[key].get(dclass, [])
-        else:
-            strategies = t.tile_vec_fallback
+        strategies = per_tile[key].get(dclass, []) if key in per_tile else t.tile_vec_fallback
         cands: set[Vec] = set()
         for s in strategies:
             a, b, c = t.vec_strategy_triples[s]
@@ -751,7 +744,7 @@ class _FullGenerator:
         streamk = sk is not None
         sk_persist = bool(sk["persistent"]) if streamk else False
         sk_strategy = sk["strategy"] if streamk else "TREE"
-        tm, tn, tk = tile
+        _, _, tk = tile
         seen = self.seen
         arch = self.arch
         for wave, (wtm, wtn) in pairs:
@@ -849,9 +842,11 @@ class _FullGenerator:
                             self.emit(out, variant, ndim, dtype, tile, pls, feat)
             if variant == t.dw_variant and t.dw_requires_ndim in ndims:
                 dw_dtypes = dtypes if dtypes else t.dw_default_dtypes
-                for params in t.dw_params:
-                    for dtype in dw_dtypes:
-                        out.append(DepthwiseConfig(datatype=dtype, params=params, ndim=t.dw_ndim, layout=t.dw_layout))
+                out.extend(
+                    DepthwiseConfig(datatype=dtype, params=params, ndim=t.dw_ndim, layout=t.dw_layout)
+                    for params in t.dw_params
+                    for dtype in dw_dtypes
+                )
         return out
 
 

@@ -86,12 +86,7 @@ def consistent_streamk(values: dict) -> bool:
 
 
 @st.composite
-def gemm_configs(
-    draw,
-    arch: str | None = None,
-    consistent: bool = False,
-    variant: Variant | None = None,
-) -> GemmConfig:
+def gemm_configs(draw, arch: str | None = None, consistent: bool = False, variant: Variant | None = None) -> GemmConfig:
     """A GEMM config with every field drawn from its raw domain (of ``variant`` when given)."""
     values = {name: draw(st.sampled_from(domain)) for name, domain in GEMM_DOMAINS.items()}
     if consistent:

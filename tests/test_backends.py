@@ -15,12 +15,7 @@ from ckspace.constraints.enumerator import enumerate_cells
 from ckspace.constraints.model import CellModel
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import Cell, Request
-from ckspace.core.fields import (
-    DEPTHWISE_BOUNDS,
-    DEPTHWISE_FIELDS,
-    GEMM_BOUNDS,
-    GEMM_FIELD_NAMES,
-)
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
 
 _MODELS: dict = {}

@@ -23,7 +23,8 @@ from conftest import FAKE_OBJECT, fake_ck
 from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
-from ckspace.build.builder import BuildReport, build
+from ckspace.build.builder import build
+from ckspace.build.report import BuildReport
 from ckspace.cli import main
 from ckspace.core.ck_headers import find_revision
 from ckspace.emit.emitter import SelectorOptions, emit

@@ -42,9 +42,9 @@ def test_cache_hit_imports_neither_solver_nor_numpy_nor_pydantic(cache_dir: Path
     env = {**os.environ, "CKSPACE_CACHE_DIR": str(cache_dir)}
     subprocess.run([sys.executable, "-m", "ckspace", *args], check=True, env=env, capture_output=True)
     probe = (
-        "import sys; from ckspace.cli import main; main(%r); "
+        f"import sys; from ckspace.cli import main; main({args!r}); "
         "heavy = [m for m in ('ortools', 'numpy', 'pydantic') if m in sys.modules]; "
-        "assert not heavy, heavy" % args
+        "assert not heavy, heavy"
     )
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

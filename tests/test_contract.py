@@ -565,28 +565,28 @@ def test_constructing_a_model_with_a_bad_value_is_a_ckspace_error() -> None:
     from ckspace.core.errors import InvalidInputError
     from ckspace.core.problem import ConvProblem
 
-    gemm = dict(
-        arch="gfx950",
-        variant="forward",
-        ndim=2,
-        dtype="bf16",
-        tile_m=64,
-        tile_n=64,
-        tile_k=32,
-        wave_m=2,
-        wave_n=2,
-        wave_k=1,
-        warp_tile_m=16,
-        warp_tile_n=16,
-        warp_tile_k=16,
-        pipeline="mem",
-    )
+    gemm = {
+        "arch": "gfx950",
+        "variant": "forward",
+        "ndim": 2,
+        "dtype": "bf16",
+        "tile_m": 64,
+        "tile_n": 64,
+        "tile_k": 32,
+        "wave_m": 2,
+        "wave_n": 2,
+        "wave_k": 1,
+        "warp_tile_m": 16,
+        "warp_tile_n": 16,
+        "warp_tile_k": 16,
+        "pipeline": "mem",
+    }
     assert GemmConfig(**gemm).tile_m == 64
     for bad, words in (
         (GemmConfig, {**gemm, "tile_m": 1.5}),
         (GemmConfig, {**gemm, "pipeline": "compv99"}),
-        (ConvProblem, dict(ndim=2, N=0, C=3, K=4, Hi=8, Wi=8, Y=1, X=1)),
-        (DepthwiseConfig, dict(arch="gfx950", dtype="bf16")),
+        (ConvProblem, {"ndim": 2, "N": 0, "C": 3, "K": 4, "Hi": 8, "Wi": 8, "Y": 1, "X": 1}),
+        (DepthwiseConfig, {"arch": "gfx950", "dtype": "bf16"}),
     ):
         with pytest.raises(InvalidInputError, match=bad.__name__) as caught:
             bad(**words)

@@ -146,7 +146,7 @@ def test_anything_else_is_one_line_naming_it_and_the_data_sets(command: str, opt
     assert all(needle in outcome.stderr for needle in (option, repr(value), *dataset_names(kind))), outcome.stderr
     if value in DATASETS:
         assert f"is a {DATASETS[value].kind.value} data set, not a {kind.value} one" in outcome.stderr
-    with pytest.raises(InvalidInputError, match="neither an existing file nor|data set, not a"):
+    with pytest.raises(InvalidInputError, match=r"neither an existing file nor|data set, not a"):
         data_file(value, kind)
 
 

@@ -158,7 +158,7 @@ def test_emit_twice_gives_identical_trees(tmp_path: Path) -> None:
     emit(kernels, tmp_path / "b", AITER, arch="gfx942", request={"x": 1})
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert len(files) == 3 * len(first.manifest.kernels) + 5 + 1
-    match, mismatch, errors = filecmp.cmpfiles(tmp_path / "a", tmp_path / "b", [str(f) for f in files], shallow=False)
+    _, mismatch, errors = filecmp.cmpfiles(tmp_path / "a", tmp_path / "b", [str(f) for f in files], shallow=False)
     assert not mismatch and not errors
     again = emit(kernels, tmp_path / "a", AITER, arch="gfx942", request={"x": 1})
     assert again.written == [] and again.removed == []
@@ -207,23 +207,47 @@ COMPILED = {
     # grouped_convolution_forward_kernel.hpp:887 / backward_data 883 / backward_weight 812: no operator()
     "grouped_conv_fwd_bf16_nhwgc_2d_compv6_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1": "ck_pipeline_call",
     "grouped_conv_bwd_data_bf16_nhwgc_2d_compv6_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_pipeline_call",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv6_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": "ck_pipeline_call",
-    "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": "ck_pipeline_call",  # forward_kernel.hpp:944
-    "grouped_conv_fwd_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": "ck_pipeline_call",  # comp_async.hpp:552
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv6_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": (
+        "ck_pipeline_call"
+    ),
+    # forward_kernel.hpp:944
+    "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": (
+        "ck_pipeline_call"
+    ),
+    # comp_async.hpp:552
+    "grouped_conv_fwd_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1_dsb": (
+        "ck_pipeline_call"
+    ),
     # backward_data_kernel.hpp:510 NDimSpatial_
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_filter1x1_pad0": "ck_specialization",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_filter1x1_pad0": (
+        "ck_specialization"
+    ),
     # transpose_tile.hpp:228
     "grouped_conv_bwd_data_fp32_nhwgc_1d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16": "ck_shuffle_vector_b",
-    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_8_4": "ck_shuffle_vector_b",
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_16_8": "ck_shuffle_vector_b",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_4_8_gm2_2stage": "ck_shuffle_vector_b",
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage": "ck_shuffle_vector_a",
+    "grouped_conv_bwd_data_fp32_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_8_4": (
+        "ck_shuffle_vector_b"
+    ),
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_vec4_16_8": (
+        "ck_shuffle_vector_b"
+    ),
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_4_8_gm2_2stage": (
+        "ck_shuffle_vector_b"
+    ),
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec1_1_1_gm2_2stage": (
+        "ck_shuffle_vector_a"
+    ),
     # amd_buffer_addressing.hpp:2277 (float atomic of 8)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_8_gm2_2stage": "ck_atomic_vector",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_8_gm2_2stage": (
+        "ck_atomic_vector"
+    ),
     # backward_data_kernel.hpp:927 get_length on a tile window
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_dsb": "ck_bwd_data_double_lds",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_comp_async_cshuffle_intrawave_16x64x64_1x4x1_16x16x16_dsb": (
+        "ck_bwd_data_double_lds"
+    ),
     # comp_v5.hpp:159 (one wave: division by zero)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv5_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": "ck_compv5_ping_pong",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv5_cshuffle_intrawave_32x32x32_1x1x1_32x32x16_vec8_8_4_gm2_2stage": (
+        "ck_compv5_ping_pong"
+    ),
 }
 
 

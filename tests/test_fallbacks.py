@@ -80,6 +80,6 @@ def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: s
 
 def test_one_config_has_its_variants() -> None:
     """A single config (no cell to take from another)."""
-    space, configs = _configs("forward", "default")
+    _, configs = _configs("forward", "default")
     assert [_triple(v) for v in vector_variants(configs[:1])[0]] == [_triple(v) for v in vector_variants(configs)[0]]
     assert vector_variants([]) == [] and serving_variants(configs[:1])

@@ -18,12 +18,7 @@ import ckspace
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features.hardware import hardware_facts
-from ckspace.features.matrix import (
-    FEATURE_NAMES,
-    ConfigTable,
-    feature_matrix,
-    feature_spec,
-)
+from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix, feature_spec
 from ckspace.space.benchmark_names import config_from_benchmark_name
 
 HW = hardware_facts("gfx950")

@@ -47,9 +47,7 @@ def _positive(children: st.SearchStrategy) -> st.SearchStrategy:
 
 POSITIVE = st.recursive(LEAVES, _positive, max_leaves=6)
 ANY = st.one_of(
-    POSITIVE,
-    st.tuples(st.just("-"), POSITIVE, POSITIVE),
-    st.tuples(st.sampled_from(["log2", "floor", "r-"]), POSITIVE),
+    POSITIVE, st.tuples(st.just("-"), POSITIVE, POSITIVE), st.tuples(st.sampled_from(["log2", "floor", "r-"]), POSITIVE)
 )
 
 

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from conftest import fake_ck
@@ -256,7 +257,7 @@ class Tally:
     """Command lines run and their exit statuses (reported by the fuzz tests)."""
 
     runs = 0
-    statuses: dict[int, int] = {}
+    statuses: ClassVar[dict[int, int]] = {}
 
 
 def _fuzz(world, examples: int) -> None:

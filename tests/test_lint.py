@@ -137,7 +137,7 @@ def test_cli_lint_strict_and_json() -> None:
     ]
     text = subprocess.run(base, capture_output=True, text=True, env=env)
     assert text.returncode == 0 and "backward_pipeline" in text.stdout
-    strict = subprocess.run(base + ["--strict", "--format", "json"], capture_output=True, text=True, env=env)
+    strict = subprocess.run([*base, "--strict", "--format", "json"], capture_output=True, text=True, env=env)
     assert strict.returncode == 1
     data = json.loads(strict.stdout)
     assert {"rule_set", "arch", "code", "message", "count", "spec"} <= set(data[0])

@@ -1,4 +1,5 @@
-""" "Nothing lost" (README, *Bad input, outputs, caches and the environment*): what a hostile or unlucky ``--out`` must never cost its owner.
+""" "Nothing lost" (README, *Bad input, outputs, caches and the environment*): what a hostile or
+unlucky ``--out`` must never cost its owner.
 
 * ``bench --resume`` checks the whole file before it changes a byte: a foreign CSV (or one whose
   complete rows are not this sweep's) is refused untouched, even when its last line is unterminated;

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from collections import Counter
-from itertools import product
+from itertools import islice, product
 from pathlib import Path
 
 import numpy as np
@@ -152,8 +152,8 @@ def test_count_of_a_whole_cell_and_arch_without_listing() -> None:
 
 def test_listing_is_lazy_ordered_and_agrees_with_unranking() -> None:
     space = Space("gfx942", "bwd_weight", 2, "bf16", rule_set="open")
-    first = [k.row for _, k in zip(range(5000), space.iter_kernels(), strict=True)]
-    assert first == [k.row for _, k in zip(range(5000), space.iter_kernels(), strict=True)]  # a fixed order
+    first = [k.row for k in islice(space.iter_kernels(), 5000)]
+    assert first == [k.row for k in islice(space.iter_kernels(), 5000)]  # a fixed order
     ((request, cell),) = open_space.places(space)
     tally = open_space.tally(space, request, cell)
     start = tally.count - 3000
@@ -322,9 +322,13 @@ PROBED = {
     # grouped_convolution_backward_data_kernel.hpp:549 (every kernel: kPadM && kPadN && kPadK)
     "grouped_conv_bwd_data_bf16_nhwgc_2d_mem_cshuffle_interwave_16x32x256_1x1x1_16x16x16_vec8_8_1_pad110": "ck_padding",
     # cshuffle_epilogue.hpp:642 -> static_encoding_pattern.hpp:157 (X0 = 128 threads > the wave)
-    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_32x512x32_1x4x1_32x32x16_vec16_8_1_gm32": "ck_epilogue_pattern",
+    "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_32x512x32_1x4x1_32x32x16_vec16_8_1_gm32": (
+        "ck_epilogue_pattern"
+    ),
     # transpose_tile.hpp:160 (in_offset % vec_length_in); the same config with one wave group compiles
-    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1_wg2": "ck_wave_groups_transpose",
+    "grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_112x64x32_1x2x1_16x16x32_vec1_8_1_wg2": (
+        "ck_wave_groups_transpose"
+    ),
 }
 """Configs of open that the CK headers' rules accepted and the compiler rejected in the recorded
 probe (docs/open.md), with the rule each finding led to."""

@@ -23,9 +23,9 @@ from ckspace.planning.plan import (
     greedy_cover,
     minimum_cover,
     relative_gap,
-    solve_interruptibly,
     solve_plan,
 )
+from ckspace.planning.plan_model import solve_interruptibly
 
 
 def random_instance(rng: np.random.Generator, items: int, problems: int) -> PlanInstance:
@@ -475,9 +475,9 @@ def test_a_search_that_finds_nothing_in_time_answers_with_the_greedy_cover(monke
     """When CP-SAT finds no set within the time limit (here: made to answer UNKNOWN), a budget plan
     is the greedy cover when it fits the budget, reported feasible with the gap to the value of every
     item together (a bound no set exceeds); otherwise the error says to raise the time limit."""
-    import ckspace.planning.plan as plan_module
+    import ckspace.planning.plan_model as plan_model
 
-    monkeypatch.setattr(plan_module, "solve_interruptibly", lambda solver, model: cp_model.UNKNOWN)
+    monkeypatch.setattr(plan_model, "solve_interruptibly", lambda solver, model: cp_model.UNKNOWN)
     instance = random_instance(np.random.default_rng(3), 6, 12)
     cover = greedy_cover(instance)
     result = solve_plan(instance, budget=len(cover))

@@ -12,12 +12,7 @@ import pytest
 import reference_problem as ref
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import (
-    GEMM_COUNT_EDGE,
-    boundary_problems,
-    depthwise_configs,
-    gemm_configs,
-)
+from strategies import GEMM_COUNT_EDGE, boundary_problems, depthwise_configs, gemm_configs
 
 from ckspace import CkspaceError, Space
 from ckspace.constraints.classify import columns

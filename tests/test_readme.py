@@ -38,7 +38,7 @@ def test_readme_python_blocks_run_and_their_claims_hold() -> None:
     checked = 0
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)
-        for number, expression, expected in _claims(block):
+        for _number, expression, expected in _claims(block):
             assert eval(expression, namespace) == expected, f"README: {expression} is not {expected!r}"
             checked += 1
     assert checked >= 3  # count(), contains(bad), violated_rules(bad)

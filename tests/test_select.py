@@ -22,12 +22,7 @@ from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.select.selector import Selector, SelectorError
-from ckspace.select.store import (
-    FEATURES_FILE,
-    RANKER_FILE,
-    load_model,
-    shipped_model_dir,
-)
+from ckspace.select.store import FEATURES_FILE, RANKER_FILE, load_model, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.space.space import Space
 

@@ -278,7 +278,7 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
 def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsys) -> None:
     from standin_library import build_standin
 
-    from ckspace.build.builder import BuildReport
+    from ckspace.build.report import BuildReport
     from ckspace.build.toolchain import Toolchain
     from ckspace.cli import main
 

@@ -25,26 +25,26 @@ from ckspace.select.selector import Selector
 from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale, training_domain
 
 ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
-BASE = dict(
-    arch="gfx950",
-    variant=Variant.FORWARD,
-    ndim=2,
-    dtype=Dtype.BF16,
-    tile_m=64,
-    tile_n=64,
-    tile_k=64,
-    wave_m=2,
-    wave_n=2,
-    wave_k=1,
-    warp_tile_m=16,
-    warp_tile_n=16,
-    warp_tile_k=32,
-    vec_a=4,
-    vec_b=8,
-    vec_c=8,
-    pipeline=Pipeline.COMPV3,
-    scheduler=Scheduler.INTRAWAVE,
-)
+BASE = {
+    "arch": "gfx950",
+    "variant": Variant.FORWARD,
+    "ndim": 2,
+    "dtype": Dtype.BF16,
+    "tile_m": 64,
+    "tile_n": 64,
+    "tile_k": 64,
+    "wave_m": 2,
+    "wave_n": 2,
+    "wave_k": 1,
+    "warp_tile_m": 16,
+    "warp_tile_n": 16,
+    "warp_tile_k": 32,
+    "vec_a": 4,
+    "vec_b": 8,
+    "vec_c": 8,
+    "pipeline": Pipeline.COMPV3,
+    "scheduler": Scheduler.INTRAWAVE,
+}
 
 
 def config(**changes) -> GemmConfig:

@@ -313,10 +313,7 @@ def test_vector_fallbacks_stay_inside_the_target() -> None:
 
 @pytest.mark.parametrize(
     "variant, problems, dtype",
-    [
-        ("forward", "miopen-forward-300", "bf16"),
-        ("bwd_weight", "validation-bwd-weight", "bf16"),
-    ],
+    [("forward", "miopen-forward-300", "bf16"), ("bwd_weight", "validation-bwd-weight", "bf16")],
 )
 def test_plan_emit_build_select_is_one_target(
     variant: str, problems: str, dtype: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

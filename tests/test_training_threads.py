@@ -16,12 +16,7 @@ import numpy as np
 import pytest
 from fuzz_world import contract_breaks, run_cli
 
-from ckspace.commands.train import (
-    MAX_THREADS,
-    bound_openmp,
-    fit_progress,
-    parse_threads,
-)
+from ckspace.commands.train import MAX_THREADS, bound_openmp, fit_progress, parse_threads
 from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidInputError
 from ckspace.features.matrix import FEATURE_NAMES

@@ -1,6 +1,7 @@
 """Compiling an emitted tree into one shared library.
 
-:mod:`~ckspace.build.builder` checks the tree, compiles it and writes the build report;
+:mod:`~ckspace.build.builder` checks the tree, compiles and links it;
+:mod:`~ckspace.build.report` is the build report and each kernel's log, written after the compiles;
 :mod:`~ckspace.build.units` plans the batched translation units and which of them are cached;
 :mod:`~ckspace.build.toolchain` finds the HIP compiler; :mod:`~ckspace.build.objcache` keeps
 compiled objects by content; :mod:`~ckspace.build.executor` is the seam to what runs the compiles

@@ -6,7 +6,8 @@ compile the misses — a generated ``build.ninja`` on this machine by default, o
 cluster (``--executor ray``); one failure never stops the others — then compiles the kernels of
 each failed unit one per unit, so the report names exactly the kernels that fail and their first
 error. It then writes each kernel's log, links what compiled and writes the report. Everything
-after the compiles is the same whichever executor ran them.
+after the compiles is the same whichever executor ran them: the report and the kernels' logs are
+:mod:`~ckspace.build.report`'s.
 """
 
 from __future__ import annotations
@@ -15,20 +16,17 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel
 
 from ckspace.build import objcache
 from ckspace.build.executor import Executor, Unit
 from ckspace.build.ninja_executor import NinjaExecutor
+from ckspace.build.report import REPORT_NAME, BuildReport, first_error, kernel_results
 from ckspace.build.toolchain import Toolchain, discover
 from ckspace.build.units import Planner
 from ckspace.core.ck import CkRevision
@@ -45,49 +43,7 @@ from ckspace.emit.rendering import REGISTRY_HEADER
 
 log = logging.getLogger(__name__)
 
-REPORT_NAME = "report.json"
-ERROR_LINE = re.compile(r"(^|\s)(fatal )?error:")
-
-
-class KernelResult(BaseModel):
-    name: str
-    status: Literal["ok", "failed"]
-    cached: bool
-    unit: str
-    log: str
-    error: str | None
-
-
-class BuildReport(BaseModel):
-    arch: str
-    toolchain: Toolchain
-    ck_revision: str
-    ck_fingerprint: str
-    batch: int
-    jobs: int
-    executor: str = "ninja"
-    """What ran the compiles: ``ninja`` (this machine) or ``ray`` (a cluster)."""
-    units: int
-    """Translation units: the batches, plus one per kernel of each failed batch."""
-    compiled_units: int
-    """Units compiled in this run (the others came from the object cache)."""
-    seconds: float
-    ok: int
-    failed: int
-    cached: int
-    library: str | None
-    link_error: str | None
-    kernels: list[KernelResult]
-
-
 EXECUTORS = ("ninja", "ray")
-
-
-def first_error(text: str) -> str | None:
-    for line in text.splitlines():
-        if ERROR_LINE.search(line):
-            return line.strip()
-    return None
 
 
 def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit], progress: bool, label: str) -> None:
@@ -170,7 +126,7 @@ def build(
 
     fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
     reported = [u for u in batches.units if u not in failed] + singles.units
-    results, objects = _kernel_results(build_dir, planner, reported, fresh)
+    results, objects = kernel_results(build_dir, planner, reported, fresh)
     library, link_error = _link(build_dir, arch, toolchain, sorted(objects + dispatcher_objects))
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
@@ -254,54 +210,6 @@ def _runner(
         yield NinjaExecutor(build_dir, toolchain, (str(tree), revision.include_dir), jobs), jobs
 
 
-def _kernel_results(
-    build_dir: Path, planner: Planner, units: list[Unit], fresh: set[str]
-) -> tuple[list[KernelResult], list[str]]:
-    """Each kernel's result (by name) and the objects of the ``units`` that compiled; writes each
-    kernel's ``logs/kernels/NAME.log``: its unit's compiler log if the unit was compiled in this run
-    (it is in ``fresh``), a header naming the unit either way."""
-    results: list[KernelResult] = []
-    objects: list[str] = []
-    for unit in units:
-        cached_obj = planner.cached(unit)
-        unit_log = build_dir / "logs" / f"{unit.name}.log"
-        text = unit_log.read_text(errors="replace") if unit.name in fresh and unit_log.is_file() else ""
-        if cached_obj is not None:
-            objects.append(str(cached_obj))
-        for name in unit.kernels:
-            kernel_log = build_dir / "logs" / "kernels" / f"{name}.log"
-            header = (
-                f"# unit {unit.name} ({len(unit.kernels)} kernels), "
-                f"{'compiled' if unit.name in fresh else 'from cache'} {unit.key}\n"
-            )
-            write_atomic(kernel_log, (header + text).encode())
-            results.append(
-                KernelResult(
-                    name=name,
-                    status="ok" if cached_obj is not None else "failed",
-                    cached=unit.name not in fresh,
-                    unit=unit.name,
-                    log=str(kernel_log.relative_to(build_dir)),
-                    error=None if cached_obj is not None else (first_error(text) or "compiler failed (see log)"),
-                )
-            )
-    results.sort(key=lambda r: r.name)
-    return results, objects
-
-
-def hip_build_of(library: Path) -> BuildReport | None:
-    """The report ``ckspace build`` wrote beside ``library`` when it linked it, else None. Such a
-    library is HIP code (``--host-only`` links no kernel library), whose ``ckspace_run`` cannot
-    compute on host memory; a stand-in library has no report naming it. A report that cannot be
-    read says nothing either way (None)."""
-    path = library.parent / REPORT_NAME
-    try:
-        report = BuildReport.model_validate_json(read_input(path, "build report"))  # a fifo there: refused
-    except (OSError, ValueError):  # InvalidInputError is a ValueError
-        return None
-    return report if report.library and Path(report.library).name == library.name else None
-
-
 def verify_sources(tree: Path, manifest: Manifest, allow_edited: bool) -> None:
     """Refuse a tree whose sources are missing or differ from the sha256 the manifest recorded
     (edited by hand, half-written, or from another emit), unless ``allow_edited``: what is built is
@@ -333,8 +241,8 @@ def _check_object_cache() -> None:
     directory = objcache.object_cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".probe.")
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe."):
+            pass  # created and removed: the directory is writable
     except OSError as exc:
         raise CkspaceError(
             f"object cache {directory} is not writable ({exc.strerror}); set CKSPACE_BUILD_CACHE "

@@ -3,7 +3,8 @@
 Order: ``$CKSPACE_CXX`` (an explicit compiler or wrapper), then ROCm's ``amdclang++`` / ``hipcc``
 under ``$ROCM_PATH`` or ``/opt/rocm`` (:func:`~ckspace.core.compilers.rocm_roots`), then a system
 clang (newest first) that knows the target, with the HIP headers of the distribution and ROCm
-device libraries that hold the target's ISA bitcode. When nothing fits, the error lists every candidate and why it was refused.
+device libraries that hold the target's ISA bitcode. When nothing fits, the error lists every
+candidate and why it was refused.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 
 log = logging.getLogger(__name__)
 
-SYSTEM_CLANGS = tuple(f"clang++-{v}" for v in range(25, 18, -1)) + ("clang++",)
+SYSTEM_CLANGS = (*(f"clang++-{v}" for v in range(25, 18, -1)), "clang++")
 DEVICE_LIB_DIRS = (
     "/opt/ckspace-toolchain/devlibs",
     "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode",

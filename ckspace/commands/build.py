@@ -49,12 +49,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.build.builder import (
-        REPORT_NAME,
-        build,
-        build_host,
-        stderr_is_terminal,
-    )
+    from ckspace.build.builder import build, build_host, stderr_is_terminal
+    from ckspace.build.report import REPORT_NAME
     from ckspace.core.errors import CkspaceError
     from ckspace.core.vocab import parse_arch
 

@@ -1,26 +1,26 @@
-"""Arguments shared by every command that works on a part of the space, the strict parser every
-command's arguments go through, and the one way a command writes its ``--format``."""
+"""Arguments shared by every command that works on a part of the space, and the one way a command
+writes its ``--format``. The strict parser every command's arguments go through is
+:mod:`ckspace.commands.parsing`."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from ckspace.commands.parsing import StrictParser
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
 from ckspace.core.datasets import Kind, data_file, dataset_names
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.revisions import default_rules_revision, rules_revision_names
 from ckspace.core.vocab import Dtype, Variant, arch_names
 
 ENVIRONMENT = {
-    "CKSPACE_CACHE_DIR": "cache directory (cells, CK revisions, compiled selectors, compiled objects); default $XDG_CACHE_HOME/ckspace or "
-    "~/.cache/ckspace; --cache-dir overrides it",
+    "CKSPACE_CACHE_DIR": "cache directory (cells, CK revisions, compiled selectors, compiled objects); "
+    "default $XDG_CACHE_HOME/ckspace or ~/.cache/ckspace; --cache-dir overrides it",
     "CKSPACE_BUILD_CACHE": "object cache of ckspace build (default: objects/ in the cache directory)",
     "CKSPACE_CXX": "HIP compiler or wrapper for ckspace build (default: amdclang++, hipcc, clang++ of ROCm)",
     "CKSPACE_DEVICE_LIBS": "ROCm device-library directory passed to the compiler",
@@ -62,205 +62,6 @@ def help_epilog(formats: dict[str, tuple[str, ...]]) -> str:
     ]
     lines += [f"  {name}: {meaning}" for name, meaning in ENVIRONMENT.items()]
     return "\n".join(lines)
-
-
-def _converted(convert: Callable[[str], Any] | None, value: str) -> Any:
-    """``convert(value)`` (None: the text itself), in argparse's words when it cannot read the value
-    (``invalid int value: 'x'``); an ``ArgumentTypeError`` keeps its own words."""
-    if convert is None:
-        return value
-    try:
-        return convert(value)
-    except (TypeError, ValueError):
-        name = getattr(convert, "__name__", repr(convert))
-        raise argparse.ArgumentTypeError(f"invalid {name} value: {value!r}") from None
-
-
-class _Valued(argparse.Action):
-    """An argument that takes values, none of them empty: an empty (or blank) value is a mistake,
-    not "unset", and is refused naming the argument before anything reads it. argparse calls an
-    argument's ``type`` on each value as it reads it, so the check is the ``type`` argparse sees,
-    and the ``type`` given runs after it. A list of values (``nargs="+"``) is converted only once
-    every value has passed the check (:meth:`_values`), so an empty value is named whatever the
-    others hold; argparse then compares the unconverted text with ``choices`` (no list argument has
-    them)."""
-
-    def __init__(
-        self,
-        option_strings: Sequence[str],
-        dest: str,
-        nargs: int | str | None = None,
-        type: Callable[[str], Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        shown = "/".join(option_strings) or kwargs.get("metavar") or dest
-        listed = nargs not in (None, "?")
-        self.convert, self.listed = type, listed
-        """The ``type`` given (None: the text), and whether the argument takes a list of values."""
-
-        def checked(value: str) -> Any:  # a function, not a method: argparse puts repr(type) in messages
-            if not value.strip():
-                raise CkspaceError(f"{shown}: empty value {value!r}; give a value (see --help)")
-            return value if listed else _converted(type, value)
-
-        super().__init__(option_strings, dest, nargs=nargs, type=checked, **kwargs)
-
-    def _values(self, values: Any) -> Any:
-        if not self.listed or self.convert is None:
-            return values
-        try:
-            return [_converted(self.convert, value) for value in values]
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentError(self, str(exc)) from None
-
-
-class _StoreOnce(_Valued):
-    """``store`` that refuses a second value: a repeated single-valued option is a mistake, not
-    "the last one wins"."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        values = self._values(values)
-        seen = vars(namespace).setdefault("_given", set())
-        if self.dest in seen:
-            raise CkspaceError(
-                f"{option_string or self.dest} is given twice; it takes one value "
-                "(options that take several say so in --help)"
-            )
-        seen.add(self.dest)
-        setattr(namespace, self.dest, values)
-
-
-class _Append(_Valued):
-    """argparse's ``append``, with non-empty values."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), self._values(values)])
-
-
-class _Extend(_Valued):
-    """argparse's ``extend``, with non-empty values."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), *self._values(values)])
-
-
-_STRICT_ACTIONS: dict[str | None, type[argparse.Action]] = {
-    None: _StoreOnce,
-    "store": _StoreOnce,
-    "append": _Append,
-    "extend": _Extend,
-}
-"""The strict action of each argparse action that takes values (the others take none)."""
-
-
-class _Group:
-    """A group of a :class:`StrictParser` (of arguments, or mutually exclusive): the arguments added
-    to it are strict and known to the parser like its own; everything else is the group's (argparse
-    makes its own two groups through the parser's ``add_argument_group`` too, and uses them so)."""
-
-    def __init__(self, parser: StrictParser, group: Any) -> None:
-        self._parser, self._group = parser, group
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        return self._parser.keep(self._group.add_argument(*args, **_strict(kwargs)))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._group, name)
-
-
-def _strict(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``add_argument``'s keywords with the strict action in place of argparse's own."""
-    action = kwargs.get("action")
-    if isinstance(action, str) or action is None:
-        kwargs["action"] = _STRICT_ACTIONS.get(action, action)
-    return kwargs
-
-
-class StrictParser(argparse.ArgumentParser):
-    """argparse, but errors are the one line the rest of the CLI prints, an unknown option is named
-    before any other error, single-valued options may be given once, and no argument takes an empty
-    string (an empty value is not "unset").
-
-    Built on argparse's public interface only (its private hooks, such as ``_get_values``, change
-    between Python versions): the strictness is in the actions and types it gives the arguments
-    (:class:`_Valued`), and the parser keeps its own list of its arguments (:attr:`arguments`,
-    filled by :meth:`add_argument` and its groups) to know its options."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.arguments: list[argparse.Action] = []  # before argparse's __init__, which adds --help
-        """Every argument of this parser, in the order they were added."""
-        self.subcommands: dict[str, argparse.ArgumentParser] = {}
-        """The parsers of its subcommands by name (empty: it has none)."""
-        kwargs.setdefault("allow_abbrev", False)  # --arc is not --arch
-        super().__init__(*args, **kwargs)
-
-    def keep(self, action: argparse.Action) -> argparse.Action:
-        """Note ``action`` as an argument of this parser (its groups' arguments come through here)."""
-        self.arguments.append(action)
-        return action
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:  # type: ignore[override]
-        return self.keep(super().add_argument(*args, **_strict(kwargs)))
-
-    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
-        return _Group(self, super().add_argument_group(*args, **kwargs))
-
-    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
-        return _Group(self, super().add_mutually_exclusive_group(**kwargs))
-
-    def add_subparsers(self, **kwargs: Any) -> Any:
-        action = super().add_subparsers(**kwargs)
-        self.subcommands = action.choices
-        return action
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise CkspaceError(message)
-
-    def parse_known_args(self, args=None, namespace=None):
-        """argparse's, but an unknown option is named before anything else, with the option it most
-        resembles: argparse reports a missing required option (or a bad value after the typo) first,
-        so ``select --problm x`` would only say that --problem is required. What the parser cannot
-        read is refused here, not returned: a subcommand's parser is called through this method, and
-        only it knows its own options."""
-        args = list(sys.argv[1:] if args is None else args)
-        try:
-            namespace, extras = super().parse_known_args(args, namespace)
-        except CkspaceError:
-            self._refuse_unknown_options(self._own_tokens(args))
-            raise
-        self._refuse_unknown_options(extras)
-        if extras:
-            raise CkspaceError(f"unrecognized arguments: {' '.join(extras)}")
-        return namespace, extras
-
-    def _own_tokens(self, args: list[str]) -> list[str]:
-        """The tokens this parser reads: up to ``--``, and up to the subcommand's name if it has any
-        (what follows is the subcommand's, which checks it itself)."""
-        own = []
-        for token in args:
-            if token == "--" or token in self.subcommands:
-                break
-            own.append(token)
-        return own
-
-    def _refuse_unknown_options(self, tokens: list[str]) -> None:
-        """Raise for the first token argparse would read as an option this parser does not have
-        (``-3`` is a number, ``-vv`` is -v twice, a token with a space is a value)."""
-        import difflib  # here, not at the top: 8 ms of every start, needed only for a mistake
-
-        known = sorted({o for a in self.arguments for o in a.option_strings})
-        bare = {o.lstrip("-"): o for o in known}
-        for token in tokens:
-            name = token.partition("=")[0]
-            if (
-                not re.fullmatch(r"--?[A-Za-z][\w-]*", name)
-                or name in known
-                or (not name.startswith("--") and name[:2] in known)
-            ):
-                continue
-            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.7)
-            hint = f"; did you mean {bare[close[0]]}?" if close else ""
-            raise CkspaceError(f"unknown option {name} of {self.prog}{hint} (valid: {', '.join(known)})")
 
 
 def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:

@@ -6,11 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import (
-    add_space_arguments,
-    request_from_args,
-    space_from_args,
-)
+from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
 from ckspace.core.errors import CkspaceError, NoKernelError
 
 NAME = "emit"

@@ -14,12 +14,7 @@ import json
 import sys
 from typing import TextIO
 
-from ckspace.commands.common import (
-    add_format_argument,
-    add_space_arguments,
-    space_from_args,
-    write_report,
-)
+from ckspace.commands.common import add_format_argument, add_space_arguments, space_from_args, write_report
 from ckspace.core.vocab import csv_cell
 
 NAME = "enumerate"

@@ -12,11 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, write_report
-from ckspace.commands.train import (
-    add_data_arguments,
-    check_data_arguments,
-    fit_progress,
-)
+from ckspace.commands.train import add_data_arguments, check_data_arguments, fit_progress
 from ckspace.core.errors import CkspaceError, InvalidInputError
 
 NAME = "evaluate"
@@ -56,11 +52,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.plan_plot is not None and not budgets:
         raise CkspaceError("--plan-plot plots the plans: add --plan-budgets")
     from ckspace.training.dataset import load_cells
-    from ckspace.training.evaluation import (
-        choose_folds,
-        cross_validate,
-        cross_validation_steps,
-    )
+    from ckspace.training.evaluation import choose_folds, cross_validate, cross_validation_steps
 
     check_data_arguments(args)
     from ckspace.core.files import output_path

@@ -263,7 +263,8 @@ def _names_text(report: dict) -> str:
         f"# ckspace plan {report['arch']} {report['variant']} {report['dtype']}, {goal}: {status}",
         f"# target: {report['target']['note']}",
         f"# {len(report['kernels'])} kernels of {report['registry']} candidates and {report['fallback_variants']} "
-        f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); weighted mean predicted efficiency {report['efficiency']:.2f} % over "
+        f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); "
+        f"weighted mean predicted efficiency {report['efficiency']:.2f} % over "
         f"{len(report['problems'])} problems; {pruning}",
         f"# {report['what_drives_what']}",
     ]

@@ -21,10 +21,7 @@ from math import ceil
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import (
-    add_space_arguments,
-    space_from_args,
-)
+from ckspace.commands.common import add_space_arguments, space_from_args
 from ckspace.core.errors import CkspaceError
 
 NAME = "probe"
@@ -98,8 +95,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     kernels: list[Kernel] = []
     for request, cell in cells:
         one = space_from_args(args, variant=[cell.variant.value], ndim=[cell.ndim], dtype=[cell.dtype.value])
-        for config in one.sample(per_cell, seed=args.seed, stratify_by=()):
-            kernels.append(Kernel(request.arch, cell, False, config.row(), True))
+        kernels.extend(
+            Kernel(request.arch, cell, False, config.row(), True)
+            for config in one.sample(per_cell, seed=args.seed, stratify_by=())
+        )
     request = space.requests[0]
     emitted = emit(
         kernels,

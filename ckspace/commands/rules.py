@@ -26,12 +26,7 @@ from ckspace.commands.common import (
     variants,
     write_report,
 )
-from ckspace.core.revisions import (
-    RulesRevision,
-    default_rules_revision,
-    rules_revision,
-    rules_revision_names,
-)
+from ckspace.core.revisions import RulesRevision, default_rules_revision, rules_revision, rules_revision_names
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 
 if TYPE_CHECKING:
@@ -150,10 +145,7 @@ def _entries(
 ) -> list[Entry]:
     """Every rule of the cell, in the order the code builds them."""
     from ckspace.constraints.ck_rules import ck_depthwise_rules, ck_rules
-    from ckspace.constraints.problem_rules import (
-        depthwise_problem_rules,
-        gemm_problem_rules,
-    )
+    from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
     from ckspace.constraints.validity import depthwise_rules, gemm_rules
 
     entries = [Entry("validity", "gemm", v.value, r) for v in chosen for r in gemm_rules(arch, v, dtype, rules)]
@@ -239,7 +231,8 @@ def _revision_lines(revisions: list[RulesRevision], shown: str) -> list[str]:
         "## Rule revisions",
         "",
         (
-            f"The upstream states of the rules ckspace reproduces, oldest first (`ckspace/data/tables/revisions.json`). "
+            "The upstream states of the rules ckspace reproduces, oldest first "
+            "(`ckspace/data/tables/revisions.json`). "
             f"`--rules-revision R` (CLI) or `Space(..., rules_revision=R)` chooses one; the default is the newest, "
             f"**{default_rules_revision()}**. This page shows **{shown}**. Each revision is a delta on its parent: "
             "the formulation it gives each rule it changes and JSON merge patches on its parent's tables. "

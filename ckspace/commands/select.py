@@ -6,13 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import (
-    add_format_argument,
-    add_target_arguments,
-    json_text,
-    target_from_args,
-    write_report,
-)
+from ckspace.commands.common import add_format_argument, add_target_arguments, json_text, target_from_args, write_report
 from ckspace.core.errors import CkspaceError, NoKernelError
 
 NAME = "select"

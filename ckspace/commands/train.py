@@ -9,8 +9,9 @@ cell's data cleaned before the first model is trained, so a refusal costs nothin
 nothing.
 
 ``--threads N`` (shared with ``evaluate``) bounds LightGBM's threads, fitting and predicting, and
-OpenMP's default thread count and spin-waiting for the process (:func:`bound_openmp`); on a terminal a progress bar on stderr counts the
-fits (cross-validation folds x objectives, then the final fits), and nothing is drawn otherwise.
+OpenMP's default thread count and spin-waiting for the process (:func:`bound_openmp`); on a
+terminal a progress bar on stderr counts the fits (cross-validation folds x objectives, then the
+final fits), and nothing is drawn otherwise.
 """
 
 from __future__ import annotations

@@ -14,19 +14,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ckspace.constraints.expr import (
-    NEGATED,
-    And,
-    Arith,
-    Cmp,
-    Const,
-    Expr,
-    Field,
-    In,
-    Lookup,
-    Not,
-    Or,
-)
+from ckspace.constraints.expr import NEGATED, And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or
 
 
 @dataclass(frozen=True)

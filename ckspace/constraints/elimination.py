@@ -71,7 +71,7 @@ class Block:
             using = [p for p in pending if field in p.scope]
             pending = [p for p in pending if field not in p.scope]
             given = tuple(f for f in remaining if f != field and any(f in p.scope for p in using))
-            table = self._multiply(using, given + (field,))
+            table = self._multiply(using, (*given, field))
             message = table.sum(axis=-1)
             self.buckets.append(Bucket(field, given, table, message))
             if given:

@@ -87,9 +87,7 @@ def propose(request: Request, use_cache: bool = True) -> dict[Cell, CellProposal
 def classify_cells(request: Request, proposals: Mapping[Cell, CellProposals]) -> dict[Cell, CellResult]:
     """Classify the proposals of every cell (no cache): cells sharing (variant, dtype), hence their
     rules, in one vectorised pass."""
-    from ckspace.constraints.classify import (
-        classify_group,  # deferred: the cold path needs numpy
-    )
+    from ckspace.constraints.classify import classify_group  # deferred: the cold path needs numpy
 
     out: dict[Cell, CellResult] = {}
     for variant in request.variants:

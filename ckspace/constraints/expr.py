@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class Expr:
         return In((self,), frozenset((int(v),) for v in values))
 
 
-ExprLike = Union[Expr, int, bool]
+ExprLike = Expr | int | bool
 
 
 @dataclass(frozen=True, slots=True)

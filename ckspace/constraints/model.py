@@ -17,12 +17,7 @@ from ckspace.constraints.expr import Expr
 from ckspace.constraints.rule import Rule, for_kind
 from ckspace.constraints.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import Cell, CellProposals
-from ckspace.core.fields import (
-    DEPTHWISE_BOUNDS,
-    DEPTHWISE_FIELDS,
-    GEMM_BOUNDS,
-    GEMM_FIELD_NAMES,
-)
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.vocab import EMITTED_PREDICATES
 
 PROPOSALS = "proposals"
@@ -153,7 +148,7 @@ class CellModel:
         name = solver.StatusName(status)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return name, None, None
-        return name, int(round(solver.ObjectiveValue())), {n: solver.Value(v) for n, v in fields.items()}
+        return name, round(solver.ObjectiveValue()), {n: solver.Value(v) for n, v in fields.items()}
 
 
 def cell_model(

@@ -23,7 +23,7 @@ from ckspace.constraints.expr import Const, Expr, Field, Not, Param, all_of, bin
 from ckspace.constraints.partial_eval import Partial, partial
 from ckspace.constraints.rule import Rule, TableValue
 from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
-from ckspace.core.problem import ConvProblem
+from ckspace.core.problem import PROBLEM_FIELDS, ConvProblem
 from ckspace.core.vocab import Dtype, Predicate, Specialization, Variant
 
 _KERNEL = "ck_tile/ops/grouped_convolution/kernel/grouped_convolution_{}_kernel.hpp"
@@ -217,29 +217,7 @@ def problem_values(problem: ConvProblem) -> dict[str, int]:
     return {name: getattr(problem, name) for name in PARAMS}
 
 
-PARAMS: tuple[str, ...] = (
-    "ndim",
-    "N",
-    "G",
-    "C",
-    "K",
-    "Di",
-    "Hi",
-    "Wi",
-    "Z",
-    "Y",
-    "X",
-    "stride_d",
-    "stride_h",
-    "stride_w",
-    "pad_d",
-    "pad_h",
-    "pad_w",
-    "dil_d",
-    "dil_h",
-    "dil_w",
-    "k_batch",
-)
+PARAMS: tuple[str, ...] = ("ndim", *PROBLEM_FIELDS)
 """Every problem quantity a check may read: the fields of ``ckspace_conv_problem`` in the dispatcher C API."""
 
 

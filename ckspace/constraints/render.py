@@ -11,21 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ckspace.constraints.expr import (
-    NEGATED,
-    And,
-    Arith,
-    Cmp,
-    Const,
-    Expr,
-    Field,
-    In,
-    Lookup,
-    Not,
-    Or,
-    Param,
-    evaluate,
-)
+from ckspace.constraints.expr import NEGATED, And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or, Param, evaluate
 from ckspace.core.fields import FIELD_KIND, decode
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}

@@ -36,15 +36,7 @@ from functools import cache, partial
 
 from ckspace.constraints.arch_check import arch_check_rules
 from ckspace.constraints.config_check import LDS_BUDGETS, config_check_rules
-from ckspace.constraints.expr import (
-    Expr,
-    Field,
-    Not,
-    all_of,
-    any_of,
-    implies,
-    lookup,
-)
+from ckspace.constraints.expr import Expr, Field, Not, all_of, any_of, implies, lookup
 from ckspace.constraints.gemm_cell import GemmCell
 from ckspace.constraints.rule import TILE, WARP, WAVE, Rule, TableValue, read
 from ckspace.core.arch import arch_facts
@@ -66,12 +58,7 @@ def gemm_rules(arch: str, variant: Variant, dtype: Dtype, revision: str | None =
     revision ``revision`` (None: the newest) has them: its tables and its formulation of each rule."""
     rev = rules_revision(revision)
     cell = GemmCell(rev, partial(read, revision=rev), arch_facts(arch, rev.name), variant, dtype)
-    return (
-        _streamk_fields(),
-        _tile_divisibility(),
-        *arch_check_rules(cell),
-        *config_check_rules(cell),
-    )
+    return (_streamk_fields(), _tile_divisibility(), *arch_check_rules(cell), *config_check_rules(cell))
 
 
 def _streamk_fields() -> Rule:

@@ -37,7 +37,7 @@ WARP_DIR = Path("ck_tile/ops/gemm/warp")
 MARKER = CONV_DIR.parent / "grouped_convolution.hpp"
 
 KNOWN_REVISIONS: dict[str, str] = {
-    "8584972ba06fd07fa50485012614e38c42ae6e297a504084c8ddde5db8545469": "amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)",
+    "8584972ba06fd07fa50485012614e38c42ae6e297a504084c8ddde5db8545469": "amd-aiter 0.1.7.post2.dev18 (CK 2025-11-18)"
 }
 """Fingerprint -> label of the revisions the emitted code has been compiled against (verified)."""
 

@@ -25,23 +25,9 @@ from ckspace.core.fields import (
     encode,
 )
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.naming import (
-    depthwise_name,
-    gemm_name,
-    parse_depthwise_name,
-    parse_gemm_name,
-)
+from ckspace.core.naming import depthwise_name, gemm_name, parse_depthwise_name, parse_gemm_name
 from ckspace.core.validation import CheckedModel
-from ckspace.core.vocab import (
-    Dtype,
-    Epilogue,
-    Layout,
-    Pipeline,
-    Scheduler,
-    Specialization,
-    StreamKStrategy,
-    Variant,
-)
+from ckspace.core.vocab import Dtype, Epilogue, Layout, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 
 D: dict[str, Any] = GEMM_DEFAULTS
 

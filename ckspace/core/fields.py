@@ -15,14 +15,7 @@ from typing import NamedTuple
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.tables import table
-from ckspace.core.vocab import (
-    Epilogue,
-    Layout,
-    Pipeline,
-    Scheduler,
-    Specialization,
-    StreamKStrategy,
-)
+from ckspace.core.vocab import Epilogue, Layout, Pipeline, Scheduler, Specialization, StreamKStrategy
 
 
 class FieldSpec(NamedTuple):

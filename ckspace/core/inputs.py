@@ -119,9 +119,7 @@ def validate_json(model: type[Model], data: bytes, path: Path | str, what: str) 
     line: pydantic's own message is several lines and quotes the input (which may be megabytes);
     its JSON parser reports deep nesting as such an error ("recursion limit exceeded"). Text that
     is not UTF-8 is refused first, as every input's is (:func:`decode_input`)."""
-    from pydantic import (
-        ValidationError,  # loaded already: ``model`` is a pydantic model
-    )
+    from pydantic import ValidationError  # loaded already: ``model`` is a pydantic model
 
     text = decode_input(data, path, what)
     try:

@@ -24,32 +24,15 @@ _DIMS = ("d", "h", "w")
 _SPATIAL_IN = {"d": "Di", "h": "Hi", "w": "Wi"}
 _FILTER = {"d": "Z", "h": "Y", "w": "X"}
 _SHORTHANDS = ("stride", "pad", "dil")
-_KEYS = (
-    "N",
-    "G",
-    "C",
-    "K",
-    "Di",
-    "Hi",
-    "Wi",
-    "Z",
-    "Y",
-    "X",
-    "stride",
-    "pad",
-    "dil",
-    "stride_d",
-    "stride_h",
-    "stride_w",
-    "pad_d",
-    "pad_h",
-    "pad_w",
-    "dil_d",
-    "dil_h",
-    "dil_w",
-    "k_batch",
-    "ndim",
+SIZE_FIELDS: tuple[str, ...] = (
+    *("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X"),
+    *(f"{what}_{dim}" for what in _SHORTHANDS for dim in _DIMS),
 )
+"""A problem's sizes, strides, pads and dilations in one order: the columns of a problem list."""
+PROBLEM_FIELDS: tuple[str, ...] = (*SIZE_FIELDS, "k_batch")
+"""Every integer a problem is (its sizes and split-K's batch count): the order in which the
+selector's features and CK's problem checks read them."""
+_KEYS = (*SIZE_FIELDS[:10], *_SHORTHANDS, *SIZE_FIELDS[10:], "k_batch", "ndim")
 
 
 _LACKING = "lacking_keys"

@@ -13,17 +13,12 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.files import (
-    refuse_foreign,
-    unique_temporary,
-    writable_parent,
-    write_atomic,
-)
+from ckspace.core.files import refuse_foreign, unique_temporary, writable_parent, write_atomic
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.(?P<kind>tmp|old)")
 """The names ckspace gives what it writes before moving it into place (:func:`unique_temporary`,
@@ -85,10 +80,8 @@ def discard(path: Path) -> None:
     if stat.S_ISDIR(mode):
         shutil.rmtree(path, ignore_errors=True)
     else:
-        try:
+        with suppress(OSError):
             path.unlink()
-        except OSError:
-            pass
 
 
 def _alive(path: Path) -> bool:

@@ -69,7 +69,7 @@ class Variant(Choice):
         return self is not Variant.FORWARD
 
 
-_VARIANT_TOKENS = {name: token for name, token in table("common")["variant_token"].items()}
+_VARIANT_TOKENS = dict(table("common")["variant_token"])
 
 
 class Dtype(Choice):

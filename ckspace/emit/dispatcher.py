@@ -161,9 +161,7 @@ class Library:
 
 
 def _cell_models(
-    cells: Sequence[tuple[Variant, Dtype]],
-    arch: str,
-    model_dirs: Mapping[tuple[Variant, Dtype], Path],
+    cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: Mapping[tuple[Variant, Dtype], Path]
 ) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
     """Per cell the two model files' text (verified) and the model's domain, or None for the
     analytical score."""
@@ -394,6 +392,7 @@ def _operand_map() -> list[list[int]]:
 
 def host_units(files: Sequence[str]) -> list[str]:
     """The C translation units of the host part among a tree's files."""
-    return [HOST_SOURCE] + sorted(
-        f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1 and f.endswith(".c")
-    )
+    return [
+        HOST_SOURCE,
+        *sorted(f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1 and f.endswith(".c")),
+    ]

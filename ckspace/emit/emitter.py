@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,8 @@ def _locked_out(out: Path, force: bool) -> Iterator[None]:
             yield
         except BaseException:
             if created:
-                try:
+                with suppress(OSError):
                     out.rmdir()  # only when still empty
-                except OSError:
-                    pass
             raise
 
 
@@ -189,7 +187,8 @@ def _deletable(out: Path, path: str) -> bool:
 
 
 def _temporary(name: str) -> bool:
-    """A name of ckspace's temporary of a tree file (``.NAME.<hex>.tmp``, :func:`~ckspace.core.files.unique_temporary`)."""
+    """A name of ckspace's temporary of a tree file (``.NAME.<hex>.tmp``,
+    :func:`~ckspace.core.files.unique_temporary`)."""
     match = TEMPORARY.fullmatch(name)
     return (
         match is not None

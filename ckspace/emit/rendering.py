@@ -175,8 +175,7 @@ def render_tree(
 
 
 def _kernel_files(
-    configs: Sequence[GemmConfig],
-    base: Mapping[str, Any],
+    configs: Sequence[GemmConfig], base: Mapping[str, Any]
 ) -> tuple[dict[str, bytes], list[EmittedKernel]]:
     """Each kernel's header, compilation unit and dispatcher wrapper, and its manifest record."""
     environment = template_environment()
@@ -222,10 +221,7 @@ def _shared_files(configs: Sequence[GemmConfig], base: Mapping[str, Any]) -> dic
 
 
 def _dispatcher(
-    configs: Sequence[GemmConfig],
-    fallback_only: frozenset[str],
-    arch: str,
-    model: Path | None,
+    configs: Sequence[GemmConfig], fallback_only: frozenset[str], arch: str, model: Path | None
 ) -> tuple[dict[str, bytes], DispatcherRecord]:
     """``--with-selector``: the dispatcher's files and their manifest record."""
     library = Library.build(configs, fallback_only)

@@ -18,13 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ckspace.features.formula import Formula, Num, Op, Var, reads_config, topological
-from ckspace.features.matrix import (
-    CONFIG_FEATURES,
-    FEATURE_NAMES,
-    FORMULA_COLUMNS,
-    PROBLEM_FEATURES,
-    PROBLEM_VALUES,
-)
+from ckspace.features.matrix import CONFIG_FEATURES, FEATURE_NAMES, FORMULA_COLUMNS, PROBLEM_FEATURES, PROBLEM_VALUES
 
 _INFIX = {"+", "-", "*", "/"}
 _CALL = {"min": "fmin", "max": "fmax", "log2": "log2", "ceil": "ceil", "floor": "floor"}

@@ -36,7 +36,7 @@ from ckspace.core.arch import arch_facts, element_size, lds_bytes
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.operands import OPERANDS
-from ckspace.core.problem import ConvProblem
+from ckspace.core.problem import PROBLEM_FIELDS, ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features import performance
 from ckspace.features.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
@@ -77,7 +77,8 @@ PROBLEM_FEATURES: tuple[str, ...] = (
     "log2_bytes",
     "arithmetic_intensity",
 )
-CONFIG_FEATURES: tuple[str, ...] = GEMM_FIELD_NAMES + (
+CONFIG_FEATURES: tuple[str, ...] = (
+    *GEMM_FIELD_NAMES,
     "threads",
     "lds_bytes",
     "block_per_cu_hint",
@@ -118,7 +119,8 @@ FORMULA_COLUMNS: tuple[str, ...] = (
     "vec_a",
     "vec_b",
     "vec_c",
-) + performance.COLUMNS
+    *performance.COLUMNS,
+)
 """The config columns the feature formulas read, in the order the generated C receives them."""
 ANALYTICAL_FEATURE = "log2_model_tflops"
 
@@ -213,37 +215,67 @@ def _vec_pad_eff(channels: Formula, vec: Formula) -> Formula:
 
 def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple[Formula, ...]:
     """The problem and interaction features of a cell, in :data:`PROBLEM_FEATURES` then
-    :data:`INTERACTION_FEATURES` order (the config block is data, :class:`ConfigTable`)."""
-    p, c = problem, config
+    :data:`INTERACTION_FEATURES` order (the config block is data, :class:`ConfigTable`). Both
+    blocks read the cell's implicit GEMM, stated once (:func:`_implicit_gemm`)."""
+    gemm = _implicit_gemm(variant, dtype)
+    problem_block = _problem_block(gemm)
+    interaction_block = _interaction_block(gemm, dtype, hw)
+    assert len(problem_block) == len(PROBLEM_FEATURES) and len(interaction_block) == len(INTERACTION_FEATURES)
+    return problem_block + interaction_block
+
+
+@dataclass(frozen=True)
+class _GemmFormulas:
+    """A cell's problem as CK sees it, as formulas: its sizes (per-group channels, input, filter and
+    output volumes), the implicit GEMM's M, N and K, its FLOPs and bytes moved, and the channels
+    each vector width (``vec_a``/``vec_b``/``vec_c``) runs along."""
+
+    sizes: dict[str, Formula]
+    m: Formula
+    n: Formula
+    k: Formula
+    flops: Formula
+    moved: Formula
+    vec_channels: dict[str, Formula]
+
+
+def _implicit_gemm(variant: Variant, dtype: Dtype) -> _GemmFormulas:
+    """The implicit GEMM of ``variant`` over a problem (:data:`~ckspace.core.operands.OPERANDS`)."""
+    p = problem
     sizes = {
         "N": p("N"),
         "Cg": p("C") / p("G"),
         "Kg": p("K") / p("G"),
         "input": p("Di") * p("Hi") * p("Wi"),
         "filter": p("Z") * p("Y") * p("X"),
+        "output": _output_size("d") * _output_size("h") * _output_size("w"),
     }
-    out_size = {d: _output_size(d) for d in _DIMS}
-    sizes["output"] = out_size["d"] * out_size["h"] * out_size["w"]
     gemm = OPERANDS[variant]
     m, n, k = (_product([sizes[f] for f in factors]) for factors in (gemm.m, gemm.n, gemm.k))
     flops = 2 * p("G") * p("N") * sizes["output"] * sizes["Kg"] * sizes["Cg"] * sizes["filter"]
     moved = (
         p("N") * p("C") * sizes["input"] + p("K") * sizes["Cg"] * sizes["filter"] + p("N") * p("K") * sizes["output"]
     ) * element_size(dtype)
-    problem_block = (
+    vec_channels = {f: sizes[gemm.operand(f).channels] for f in ("vec_a", "vec_b", "vec_c")}
+    return _GemmFormulas(sizes, m, n, k, flops, moved, vec_channels)
+
+
+def _problem_block(g: _GemmFormulas) -> tuple[Formula, ...]:
+    """The problem features, in :data:`PROBLEM_FEATURES` order."""
+    p = problem
+    m, n, k = g.m, g.n, g.k
+    return (
         p("N"),
         p("G"),
-        sizes["Cg"],
-        sizes["Kg"],
+        g.sizes["Cg"],
+        g.sizes["Kg"],
         p("Di"),
         p("Hi"),
         p("Wi"),
         p("Z"),
         p("Y"),
         p("X"),
-        out_size["d"],
-        out_size["h"],
-        out_size["w"],
+        *(_output_size(d) for d in _DIMS),
         *(p(f"{prefix}_{d}") for prefix in ("stride", "pad", "dil") for d in _DIMS),
         m,
         n,
@@ -251,10 +283,17 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
         log2(m),
         log2(n),
         log2(k),
-        log2(flops),
-        log2(moved),
-        flops / moved,
+        log2(g.flops),
+        log2(g.moved),
+        g.flops / g.moved,
     )
+
+
+def _interaction_block(g: _GemmFormulas, dtype: Dtype, hw: HardwareFacts) -> tuple[Formula, ...]:
+    """The interaction features, in :data:`INTERACTION_FEATURES` order: what the config's tiles do
+    to this GEMM on ``hw``."""
+    p, c = problem, config
+    m, n, k, flops = g.m, g.n, g.k, g.flops
     tm, tn, tk = c("tile_m"), c("tile_n"), c("tile_k")
     tiles_m, tiles_n, k_loop = ceil(m / tm), ceil(n / tn), ceil(k / tk)
     eff_m, eff_n, eff_k = m / (tiles_m * tm), n / (tiles_n * tn), k / (k_loop * tk)
@@ -265,7 +304,7 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
     slots = cus * maximum(minimum(blocks_lds, c("block_per_cu_hint")), 1.0)
     rounds = ceil(tiles / slots)
     last_wave = tiles / (rounds * slots)
-    vec_a, vec_b, vec_c = (_vec_pad_eff(sizes[gemm.operand(f).channels], c(f)) for f in ("vec_a", "vec_b", "vec_c"))
+    vec_a, vec_b, vec_c = (_vec_pad_eff(g.vec_channels[f], c(f)) for f in ("vec_a", "vec_b", "vec_c"))
     traffic = p("G") * c("elem") * (tiles_n * m * k + tiles_m * n * k + m * n)
     # roofline: the padded work at peak over the CUs the grid keeps busy, or the tile traffic at
     # full bandwidth, whichever takes longer
@@ -274,7 +313,7 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
     memory_s = traffic / (hw.memory_bandwidth_gbs * 1e9)
     roofline = flops / maximum(compute_s, memory_s) / 1e12
     model_seconds = performance.cycles_formula(m, n, k, hw) / hw.clock_hz
-    interaction_block = (
+    return (
         eff_m,
         eff_n,
         eff_k,
@@ -296,8 +335,6 @@ def feature_formulas(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> tuple
         log2(roofline),
         log2(flops / model_seconds / 1e12),
     )
-    assert len(problem_block) == len(PROBLEM_FEATURES) and len(interaction_block) == len(INTERACTION_FEATURES)
-    return problem_block + interaction_block
 
 
 def feature_program(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> Program:
@@ -312,28 +349,7 @@ def feature_program(variant: Variant, dtype: Dtype, hw: HardwareFacts) -> Progra
 _PROGRAMS: dict[tuple, Program] = {}
 
 
-PROBLEM_VALUES: tuple[str, ...] = (
-    "N",
-    "G",
-    "C",
-    "K",
-    "Di",
-    "Hi",
-    "Wi",
-    "Z",
-    "Y",
-    "X",
-    "stride_d",
-    "stride_h",
-    "stride_w",
-    "pad_d",
-    "pad_h",
-    "pad_w",
-    "dil_d",
-    "dil_h",
-    "dil_w",
-    "k_batch",
-)
+PROBLEM_VALUES: tuple[str, ...] = PROBLEM_FIELDS
 """The problem quantities the features read."""
 
 

@@ -12,9 +12,10 @@ is the weighted mean of the picks' efficiencies. Two questions are asked of it:
   highest value.
 
 The CP-SAT model has a literal x[c] per item and, per problem, a chain of prefix literals (see
-:class:`_Model`) whose telescoping sum is exactly the value of the first chosen item of the
-order: the selector's value, not an optimistic "best item in the set". Each coverage clause is
-stated once, however many problems share it.
+:class:`~ckspace.planning.plan_model.PlanModel`, apart because it is how CP-SAT is told, not what
+is asked) whose telescoping sum is exactly the value of the first chosen item of the order: the
+selector's value, not an optimistic "best item in the set". Each coverage clause is stated once,
+however many problems share it.
 
 Large workloads stay tractable by *pruning*: the model keeps only each problem's first ``top``
 items of its order. The pick is still exact when S meets them (nothing pruned comes before them);
@@ -30,11 +31,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
-from ortools.sat.python import cp_model
 
-from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+from ckspace.core.errors import InvalidInputError, NoKernelError
+from ckspace.planning.plan_model import PlanModel
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +170,28 @@ def solve_plan(
     """The plan for ``instance``: exactly one of ``budget`` (at most that many items) and
     ``min_efficiency`` (a fraction in (0, 1]). ``top`` prunes each problem's order (see the module
     docstring); coverage always holds over every item that can run a problem."""
+    _check_question(budget, min_efficiency, time_limit, seed)
+    started = time.perf_counter()
+    solving: _Solving = {"time_limit": time_limit, "workers": workers, "seed": seed}
+    build = PlanModel(instance, top)
+    if budget is not None:
+        chosen, status, gap = _best_within(build, instance, budget, top, solving)
+    else:
+        assert min_efficiency is not None
+        chosen, status, gap = _smallest_reaching(build, instance, min_efficiency, top, solving)
+    return _result(instance, chosen, status, gap, top, time_limit, started)
+
+
+class _Solving(TypedDict):
+    """How each solve of one plan runs: :meth:`PlanModel.solve`'s and :func:`minimum_cover`'s."""
+
+    time_limit: float
+    workers: int
+    seed: int
+
+
+def _check_question(budget: int | None, min_efficiency: float | None, time_limit: float, seed: int) -> None:
+    """Refuse a question the solver cannot be asked, before any model is built."""
     if (budget is None) == (min_efficiency is None):
         raise InvalidInputError("give exactly one of a budget and a minimum efficiency")
     if budget is not None and (
@@ -185,54 +209,81 @@ def solve_plan(
         )
     if min_efficiency is not None and not 0.0 < min_efficiency <= 1.0:
         raise InvalidInputError(f"the minimum efficiency must be in (0, 1], not {min_efficiency!r}")
-    started = time.perf_counter()
-    build = _Model(instance, top)
-    if budget is not None:
-        build.model.add(build.size <= budget)
-        cover = greedy_cover(instance)
-        start = None
-        if len(cover) <= budget:  # a feasible start: a hard instance still answers within the time limit
-            build.hint(set(cover))
-            start = (
-                tuple(sorted(cover)),
-                instance.model_value(cover, top),
-                instance.model_value(np.arange(instance.items), top),
-            )  # every item: a bound
-        first = build.solve(
-            build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed, start=start
+
+
+def _best_within(
+    build: PlanModel, instance: PlanInstance, budget: int, top: int | None, solving: _Solving
+) -> tuple[tuple[int, ...], str, float]:
+    """``budget=K``: the highest value of at most K items, then (when proven) the smallest set of
+    that value; the chosen set, its status and gap. Starts from the greedy cover when it fits."""
+    build.model.add(build.size <= budget)
+    start = _greedy_start(build, instance, budget, top)
+    first = build.solve(build.objective, maximize=True, start=start, **solving)
+    if first is None:
+        cover, lower = minimum_cover(instance, **solving)
+        smallest = f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
+        raise PlanInfeasibleError(
+            f"no set of {budget} kernel(s) runs every problem some candidate can run "
+            f"(the smallest such set has {smallest})"
         )
-        if first is None:
-            cover, lower = minimum_cover(instance, time_limit, workers, seed)
-            smallest = (
-                f"{len(cover)}" if lower == len(cover) else f"{lower} to {len(cover)}, not proven in the time limit"
-            )
-            raise PlanInfeasibleError(
-                f"no set of {budget} kernel(s) runs every problem some candidate can run "
-                f"(the smallest such set has {smallest})"
-            )
-        status, value, bound = first
-        gap = relative_gap(value, bound)
-        if status == "optimal":  # then the smallest set of that value (starting from this one)
-            build.model.add(build.objective >= value)
-            build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
-        chosen = build.chosen()
-    else:
-        target = int(np.ceil(min_efficiency * SCALE - 1e-6))
-        build.model.add(build.objective >= target)
-        first = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
-        if first is None:
-            best = instance.value_of(np.arange(instance.items))
-            raise PlanInfeasibleError(
-                f"no kernel set reaches {100 * min_efficiency:.2f} % predicted efficiency"
-                f"{' within the kept candidates' if top is not None else ''}; every "
-                f"candidate together reaches {100 * best:.2f} %"
-            )
-        status, size, bound = first
-        gap = relative_gap(size, bound)
-        if status == "optimal":  # then the best value at that size (starting from this set)
-            build.model.add(build.size <= size)
-            build.solve(build.objective, maximize=True, time_limit=time_limit, workers=workers, seed=seed)
-        chosen = build.chosen()
+    status, value, bound = first
+    gap = relative_gap(value, bound)
+    if status == "optimal":  # then the smallest set of that value (starting from this one)
+        build.model.add(build.objective >= value)
+        build.solve(build.size, maximize=False, **solving)
+    return build.chosen(), status, gap
+
+
+def _greedy_start(
+    build: PlanModel, instance: PlanInstance, budget: int, top: int | None
+) -> tuple[tuple[int, ...], int, int] | None:
+    """The greedy cover, hinted to ``build``, with its model value and a bound (that of every item),
+    when it fits the budget: a feasible start, so a hard instance still answers within the time
+    limit. None when it does not fit."""
+    cover = greedy_cover(instance)
+    if len(cover) > budget:
+        return None
+    build.hint(set(cover))
+    return (
+        tuple(sorted(cover)),
+        instance.model_value(cover, top),
+        instance.model_value(np.arange(instance.items), top),
+    )  # every item: a bound
+
+
+def _smallest_reaching(
+    build: PlanModel, instance: PlanInstance, min_efficiency: float, top: int | None, solving: _Solving
+) -> tuple[tuple[int, ...], str, float]:
+    """``min_efficiency=E``: the fewest items reaching E, then (when proven) the best value at that
+    size; the chosen set, its status and gap."""
+    target = int(np.ceil(min_efficiency * SCALE - 1e-6))
+    build.model.add(build.objective >= target)
+    first = build.solve(build.size, maximize=False, **solving)
+    if first is None:
+        best = instance.value_of(np.arange(instance.items))
+        raise PlanInfeasibleError(
+            f"no kernel set reaches {100 * min_efficiency:.2f} % predicted efficiency"
+            f"{' within the kept candidates' if top is not None else ''}; every "
+            f"candidate together reaches {100 * best:.2f} %"
+        )
+    status, size, bound = first
+    gap = relative_gap(size, bound)
+    if status == "optimal":  # then the best value at that size (starting from this set)
+        build.model.add(build.size <= size)
+        build.solve(build.objective, maximize=True, **solving)
+    return build.chosen(), status, gap
+
+
+def _result(
+    instance: PlanInstance,
+    chosen: tuple[int, ...],
+    status: str,
+    gap: float,
+    top: int | None,
+    time_limit: float,
+    started: float,
+) -> PlanResult:
+    """The :class:`PlanResult` of ``chosen``, logged."""
     model_value = float(instance.model_value(chosen, top))
     seconds = time.perf_counter() - started
     log.info(
@@ -260,42 +311,6 @@ BUDGET_MAX = 2**31 - 1
 """The largest budget asked of the solver (a larger one means the same: every candidate is allowed)."""
 TIME_LIMIT_MAX = 1e9
 """The largest deterministic time limit (about 30 years: a larger one is no limit at all)."""
-
-
-def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
-    """``solver.solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
-    SIGINT handling is off (``catch_sigint_signal``: it turned Ctrl-C into an early "time limit"
-    answer, and could deadlock in its handler), the search runs on a thread that blocks those
-    signals, and the calling (main) thread waits for it interruptibly. Whatever the handler raises
-    there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once
-    (``stop_search``) and propagates."""
-    import signal
-    import threading
-
-    solver.parameters.catch_sigint_signal = False
-    outcome: list = []
-
-    def search() -> None:
-        try:  # the solver's own threads inherit this mask: every signal goes to the waiting thread
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-            outcome.append(solver.solve(model))
-        except BaseException as exc:
-            outcome.append(exc)
-
-    if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
-        return solver.solve(model)
-    worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
-    try:  # start() inside: a signal's handler may run before start() returns, with the search begun
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
-    except BaseException:
-        solver.stop_search()
-        worker.join(5.0)
-        raise
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return outcome[0]
 
 
 def relative_gap(found: int, bound: int) -> float:
@@ -327,117 +342,7 @@ def minimum_cover(
 ) -> tuple[tuple[int, ...], int]:
     """The smallest set found that runs every problem some item can run, and the proven lower bound
     on the size of such a set (its size, when the solver proves it within the time limit)."""
-    build = _Model(instance, 0)
+    build = PlanModel(instance, 0)
     answer = build.solve(build.size, maximize=False, time_limit=time_limit, workers=workers, seed=seed)
     assert answer is not None, "every item together runs every runnable problem"
     return build.chosen(), answer[2]
-
-
-class _Model:
-    """The CP-SAT model of a (possibly pruned) instance, kept so a second objective can follow.
-
-    Per problem with kept order c_1..c_T, z_i = x[c_1] or ... or x[c_i] (three clauses each, a
-    chain), and the pick's value telescopes: q_floor + sum_i z_i * (q_i - q_(i+1)) with
-    q_(T+1) = q_floor, where q_floor is the problem's floor (:meth:`PlanInstance.model_terms`; coverage
-    guarantees a pick). The clauses are exact whatever the signs, and their linear relaxation is
-    the tight one of facility location."""
-
-    def __init__(self, instance: PlanInstance, top: int | None) -> None:
-        self.model = cp_model.CpModel()
-        self.x = [self.model.new_bool_var(f"x{c}") for c in range(instance.items)]
-        self.size = sum(self.x)
-        clauses = sorted({tuple(sorted(o.tolist())) for o in instance.order if o.size})
-        for clause in clauses:
-            self.model.add_bool_or([self.x[c] for c in clause])
-        terms = []
-        constant = 0
-        self.chains: list[list[tuple[int, object]]] = []  # per problem: (item, its prefix literal or None)
-        for p, (order, q, floor) in enumerate(zip(*instance.model_terms(top), strict=True)):
-            constant += floor
-            previous = None
-            chain: list[tuple[int, object]] = []
-            self.chains.append(chain)
-            for i, c in enumerate(order.tolist()):
-                step = int(q[i]) - (int(q[i + 1]) if i + 1 < order.size else floor)
-                z = self.x[c] if previous is None else self.model.new_bool_var(f"z{p}_{i}")
-                chain.append((c, None if previous is None else z))
-                if previous is not None:
-                    self.model.add_implication(previous, z)
-                    self.model.add_implication(self.x[c], z)
-                    self.model.add_bool_or([z.negated(), previous, self.x[c]])
-                if step:
-                    terms.append(step * z)
-                previous = z
-        self.objective = sum(terms) + constant if terms else constant
-        self.solver: cp_model.CpSolver | None = None
-        self.start: tuple[int, ...] | None = None  # the answer when the search found none
-
-    def hint(self, chosen: set[int]) -> None:
-        """Hint the set ``chosen`` to the solver, every literal of it: the items and each problem's
-        prefix literals (a partial hint, the items alone, is ignored by a one-worker search)."""
-        self.model.clear_hints()
-        for c, var in enumerate(self.x):
-            self.model.add_hint(var, c in chosen)
-        for chain in self.chains:
-            reached = False
-            for c, z in chain:
-                reached = reached or c in chosen
-                if z is not None:  # the first item's prefix is its own literal
-                    self.model.add_hint(z, reached)
-
-    def solve(
-        self,
-        objective,
-        *,
-        maximize: bool,
-        time_limit: float,
-        workers: int,
-        seed: int,
-        start: tuple[tuple[int, ...], int, int] | None = None,
-    ) -> tuple[str, int, int] | None:
-        """(status, objective value, best bound), or None when infeasible. ``start``: a feasible
-        set, its objective value and a bound on the objective, the answer (``feasible``) when the
-        search finds no set within the time limit (the solver's own bound is then not reported)."""
-        if maximize:
-            self.model.maximize(objective)
-        else:
-            self.model.minimize(objective)
-        if self.solver is not None:  # start from the previous answer
-            self.model.clear_hints()
-            for var in self.x:
-                self.model.add_hint(var, self.solver.value(var))
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = workers
-        solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = time_limit
-        solver.parameters.linearization_level = 2  # the clauses in the LP: proves 300-problem plans in seconds
-        log.info(
-            "plan: solving (%d items, %s the objective, %g deterministic s at most)",
-            len(self.x),
-            "maximising" if maximize else "minimising",
-            time_limit,
-        )
-        status = solve_interruptibly(solver, self.model)
-        if status == cp_model.INFEASIBLE:
-            return None
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) and start is not None:
-            log.info("plan: no set found within the time limit; answering with the greedy cover")
-            self.solver, self.start = None, start[0]
-            return "feasible", start[1], start[2]
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise CkspaceError(
-                f"the plan solver found no kernel set within its time limit ({time_limit:g} "
-                "deterministic seconds): raise --time-limit or prune harder (--top)"
-            )
-        self.solver = solver
-        return (
-            "optimal" if status == cp_model.OPTIMAL else "feasible",
-            int(round(solver.objective_value)),
-            int(round(solver.best_objective_bound)),
-        )
-
-    def chosen(self) -> tuple[int, ...]:
-        if self.solver is None and self.start is not None:
-            return self.start
-        assert self.solver is not None
-        return tuple(c for c, var in enumerate(self.x) if self.solver.value(var))

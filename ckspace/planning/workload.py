@@ -33,7 +33,7 @@ import numpy as np
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.inputs import read_input_text
-from ckspace.core.problem import ConvProblem
+from ckspace.core.problem import SIZE_FIELDS, ConvProblem
 from ckspace.core.vocab import ScoreSource, Variant
 from ckspace.planning.plan import PlanInstance, shown_tflops
 from ckspace.select.candidates import Candidate
@@ -41,27 +41,7 @@ from ckspace.select.selector import Selector
 
 log = logging.getLogger(__name__)
 
-_KEYS = (
-    "N",
-    "G",
-    "C",
-    "K",
-    "Di",
-    "Hi",
-    "Wi",
-    "Z",
-    "Y",
-    "X",
-    "stride_d",
-    "stride_h",
-    "stride_w",
-    "pad_d",
-    "pad_h",
-    "pad_w",
-    "dil_d",
-    "dil_h",
-    "dil_w",
-)
+_KEYS = SIZE_FIELDS
 _REQUIRED = ("N", "C", "K", "Wi", "X")
 _DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
 

@@ -11,6 +11,7 @@ devices and the sweep that plans and writes are :mod:`ckspace.run.sweep`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -155,10 +156,8 @@ def _signal_text(code: int | None) -> str:
 def _kill(proc: subprocess.Popen) -> None:
     """End the worker and anything it started (its own session)."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     proc.wait()
 
 
@@ -177,7 +176,5 @@ def kill_all() -> None:
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for proc in procs:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass

@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ckspace import __version__
-from ckspace.build.builder import hip_build_of
+from ckspace.build.report import hip_build_of
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.measurement import config_cells, problem_cells

@@ -12,6 +12,7 @@ planning live in :mod:`ckspace.training` and :mod:`ckspace.planning`; features i
 :mod:`ckspace.features`.
 """
 
-from ckspace.select.selector import Selection, Selector
+from ckspace.select.selection import Selection
+from ckspace.select.selector import Selector
 
 __all__ = ["Selection", "Selector"]

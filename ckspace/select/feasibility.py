@@ -21,10 +21,7 @@ from ckspace.select.candidates import CandidateSet
 
 
 def _masks(
-    rules: Sequence[ProblemRule],
-    values: dict[str, int],
-    cols: dict[str, np.ndarray],
-    size: int,
+    rules: Sequence[ProblemRule], values: dict[str, int], cols: dict[str, np.ndarray], size: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(passes every non-vector check, passes every vector-alignment check) per row."""
     other, vector = np.ones(size, dtype=bool), np.ones(size, dtype=bool)
@@ -62,10 +59,7 @@ def feasible(problem: ConvProblem, prepared: CandidateSet, variant: Variant, dty
 
 
 def runnable(
-    problem: ConvProblem,
-    prepared: CandidateSet,
-    variant: Variant,
-    dtype: Dtype,
+    problem: ConvProblem, prepared: CandidateSet, variant: Variant, dtype: Dtype
 ) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the candidates that run ``problem`` as they are; for candidates that fail
     only on vector alignment, pairs (candidate, index of the variant that replaces it))."""

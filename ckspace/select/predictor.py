@@ -23,10 +23,7 @@ class FastPredictor:
     """Raw-score prediction of one booster for C-contiguous float64 matrices."""
 
     def __init__(self, booster: Any, num_threads: int = 1) -> None:
-        from lightgbm.basic import (  # the library handle lightgbm itself calls
-            _LIB,
-            _c_str,
-        )
+        from lightgbm.basic import _LIB, _c_str  # the library handle lightgbm itself calls
 
         self.booster = booster  # keeps the handle alive
         self._lib = _LIB

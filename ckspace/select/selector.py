@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,14 +55,8 @@ from ckspace.select.candidates import Candidate, CandidateSet, Rows, Support
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
 from ckspace.select.predictor import FastPredictor
 from ckspace.select.scoring import Scored, vector_rule
-from ckspace.select.store import (
-    RANKER_FILE,
-    TFLOPS_FILE,
-    ModelCard,
-    load_model,
-    model_texts,
-    shipped_model_dir,
-)
+from ckspace.select.selection import Ranked, Selection
+from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, ModelCard, load_model, model_texts, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
 
 log = logging.getLogger(__name__)
@@ -78,49 +71,6 @@ scores with a model, or ``auto`` (compiled when it can be)."""
 class SelectorError(InvalidInputError):
     """Bad input to the selector: no candidates, a candidate of another cell, a bad ``k``, a
     model of another cell (a ``ValueError`` too)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ranked:
-    """One ranked kernel: ``name`` is the kernel to run; ``family`` the candidate it stands for when
-    it is that candidate's vector-width variant (else None); ``score`` what the list is ordered by
-    (the ranker's raw score, or the analytical log2 TFLOPS).
-
-    ``predicted_tflops`` agrees with the order: the regressor's estimate, capped at the estimate
-    shown for the kernel ranked above, so a later kernel never shows a higher number (the ranker
-    and the regressor are separate models and disagree on close calls). The pick's number is the
-    regressor's own estimate, as the C dispatcher returns it. A plain dataclass: built per select
-    call, where a pydantic model's construction alone cost ~5 us."""
-
-    name: str
-    family: str | None
-    score: float
-    predicted_tflops: float
-    config: GemmConfig
-    """The kernel itself (``name`` is its own name)."""
-    source: str = "model"
-    """Where the estimate comes from: ``model`` (the trained model, a kernel and problem inside its
-    training domain), ``model, extrapolated: <reason>`` (outside it: the model's estimate of the
-    nearest kernel it saw, scaled by the analytical model, :mod:`ckspace.select.support`) or
-    ``analytical`` (no model for the cell: :mod:`ckspace.features.performance`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """The answer: the kernel to run, the top candidates, and how many could run the problem."""
-
-    pick: str
-    family: str | None
-    top: list[Ranked]
-    source: ScoreSource  # what the cell has; each row says its own (Ranked.source)
-    feasible: int
-    fallbacks: int
-    candidates: int
-
-    @property
-    def pick_source(self) -> str:
-        """The pick's own source (``model``, ``model, extrapolated: ...`` or ``analytical``)."""
-        return self.top[0].source
 
 
 class Selector:
@@ -178,8 +128,8 @@ class Selector:
 
         ``engine``: ``compiled`` runs the trees compiled to C (:mod:`ckspace.select.compiled`;
         built once per model with the host C compiler, cached), ``lightgbm`` calls LightGBM's C API,
-        ``auto`` (default) compiles when a C compiler is there and the cache can keep the result. Both give the same scores; the
-        compiled trees answer ~7x faster for a few dozen candidates.
+        ``auto`` (default) compiles when a C compiler is there and the cache can keep the result.
+        Both give the same scores; the compiled trees answer ~7x faster for a few dozen candidates.
 
         One prediction thread by default: for a few dozen rows a second OpenMP thread saves
         ~0.07 ms on an idle machine, but costs over 10 ms per call when the cores are busy (as they
@@ -371,8 +321,9 @@ class Selector:
         dispatcher share: the model's score for a kernel inside its domain; for one outside it,
         the model's score of its sibling plus the analytical model's log2 ratio of the two times
         the model's score scale (:mod:`ckspace.select.support`); without a model, the analytical
-        log2 TFLOPS. ``support``: the rows against the domain (:class:`~ckspace.select.candidates.Support`; worked out here
-        when not given, as a candidate set keeps it for its rows)."""
+        log2 TFLOPS. ``support``: the rows against the domain
+        (:class:`~ckspace.select.candidates.Support`; worked out here when not given, as a candidate
+        set keeps it for its rows)."""
         matrix = self.feature_matrix(problem, table)
         if self._rank is None:
             return Scored(

@@ -40,8 +40,9 @@ NUMERIC_FIELDS: tuple[str, ...] = ("tile_m", "tile_n", "tile_k", "wave_m", "wave
 NOT_THE_KERNEL: tuple[str, ...] = ("tagged", "layout")
 """Fields that do not change the kernel's code (the rule set's dtype tag; the layout string of the
 name), so not its domain."""
-CATEGORICAL_FIELDS: tuple[str, ...] = ("ndim",) + tuple(
-    f for f in GEMM_FIELD_NAMES if f not in NUMERIC_FIELDS and f not in NOT_THE_KERNEL
+CATEGORICAL_FIELDS: tuple[str, ...] = (
+    "ndim",
+    *(f for f in GEMM_FIELD_NAMES if f not in NUMERIC_FIELDS and f not in NOT_THE_KERNEL),
 )
 """Config fields whose seen values are the domain: pipeline, scheduler, epilogue, specialisation,
 vector widths, warp tiles, flags, ..."""

@@ -11,9 +11,9 @@ filters, problem checks and what the CK headers in use cannot compile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -21,17 +21,14 @@ from ckspace.constraints.model import PROPOSALS, CellModel
 from ckspace.constraints.render import why
 from ckspace.core.cells import Cell, Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
-from ckspace.core.fields import (
-    DEPTHWISE_FIELDS,
-    GEMM_FIELD_NAMES,
-    decode,
-    parse_depthwise_field,
-    parse_field,
-    plain,
-)
+from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, parse_depthwise_field, parse_field, plain
 from ckspace.core.naming import depthwise_name, gemm_name
 from ckspace.core.tables import shape_key
 from ckspace.core.vocab import Dtype, RuleKind, Variant, parse_ndim
+
+if TYPE_CHECKING:
+    from ckspace.core.cells import CellProposals
+    from ckspace.core.config import KernelConfig
 
 Verdict = Literal["member", "not_proposed", "invalid"]
 VERDICTS: tuple[str, ...] = ("member", "not_proposed", "invalid")
@@ -200,6 +197,58 @@ class PartialQuery:
         )
 
 
+class ExplainedSpace(Protocol):
+    """What :func:`explain_targets` reads of a :class:`~ckspace.space.space.Space` (which imports
+    this module, so this one names only what it uses)."""
+
+    requests: tuple[Request, ...]
+
+    def proposals(self, request: Request) -> dict[Cell, CellProposals]: ...
+
+    def configs_from_name(self, name: str, *, fields: Mapping[str, object] | None = None) -> list[KernelConfig]: ...
+
+    def placements(self, config: KernelConfig) -> Iterator[tuple[Request, Cell, dict[str, int]]]: ...
+
+
+def explain_targets(
+    space: ExplainedSpace, item: KernelConfig | str | Mapping[str, object], fields: Mapping[str, object] | None = None
+) -> tuple[list[tuple[Request, Cell, dict[str, int], bool]], dict[str, Any]]:
+    """What :meth:`Space.explain <ckspace.space.space.Space.explain>` asks each cell's model: every
+    (request, cell, encoded values, depthwise) of ``space`` that ``item`` (a config, a kernel name or
+    a partial config) concerns, and the query as the explanation reports it. ``fields``: a kernel
+    name's parsed fields. :class:`~ckspace.core.errors.CkspaceError` when no cell is concerned."""
+    from ckspace.core.config import DepthwiseConfig, GemmConfig
+
+    if isinstance(item, Mapping):
+        partial = PartialQuery.parse(item)
+        query = {k: plain(v) for k, v in item.items()}
+        targets = [
+            (request, cell, partial.values, partial.depthwise)
+            for request in space.requests
+            for cell in request.cells
+            if partial.matches(cell) and (not partial.depthwise or space.proposals(request)[cell].depthwise)
+        ]
+        if not targets:
+            raise CkspaceError(f"the query {query} matches no cell of {space!r}")
+        return targets, query
+    if isinstance(item, str):
+        configs, query = space.configs_from_name(item, fields=fields), {"name": item.strip()}
+    elif isinstance(item, (GemmConfig, DepthwiseConfig)):
+        configs, query = [item], {"name": item.name, "arch": item.arch}
+    else:
+        raise CkspaceError(
+            f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}"
+        )
+    targets = [
+        (request, cell, values, isinstance(config, DepthwiseConfig))
+        for config in configs
+        for request, cell, values in space.placements(config)
+    ]
+    if not targets:
+        raise CkspaceError(f"{query['name']} belongs to no cell of {space!r}")
+    return targets, query
+
+
 def explain_cell(
     model: CellModel,
     request: Request,
@@ -213,34 +262,53 @@ def explain_cell(
     ``values``, or their number as ``valid_rows(values)`` counts it where the rows are never listed)
     or a minimal correction set of ``model``'s constraints with the offending values; when the rule
     set is blamed, the closest of ``valid_rows`` (kernels of the space) are offered. (A rule set
-    without rows to list, ``open``, has no proposal table to blame.)"""
+    without rows to list, ``open``, has no proposal table to blame.) Three steps: membership
+    (:func:`_completions`), the correction (:func:`_correction`), then its blame (:func:`_blame`)."""
+    base = _cell_fields(request, cell, depthwise)
+    completions = _completions(model, values, depthwise, valid_rows)
+    if completions is not None:
+        return CellExplanation(**base, valid=True, verdict="member", completions=completions, blame=[], closest=[])
+    off, witness = _correction(model, request, cell, values)
+    blame, closest = _blame(model, request, cell, values, depthwise, off, witness, valid_rows)
+    verdict = "not_proposed" if list(off) == [PROPOSALS] else "invalid"
+    return CellExplanation(**base, valid=False, verdict=verdict, completions=0, blame=blame, closest=closest)
+
+
+def _cell_fields(request: Request, cell: Cell, depthwise: bool) -> dict[str, Any]:
+    """The fields of a :class:`CellExplanation` that say which cell answers."""
+    return {
+        "arch": request.arch,
+        "variant": cell.variant.value,
+        "ndim": cell.ndim,
+        "dtype": cell.dtype.value,
+        "rule_set": request.rule_set,
+        "rules_revision": request.rules_revision,
+        "config_kind": "depthwise" if depthwise else "gemm",
+    }
+
+
+def _completions(
+    model: CellModel,
+    values: dict[str, int],
+    depthwise: bool,
+    valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int],
+) -> int | None:
+    """How many valid kernels agree with ``values``, or None when none does."""
     fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
-
-    def render(row: tuple[int, ...]) -> str:
-        if depthwise:
-            return depthwise_name(cell.dtype, cell.ndim, row)
-        return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
-
     fixed = [(fields.index(f), v) for f, v in values.items()]
-    base = dict(
-        arch=request.arch,
-        variant=cell.variant.value,
-        ndim=cell.ndim,
-        dtype=cell.dtype.value,
-        rule_set=request.rule_set,
-        rules_revision=request.rules_revision,
-        config_kind="depthwise" if depthwise else "gemm",
-    )
     if callable(valid_rows):  # no listing (open): the solver decides
-        if model.feasible(values):
-            return CellExplanation(
-                **base, valid=True, verdict="member", completions=valid_rows(values), blame=[], closest=[]
-            )
-    else:  # the cell's valid kernels are listed: a matching row answers without a solve (the CK rules make
-        # the cell's model slow to decide: ~0.1 s where the rows take microseconds); the same rules decide both
-        completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
-        if completions:
-            return CellExplanation(**base, valid=True, verdict="member", completions=completions, blame=[], closest=[])
+        return valid_rows(values) if model.feasible(values) else None
+    # the cell's valid kernels are listed: a matching row answers without a solve (the CK rules make
+    # the cell's model slow to decide: ~0.1 s where the rows take microseconds); the same rules decide both
+    completions = sum(all(row[i] == v for i, v in fixed) for row in valid_rows)
+    return completions or None
+
+
+def _correction(
+    model: CellModel, request: Request, cell: Cell, values: dict[str, int]
+) -> tuple[list[str], dict[str, int]]:
+    """The constraints a non-member breaks (a minimal correction set) and the witness values that
+    satisfy the rest; an error when a value is out of domain or the listing and model disagree."""
     correction = model.minimal_correction(values)
     if correction is None:
         bounds = ", ".join(f"{f} in [{lo}, {hi}]" for f, (lo, hi) in model.bounds.items() if f in values)
@@ -251,6 +319,28 @@ def explain_cell(
             f"internal error: no listed kernel of {request.arch} {cell.label()} matches {values}, "
             "but its CP-SAT model admits one; please report it"
         )
+    return off, witness
+
+
+def _blame(
+    model: CellModel,
+    request: Request,
+    cell: Cell,
+    values: dict[str, int],
+    depthwise: bool,
+    off: Sequence[str],
+    witness: dict[str, int],
+    valid_rows: Sequence[tuple[int, ...]] | Callable[[dict[str, int]], int],
+) -> tuple[list[Blame], list[str]]:
+    """Each broken constraint in words with its offending values, and (when the rule set is blamed)
+    the closest kernels of the space."""
+    fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
+
+    def render(row: tuple[int, ...]) -> str:
+        if depthwise:
+            return depthwise_name(cell.dtype, cell.ndim, row)
+        return gemm_name(cell.variant, cell.dtype, cell.ndim, row)
+
     blame = []
     closest: list[str] = []
     for name in off:
@@ -279,5 +369,4 @@ def explain_cell(
                 detail=why(rule.expr, witness),
             )
         )
-    verdict = "not_proposed" if list(off) == [PROPOSALS] else "invalid"
-    return CellExplanation(**base, valid=False, verdict=verdict, completions=0, blame=blame, closest=closest)
+    return blame, closest

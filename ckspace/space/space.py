@@ -17,12 +17,7 @@ from typing import TYPE_CHECKING
 
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, Request
-from ckspace.core.errors import (
-    CkspaceError,
-    InvalidChoiceError,
-    InvalidInputError,
-    KernelNameError,
-)
+from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
 from ckspace.core.target import AUTO, Target, resolve_target
@@ -163,10 +158,7 @@ class Space:
         listing)."""
         gemm, depthwise = list(self.filters), list(self.filters)
         if self.problem is not None:
-            from ckspace.constraints.problem_rules import (
-                depthwise_problem_rules,
-                gemm_problem_rules,
-            )
+            from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
 
             gemm += gemm_problem_rules(self.problem, cell.variant, cell.ndim, cell.dtype)
             depthwise += depthwise_problem_rules(self.problem)
@@ -285,43 +277,9 @@ class Space:
         (with the number of valid completions) or a minimal set of named constraints that
         exclude it, with the offending values. See :mod:`ckspace.space.explain`. ``fields``: a
         kernel name's parsed fields, as for :meth:`configs_from_name`."""
-        from ckspace.core.config import DepthwiseConfig, GemmConfig
-        from ckspace.core.fields import plain
-        from ckspace.space.explain import (
-            Explanation,
-            PartialQuery,
-            explain_cell,
-            overall_verdict,
-        )
+        from ckspace.space.explain import Explanation, explain_cell, explain_targets, overall_verdict
 
-        targets: list[tuple[Request, Cell, dict[str, int], bool]] = []
-        if isinstance(item, Mapping):
-            partial = PartialQuery.parse(item)
-            query = {k: plain(v) for k, v in item.items()}
-            targets = [
-                (request, cell, partial.values, partial.depthwise)
-                for request in self.requests
-                for cell in request.cells
-                if partial.matches(cell) and (not partial.depthwise or self.proposals(request)[cell].depthwise)
-            ]
-            if not targets:
-                raise CkspaceError(f"the query {query} matches no cell of {self!r}")
-        else:
-            if isinstance(item, str):
-                configs, query = self.configs_from_name(item, fields=fields), {"name": item.strip()}
-            elif isinstance(item, (GemmConfig, DepthwiseConfig)):
-                configs, query = [item], {"name": item.name, "arch": item.arch}
-            else:
-                raise CkspaceError(
-                    f"explain takes a config, a kernel name or a dict of field values, not {type(item).__name__}"
-                )
-            targets = [
-                (request, cell, values, isinstance(config, DepthwiseConfig))
-                for config in configs
-                for request, cell, values in self.placements(config)
-            ]
-            if not targets:
-                raise CkspaceError(f"{query['name']} belongs to no cell of {self!r}")
+        targets, query = explain_targets(self, item, fields)
         cells = [
             explain_cell(
                 self.cell_model(request, cell, depthwise),
@@ -364,33 +322,9 @@ class Space:
         """The valid kernel that maximises (or minimises) an integer expression over fields, e.g.
         ``tile_m * tile_n - 2 * tile_k``, found by CP-SAT in each cell's model, with the proof
         status (``OPTIMAL`` when every cell was solved to optimality)."""
-        from ckspace.constraints.where import parse_objective
-        from ckspace.core.config import GemmConfig
-        from ckspace.space.optimum import Optimum
+        from ckspace.space.optimum import best_kernel
 
-        expr = parse_objective(objective)
-        best: tuple[int, GemmConfig] | None = None
-        statuses = set()
-        for request in self.requests:
-            for cell in request.cells:
-                status, value, values = self.cell_model(request, cell, depthwise=False).optimize(expr, maximize)
-                statuses.add(status)
-                if value is None:
-                    continue
-                config = GemmConfig.from_row(
-                    request.arch, cell.variant, cell.ndim, cell.dtype, tuple(values[f] for f in GEMM_FIELD_NAMES)
-                )
-                if best is None or (value > best[0] if maximize else value < best[0]):
-                    best = (value, config)
-        proven = statuses <= {"OPTIMAL", "INFEASIBLE"}
-        status = ("OPTIMAL" if proven else "FEASIBLE") if best else ("INFEASIBLE" if proven else "UNKNOWN")
-        return Optimum(
-            objective=objective,
-            maximize=maximize,
-            status=status,
-            value=best[0] if best else None,
-            config=best[1] if best else None,
-        )
+        return best_kernel(self.requests, self.cell_model, objective, maximize)
 
     def violated_rules(self, config: KernelConfig) -> list[str]:
         """Names of the validity rules ``config`` breaks in its cell, in check order (proposal

@@ -22,13 +22,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.boosters import OBJECTIVES, design, fit, problem_features, thread_count
 from ckspace.training.dataset import Measurements
-from ckspace.training.metrics import (
-    Scores,
-    per_problem_efficiency,
-    random_expectation,
-    summarize,
-    tflops_error,
-)
+from ckspace.training.metrics import Scores, per_problem_efficiency, random_expectation, summarize, tflops_error
 from ckspace.training.plan_evaluation import PLANS, BudgetResult, fold_plans, measured_efficiency, summarize_plans
 
 log = logging.getLogger(__name__)

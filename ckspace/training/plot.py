@@ -54,10 +54,10 @@ def write_plan_plot(cv: CrossValidation, path: Path, title: str) -> None:
         "random": "random",
     }
     series = {
-        "plan_oracle": ("(a) best measured kernel in the set", dict(linestyle="-", marker="o")),
+        "plan_oracle": ("(a) best measured kernel in the set", {"linestyle": "-", "marker": "o"}),
         "plan_selector": (
             "(b) the selector's pick in the set",
-            dict(linestyle="--", marker="s", markerfacecolor="none"),
+            {"linestyle": "--", "marker": "s", "markerfacecolor": "none"},
         ),
     }
     for color, name in enumerate(labels):

@@ -32,11 +32,7 @@ from ckspace.core.errors import InvalidInputError
 from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
-from ckspace.verify.reference import (
-    check_operands,
-    operand_shapes,
-    spatial_letters,
-)
+from ckspace.verify.reference import check_operands, operand_shapes, spatial_letters
 
 log = logging.getLogger(__name__)
 

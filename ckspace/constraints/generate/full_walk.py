@@ -16,15 +16,7 @@ from typing import Any
 from ckspace.constraints.generate.tile_math import structural_pairs, vec_gate, warp_tile_k
 from ckspace.core.arch import Triple, arch_facts, element_size
 from ckspace.core.cells import Cell
-from ckspace.core.fields import (
-    DEPTHWISE_DEFAULTS,
-    DEPTHWISE_FIELDS,
-    FIELD_INDEX,
-    Row,
-    default_row,
-    encode,
-    make_row,
-)
+from ckspace.core.fields import DEPTHWISE_DEFAULTS, DEPTHWISE_FIELDS, FIELD_INDEX, Row, default_row, encode, make_row
 from ckspace.core.tables import shape_key, table
 from ckspace.core.vocab import Dtype, Variant
 

@@ -22,9 +22,7 @@ class DefaultRuleSet(RuleSet):
     tags_dtype = False
 
     def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.default_list import (
-            proposals,  # deferred: see generate/
-        )
+        from ckspace.constraints.generate.default_list import proposals  # deferred: see generate/
 
         applies = (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH)  # upstream: trait check + arch check
         return {cell: CellProposals(proposals(cell.variant), applies) for cell in request.cells}

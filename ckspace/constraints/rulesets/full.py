@@ -20,10 +20,7 @@ class FullRuleSet(RuleSet):
     summary = "upstream's rule-derived space: curated tiles x waves x vectors x pipelines x features"
 
     def propose(self, request: Request, base: Mapping[Cell, CellResult] | None = None) -> dict[Cell, CellProposals]:
-        from ckspace.constraints.generate.full_walk import (  # deferred
-            cell_candidates,
-            depthwise_rows,
-        )
+        from ckspace.constraints.generate.full_walk import cell_candidates, depthwise_rows  # deferred
 
         applies = (Predicate.STRUCTURE, Predicate.TILE_DIVISIBILITY, Predicate.IS_VALID_FOR_ARCH)
         out = {}
