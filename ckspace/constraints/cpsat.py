@@ -29,16 +29,16 @@ class Lin:
 def _post(model: cp_model.CpModel, left: Lin, op: str, right: Lin) -> cp_model.Constraint:
     a, b = left.expr, right.expr
     if op == "<":
-        return model.Add(a < b)
+        return model.add(a < b)
     if op == "<=":
-        return model.Add(a <= b)
+        return model.add(a <= b)
     if op == ">":
-        return model.Add(a > b)
+        return model.add(a > b)
     if op == ">=":
-        return model.Add(a >= b)
+        return model.add(a >= b)
     if op == "==":
-        return model.Add(a == b)
-    return model.Add(a != b)
+        return model.add(a == b)
+    return model.add(a != b)
 
 
 class Compiler:
@@ -63,13 +63,13 @@ class Compiler:
 
     def _var(self, lo: int, hi: int, hint: str) -> cp_model.IntVar:
         self._aux += 1
-        return self.model.NewIntVar(lo, hi, f"_{hint}{self._aux}")
+        return self.model.new_int_var(lo, hi, f"_{hint}{self._aux}")
 
     def _as_var(self, lin: Lin) -> cp_model.IntVar:
         if isinstance(lin.expr, cp_model.IntVar):
             return lin.expr
         var = self._var(lin.lo, lin.hi, "x")
-        self.model.Add(var == lin.expr)
+        self.model.add(var == lin.expr)
         return var
 
     def _linear(self, node: Expr) -> Lin:
@@ -84,7 +84,7 @@ class Compiler:
             if key.lo < 0:
                 raise ValueError(f"lookup key can be negative: {node.key!r}")
             target = self._var(min(values), max(values), "lookup")
-            self.model.AddElement(self._as_var(key), values, target)
+            self.model.add_element(self._as_var(key), values, target)
             return Lin(target, min(values), max(values))
         if isinstance(node, Arith):
             left, right = self.linear(node.left), self.linear(node.right)
@@ -94,7 +94,7 @@ class Compiler:
                 return Lin(left.expr - right.expr, left.lo - right.hi, left.hi - right.lo)
             if node.op == "min":
                 target = self._var(min(left.lo, right.lo), min(left.hi, right.hi), "min")
-                self.model.AddMinEquality(target, [left.expr, right.expr])
+                self.model.add_min_equality(target, [left.expr, right.expr])
                 return Lin(target, min(left.lo, right.lo), min(left.hi, right.hi))
             if node.op == "gcd":
                 raise TypeError(f"gcd of config fields has no CP-SAT form; bind the problem first: {node!r}")
@@ -103,11 +103,11 @@ class Compiler:
                 if isinstance(right.expr, int) or isinstance(left.expr, int):
                     return Lin(left.expr * right.expr, min(corners), max(corners))
                 target = self._var(min(corners), max(corners), "mul")
-                self.model.AddMultiplicationEquality(target, [left.expr, right.expr])
+                self.model.add_multiplication_equality(target, [left.expr, right.expr])
                 return Lin(target, min(corners), max(corners))
             if right.lo < 1:  # same convention as expr.evaluate: a divisor below 1 counts as 1
                 clamped = self._var(1, max(1, right.hi), "clamp")
-                self.model.AddMaxEquality(clamped, [right.expr, 1])
+                self.model.add_max_equality(clamped, [right.expr, 1])
                 right = Lin(clamped, 1, max(1, right.hi))
             if not isinstance(right.expr, int):
                 # CP-SAT refuses a divisor of several terms when one of them may be 0, even if their
@@ -118,12 +118,12 @@ class Compiler:
             if node.op == "//":
                 lo, hi = left.lo // right.hi, left.hi // right.lo
                 target = self._var(lo, hi, "div")
-                self.model.AddDivisionEquality(target, left.expr, right.expr)
+                self.model.add_division_equality(target, left.expr, right.expr)
                 return Lin(target, lo, hi)
             if node.op == "%":
                 hi = min(left.hi, right.hi - 1)
                 target = self._var(0, hi, "mod")
-                self.model.AddModuloEquality(target, left.expr, right.expr)
+                self.model.add_modulo_equality(target, left.expr, right.expr)
                 return Lin(target, 0, hi)
         if isinstance(node, (Cmp, In, And, Or, Not)):
             return Lin(self.reify(node), 0, 1)  # a truth value used as the integer 0 or 1
@@ -134,28 +134,28 @@ class Compiler:
         """Add ``node`` so that it must hold whenever every literal in ``lits`` is true."""
         if isinstance(node, Const):
             if not node.value:
-                self.model.AddBoolOr([lit.Not() for lit in lits])
+                self.model.add_bool_or([lit.negated() for lit in lits])
             return
         if isinstance(node, And):
             for part in node.parts:
                 self.enforce(part, lits)
             return
         if isinstance(node, Cmp):
-            _post(self.model, self.linear(node.left), node.op, self.linear(node.right)).OnlyEnforceIf(lits)
+            _post(self.model, self.linear(node.left), node.op, self.linear(node.right)).only_enforce_if(lits)
             return
         if isinstance(node, In):
             items = [self._as_var(self.linear(i)) for i in node.items]
-            self.model.AddAllowedAssignments(items, sorted(node.table)).OnlyEnforceIf(lits)
+            self.model.add_allowed_assignments(items, sorted(node.table)).only_enforce_if(lits)
             return
         if isinstance(node, Not) and isinstance(node.part, In):
             items = [self._as_var(self.linear(i)) for i in node.part.items]
-            self.model.AddForbiddenAssignments(items, sorted(node.part.table)).OnlyEnforceIf(lits)
+            self.model.add_forbidden_assignments(items, sorted(node.part.table)).only_enforce_if(lits)
             return
         if isinstance(node, Or):
-            self.model.AddBoolOr([self.reify(p) for p in node.parts]).OnlyEnforceIf(lits)
+            self.model.add_bool_or([self.reify(p) for p in node.parts]).only_enforce_if(lits)
             return
         if isinstance(node, Not):
-            self.model.AddBoolAnd([self.reify(node.part).Not()]).OnlyEnforceIf(lits)
+            self.model.add_bool_and([self.reify(node.part).negated()]).only_enforce_if(lits)
             return
         raise TypeError(f"not a boolean expression: {node!r}")
 
@@ -167,27 +167,27 @@ class Compiler:
         return cached
 
     def _reify(self, node: Expr) -> cp_model.IntVar:
-        lit = self.model.NewBoolVar(f"_b{len(self._lit)}")
+        lit = self.model.new_bool_var(f"_b{len(self._lit)}")
         if isinstance(node, Const):
-            self.model.Add(lit == (1 if node.value else 0))
+            self.model.add(lit == (1 if node.value else 0))
         elif isinstance(node, Cmp):
             left, right = self.linear(node.left), self.linear(node.right)
-            _post(self.model, left, node.op, right).OnlyEnforceIf(lit)
-            _post(self.model, left, NEGATED[node.op], right).OnlyEnforceIf(lit.Not())
+            _post(self.model, left, node.op, right).only_enforce_if(lit)
+            _post(self.model, left, NEGATED[node.op], right).only_enforce_if(lit.negated())
         elif isinstance(node, Not):
-            self.model.Add(lit + self.reify(node.part) == 1)
+            self.model.add(lit + self.reify(node.part) == 1)
         elif isinstance(node, (And, Or)):
             parts = [self.reify(p) for p in node.parts]
             if isinstance(node, And):
-                self.model.AddBoolAnd(parts).OnlyEnforceIf(lit)
-                self.model.AddBoolOr([p.Not() for p in parts]).OnlyEnforceIf(lit.Not())
+                self.model.add_bool_and(parts).only_enforce_if(lit)
+                self.model.add_bool_or([p.negated() for p in parts]).only_enforce_if(lit.negated())
             else:
-                self.model.AddBoolOr(parts).OnlyEnforceIf(lit)
-                self.model.AddBoolAnd([p.Not() for p in parts]).OnlyEnforceIf(lit.Not())
+                self.model.add_bool_or(parts).only_enforce_if(lit)
+                self.model.add_bool_and([p.negated() for p in parts]).only_enforce_if(lit.negated())
         elif isinstance(node, In):
             items = [self._as_var(self.linear(i)) for i in node.items]
-            self.model.AddAllowedAssignments(items, sorted(node.table)).OnlyEnforceIf(lit)
-            self.model.AddForbiddenAssignments(items, sorted(node.table)).OnlyEnforceIf(lit.Not())
+            self.model.add_allowed_assignments(items, sorted(node.table)).only_enforce_if(lit)
+            self.model.add_forbidden_assignments(items, sorted(node.table)).only_enforce_if(lit.negated())
         else:
             raise TypeError(f"not a boolean expression: {node!r}")
         return lit

@@ -37,17 +37,17 @@ class CellModel:
         self.bounds = dict(bounds)
         self.rules = {rule.name: rule for rule in rules}
         self.model = cp_model.CpModel()
-        self.vars = {name: self.model.NewIntVar(*self.bounds[name], name) for name in self.field_names}
+        self.vars = {name: self.model.new_int_var(*self.bounds[name], name) for name in self.field_names}
         compiler = Compiler(self.model, self.vars, self.bounds)
         self.literals: dict[str, cp_model.IntVar] = {}
         for rule in rules:
-            lit = self.model.NewBoolVar(rule.name)
+            lit = self.model.new_bool_var(rule.name)
             compiler.enforce(rule.expr, [lit])
             self.literals[rule.name] = lit
         if proposals is not None:
-            lit = self.model.NewBoolVar(PROPOSALS)
+            lit = self.model.new_bool_var(PROPOSALS)
             ordered = [self.vars[name] for name in self.field_names]
-            self.model.AddAllowedAssignments(ordered, [tuple(r) for r in proposals]).OnlyEnforceIf(lit)
+            self.model.add_allowed_assignments(ordered, [tuple(r) for r in proposals]).only_enforce_if(lit)
             self.literals[PROPOSALS] = lit
 
     def in_bounds(self, values: Mapping[str, int]) -> bool:
@@ -59,11 +59,11 @@ class CellModel:
         return solver
 
     def _fixed(self, values: Mapping[str, int], enabled: Iterable[str]) -> cp_model.CpModel:
-        model = self.model.Clone()
+        model = self.model.clone()
         for name, value in values.items():
-            model.Add(model.GetIntVarFromProtoIndex(self.vars[name].Index()) == value)
+            model.add(model.get_int_var_from_proto_index(self.vars[name].index) == value)
         for name in enabled:
-            model.Add(model.GetBoolVarFromProtoIndex(self.literals[name].Index()) == 1)
+            model.add(model.get_bool_var_from_proto_index(self.literals[name].index) == 1)
         return model
 
     def feasible(self, values: Mapping[str, int], enabled: Iterable[str] | None = None) -> bool:
@@ -72,7 +72,7 @@ class CellModel:
         if not self.in_bounds(values):
             return False
         enabled = list(self.literals) if enabled is None else list(enabled)
-        status = self._solver().Solve(self._fixed(values, enabled))
+        status = self._solver().solve(self._fixed(values, enabled))
         return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
     def solutions(
@@ -86,18 +86,18 @@ class CellModel:
             return []
         enabled = list(self.literals) if enabled is None else list(enabled)
         model = self._fixed(values, enabled)
-        field_vars = [model.GetIntVarFromProtoIndex(self.vars[n].Index()) for n in self.field_names]
+        field_vars = [model.get_int_var_from_proto_index(self.vars[n].index) for n in self.field_names]
         found: list[tuple[int, ...]] = []
 
         class Collector(cp_model.CpSolverSolutionCallback):
             def on_solution_callback(self) -> None:
-                found.append(tuple(self.Value(v) for v in field_vars))
+                found.append(tuple(self.value(v) for v in field_vars))
                 if limit is not None and len(found) >= limit:
-                    self.StopSearch()
+                    self.stop_search()
 
         solver = self._solver()
         solver.parameters.enumerate_all_solutions = True
-        solver.Solve(model, Collector())
+        solver.solve(model, Collector())
         return found
 
     def minimal_correction(
@@ -114,16 +114,16 @@ class CellModel:
             return None
         names = list(self.literals) if enabled is None else list(enabled)
         model = self._fixed(values, [])
-        lits = [model.GetBoolVarFromProtoIndex(self.literals[n].Index()) for n in names]
+        lits = [model.get_bool_var_from_proto_index(self.literals[n].index) for n in names]
         for name in set(self.literals) - set(names):
-            model.Add(model.GetBoolVarFromProtoIndex(self.literals[name].Index()) == 0)
-        model.Maximize(sum(lits))
+            model.add(model.get_bool_var_from_proto_index(self.literals[name].index) == 0)
+        model.maximize(sum(lits))
         solver = self._solver()
-        status = solver.Solve(model)
+        status = solver.solve(model)
         if status != cp_model.OPTIMAL:
             return None
-        off = [n for n, lit in zip(names, lits, strict=True) if not solver.BooleanValue(lit)]
-        witness = {n: solver.Value(model.GetIntVarFromProtoIndex(v.Index())) for n, v in self.vars.items()}
+        off = [n for n, lit in zip(names, lits, strict=True) if not solver.boolean_value(lit)]
+        witness = {n: solver.value(model.get_int_var_from_proto_index(v.index)) for n, v in self.vars.items()}
         return off, witness
 
     def optimize(
@@ -133,22 +133,22 @@ class CellModel:
 
         Returns the solver status (``OPTIMAL`` is a proof), the objective value and the config.
         """
-        model = self.model.Clone()
+        model = self.model.clone()
         for lit in self.literals.values():
-            model.Add(model.GetBoolVarFromProtoIndex(lit.Index()) == 1)
-        fields = {n: model.GetIntVarFromProtoIndex(v.Index()) for n, v in self.vars.items()}
+            model.add(model.get_bool_var_from_proto_index(lit.index) == 1)
+        fields = {n: model.get_int_var_from_proto_index(v.index) for n, v in self.vars.items()}
         target = Compiler(model, fields, self.bounds).linear(objective).expr
         if maximize:
-            model.Maximize(target)
+            model.maximize(target)
         else:
-            model.Minimize(target)
+            model.minimize(target)
         solver = self._solver()
         solver.parameters.max_time_in_seconds = time_limit
-        status = solver.Solve(model)
-        name = solver.StatusName(status)
+        status = solver.solve(model)
+        name = solver.status_name(status)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return name, None, None
-        return name, round(solver.ObjectiveValue()), {n: solver.Value(v) for n, v in fields.items()}
+        return name, round(solver.objective_value), {n: solver.value(v) for n, v in fields.items()}
 
 
 def cell_model(
