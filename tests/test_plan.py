@@ -535,3 +535,27 @@ def test_a_signal_stops_the_search_not_awaits_it(signum, handler, raised) -> Non
         sender.join()
     assert solver.stopped.is_set() and solver.returned.wait(60)
     assert solver.parameters.catch_sigint_signal is False  # CP-SAT's own SIGINT handling stays off
+
+
+def test_a_signal_while_the_search_thread_starts_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal whose handler runs inside ``Thread.start()``, before the search thread exists (here:
+    sent by a wrapped ``start`` before it starts anything): unfixed, the handler's exception reached
+    the guard with no thread to stop or join ("cannot join thread before it is started", seen under
+    load). Held back until the thread has started and handled inside the guard, it stops the
+    search."""
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # its handler runs at the next instruction: before the start
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    solver = _SearchUntilStopped()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            solve_interruptibly(solver, None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.undo()
+    assert solver.started.is_set() and solver.stopped.is_set() and solver.returned.wait(600)

@@ -12,6 +12,8 @@ nothing of the module that defines one.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from typing import Protocol
 
 import numpy as np
@@ -34,6 +36,25 @@ class Instance(Protocol):
     def model_terms(self, top: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]: ...
 
 
+_STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
+def _start_deferring_signals(worker: threading.Thread) -> None:
+    """``worker.start()`` with SIGINT and SIGTERM held back until it has returned, then handled by
+    the caller's handlers as if they had just arrived. A handler that raised inside ``start()``
+    could do so before the thread existed or after it began its search, and neither "stop the
+    search" nor "wait for it" is safe to ask of a thread in between."""
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in _STOPPING}
+    try:
+        worker.start()
+    finally:
+        for s, handler in previous.items():  # None: a handler not set from Python, taken as the default
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+    for signum in held:  # now, with the caller's handlers back: inside the caller's guard
+        signal.raise_signal(signum)
+
+
 def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
     """``solver.solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
     SIGINT handling is off (``catch_sigint_signal``: it turned Ctrl-C into an early "time limit"
@@ -41,9 +62,6 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
     signals, and the calling (main) thread waits for it interruptibly. Whatever the handler raises
     there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once
     (``stop_search``) and propagates."""
-    import signal
-    import threading
-
     solver.parameters.catch_sigint_signal = False
     outcome: list = []
 
@@ -57,8 +75,8 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
     if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
         return solver.solve(model)
     worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
-    try:  # start() inside: a signal's handler may run before start() returns, with the search begun
-        worker.start()
+    try:  # a signal held back while the thread started is handled here, inside the guard
+        _start_deferring_signals(worker)
         while worker.is_alive():
             worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
     except BaseException:
