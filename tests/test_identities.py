@@ -35,7 +35,7 @@ def test_a_listed_kernel_and_its_config_have_one_key() -> None:
     kernels = Space("gfx942", "forward", 2, "fp16", "full", ck=None).kernels()
     assert {k.depthwise for k in kernels} == {False, True}
     for kernel in kernels[::50] + [k for k in kernels if k.depthwise][:5]:
-        assert kernel.identity == kernel.config().kernel_key()
+        assert kernel.kernel_key == kernel.config().kernel_key()
 
 
 def test_the_dtype_tag_is_part_of_a_kernel_though_not_of_its_name() -> None:

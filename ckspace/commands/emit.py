@@ -127,7 +127,7 @@ def _named(space, path: Path) -> list:
     )
     if not wanted:
         raise CkspaceError(f"--kernels {path} names no kernel")
-    listed = {k.identity: k for k in space.kernels()}
+    listed = {k.kernel_key: k for k in space.kernels()}
     cells = {(r.arch, cell) for r in space.requests for cell in r.cells}
     chosen: dict[tuple, Kernel] = {}
     refused: dict[str, tuple[str, ...]] = {}
@@ -138,14 +138,14 @@ def _named(space, path: Path) -> list:
                 continue
             cell = Cell(config.variant, config.ndim, config.dtype)
             kernel = Kernel(config.arch, cell, False, config.row(), True)
-            if kernel.identity in listed:
-                chosen.setdefault(kernel.identity, kernel)
+            if kernel.kernel_key in listed:
+                chosen.setdefault(kernel.kernel_key, kernel)
             elif (config.arch, cell) not in cells:
                 refused[name] = (f"outside the requested cells ({config.arch} {cell.label()})",)
             elif broken := space.excluded_by(config):
                 refused[name] = tuple(broken)
             else:
-                chosen.setdefault(kernel.identity, kernel)
+                chosen.setdefault(kernel.kernel_key, kernel)
     if refused:
         detail = "; ".join(f"{name}: {', '.join(rules)}" for name, rules in refused.items())
         raise NoKernelError(

@@ -41,7 +41,6 @@ from ckspace.select.selector import Selector
 
 log = logging.getLogger(__name__)
 
-_KEYS = SIZE_FIELDS
 _REQUIRED = ("N", "C", "K", "Wi", "X")
 _DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
 
@@ -114,7 +113,7 @@ def _number(row: dict[str, str], key: str, path: Path, line: int) -> int | None:
 
 
 def _problem(row: dict[str, str], path: Path, line: int) -> ConvProblem:
-    values = {k: v for k in _KEYS if (v := _number(row, k, path, line)) is not None}
+    values = {k: v for k in SIZE_FIELDS if (v := _number(row, k, path, line)) is not None}
     ndim = _number(row, "ndim", path, line)
     if ndim is None:
         ndim = 3 if any(values.get(k, neutral) != neutral for k, neutral in _DEPTH_NEUTRAL.items()) else 2

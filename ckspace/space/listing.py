@@ -35,7 +35,7 @@ class Kernel(NamedTuple):
         return f"Kernel({self.name!r}, arch={self.arch!r}{'' if self.valid else ', valid=False'})"
 
     @property
-    def identity(self) -> KernelKey:
+    def kernel_key(self) -> KernelKey:
         """Which kernel this is: its config's :meth:`~ckspace.core.config.GemmConfig.kernel_key`,
         built from the record (no config, no pydantic)."""
         return KernelKey(self.arch, self.cell, self.depthwise, self.row)
@@ -113,5 +113,5 @@ def list_kernels(
                 ]
     if len(requests) > 1:  # first occurrence wins, in listing order
         seen: set[KernelKey] = set()
-        out = [k for k in out if not (k.identity in seen or seen.add(k.identity))]  # type: ignore[func-returns-value]
+        out = [k for k in out if not (k.kernel_key in seen or seen.add(k.kernel_key))]  # type: ignore[func-returns-value]
     return out
