@@ -28,7 +28,7 @@ from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
 from ckspace.features.matrix import feature_matrix
-from ckspace.run.c_api import ConvProblemC, Dispatcher
+from ckspace.run.library import ConvProblemC, KernelLibrary
 from ckspace.select.compiled import compile_library, host_c_compiler
 from ckspace.select.selector import Selector
 from ckspace.space.benchmark_names import config_from_any_name
@@ -57,12 +57,12 @@ def report(label: str, ms: np.ndarray) -> None:
     )
 
 
-def dispatcher_for(configs: list) -> Dispatcher:
+def dispatcher_for(configs: list) -> KernelLibrary:
     """The generated dispatcher's host part for ``configs``, compiled with the host C compiler."""
     library = Library.build(configs)
     files = dispatcher_sources(library, "gfx950", template_environment())
     sources = {path: data.decode() for path, data in files.items()}
-    return Dispatcher.load(compile_library(sources, host_units(list(sources)), host_c_compiler()))
+    return KernelLibrary(compile_library(sources, host_units(list(sources)), host_c_compiler()))
 
 
 def main() -> None:

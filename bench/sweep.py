@@ -27,7 +27,7 @@ from ckspace.build.builder import build_host
 from ckspace.core.config import GemmConfig
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
-from ckspace.run.c_api import Dispatcher
+from ckspace.run.library import KernelLibrary
 from ckspace.run.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.run.worker import BatchJob, serve
 
@@ -55,7 +55,7 @@ def in_process(
     names: list[str],
     options: SweepOptions,
 ) -> float:
-    pairs = plan_pairs(Dispatcher.load(host), configs, shapes, names)
+    pairs = plan_pairs(KernelLibrary(host), configs, shapes, names)
     started = time.perf_counter()
     for batch in batches(pairs, options.batch):
         serve(

@@ -46,6 +46,9 @@ _EXPORTS = {
     "RuleKind": "ckspace.core.vocab",
     "Selector": "ckspace.select.selector",
     "Selection": "ckspace.select.selection",
+    "emit_tree": "ckspace.workflow",
+    "build_library": "ckspace.workflow",
+    "KernelLibrary": "ckspace.run.library",
 }
 
 __all__ = ["__version__", *_EXPORTS]

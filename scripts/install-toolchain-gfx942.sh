@@ -12,7 +12,8 @@ CK_MEMBER="aiter_meta/3rdparty/composable_kernel"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-packages=(clang-19 lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs libhsa-runtime-dev unzip)
+# cmake and pkgconf: the tests link a consumer project against a built library as integrators do
+packages=(clang-19 lld-19 llvm-19 clang-tools-19 libamdhip64-dev rocm-device-libs libhsa-runtime-dev unzip cmake pkgconf)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

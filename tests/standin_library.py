@@ -16,13 +16,18 @@ from ckspace.select.compiled import host_c_compiler
 STANDIN = Path(__file__).parent / "standin" / "standin_run.c"
 
 
-def build_standin(root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -1) -> Path:
+def build_standin(
+    root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -1, rule_set: str = "default", real_ck: bool = False
+) -> Path:
     """Emit the tree under ``root`` and link ``build/gfx950/libckspace_kernels_gfx950.so``, kernel
     ``wrong`` returning wrong results, ``crash`` dereferencing NULL, ``hang`` never returning (-1:
-    none); returns the tree."""
+    none); returns the tree. The kernels are ``rule_set``'s that the fake CK headers of conftest
+    build, or with ``real_ck`` the CK headers installed (the test extras' wheel: the ``full`` rule
+    set's two-stage kernels need them)."""
     tree = root / "tree"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
+        if not real_ck:
+            patch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
         assert (
             main(
                 [
@@ -36,7 +41,7 @@ def build_standin(root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -
                     "--dtype",
                     "bf16",
                     "--rule-set",
-                    "default",
+                    rule_set,
                     "--with-selector",
                     "--out",
                     str(tree),
@@ -60,6 +65,7 @@ def build_standin(root: Path, *, wrong: int = -1, crash: int = -1, hang: int = -
             f"-DSTANDIN_WRONG={wrong}",
             f"-DSTANDIN_CRASH={crash}",
             f"-DSTANDIN_HANG={hang}",
+            "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc",
             "-o",
             str(library),
             "-lm",

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cmake_project import configure_and_build_consumer
 from compile_sample import sample_kernels, sample_request, tags
 from conftest import FAKE_OBJECT, fake_ck, skip_without_compiler
 from skip_policy import NO_HIP_COMPILER
+from test_dispatcher import picked
 
 from ckspace.build.builder import build
 from ckspace.build.toolchain import discover
@@ -28,8 +31,8 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.emit.emitter import SelectorOptions, emit
-from ckspace.run.c_api import Dispatcher
-from ckspace.run.loader import KernelLibrary, ProblemArgs, exported_functions
+from ckspace.run.elf import exported_functions
+from ckspace.run.library import KernelLibrary
 from ckspace.space.space import Space
 
 FAKE_COMPILER = f"""#!{sys.executable}
@@ -257,10 +260,8 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert report.ok == len(kernels) and report.units == 2  # no failed batch to isolate
 
     library = KernelLibrary(report.library)
-    assert library.kernels == tuple(sorted(k.name for k in result.manifest.kernels))
+    assert library.names == tuple(sorted(k.name for k in result.manifest.kernels))
     assert not library.loaded  # listing never loads the HIP library
-    problem = ProblemArgs.from_problem(ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1"))
-    assert problem.ndim == 2 and problem.filter[2] == 0
 
     # the dispatcher went in with the kernels: the whole C API is exported, and it answers
     exported = set(exported_functions(Path(report.library)))
@@ -271,10 +272,33 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         "ckspace_select",
         "ckspace_run",
     } <= exported
-    dispatcher = Dispatcher.load(report.library)
-    assert dispatcher.has_run and dispatcher.kernel_names == tuple(result.manifest.dispatcher.kernels)
+    dispatcher = KernelLibrary(report.library)
+    assert dispatcher.has_run and dispatcher.names == tuple(result.manifest.dispatcher.kernels)
     forward = ConvProblem.parse("N=1,G=1,C=64,K=64,Hi=14,Wi=14,Y=3,X=3,pad=1")
     for variant, dtype in {(c.variant, c.dtype) for c in configs}:
-        choice = dispatcher.select(forward, variant, dtype)
+        choice = picked(dispatcher, forward, variant, dtype)
         if choice is not None:
             assert dispatcher.is_supported(choice.kernel, forward, variant, dtype)
+    _is_a_clean_library(Path(report.library), len(dispatcher.names), tmp_path)
+
+
+def _dynamic_symbols(library: Path, which: str) -> set[str]:
+    listed = subprocess.run(["nm", "-D", which, str(library)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in listed.splitlines() if line.strip()}  # less HIP's versions
+
+
+def _is_a_clean_library(library: Path, kernels: int, work: Path) -> None:
+    """What an integrator needs of the HIP library: its dynamic symbol table holds the C API and
+    nothing else (weak ck_tile instantiations included); no HIP allocator is called from it (every
+    workspace is the caller's, the two-stage kernels' too, which the sample holds); and a CMake
+    project links it through the package ``ckspace build`` wrote, and loads and calls it."""
+    exported = _dynamic_symbols(library, "--defined-only")
+    assert exported and all(name.startswith("ckspace_") for name in exported), sorted(
+        n for n in exported if not n.startswith("ckspace_")
+    )[:10]
+    called = _dynamic_symbols(library, "--undefined-only")
+    assert "hipMemsetAsync" in called  # the launchers' zeroing: this listing sees HIP's calls
+    assert not {n for n in called if n.startswith(("hipMalloc", "hipExtMalloc", "hipFree"))}
+    consumer = configure_and_build_consumer(library.parent, "ckspace::kernels_gfx942", work / "consumer")
+    done = subprocess.run([str(consumer)], capture_output=True, text=True, timeout=120, check=True)
+    assert f"kernels {kernels}" in done.stdout.splitlines()

@@ -29,7 +29,7 @@ from ckspace.cli import main
 from ckspace.core.ck_headers import find_revision
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.emit.rendering import buildable
-from ckspace.run.loader import KernelLibrary
+from ckspace.run.library import KernelLibrary
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
@@ -292,4 +292,4 @@ def test_compile_sample_through_ray(tmp_path: Path, ray_cluster: str, monkeypatc
     assert ninja.compiled_units == 0
     assert comparable(ray) == comparable(ninja)
     assert json.loads((tmp_path / "tree" / "build" / "gfx942" / "report.json").read_text())["executor"] == "ninja"
-    assert KernelLibrary(ninja.library).kernels == tuple(sorted(k.name for k in result.manifest.kernels))
+    assert KernelLibrary(ninja.library).names == tuple(sorted(k.name for k in result.manifest.kernels))

@@ -32,7 +32,7 @@ from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
-from ckspace.run.c_api import ConvProblemC, Dispatcher
+from ckspace.run.library import Choice, ConvProblemC, KernelLibrary
 from ckspace.select.compiled import compile_library
 from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
@@ -43,15 +43,15 @@ DATA = DATASETS["mi355x-forward-bf16"].path
 KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
 
 
-def compiled(library: Library, arch: str) -> Dispatcher:
+def compiled(library: Library, arch: str) -> KernelLibrary:
     """The host part of ``library``'s dispatcher, built with the host C compiler."""
     files = dispatcher_sources(library, arch, template_environment())
     sources = {path: data.decode() for path, data in files.items()}
-    return Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
+    return KernelLibrary(compile_library(sources, host_units(list(sources)), c_compiler()))
 
 
 @cache
-def measured() -> tuple[Library, Dispatcher, Selector]:
+def measured() -> tuple[Library, KernelLibrary, Selector]:
     """The 30 measured gfx950 kernels, their dispatcher and the Python selector (LightGBM engine:
     numpy features and LightGBM's trees, independent of the generated C). Rules only: the C knows
     no target, so the Python selector's fallbacks are the library's alone too."""
@@ -61,7 +61,7 @@ def measured() -> tuple[Library, Dispatcher, Selector]:
 
 
 @cache
-def whole_arch() -> tuple[Library, Dispatcher]:
+def whole_arch() -> tuple[Library, KernelLibrary]:
     """Every GEMM kernel of the default rule set on gfx950: all variants, 1-3D, every dtype, so
     that split-K, 3D and narrower-vector kernels are in the library (the upstream rule space: every
     cell has kernels)."""
@@ -76,9 +76,17 @@ def python_selector(variant: Variant, dtype: Dtype) -> Selector:
     return Selector.load("gfx950", variant, dtype, engine="lightgbm", ck=None)
 
 
-def agree(dispatcher: Dispatcher, library: Library, selector: Selector, problem: ConvProblem) -> None:
+def picked(library: KernelLibrary, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> Choice | None:
+    """``library.select``, None where it raises NoKernelError as Selector.select does."""
+    try:
+        return library.select(problem, variant, dtype)
+    except NoKernelError:
+        return None
+
+
+def agree(dispatcher: KernelLibrary, library: Library, selector: Selector, problem: ConvProblem) -> None:
     cell = [c for c in library.kernels if (c.variant, c.dtype) == (selector.variant, selector.dtype)]
-    choice = dispatcher.select(problem, selector.variant, selector.dtype)
+    choice = picked(dispatcher, problem, selector.variant, selector.dtype)
     try:
         expected = selector.select(problem, cell, k=1, pool=list(library.kernels))
     except NoKernelError:
@@ -142,7 +150,7 @@ def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
     library = Library.build(configs)
     files = dispatcher_sources(library, "gfx950", template_environment(), {(Variant.FORWARD, Dtype.BF16): model})
     sources = {path: data.decode() for path, data in files.items()}
-    dispatcher = Dispatcher.load(compile_library(sources, host_units(list(sources)), c_compiler()))
+    dispatcher = KernelLibrary(compile_library(sources, host_units(list(sources)), c_compiler()))
     prepared = selector.prepare(configs, configs)
     binds = 0
     for text in (
@@ -347,7 +355,7 @@ def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
     expected = python_selector(Variant.FORWARD, Dtype.BF16).select(problem, wide, pool=configs)
     assert expected.pick == choice.name and expected.family in {c.name for c in wide}
     assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
-    assert dispatcher.select(ConvProblem.parse("N=2,C=3,K=12,Hi=32,Wi=32,Y=3,X=3"), "forward", "bf16") is not None
+    assert picked(dispatcher, ConvProblem.parse("N=2,C=3,K=12,Hi=32,Wi=32,Y=3,X=3"), "forward", "bf16") is not None
 
 
 def test_emit_with_selector_and_host_only_build(
@@ -386,9 +394,15 @@ def test_emit_with_selector_and_host_only_build(
     assert "do not edit" in header and "int ckspace_select(const ckspace_conv_problem* problem" in header
     assert main(["build", str(tree), "--host-only"]) == 0
     library = tree / "build" / "host" / "libckspace_dispatch.so"
-    assert f"library: {library}" in capsys.readouterr().out
-    dispatcher = Dispatcher.load(library)
-    assert not dispatcher.has_run and list(dispatcher.kernel_names) == manifest["dispatcher"]["kernels"]
+    said = capsys.readouterr().out
+    assert f"library: {library}" in said  # and how a build system finds it: its package, written beside it
+    assert (
+        f"find_package(ckspace_kernels CONFIG) with CMAKE_PREFIX_PATH={library.parent}, target ckspace::dispatch_host"
+        in said
+    )
+    assert (library.parent / "ckspace_kernelsConfig.cmake").is_file()
+    dispatcher = KernelLibrary(library)
+    assert not dispatcher.has_run and list(dispatcher.names) == manifest["dispatcher"]["kernels"]
     selector = Selector.load("gfx950", "forward", "bf16")
     problem = ConvProblem.parse("N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,pad=1")
     assert dispatcher.select(problem, "forward", "bf16").name == selector.select(problem, configs, pool=configs).pick
@@ -427,7 +441,7 @@ def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path, monke
         == 0
     )
     assert main(["build", str(tree), "--host-only"]) == 0
-    dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
+    dispatcher = KernelLibrary(tree / "build" / "host" / "libckspace_dispatch.so")
     manifest = json.loads((tree / "manifest.json").read_text())
     configs = [GemmConfig.from_fields(e["config"]) for e in manifest["kernels"]]
     fallback_only = set(manifest["dispatcher"]["fallback_only"])

@@ -321,8 +321,10 @@ def test_plan_emit_build_select_is_one_target(
     """plan --budget 8 -> emit --kernels -> build --host-only: every planned kernel is emitted, and
     the library's compiled selection equals Selector.select with the library as pool on every
     problem of the workload."""
+    from test_dispatcher import picked
+
     from ckspace.planning.workload import read_workload
-    from ckspace.run.c_api import Dispatcher
+    from ckspace.run.library import KernelLibrary
     from ckspace.select.selector import Selector
 
     real_ck()
@@ -374,12 +376,12 @@ def test_plan_emit_build_select_is_one_target(
     assert sorted(k["name"] for k in manifest["kernels"]) == sorted(planned)
     assert main(["build", str(tree), "--host-only"]) == 0
     capsys.readouterr()
-    dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
+    dispatcher = KernelLibrary(tree / "build" / "host" / "libckspace_dispatch.so")
     configs = [GemmConfig.from_fields(k["config"]) for k in manifest["kernels"]]
     selector = Selector.load("gfx950", variant, dtype, engine="lightgbm")
     for problem in read_workload(DATASETS[problems].path, selector.variant).problems:
         cell = [c for c in configs if c.ndim == problem.ndim]
-        choice = dispatcher.select(problem, variant, dtype)
+        choice = picked(dispatcher, problem, variant, dtype)
         try:
             expected = selector.select(problem, cell, k=1, pool=configs).pick if cell else None
         except CkspaceError:
@@ -395,9 +397,7 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
     """Names enumerate prints (drawn), and the closest proposals explain offers for them with a vector
     changed, are accepted by explain and by ``emit --kernels`` (its name resolution, which writes
     nothing), as the same config."""
-    import tempfile
-
-    from ckspace.commands.emit import _named
+    from ckspace.workflow import named_kernels
 
     space = Space(arch, variant.value, ndim=2, dtype="bf16", ck=NO_CK)
     drawn = space.sample(1, seed=seed, stratify_by=())
@@ -417,10 +417,7 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
                 assert space.explain(name).verdict == "member"
                 assert space.configs_from_name(name)[0].name == name
                 names.append(name)
-    with tempfile.TemporaryDirectory() as folder:
-        listed = Path(folder) / "kernels.txt"
-        listed.write_text("\n".join(names) + "\n")
-        emitted = {k.config().name: k.config() for k in _named(space, listed)}
+    emitted = {k.config().name: k.config() for k in named_kernels(space, names)}
     assert sorted(emitted) == sorted(set(names)) and emitted[config.name] == config
 
 
@@ -431,9 +428,10 @@ def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(
     toolchain for gfx942 (no GPU needed to compile); every planned kernel is compiled, and the built
     library's selection is the Python selector's over the library."""
     from test_build import _toolchain_or_skip
+    from test_dispatcher import picked
 
     from ckspace.planning.workload import read_workload
-    from ckspace.run.c_api import Dispatcher
+    from ckspace.run.library import KernelLibrary
     from ckspace.select.selector import Selector
 
     _toolchain_or_skip()
@@ -484,12 +482,12 @@ def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(
     assert sorted(k["name"] for k in report["kernels"] if k["status"] != "failed") == planned
     assert report["failed"] == 0 and report["link_error"] is None
     library = Path(report["library"])
-    dispatcher = Dispatcher.load(library)
-    assert sorted(dispatcher.kernel_names) == planned
+    dispatcher = KernelLibrary(library)
+    assert sorted(dispatcher.names) == planned
     configs = [GemmConfig.from_fields(k["config"]) for k in json.loads((tree / "manifest.json").read_text())["kernels"]]
     selector = Selector.load("gfx942", "forward", "bf16")
     for problem in read_workload(DATASETS["miopen-forward-300"].path, selector.variant).problems[:60]:
-        choice = dispatcher.select(problem, "forward", "bf16")
+        choice = picked(dispatcher, problem, "forward", "bf16")
         try:
             expected = selector.select(problem, configs, k=1, pool=configs).pick
         except CkspaceError:

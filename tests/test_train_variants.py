@@ -184,7 +184,7 @@ def test_emit_with_selector_takes_the_bwd_weight_model(
     bwd_weight_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The model goes into a bwd_weight library's C dispatcher, whose pick equals the Python one."""
-    from ckspace.run.c_api import Dispatcher
+    from ckspace.run.library import KernelLibrary
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
@@ -216,7 +216,7 @@ def test_emit_with_selector_takes_the_bwd_weight_model(
     ok(["build", str(tree), "--host-only"])
     shutil.rmtree(tree / "build")  # again, with every object in the object cache
     ok(["build", str(tree), "--host-only"])
-    dispatcher = Dispatcher.load(tree / "build" / "host" / "libckspace_dispatch.so")
+    dispatcher = KernelLibrary(tree / "build" / "host" / "libckspace_dispatch.so")
     selector = Selector.load("gfx950", "bwd_weight", "bf16", model_dir=bwd_weight_model)
     problems = [p for p in held_out() if p.ndim == 2][:12]
     for problem in problems:

@@ -26,8 +26,9 @@ from pathlib import Path
 from ckspace.build import objcache
 from ckspace.build.executor import Executor, Unit
 from ckspace.build.ninja_executor import NinjaExecutor
+from ckspace.build.package import write_host_package, write_kernels_package
 from ckspace.build.report import REPORT_NAME, BuildReport, first_error, kernel_results
-from ckspace.build.toolchain import Toolchain, discover
+from ckspace.build.toolchain import Toolchain, discover, export_flags, host_compile_command
 from ckspace.build.units import Planner
 from ckspace.core.ck import CkRevision
 from ckspace.core.ck_headers import find_revision
@@ -148,6 +149,8 @@ def build(
         kernels=results,
     )
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
+    if library is not None:
+        write_kernels_package(tree, build_dir, Path(library), manifest, toolchain, revision.include_dir)
     return report
 
 
@@ -283,10 +286,7 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
             obj = build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
             obj.parent.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
-                [compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", str(obj)],
-                capture_output=True,
-                text=True,
-                check=False,
+                host_compile_command(compiler, tree, str(source), str(obj)), capture_output=True, text=True, check=False
             )
             if done.returncode != 0:
                 raise CkspaceError(
@@ -338,7 +338,7 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
     tmp = unique_temporary(output)  # two builds or benches of one tree link side by side
     try:
         done = subprocess.run(
-            [host_c_compiler() or "cc", "-shared", "-fPIC", *objects, "-o", str(tmp), "-lm"],
+            [host_c_compiler() or "cc", "-shared", "-fPIC", *objects, *export_flags(build_dir), "-o", str(tmp), "-lm"],
             capture_output=True,
             text=True,
             check=False,
@@ -350,6 +350,7 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
+    write_host_package(tree, build_dir, output, manifest)
     return output
 
 
@@ -360,7 +361,8 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
     output = build_dir / f"libckspace_kernels_{arch}.so"
     tmp = unique_temporary(output)  # two builds of one tree link side by side
     try:
-        result = subprocess.run(toolchain.link_command(objects, str(tmp)), capture_output=True, text=True, check=False)
+        command = toolchain.link_command([*objects, *export_flags(build_dir)], str(tmp))
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
         (build_dir / "logs").mkdir(parents=True, exist_ok=True)
         write_atomic(build_dir / "logs" / "link.log", (result.stdout + result.stderr).encode())
         if result.returncode != 0:

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.compilers import identify, rocm_roots
 from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.files import write_if_changed
+from ckspace.select.compiled import FLAGS
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +146,7 @@ def discover(arch: str) -> Toolchain:
             log.warning("CKSPACE_CLANG is read as CKSPACE_CXX; export CKSPACE_CXX instead")
         path = shutil.which(explicit)
         if path is None:
-            raise CkspaceError(f"{variable}={explicit!r} is not an executable")
+            raise CkspaceError(f"{variable}={explicit!r} is not an executable ({toolchain_hint(arch)})")
         return _system_clang(path, arch, refused, explicit=True)  # type: ignore[return-value]
     for root in rocm_roots():
         for name in ("amdclang++", "hipcc"):
@@ -192,3 +194,25 @@ def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -
         return None
     flags = [*_base_flags(arch), "--rocm-path=/usr", f"--rocm-device-lib-path={libs}"]
     return _make("clang", path, arch, flags, ["-lamdhip64"])
+
+
+EXPORTS = "{\n  global: ckspace_*;\n  local: *;\n};\n"
+"""The version script of every library ckspace links: its dynamic symbol table holds the C API
+(``ckspace_*``: the dispatcher's functions and the kernels' C entry points) and nothing else. The
+ck_tile template instantiations the kernels compile are weak C++ symbols; exported, two libraries
+in one process (two archs, or ckspace beside MIOpen's own CK) would bind each other's."""
+
+
+def export_flags(build_dir: Path) -> list[str]:
+    """Link flags that export only the C API (:data:`EXPORTS`, written to ``build_dir``) and bind
+    the library's own calls to its own definitions (``-Bsymbolic``: ``ckspace_run`` calls this
+    library's ``ckspace_is_supported`` even when another ckspace library in the process exports one)."""
+    script = build_dir / "exports.map"
+    write_if_changed(script, EXPORTS.encode())
+    return ["-Xlinker", f"--version-script={script}", "-Xlinker", "-Bsymbolic"]  # -Xlinker: a comma in the path stays
+
+
+def host_compile_command(compiler: str, tree: str | Path, source: str, output: str) -> list[str]:
+    """How the dispatcher's host C units compile (the build runs it; ``compile_commands.json``
+    records it): the host C compiler, the selector's floating-point flags, the tree's headers."""
+    return [compiler, *FLAGS, f"-I{tree}", "-c", source, "-o", output]

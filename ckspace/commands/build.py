@@ -50,13 +50,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.build.builder import build, build_host, stderr_is_terminal
+    from ckspace.build.package import adoption
     from ckspace.build.report import REPORT_NAME
     from ckspace.core.errors import CkspaceError
     from ckspace.core.vocab import parse_arch
 
     if args.host_only:
         library = build_host(args.dir, args.allow_edited)
-        out.write(f"library: {library}\n")
+        out.write(f"library: {library}\n{adoption(library.parent, None)}\n")
         return 0
     if not args.arch:
         raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
@@ -84,5 +85,5 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"link failed: {report.link_error}\n")
     out.write(f"report: {args.dir / 'build' / report.arch / REPORT_NAME}\n")
     if report.library:
-        out.write(f"library: {report.library}\n")
+        out.write(f"library: {report.library}\n{adoption(Path(report.library).parent, report.arch)}\n")
     return 1 if report.failed or report.link_error else 0

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
-from ckspace.core.errors import CkspaceError, NoKernelError
+from ckspace.core.errors import CkspaceError
 
 NAME = "emit"
 HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manifest.json)"
@@ -51,45 +51,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
-    from ckspace.emit.emitter import SelectorOptions, emit
+    from ckspace.workflow import emit_tree
 
     target = output_path(args.out, "--out")
-    if args.rules_only:
-        raise CkspaceError(
-            "emit writes kernels the CK headers of the target can build: not with --rules-only "
-            "(--ck-root PATH names other headers)"
-        )
-    request = request_from_args(args)
+    request_from_args(args)  # validates the request's arguments before the space is built
     space = space_from_args(args)
-    if space.target.ck is None:
-        raise CkspaceError(
-            f"emit needs CK headers: none found (looked at {space.target.looked}); "
-            "scripts/install-toolchain-gfx942.sh installs them, --ck-root PATH names them"
-        )
-    revision = space.ck
-    kernels = space.kernels() if args.kernels is None else _named(space, args.kernels)
-    if not any(not k.depthwise for k in kernels):
-        raise NoKernelError(
-            f"no kernel to emit: the space {space!r} holds no GEMM kernel for this target "
-            f"({space.target.describe().removeprefix('target: ')})",
-            {},
-        )
-    described = {
-        "arch": request.arch,
-        "rule_set": request.rule_set,
-        "variants": [v.value for v in request.variants],
-        "ndims": list(request.ndims),
-        "dtypes": [d.value for d in request.dtypes],
-        "where": list(args.where),
-        "problem": args.problem,
-        "rules_revision": request.rules_revision,
-        "target": space.target.record(),
-        **({"kernels_file": str(args.kernels)} if args.kernels is not None else {}),
-    }
-    if (args.model is not None or args.fallbacks) and not args.with_selector:
-        raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
-    selector = SelectorOptions(model=args.model, fallbacks=args.fallbacks) if args.with_selector else None
-    result = emit(kernels, target, revision, arch=request.arch, request=described, selector=selector, force=args.force)
+    result = emit_tree(
+        space,
+        target,
+        names=_names_in(args.kernels) if args.kernels is not None else None,
+        with_selector=args.with_selector,
+        fallbacks=args.fallbacks,
+        model=args.model,
+        force=args.force,
+        names_from=f"--kernels {args.kernels}",
+    )
     manifest = result.manifest
     out.write(
         f"{len(manifest.kernels)} kernels emitted to {args.out} "
@@ -111,46 +87,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _named(space, path: Path) -> list:
-    """The kernels named in ``path`` (a `ckspace plan` output, ckspace or tile-engine benchmark names):
-    kernels of the space, and configs of its cells every rule of the target allows although the rule
-    set does not propose them (the vector-width variants a plan's fallbacks reach). Every name must be
-    one or the other: the command fails naming each that is not, with the rules that stop it."""
-    from ckspace.core.cells import Cell
-    from ckspace.core.config import GemmConfig
+def _names_in(path: Path) -> list[str]:
+    """The kernel names of a ``--kernels`` file: one a line, ``#`` comments and blank lines skipped."""
     from ckspace.core.inputs import read_input_text
-    from ckspace.space.listing import Kernel
 
     text = read_input_text(path, "--kernels")
-    wanted = list(
-        dict.fromkeys(line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-    )
-    if not wanted:
+    names = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not names:
         raise CkspaceError(f"--kernels {path} names no kernel")
-    listed = {k.kernel_key: k for k in space.kernels()}
-    cells = {(r.arch, cell) for r in space.requests for cell in r.cells}
-    chosen: dict[tuple, Kernel] = {}
-    refused: dict[str, tuple[str, ...]] = {}
-    for name in wanted:
-        for config in space.configs_from_name(name):
-            if not isinstance(config, GemmConfig):
-                refused[name] = ("depthwise: CK Tile has no instance to emit",)
-                continue
-            cell = Cell(config.variant, config.ndim, config.dtype)
-            kernel = Kernel(config.arch, cell, False, config.row(), True)
-            if kernel.kernel_key in listed:
-                chosen.setdefault(kernel.kernel_key, kernel)
-            elif (config.arch, cell) not in cells:
-                refused[name] = (f"outside the requested cells ({config.arch} {cell.label()})",)
-            elif broken := space.excluded_by(config):
-                refused[name] = tuple(broken)
-            else:
-                chosen.setdefault(kernel.kernel_key, kernel)
-    if refused:
-        detail = "; ".join(f"{name}: {', '.join(rules)}" for name, rules in refused.items())
-        raise NoKernelError(
-            f"--kernels {path}: {len(refused)} of {len(wanted)} kernels cannot be emitted for this "
-            f"target ({space.target.describe().removeprefix('target: ')}): {detail}",
-            refused,
-        )
-    return list(chosen.values())
+    return names

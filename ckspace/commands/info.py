@@ -1,7 +1,9 @@
-"""``ckspace info``: what this ckspace knows, in one place: the archs with their facts, the rule
-sets, the rules revisions, the config fields with their domains, the shipped selection models with
-their training domains (a kernel outside one is extrapolated), the shipped data sets (their names
-work where a command takes a measurement or problems CSV), and the environment it reads."""
+"""``ckspace info``: what this ckspace knows, in one place: what this machine offers before a build
+(the HIP compiler for each arch, the CK headers, the GPUs, the shipped models:
+:mod:`ckspace.commands.machine`), the archs with their facts, the rule sets, the rules revisions,
+the config fields with their domains, the shipped selection models with their training domains (a
+kernel outside one is extrapolated), the shipped data sets (their names work where a command takes
+a measurement or problems CSV), and the environment it reads."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import argparse
 from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args, write_report
+from ckspace.core.errors import CkspaceError
 
 NAME = "info"
 HELP = (
-    "list the archs (with their facts), rule sets, rules revisions, config fields, shipped models (with their "
-    "training domains), shipped data sets and environment variables"
+    "tell what this machine has (HIP compiler per arch, CK headers, GPUs, shipped models) and list the archs "
+    "(with their facts), rule sets, rules revisions, config fields, shipped models (with their training domains), "
+    "shipped data sets and environment variables"
 )
 FORMATS = ("text", "json")
 
@@ -23,10 +27,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
 
 
-def facts(target=None) -> dict:
-    """Everything ``info`` reports, as plain data (``target``: the default one when None)."""
+def facts(target=None, ck_root: str | None = None) -> dict:
+    """Everything ``info`` reports, as plain data (``target``: the default one when None; ``ck_root``:
+    the CK headers this machine's part reports, None: where every command looks)."""
     from ckspace import __version__
     from ckspace.commands.common import ENVIRONMENT
+    from ckspace.commands.machine import probe_machine
     from ckspace.constraints.rulesets import get_rule_set, rule_set_names
     from ckspace.core.arch import arch_facts
     from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELDS
@@ -49,12 +55,11 @@ def facts(target=None) -> dict:
             "lds_kb": arch.lds_capacity_kb,
             "dtypes": sorted(d.value for d in arch.warp_tiles),
         }
-    from ckspace.core.target import resolve_target
-
-    target = target if target is not None else resolve_target()
+    machine = probe_machine(ck_root)
     return {
         "version": __version__,
-        "target": target.record(),
+        "target": _target_record(target),
+        "machine": machine.model_dump(mode="json"),
         "archs": archs,
         "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
         "rules_revisions": list(rules_revision_names()),
@@ -64,6 +69,26 @@ def facts(target=None) -> dict:
         "datasets": _datasets(),
         "environment": ENVIRONMENT,
     }
+
+
+def _target_record(target) -> dict:
+    """The target's JSON field; the default target's CK headers, when ``CK_ROOT`` names none, are
+    reported rather than refused (every other command refuses them): ``info`` is where one looks to
+    find out why."""
+    from ckspace.core.target import resolve_target
+
+    if target is not None:
+        return target.record()
+    try:
+        return resolve_target().record()
+    except CkspaceError as exc:
+        return {
+            "ck": None,
+            "ck_root": None,
+            "rules_only": False,
+            "known_wrong_excluded": True,
+            "note": f"none: {exc} (every command that answers for a target refuses to run)",
+        }
 
 
 def _models() -> dict[str, dict]:
@@ -103,12 +128,16 @@ def _datasets() -> dict[str, dict]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    write_report(out, args.format, facts(target_from_args(args)), _text, indent=1)
+    # the default target is resolved by facts, which reports a CK_ROOT without headers; an explicit
+    # --ck-root without them is bad input
+    target = target_from_args(args) if args.ck_root or args.rules_only else None
+    write_report(out, args.format, facts(target, args.ck_root), _text, indent=1)
     return 0
 
 
 def _text(report: dict) -> str:
-    lines = [f"ckspace {report['version']}", f"target: {report['target']['note']}", "archs:"]
+    lines = [f"ckspace {report['version']}", f"target: {report['target']['note']}", *_machine_lines(report["machine"])]
+    lines.append("archs:")
     lines += [
         f"  {name}: {arch['family']}, wave{arch['warp_size']}, LDS {arch['lds_kb']} KiB, "
         f"dtypes {', '.join(arch['dtypes']) or 'none'}"
@@ -152,3 +181,26 @@ def _model_lines(cell: str, model: dict) -> list[str]:
     ranges = [f"{name} {low}..{high}" for name, (low, high) in domain["numeric"].items()]
     sizes = [f"{name} {low}..{high}" for name, (low, high) in domain["problems"].items()]
     return [*lines, f"    kernels: {'; '.join(seen + ranges)}", f"    problems: {'; '.join(sizes)}"]
+
+
+def _machine_lines(machine: dict) -> list[str]:
+    """This machine's part: found or, in its place, why not."""
+    lines = ["this machine:"]
+    for c in machine["compilers"]:
+        found = f"{c['path']} ({c['kind']}: {c['version'] or 'no --version'})" if c["reason"] is None else None
+        lines.append(f"  HIP compiler for {c['arch']}: {found or 'none (' + c['reason'] + ')'}")
+    ck = machine["ck"]
+    if ck["reason"] is None:
+        verified = "" if ck["verified"] else " (unverified)"
+        lines.append(f"  CK headers: {ck['include_dir']}: {ck['label']}{verified}, fingerprint {ck['fingerprint']}")
+    else:
+        lines.append(f"  CK headers: none ({ck['reason']})")
+    gpus = machine["gpus"]
+    shown = "; ".join(
+        f"{d['index']}: {d['name']}" + (f", {d['clock_mhz']:g} MHz" if d["clock_mhz"] else "") for d in gpus["devices"]
+    )
+    lines.append(f"  GPUs: {shown or 'none visible (' + (gpus['reason'] or 'the HIP runtime lists none') + ')'}")
+    models = machine["models"]
+    cells = ", ".join(f"{m['arch']} {m['variant']} {m['dtype']}" for m in models["models"])
+    lines.append(f"  shipped models: {cells or 'none (' + (models['reason'] or 'no model cards') + ')'}")
+    return lines

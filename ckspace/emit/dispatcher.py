@@ -54,6 +54,11 @@ from ckspace.select.support import ModelDomain, source_text
 
 log = logging.getLogger(__name__)
 
+API_VERSION = 2
+"""``CKSPACE_API_VERSION``: raised whenever a C function's signature, a status code or
+``ckspace_conv_problem`` changes (2: ``ckspace_run`` takes the caller's workspace; added
+``ckspace_api_version``, ``ckspace_kernel_index``, ``ckspace_workspace_size``)."""
+
 HEADER = "ckspace_dispatch.h"
 HOST_SOURCE = "ckspace_dispatch.c"
 RUN_SOURCE = "ckspace_dispatch_run.cpp"
@@ -210,6 +215,7 @@ def dispatcher_sources(
         .render(
             {
                 **base,
+                "api_version": API_VERSION,
                 "variants": variants,
                 "dtypes": dtypes,
                 "problem": problem_checks(),

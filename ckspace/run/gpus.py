@@ -16,11 +16,20 @@ from ckspace.core.errors import CkspaceError
 from ckspace.run.device import HIP_MISSING, DeviceInfo, hip_devices
 
 
-def probe_devices() -> list[DeviceInfo]:
-    """The GPUs, or a one-line :class:`CkspaceError` saying what is missing and how to get it."""
+def probe_devices(timeout: float | None = None) -> list[DeviceInfo]:
+    """The GPUs, or a one-line :class:`CkspaceError` saying what is missing and how to get it.
+    ``timeout``: seconds the probe may take before it is killed and that is the error (a wedged
+    driver can hang HIP's initialisation; ``ckspace info`` must answer anyway); None waits."""
     if importlib.util.find_spec("hip") is None:
         raise CkspaceError(HIP_MISSING)
-    done = subprocess.run([sys.executable, "-m", __name__], capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", __name__], capture_output=True, text=True, check=False, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise CkspaceError(
+            f"the GPU probe gave no answer within {timeout:g} s (a hung HIP runtime or driver)"
+        ) from None
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines()
         raise CkspaceError(lines[-1] if lines else f"the GPU probe exited with status {done.returncode}")

@@ -31,9 +31,9 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
-from ckspace.run.c_api import Dispatcher
 from ckspace.run.device import Backend
-from ckspace.run.loader import exported_functions
+from ckspace.run.elf import exported_functions
+from ckspace.run.library import KernelLibrary
 from ckspace.run.results import ResultsFile
 from ckspace.run.supervisor import Outcome, kill_all, supervise
 from ckspace.run.worker import BatchJob, PairSpec
@@ -61,13 +61,13 @@ class SweepOptions(BaseModel):
 
 
 def plan_pairs(
-    library: Dispatcher,
+    library: KernelLibrary,
     configs: dict[str, GemmConfig],
     problems: Sequence[ConvProblem],
     kernels: Sequence[str] | None = None,
 ) -> list[PairSpec]:
     """Every (kernel, problem) pair that ``ckspace_is_supported`` accepts, kernel by kernel."""
-    names = library.kernel_names
+    names = library.names
     wanted = set(kernels) if kernels is not None else None
     if wanted is not None and (unknown := sorted(wanted - set(names))):
         raise InvalidInputError(
@@ -292,7 +292,7 @@ def run_sweep(
             f"{report.arch} with {report.toolchain.version}); bench it with --backend hip on an "
             "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)"
         )
-    host = Dispatcher.load(host_path)
+    host = KernelLibrary(host_path)
     pairs = plan_pairs(host, configs, problems, kernels)
     results = ResultsFile.open(out, resume, problems)
     todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]

@@ -28,8 +28,8 @@ from pydantic import BaseModel
 from ckspace.core.measurement import Status
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.run.c_api import STATUS, ConvProblemC, Dispatcher
 from ckspace.run.device import Backend, Device, open_device
+from ckspace.run.library import STATUS, ConvProblemC, KernelLibrary
 from ckspace.verify import reference as ref
 from ckspace.verify import sampled
 from ckspace.verify.comparison import Verification, tolerance, verify, verify_at
@@ -107,15 +107,37 @@ class _Prepared:
             self.device.free(pointer)
 
 
-def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: PairSpec, job: BatchJob) -> PairResult:
+def run_pair(library: KernelLibrary, device: Device, prepared: _Prepared, spec: PairSpec, job: BatchJob) -> PairResult:
     """Warm up, time ``job.repeat`` runs (each on a zeroed output, so kernels that accumulate with
-    atomics are timed and checked as they run in use) and verify the last output."""
+    atomics are timed and checked as they run in use) and verify the last output. The kernel's
+    workspace (``ckspace_workspace_size``) is allocated here, outside the timed runs, as a
+    framework's allocator would hand it over."""
     problem = ConvProblemC.of(spec.problem, spec.variant, spec.dtype)
+    size = library.workspace_size(spec.kernel, spec.problem, spec.variant, spec.dtype)
+    workspace = device.alloc(size) if size else None
+    try:
+        return _timed_runs(library, device, prepared, spec, job, problem, (workspace, size))
+    finally:
+        if workspace is not None:
+            device.free(workspace)
+
+
+def _timed_runs(
+    library: KernelLibrary,
+    device: Device,
+    prepared: _Prepared,
+    spec: PairSpec,
+    job: BatchJob,
+    problem: ConvProblemC,
+    workspace: tuple[int | None, int],
+) -> PairResult:
     times: list[float] = []
     for round_ in range(job.warmup + job.repeat):
         device.zero(prepared.c, prepared.c_bytes)
         status, ms = device.time_ms(
-            lambda: library.run(spec.kernel, problem, prepared.a, prepared.b, prepared.c, device.stream)
+            lambda: library.run_status(
+                spec.kernel, problem, prepared.a, prepared.b, prepared.c, *workspace, device.stream
+            )
         )
         if status != 0:
             return PairResult(status="failed", detail=f"ckspace_run returned {status} ({STATUS.get(status, '?')})")
@@ -141,7 +163,7 @@ def run_pair(library: Dispatcher, device: Device, prepared: _Prepared, spec: Pai
 def serve(job: BatchJob, send: Sender) -> None:
     device = open_device(job.backend, job.device)
     send({"device": device.info.model_dump()})
-    library = Dispatcher.load(job.library)
+    library = KernelLibrary(job.library)
     prepared: _Prepared | None = None
     for i, spec in enumerate(job.pairs):
         if prepared is None or prepared.key != (spec.problem_idx, spec.variant, spec.dtype):

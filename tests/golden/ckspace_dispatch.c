@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ckspace_dispatch.h"
 
@@ -2050,10 +2051,38 @@ static int cks_cell_of(const ckspace_conv_problem* p) {
   return -1;
 }
 
+CKSPACE_EXPORT int ckspace_api_version(void) { return CKSPACE_API_VERSION; }
+
 CKSPACE_EXPORT int ckspace_kernel_count(void) { return N_KERNELS; }
 
 CKSPACE_EXPORT const char* ckspace_kernel_name(int kernel) {
   return (kernel >= 0 && kernel < N_KERNELS) ? NAMES[kernel] : NULL;
+}
+
+CKSPACE_EXPORT int ckspace_kernel_index(const char* name) {
+  if (name == NULL) return -1;
+  int low = 0, high = N_KERNELS - 1;  /* NAMES is in name (byte) order */
+  while (low <= high) {
+    const int mid = low + (high - low) / 2;
+    const int order = strcmp(NAMES[mid], name);
+    if (order == 0) return mid;
+    if (order < 0) low = mid + 1; else high = mid - 1;
+  }
+  return -1;
+}
+
+/* The workspace of a kernel on a normalized problem: a two-stage kernel's fp32 weight gradient. */
+static int64_t cks_workspace_bytes(const cks_kernel* k, const ckspace_conv_problem* p) {
+  if (!k->two_stage) return 0;
+  /* at most ELEMENTS_MAX elements (cks_normalize bounds the weight tensor): no overflow */
+  return (int64_t)sizeof(float) * (p->K / p->G) * (p->C / p->G) * p->G * p->Z * p->Y * p->X;
+}
+
+CKSPACE_EXPORT int64_t ckspace_workspace_size(int kernel, const ckspace_conv_problem* problem) {
+  ckspace_conv_problem p;
+  if (kernel < 0 || kernel >= N_KERNELS) return -CKSPACE_INVALID_KERNEL;
+  if (!cks_normalize(problem, &p)) return -CKSPACE_INVALID_PROBLEM;
+  return cks_workspace_bytes(&KERNELS[kernel], &p);
 }
 
 CKSPACE_EXPORT int ckspace_is_supported(int kernel, const ckspace_conv_problem* problem) {
@@ -2066,7 +2095,27 @@ CKSPACE_EXPORT int ckspace_is_supported(int kernel, const ckspace_conv_problem* 
   return other && vector;
 }
 
+/* What ckspace_run checks before it launches anything (the HIP half calls it; hidden: not API):
+   CKSPACE_OK, or the status ckspace_run returns. */
+__attribute__((visibility("hidden"))) int cks_run_checks(int kernel, const ckspace_conv_problem* problem,
+                                                         const void* workspace, size_t workspace_bytes) {
+  const int supported = ckspace_is_supported(kernel, problem);
+  if (supported < 0) return -supported;
+  if (supported == 0) return CKSPACE_UNSUPPORTED;
+  const int64_t needed = ckspace_workspace_size(kernel, problem);
+  if (needed > 0 && (workspace == NULL || (uint64_t)workspace_bytes < (uint64_t)needed)) return CKSPACE_WORKSPACE_TOO_SMALL;
+  return CKSPACE_OK;
+}
+
+static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops);
+
 CKSPACE_EXPORT int ckspace_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops) {
+  if (kernel != NULL) *kernel = -1;  /* what a failure leaves (documented) */
+  if (predicted_tflops != NULL) *predicted_tflops = 0.0f;
+  return cks_select(problem, kernel, predicted_tflops);
+}
+
+static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops) {
   ckspace_conv_problem p;
   if (!cks_normalize(problem, &p)) return CKSPACE_INVALID_PROBLEM;
   const int cell = cks_cell_of(&p);

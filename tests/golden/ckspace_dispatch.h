@@ -9,11 +9,17 @@
 #ifndef CKSPACE_DISPATCH_H
 #define CKSPACE_DISPATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of this API: it changes whenever a function's signature, a status code or
+   ckspace_conv_problem changes. ckspace_api_version() returns the version the library was built
+   with; a caller compiled against this header checks it equals CKSPACE_API_VERSION. */
+#define CKSPACE_API_VERSION 2
 
 /* ckspace_conv_problem.variant */
 #define CKSPACE_FORWARD 0
@@ -32,6 +38,7 @@ extern "C" {
 #define CKSPACE_INVALID_PROBLEM 3  /* the problem itself is malformed (see ckspace_conv_problem) */
 #define CKSPACE_INVALID_KERNEL 4   /* kernel index out of range */
 #define CKSPACE_LAUNCH_FAILED 5    /* ckspace_run: the kernel's launcher reported an error */
+#define CKSPACE_WORKSPACE_TOO_SMALL 6  /* ckspace_run: fewer workspace bytes than ckspace_workspace_size */
 
 /* A grouped convolution. Channel counts are TOTALS over all groups (C = G * C per group), as
    frameworks state them. Spatial fields are named per dimension, outermost first: depth (d),
@@ -71,11 +78,18 @@ typedef struct ckspace_conv_problem {
   int64_t k_batch;  /* split-K factor: 1, or more for bwd_weight kernels that split the reduction */
 } ckspace_conv_problem;
 
+/* CKSPACE_API_VERSION of the header the library was generated with. */
+int ckspace_api_version(void);
+
 /* Number of kernels in the library; kernels are numbered 0 .. count-1 in name order. */
 int ckspace_kernel_count(void);
 
 /* The kernel's name (a static string), or NULL for an index out of range. */
 const char* ckspace_kernel_name(int kernel);
+
+/* The index of the kernel named `name` (as ckspace prints it), or -1 when the library holds no
+   such kernel (or name is NULL). */
+int ckspace_kernel_index(const char* name);
 
 /* 1 if the kernel can run the problem as it is (every IsSupportedArgument check holds), 0 if not,
    -CKSPACE_INVALID_KERNEL or -CKSPACE_INVALID_PROBLEM for bad arguments. */
@@ -86,19 +100,30 @@ int ckspace_is_supported(int kernel, const ckspace_conv_problem* problem);
    that the library holds and that can; the best of them by the cell's ranker (or, without a
    model, the analytical roofline score). Writes the kernel index and its predicted TFLOPS.
    Deterministic (ties go to the lower index). Returns CKSPACE_OK, CKSPACE_NO_KERNEL or
-   CKSPACE_INVALID_PROBLEM; thread-safe, no allocation but one buffer per call. */
+   CKSPACE_INVALID_PROBLEM; on any status but CKSPACE_OK it writes *kernel = -1 and
+   *predicted_tflops = 0. Thread-safe, no allocation but one host buffer per call. */
 int ckspace_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops);
+
+/* The bytes of device memory ckspace_run needs as workspace to run the kernel on the problem: 0
+   for most kernels; for a two-stage bwd_weight kernel, its fp32 weight gradient (G * K/G * C/G *
+   filter elements of 4 bytes), which an element-wise kernel then converts to the weight's dtype
+   (split-K accumulates there too). -CKSPACE_INVALID_KERNEL or -CKSPACE_INVALID_PROBLEM for bad
+   arguments. */
+int64_t ckspace_workspace_size(int kernel, const ckspace_conv_problem* problem);
 
 /* Run the kernel on device buffers: a, b and c are the implicit GEMM's operands, which per variant
    are  forward: a = input, b = weight, c = output;
         bwd_data: a = output gradient, b = weight, c = input gradient;
         bwd_weight: a = output gradient, b = input, c = weight gradient;
-   all packed in the kernel's layout (NHWGC-style, channels innermost). `stream` is a hipStream_t
-   (NULL for the default stream). Returns CKSPACE_OK, CKSPACE_UNSUPPORTED,
-   CKSPACE_INVALID_KERNEL, CKSPACE_INVALID_PROBLEM or CKSPACE_LAUNCH_FAILED. Only in libraries
-   built with a HIP compiler (`ckspace build`, not --host-only). */
+   all packed in the kernel's layout (NHWGC-style, channels innermost). `workspace` is the caller's
+   device memory of `workspace_bytes` bytes, at least ckspace_workspace_size (NULL and 0 when that
+   is 0); ckspace_run allocates nothing, so it can be captured in a HIP graph with the caller's
+   allocator. `stream` is a hipStream_t (NULL for the default stream). Returns CKSPACE_OK,
+   CKSPACE_UNSUPPORTED, CKSPACE_INVALID_KERNEL, CKSPACE_INVALID_PROBLEM,
+   CKSPACE_WORKSPACE_TOO_SMALL or CKSPACE_LAUNCH_FAILED. Only in libraries built with a HIP
+   compiler (`ckspace build`, not --host-only). */
 int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a, const void* b, void* c,
-                void* stream);
+                void* workspace, size_t workspace_bytes, void* stream);
 
 #ifdef __cplusplus
 }

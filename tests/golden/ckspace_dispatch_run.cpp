@@ -10,19 +10,20 @@
 #define CKSPACE_RUN_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
-float ckspace_run_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor(const ckspace_kernel_args*, void*, void*, void*, int, void*);
-float ckspace_run_grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0(const ckspace_kernel_args*, void*, void*, void*, int, void*);
+float ckspace_run_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+float ckspace_run_grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
+int cks_run_checks(int kernel, const ckspace_conv_problem* problem, const void* workspace, size_t workspace_bytes);
 }
 
 namespace {
 
-using Launch = float (*)(const ckspace_kernel_args*, void*, void*, void*, int, void*);
+using Launch = float (*)(const ckspace_kernel_args*, void*, void*, void*, int, void*, void*);
 
 const Launch LAUNCH[8] = {
     ckspace_run_grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16,
@@ -48,8 +49,8 @@ ckspace_kernel_args kernel_args(const ckspace_conv_problem& p)
     args.ndim = static_cast<int32_t>(p.ndim);
     args.G = p.G;
     args.N = p.N;
-    args.K = p.K;
-    args.C = p.C;
+    args.K = p.K / p.G; // CK counts channels per group
+    args.C = p.C / p.G;
     const int64_t size[3] = {p.Di, p.Hi, p.Wi}, filter[3] = {p.Z, p.Y, p.X};
     const int64_t stride[3] = {p.stride_d, p.stride_h, p.stride_w}, pad[3] = {p.pad_d, p.pad_h, p.pad_w};
     const int64_t dil[3] = {p.dil_d, p.dil_h, p.dil_w};
@@ -69,17 +70,16 @@ ckspace_kernel_args kernel_args(const ckspace_conv_problem& p)
 } // namespace
 
 extern "C" CKSPACE_RUN_EXPORT int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a,
-                                              const void* b, void* c, void* stream)
+                                              const void* b, void* c, void* workspace, size_t workspace_bytes,
+                                              void* stream)
 {
-    const int supported = ckspace_is_supported(kernel, problem);
-    if(supported < 0)
-        return -supported;
-    if(supported == 0)
-        return CKSPACE_UNSUPPORTED;
+    const int status = cks_run_checks(kernel, problem, workspace, workspace_bytes);
+    if(status != CKSPACE_OK)
+        return status;
     void* operands[3] = {const_cast<void*>(a), const_cast<void*>(b), c};
     const int* which = OPERAND_OF_TENSOR[problem->variant];
     const ckspace_kernel_args args = kernel_args(*problem);
     const float ms = LAUNCH[kernel](&args, operands[which[0]], operands[which[1]], operands[which[2]],
-                                    static_cast<int>(problem->k_batch), stream);
+                                    static_cast<int>(problem->k_batch), workspace, stream);
     return ms < 0 ? CKSPACE_LAUNCH_FAILED : CKSPACE_OK;
 }

@@ -20,8 +20,8 @@ inline ckspace::KernelEntry make_grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffl
                            "mem", "intrawave", "cshuffle"};
     entry.name      = "grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16";
     entry.gfx_arch  = gfx_arch;
-    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s) {
-        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s);
+    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s, void* workspace) {
+        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s, workspace);
     };
     entry.is_supported = &Launcher::is_supported;
     return entry;

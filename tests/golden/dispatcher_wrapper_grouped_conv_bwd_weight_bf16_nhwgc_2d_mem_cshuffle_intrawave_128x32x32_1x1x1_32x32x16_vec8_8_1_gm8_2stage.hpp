@@ -20,8 +20,8 @@ inline ckspace::KernelEntry make_grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuf
                            "mem", "intrawave", "cshuffle"};
     entry.name      = "grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage";
     entry.gfx_arch  = gfx_arch;
-    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s) {
-        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s);
+    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s, void* workspace) {
+        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s, workspace);
     };
     entry.is_supported = &Launcher::is_supported;
     return entry;

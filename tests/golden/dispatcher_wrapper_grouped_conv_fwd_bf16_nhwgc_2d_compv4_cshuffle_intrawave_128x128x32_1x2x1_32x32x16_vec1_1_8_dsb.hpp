@@ -20,8 +20,8 @@ inline ckspace::KernelEntry make_grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_
                            "compv4", "intrawave", "cshuffle"};
     entry.name      = "grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb";
     entry.gfx_arch  = gfx_arch;
-    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s) {
-        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s);
+    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s, void* workspace) {
+        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s, workspace);
     };
     entry.is_supported = &Launcher::is_supported;
     return entry;

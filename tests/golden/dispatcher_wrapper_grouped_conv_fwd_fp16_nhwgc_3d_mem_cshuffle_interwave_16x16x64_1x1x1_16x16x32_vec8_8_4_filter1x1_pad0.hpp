@@ -20,8 +20,8 @@ inline ckspace::KernelEntry make_grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_int
                            "mem", "interwave", "cshuffle"};
     entry.name      = "grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0";
     entry.gfx_arch  = gfx_arch;
-    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s) {
-        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s);
+    entry.launch    = [](const void* host_args, const ck_tile::stream_config& s, void* workspace) {
+        return Launcher::launch(*static_cast<const Launcher::HostArgs*>(host_args), s, workspace);
     };
     entry.is_supported = &Launcher::is_supported;
     return entry;

@@ -16,7 +16,6 @@
 #include "ck_tile/ops/grouped_convolution.hpp"
 #include "ck_tile/ops/epilogue.hpp"
 #include "ck_tile/ops/elementwise.hpp"
-#include "ck_tile/host/device_memory.hpp"
 
 namespace ckspace_kernel_grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage {
 
@@ -211,21 +210,24 @@ struct grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x
         BaseGemmPipeline::TailHandler(run, has_hot_loop, tail);
     }
 
-    /// Launches the kernel; throws when the problem is not supported by this instance.
-    static float launch(const HostArgs& args, const ck_tile::stream_config& s)
+    /// Launches the kernel; throws when the problem is not supported by this instance. Nothing is
+    /// allocated here: the fp32 GEMM result goes to the caller's `workspace`
+    /// (G * K * C * filter elements, per-group K and C: ckspace_workspace_size says how many bytes).
+    static float launch(const HostArgs& args, const ck_tile::stream_config& s, void* workspace)
     {
         float time = 0;
         dispatch(args, [&](auto instance) {
             using Kernel = typename decltype(instance)::Kernel;
+            if(workspace == nullptr)
+                throw std::runtime_error("grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage: a two-stage kernel needs a workspace");
             const ck_tile::index_t filter = std::accumulate(args.filter_spatial_lengths_.begin(),
                                                             args.filter_spatial_lengths_.end(),
                                                             ck_tile::long_index_t{1},
                                                             std::multiplies<ck_tile::long_index_t>());
             const ck_tile::index_t rows = args.G_ * args.K_;
             const ck_tile::index_t cols = args.C_ * filter;
-            ck_tile::DeviceMem workspace(rows * cols * sizeof(WorkspaceDataType));
             HostArgs ws_args(args);
-            ws_args.wei_ptr = workspace.GetDeviceBuffer();
+            ws_args.wei_ptr = workspace;
             auto kargs = Kernel::MakeKernelArgs(ws_args);
             if(!Kernel::IsSupportedArgument(kargs))
                 throw std::runtime_error("grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage: arguments not supported");

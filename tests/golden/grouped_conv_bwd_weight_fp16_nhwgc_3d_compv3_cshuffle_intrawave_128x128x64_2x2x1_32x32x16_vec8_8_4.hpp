@@ -207,10 +207,12 @@ struct grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x6
         BaseGemmPipeline::TailHandler(run, has_hot_loop, tail);
     }
 
-    /// Launches the kernel; throws when the problem is not supported by this instance.
-    static float launch(const HostArgs& args, const ck_tile::stream_config& s)
+    /// Launches the kernel; throws when the problem is not supported by this instance. Nothing is
+    /// allocated here: this kernel needs no workspace (`workspace` is not read).
+    static float launch(const HostArgs& args, const ck_tile::stream_config& s, void* workspace)
     {
         float time = 0;
+        (void)workspace;
         dispatch(args, [&](auto instance) {
             using Kernel = typename decltype(instance)::Kernel;
             auto kargs = Kernel::MakeKernelArgs(args);

@@ -249,10 +249,12 @@ struct grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x1
         return total_blocks;
     }
 
-    /// Launches the kernel; throws when the problem is not supported by this instance.
-    static float launch(const HostArgs& args, const ck_tile::stream_config& s)
+    /// Launches the kernel; throws when the problem is not supported by this instance. Nothing is
+    /// allocated here: this kernel needs no workspace (`workspace` is not read).
+    static float launch(const HostArgs& args, const ck_tile::stream_config& s, void* workspace)
     {
         float time = 0;
+        (void)workspace;
         dispatch(args, [&](auto instance) {
             using Kernel = typename decltype(instance)::Kernel;
             auto kargs = Kernel::MakeKernelArgs(args);

@@ -1,0 +1,253 @@
+"""One Python handle on a library ``ckspace build`` made: :class:`KernelLibrary`.
+
+It opens either kind: the host-only dispatcher (``ckspace build DIR --host-only``: kernel table,
+support checks, workspace sizes and selection, no kernels) or the kernel library (the same and
+``ckspace_run``). Every question goes through the library's own C API
+(``ckspace_dispatch.h``), so Python answers what a C++ caller of the same file gets.
+
+Listing reads the ELF dynamic symbol table (:mod:`~ckspace.run.elf`) without loading the file:
+loading a HIP library registers its code objects with the HIP runtime, and nothing should touch a
+GPU before a kernel runs. The file is loaded on the first question that needs its code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.dispatcher import API_VERSION, STRUCT_FIELDS
+from ckspace.run.elf import exported_functions
+
+log = logging.getLogger(__name__)
+
+STATUS = {
+    0: "ok",
+    1: "no kernel can run the problem",
+    2: "the kernel cannot run the problem",
+    3: "malformed problem",
+    4: "kernel index out of range",
+    5: "launch failed",
+    6: "the workspace is smaller than ckspace_workspace_size",
+}
+"""The status codes of ``ckspace_dispatch.h``, as text."""
+NO_KERNEL = 1
+RUN_PREFIX = "ckspace_run_"
+"""The kernels' own C entry points (``ckspace_run_<name>``): how a library's kernels are listed."""
+
+
+class ConvProblemC(ctypes.Structure):
+    """Mirror of ``ckspace_conv_problem`` (``ckspace_dispatch.h``): every field an ``int64_t``."""
+
+    _fields_ = [(name, ctypes.c_int64) for name in STRUCT_FIELDS]
+
+    @classmethod
+    def of(cls, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> ConvProblemC:
+        values = {name: getattr(problem, name) for name in STRUCT_FIELDS[2:]}
+        return cls(variant=Variant.parse(variant).code, dtype=Dtype.parse(dtype).code, **values)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``ckspace_select`` answered: the kernel's index and name, and the TFLOPS its cell's
+    model predicts (an estimate; the analytical roofline's where the cell has no model)."""
+
+    kernel: int
+    name: str
+    predicted_tflops: float
+
+
+class RunError(CkspaceError):
+    """``ckspace_run`` returned a status other than ``CKSPACE_OK``; ``status`` is that code."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+    "ckspace_api_version": (ctypes.c_int, []),
+    "ckspace_kernel_count": (ctypes.c_int, []),
+    "ckspace_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "ckspace_kernel_index": (ctypes.c_int, [ctypes.c_char_p]),
+    "ckspace_is_supported": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ConvProblemC)]),
+    "ckspace_workspace_size": (ctypes.c_int64, [ctypes.c_int, ctypes.POINTER(ConvProblemC)]),
+    "ckspace_select": (
+        ctypes.c_int,
+        [ctypes.POINTER(ConvProblemC), ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_float)],
+    ),
+    "ckspace_run": (
+        ctypes.c_int,
+        [
+            ctypes.c_int,
+            ctypes.POINTER(ConvProblemC),
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_void_p,
+        ],
+    ),
+}
+"""Each C API function's return and argument types (``ckspace_dispatch.h``)."""
+
+
+class KernelLibrary:
+    """A library built by ``ckspace build``: its kernels, which can run a problem, how much
+    workspace one needs, which to run, and running it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InvalidInputError(f"no kernel library at {self.path}")
+        self._handle: ctypes.CDLL | None = None
+
+    @cached_property
+    def _exports(self) -> frozenset[str]:
+        return frozenset(exported_functions(self.path))
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """The kernels in index order (name order); reading them does not load the library. The
+        host-only dispatcher holds no kernel code: its names are its table's."""
+        found = sorted(n[len(RUN_PREFIX) :] for n in self._exports if n.startswith(RUN_PREFIX))
+        if found or not self.has_dispatcher:
+            return tuple(found)
+        lib = self._lib
+        return tuple(lib.ckspace_kernel_name(i).decode() for i in range(lib.ckspace_kernel_count()))
+
+    @property
+    def has_dispatcher(self) -> bool:
+        """Whether the tree was emitted ``--with-selector`` (the C API of ``ckspace_dispatch.h``)."""
+        return "ckspace_select" in self._exports
+
+    @property
+    def has_run(self) -> bool:
+        """Whether the library holds the kernels (``ckspace_run``), not just the host part."""
+        return "ckspace_run" in self._exports
+
+    @property
+    def loaded(self) -> bool:
+        return self._handle is not None
+
+    @property
+    def _lib(self) -> ctypes.CDLL:
+        """The loaded library with the C API's signatures set; refused without a dispatcher or
+        when it was generated for another version of the API."""
+        if self._handle is not None:
+            return self._handle
+        if not self.has_dispatcher:
+            raise CkspaceError(f"{self.path.name} has no dispatcher: emit its tree with --with-selector and rebuild")
+        if "ckspace_api_version" not in self._exports:
+            raise CkspaceError(f"{self.path.name} was built by an older ckspace (C API 1); re-emit and rebuild it")
+        log.info("loading %s", self.path)
+        try:
+            handle = ctypes.CDLL(str(self.path.resolve()))
+        except OSError as exc:
+            raise CkspaceError(f"cannot load {self.path}: {exc}") from None
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            if name in self._exports:
+                function = getattr(handle, name)
+                function.restype, function.argtypes = restype, argtypes
+        version = handle.ckspace_api_version()
+        if version != API_VERSION:
+            raise CkspaceError(
+                f"{self.path.name} has C API {version}, this ckspace speaks {API_VERSION}; re-emit and rebuild it"
+            )
+        self._handle = handle
+        return handle
+
+    def index(self, kernel: int | str) -> int:
+        """The index of a kernel given by name (``ckspace_kernel_index``) or by index (checked)."""
+        if isinstance(kernel, str):
+            found = self._lib.ckspace_kernel_index(kernel.encode())
+            if found < 0:
+                raise InvalidInputError(f"{self.path.name} has no kernel {kernel!r}")
+            return found
+        if not 0 <= kernel < len(self.names):
+            raise InvalidInputError(f"kernel index {kernel} is out of range: {self.path.name} holds {len(self.names)}")
+        return kernel
+
+    def is_supported(self, kernel: int | str, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> bool:
+        """``ckspace_is_supported``: whether the kernel can run the problem as it is."""
+        answer = self._lib.ckspace_is_supported(self.index(kernel), ConvProblemC.of(problem, variant, dtype))
+        if answer < 0:
+            raise InvalidInputError(f"ckspace_is_supported: {STATUS.get(-answer, answer)}")
+        return bool(answer)
+
+    def workspace_size(
+        self, kernel: int | str, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str
+    ) -> int:
+        """``ckspace_workspace_size``: the device bytes :meth:`run` needs as workspace (0 for most)."""
+        size = self._lib.ckspace_workspace_size(self.index(kernel), ConvProblemC.of(problem, variant, dtype))
+        if size < 0:
+            raise InvalidInputError(f"ckspace_workspace_size: {STATUS.get(-size, size)}")
+        return int(size)
+
+    def select_raw(self, problem: ConvProblemC) -> tuple[int, int, float]:
+        """(status, kernel index, predicted TFLOPS) of ``ckspace_select`` on a prepared struct."""
+        kernel, tflops = ctypes.c_int(-2), ctypes.c_float(-2.0)
+        status = self._lib.ckspace_select(ctypes.byref(problem), ctypes.byref(kernel), ctypes.byref(tflops))
+        return status, kernel.value, tflops.value
+
+    def select(self, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> Choice:
+        """The kernel ``ckspace_select`` picks; :class:`~ckspace.core.errors.NoKernelError` (as
+        :meth:`Selector.select <ckspace.select.selector.Selector.select>` raises) when no kernel of
+        the library can run the problem."""
+        status, kernel, tflops = self.select_raw(ConvProblemC.of(problem, variant, dtype))
+        if status == NO_KERNEL:
+            raise NoKernelError(
+                f"no kernel of {self.path.name} (nor a vector-width fallback it holds) can run "
+                f"{Variant.parse(variant).value} {Dtype.parse(dtype).value} {problem}",
+                {},
+            )
+        if status != 0:
+            raise InvalidInputError(f"ckspace_select: {STATUS.get(status, status)}")
+        return Choice(kernel, self.names[kernel], tflops)
+
+    def run_status(
+        self,
+        kernel: int,
+        problem: ConvProblemC,
+        a: int,
+        b: int,
+        c: int,
+        workspace: int | None,
+        size: int,
+        stream: int | None,
+    ) -> int:
+        """``ckspace_run`` on operand pointers (device memory, or host memory for a stand-in
+        library): its status code (0 ok, see :data:`STATUS`), for callers that record failures as
+        data. The caller synchronises and times."""
+        if not self.has_run:
+            raise CkspaceError(
+                f"{self.path.name} holds only the dispatcher's host part (no ckspace_run): "
+                "build the tree without --host-only"
+            )
+        return self._lib.ckspace_run(kernel, ctypes.byref(problem), a, b, c, workspace, size, stream)
+
+    def run(
+        self,
+        kernel: int | str,
+        problem: ConvProblem,
+        variant: Variant | str,
+        dtype: Dtype | str,
+        operands: tuple[int, int, int],
+        workspace: tuple[int | None, int] = (None, 0),
+        stream: int | None = None,
+    ) -> None:
+        """Run the kernel on the implicit GEMM's ``operands`` (a, b, c pointers; see
+        ``ckspace_run`` for which tensor each is per variant) with the caller's ``workspace``
+        (pointer, bytes: at least :meth:`workspace_size`); :class:`RunError` with the status when
+        ``ckspace_run`` refuses or fails."""
+        index = self.index(kernel)
+        a, b, c = operands
+        status = self.run_status(index, ConvProblemC.of(problem, variant, dtype), a, b, c, *workspace, stream)
+        if status != 0:
+            raise RunError(f"ckspace_run {self.names[index]}: {STATUS.get(status, status)}", status)
