@@ -15,7 +15,21 @@ import pytest
 from conftest import ORACLE_REVISION
 from fuzz_world import run_cli
 
-from ckspace.constraints.lint import Finding, lint
+from ckspace.constraints import lint_run
+from ckspace.constraints.lint import QUIRKS, Finding, lint
+from ckspace.constraints.lint_run import TABLE_DISPUTES, Run, wmma_tag_changes
+from ckspace.constraints.rulesets import get_rule_set, rule_set_names
+from ckspace.core.arch import arch_facts, arch_table
+from ckspace.core.cells import CellProposals, Request
+from ckspace.core.config import GemmConfig
+from ckspace.core.vocab import Predicate, arch_names
+
+CHECKABLE = {f"14.{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 16, 18)}
+"""The items of the reference specification's section 14 that show in what a rule set proposes or
+emits, or in the facts the rules read, so lint can find them. The other three show in no answer:
+14.12 is code upstream never runs (its default module's unused tables and helpers), 14.14 a
+docstring naming the wrong rule set, and 14.17 version skew that breaks the CK Builder rule sets
+(profiler, tests), which are data-driven and which ckspace does not reproduce."""
 
 
 @cache
@@ -104,6 +118,27 @@ EXPECTED = [
         "dead_tile",
         lambda fs: any("64x64x256" in f.message and f.spec == "14.13" for f in fs),
     ),
+    (
+        "14.3 untagged fp16/bf16 configs pass the WMMA floor as 'float' (default on gfx1250)",
+        "default",
+        "gfx1250",
+        "wmma_dtype_tag",
+        lambda fs: fs[0].count == 144 and fs[0].spec == "14.3" and all(not c.endswith("fp32") for c in fs[0].cells),
+    ),
+    (
+        "14.6 the vector gate's 64-lane block against the coverage rule's 32-lane warps",
+        "full",
+        "gfx1201",
+        "vec_gate_warp_size",
+        lambda fs: fs[0].count == 136 and fs[0].spec == "14.6" and "counts 32" in fs[0].message,
+    ),
+    (
+        "14.15 known-wrong bwd_weight half interwave configs are emitted",
+        "full",
+        "gfx942",
+        "known_wrong_emitted",
+        lambda fs: fs[0].spec == "14.15" and all(c.startswith("bwd_weight/") for c in fs[0].cells),
+    ),
     ("14.18 depthwise emitted on wave32", "full", "gfx1250", "depthwise_on_wave32", lambda fs: fs[0].count == 60),
 ]
 
@@ -119,6 +154,89 @@ def test_no_false_alarms_where_upstream_is_consistent() -> None:
     assert "duplicates" not in codes("full", "gfx942")  # fallback pairs do not fire on gfx942
     assert "no_gemm_kernels" not in codes("full", "gfx1250")
     assert "lds_limit_arch_blind" not in codes("default", "gfx942")  # 2 x 32 KiB compv4 fits 64 KiB
+
+
+@pytest.mark.parametrize(
+    "code,rule_set,arch",
+    [
+        ("wmma_dtype_tag", "default", "gfx942"),  # wave64: no WMMA floor
+        ("wmma_dtype_tag", "default", "gfx1201"),  # every default proposal fails wave_combo anyway
+        ("wmma_dtype_tag", "full", "gfx1250"),  # tagged fp16/bf16 are held to the floor, as meant
+        ("vec_gate_warp_size", "full", "gfx942"),  # wave64: the gate and the rule count alike
+        ("vec_gate_warp_size", "full", "gfx950"),
+        ("vec_gate_warp_size", "default", "gfx1250"),  # default's vectors do not come from the gate
+        ("vec_gate_warp_size", "tiny", "gfx1250"),  # none of tiny's compv6 proposals turns on it
+        ("arch_tables_disagree", "full", "gfx1201"),  # the tables agree there
+    ],
+)
+def test_a_quirk_is_not_reported_where_it_decides_nothing(code: str, rule_set: str, arch: str) -> None:
+    assert code not in codes(rule_set, arch)
+
+
+def test_an_fp32_tagged_config_is_held_to_the_wmma_floor_its_untagged_twin_is_not() -> None:
+    """The other side of 14.3, which no shipped rule set reaches (none proposes fp32 GEMM configs on
+    a WMMA arch with a tag): the tag 'fp32' is not the exempt 'float', so upstream rejects the tagged
+    config that the untagged one, and the rule's intent for fp32, let through."""
+    name = "grouped_conv_fwd_fp32_nhwgc_2d_compv3_cshuffle_intrawave_64x64x64_2x2x1_16x16x16"
+    request = Request.build("gfx1250", "full", ["forward"], [2], ["fp32"], rules_revision=ORACLE_REVISION)
+    cell, applies = request.cells[0], (Predicate.STRUCTURE, Predicate.IS_VALID_FOR_ARCH)
+    facts = arch_facts("gfx1250", ORACLE_REVISION)
+    changes = [
+        wmma_tag_changes(Run("full", "gfx1250", request, {cell: CellProposals([config.row()], applies)}, {}, facts))
+        for config in (GemmConfig.from_name(name, "gfx1250", tagged=t) for t in (True, False))
+    ]
+    assert (changes[0].decided, changes[0].admitted, changes[0].emitted, changes[0].cells) == (1, 0, 1, [cell])
+    assert changes[1].decided == 0
+
+
+def test_arch_table_disagreements_are_reported_where_the_two_tables_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """14.16 is read from the arch table's statement of both upstream tables, entry by entry: an
+    entry the two hold differently is reported (saying whether a rule of the run's cells reads it),
+    one they hold alike is not, nor is any other arch."""
+    theirs = {"arch_specs.json": [[16, 16, 64]], "arch_specs_generated.py": None}
+    disputes = {
+        "gfx1250": {
+            "warp_tiles.fp8_fp8_fp32": theirs,
+            "warp_tiles.fp16_fp16_fp32": {key: [[16, 16, 32]] for key in theirs},
+        },
+        "gfx942": {"warp_tiles.bf16_bf16_fp32": {"arch_specs.json": [[32, 32, 8]], "arch_specs_generated.py": None}},
+    }
+    monkeypatch.setattr(lint_run, "arch_table", lambda revision: {**arch_table(revision), TABLE_DISPUTES: disputes})
+    (found,) = [f for f in lint("tiny", "gfx1250", ORACLE_REVISION) if f.code == "arch_tables_disagree"]
+    assert (found.spec, found.count) == ("14.16", 1)
+    assert "warp_tiles.fp8_fp8_fp32" in found.message and "no rule of these cells reads them" in found.message
+    (read,) = [f for f in lint("tiny", "gfx942", ORACLE_REVISION) if f.code == "arch_tables_disagree"]
+    assert "the rules read warp_tiles.bf16_bf16_fp32" in read.message
+    assert not [f for f in lint("tiny", "gfx950", ORACLE_REVISION) if f.code == "arch_tables_disagree"]
+
+
+def test_gfx1250s_arch_tables_disagree_until_pr12173() -> None:
+    """The shipped arch table states where upstream's two arch tables disagree (gfx1250 only, at
+    the oracle's commits); PR #12173 regenerates arch_specs_generated.py from arch_specs.json, so
+    under it (and the default revision) the finding is gone."""
+    at = {a for a in arch_names() for f in findings("tiny", a) if f.code == "arch_tables_disagree"}
+    assert at == {"gfx1250"}
+    assert not [f for f in lint("tiny", "gfx1250", "pr12173") if f.code == "arch_tables_disagree"]
+
+
+def test_lint_over_every_rule_set_and_arch_shows_every_checkable_quirk() -> None:
+    """``ckspace lint --strict`` over every rule set and every arch, under the oracle's rules revision
+    (a later one fixes 14.5 and 14.16), names each checkable item of section 14 by its id, and no
+    other: every quirk ckspace documents is one of them."""
+    out = run_cli(["lint", "--strict", "--format", "json", "--rules-revision", ORACLE_REVISION])
+    assert (out.status, out.stderr) == (1, "")
+    found = json.loads(out.stdout)
+    assert {f["rule_set"] for f in found} == {r for r in rule_set_names() if get_rule_set(r).has_table}
+    assert {f["arch"] for f in found} == set(arch_names())
+    assert {f["spec"] for f in found} - {None} == CHECKABLE == set(QUIRKS)
+
+
+def test_lint_leaves_out_the_cells_a_rule_set_refuses() -> None:
+    """rdna answers only forward 2D/3D fp16/bf16 on gfx1100/1200/1201 and refuses anything else, as
+    upstream raises: lint reports on the cells it answers, and nothing where it refuses them all."""
+    assert lint("rdna", "gfx942", ORACLE_REVISION) == []
+    cells = {c for f in lint("rdna", "gfx1100", ORACLE_REVISION) for c in f.cells}
+    assert cells and all(c.startswith("forward/") and "/1d/" not in c and not c.endswith("fp32") for c in cells)
 
 
 def test_cli_lint_strict_and_json() -> None:

@@ -1,5 +1,6 @@
 """Rule revisions: the oracle's rules (7cd53015) and the arch-aware, double-buffer-aware LDS budget of
-upstream PR #12173 (pr12173), chosen per request, cached apart, and compared with ``ckspace diff``."""
+upstream PR #12173 (pr12173), chosen per request, cached apart, and compared with ``ckspace diff``; the
+default is the newest merged one, so the unmerged pr12289 (tests/test_rdna.py) is opt-in."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ckspace.core.vocab import Dtype, Pipeline, Variant, arch_names
 from ckspace.features.hardware import hardware_facts
 
 NEWER = "pr12173"
+UNMERGED = "pr12289"
 KIB = 1024
 CAPACITY_KIB = {
     "gfx908": 64,
@@ -169,7 +171,8 @@ def test_lint_stops_reporting_the_quirk_a_revision_fixes() -> None:
 
 def test_revisions_are_deltas_with_known_formulations() -> None:
     names = rules_revision_names()
-    assert names == (ORACLE_REVISION, NEWER) and default_rules_revision() == NEWER
+    assert names == (ORACLE_REVISION, NEWER, UNMERGED) and default_rules_revision() == NEWER  # newest merged
+    assert [rules_revision(n).merged for n in names] == [True, True, False]
     root = rules_revision(ORACLE_REVISION)
     assert root.parent is None and root.tables == {} and set(root.rules) == set(FORMULATIONS)
     for name in names:
@@ -182,6 +185,13 @@ def test_revisions_are_deltas_with_known_formulations() -> None:
     assert {k for k in patched if patched[k] != base.get(k)} == {"archs", "lds_double_buffered_pipelines"}
     assert {a for a in base["archs"] if patched["archs"][a] != base["archs"][a]} == {"gfx1250"}
     assert base["archs"]["gfx1250"]["lds_capacity_kb_arch_specs_json"] == 64  # the shipped table is untouched
+    pr = rules_revision(UNMERGED)
+    assert pr.parent == NEWER and pr.rules == {} and set(pr.tables) == {"validity"} and not pr.fixes
+    assert pr.formulation("lds_budget") == ("arch_capacity", newer)  # inherited from its parent
+    assert pr.patched("arch", table("arch")) == patched
+    wmma = pr.patched("validity", table("validity"))["is_valid_for_arch"]["wmma"]
+    assert wmma == {**table("validity")["is_valid_for_arch"]["wmma"], "min_warp_tile_k_unless_float": 16}
+    assert table("validity")["is_valid_for_arch"]["wmma"]["min_warp_tile_k_unless_float"] == 32
 
 
 def test_arch_facts_carry_the_newer_lds_capacity() -> None:

@@ -15,7 +15,7 @@ from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
 from ckspace.core.datasets import Kind, data_file, dataset_names
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
-from ckspace.core.revisions import default_rules_revision, rules_revision_names
+from ckspace.core.revisions import default_rules_revision, rules_revision, rules_revision_names
 from ckspace.core.vocab import Dtype, Variant, arch_names
 
 ENVIRONMENT = {
@@ -51,7 +51,7 @@ def help_epilog(formats: dict[str, tuple[str, ...]]) -> str:
         f"archs: {', '.join(arch_names())}",
         f"variants: {', '.join(v.value for v in Variant)}; ndims: 1, 2, 3; dtypes: {', '.join(d.value for d in Dtype)}",
         f"rule sets: {', '.join(rule_set_names())}",
-        f"rules revisions: {', '.join(rules_revision_names())} (default {default_rules_revision()})",
+        f"rules revisions: {revision_choices()} (default {default_rules_revision()}, the newest merged one)",
         f"formats (--format): {listed}",
         "exit status: 0 done, 1 a valid question with a negative answer (not valid, no kernel, "
         "findings with --strict, kernels emit cannot write), 2 bad input, 3 explain: valid but not proposed "
@@ -64,13 +64,22 @@ def help_epilog(formats: dict[str, tuple[str, ...]]) -> str:
     return "\n".join(lines)
 
 
+def revision_choices() -> str:
+    """The rule revisions, oldest first, an unmerged upstream state marked so that nobody takes an
+    open pull request for upstream's rules."""
+    return ", ".join(
+        name if rules_revision(name).merged else f"{name} (unmerged upstream, opt-in)"
+        for name in rules_revision_names()
+    )
+
+
 def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
-    """--rules-revision: which upstream state of the validity rules (default: the newest)."""
+    """--rules-revision: which upstream state of the validity rules (default: the newest merged one)."""
     parser.add_argument(
         "--rules-revision",
         metavar="R",
-        help=f"upstream state of the validity rules: {', '.join(rules_revision_names())} "
-        f"(default: {default_rules_revision()}, the newest; `ckspace rules` lists them)",
+        help=f"upstream state of the validity rules: {revision_choices()} "
+        f"(default: {default_rules_revision()}, the newest merged; `ckspace rules` lists them)",
     )
 
 

@@ -36,7 +36,7 @@ def facts(target=None, ck_root: str | None = None) -> dict:
     from ckspace.constraints.rulesets import get_rule_set, rule_set_names
     from ckspace.core.arch import arch_facts
     from ckspace.core.fields import GEMM_BOUNDS, GEMM_FIELDS
-    from ckspace.core.revisions import default_rules_revision, rules_revision_names
+    from ckspace.core.revisions import default_rules_revision, rules_revision, rules_revision_names
     from ckspace.core.vocab import arch_names
 
     def domain(spec) -> str:
@@ -64,6 +64,7 @@ def facts(target=None, ck_root: str | None = None) -> dict:
         "rule_sets": {name: get_rule_set(name).summary for name in rule_set_names()},
         "rules_revisions": list(rules_revision_names()),
         "default_rules_revision": default_rules_revision(),
+        "unmerged_rules_revisions": [n for n in rules_revision_names() if not rules_revision(n).merged],
         "fields": {spec.name: {"domain": domain(spec), "doc": spec.doc} for spec in GEMM_FIELDS},
         "models": _models(),
         "datasets": _datasets(),
@@ -146,7 +147,12 @@ def _text(report: dict) -> str:
     lines.append("rule sets:")
     lines += [f"  {name}: {summary}" for name, summary in report["rule_sets"].items()]
     lines += [
-        f"rules revisions: {', '.join(report['rules_revisions'])} (default {report['default_rules_revision']})",
+        "rules revisions: "
+        + ", ".join(
+            f"{name} (unmerged upstream, opt-in)" if name in report["unmerged_rules_revisions"] else name
+            for name in report["rules_revisions"]
+        )
+        + f" (default {report['default_rules_revision']})",
         "config fields:",
     ]
     lines += [f"  {name}: {f['domain']} ({f['doc']})" for name, f in report["fields"].items()]

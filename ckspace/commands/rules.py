@@ -4,9 +4,9 @@ For one cell (an arch and a dtype; every variant unless ``--variant`` says other
 rule's name, predicate, kind, the config fields it reads, its words, its upstream source and the table
 values it reads, with the cell's constants folded in: the validity rules of GEMM and depthwise configs,
 the problem rules of one convolution (an example one unless ``--problem`` is given), the CK-revision
-rules with ``--ck-root``, the rule revisions (upstream states ckspace reproduces; the rules are those of
-``--rules-revision``, the newest by default) and the upstream quirks that rules and lint findings are
-tagged with.
+rules with ``--ck-root``, the rule revisions (upstream states ckspace reproduces, an unmerged one
+marked; the rules are those of ``--rules-revision``, the newest merged one by default) and the upstream
+quirks that rules and lint findings are tagged with.
 ``docs/rules.md`` is this command's markdown output for the defaults, so the words a user reads there
 are the ones the code uses.
 """
@@ -133,6 +133,7 @@ def _revision_record(revision: RulesRevision) -> dict:
         "parent": revision.parent,
         "default": revision.name == default_rules_revision(),
         "upstream": revision.upstream,
+        "merged": revision.merged,
         "summary": revision.summary,
         "fixes": list(revision.fixes),
         "rules": revision.rules,
@@ -233,15 +234,17 @@ def _revision_lines(revisions: list[RulesRevision], shown: str) -> list[str]:
         (
             "The upstream states of the rules ckspace reproduces, oldest first "
             "(`ckspace/data/tables/revisions.json`). "
-            f"`--rules-revision R` (CLI) or `Space(..., rules_revision=R)` chooses one; the default is the newest, "
-            f"**{default_rules_revision()}**. This page shows **{shown}**. Each revision is a delta on its parent: "
+            f"`--rules-revision R` (CLI) or `Space(..., rules_revision=R)` chooses one; the default is the newest "
+            f"merged one, **{default_rules_revision()}**: a revision of an upstream change not merged yet is "
+            f"used only when chosen. This page shows **{shown}**. Each revision is a delta on its parent: "
             "the formulation it gives each rule it changes and JSON merge patches on its parent's tables. "
             "`ckspace diff --against-rules-revision R` lists the kernels a revision adds or removes."
         ),
         "",
     ]
     for revision in revisions:
-        lines += [f"### `{revision.name}`", "", f"{revision.summary}. Upstream: {revision.upstream}.", ""]
+        unmerged = "" if revision.merged else " (unmerged upstream, opt-in)"
+        lines += [f"### `{revision.name}`{unmerged}", "", f"{revision.summary}. Upstream: {revision.upstream}.", ""]
         if revision.parent is not None:
             lines.append(f"- parent: `{revision.parent}`")
         lines += [f"- rule `{rule}`: formulation `{form}`" for rule, form in revision.rules.items()]

@@ -128,10 +128,13 @@ def _wmma_instance(cell: GemmCell) -> tuple[Rule, ...]:
             TRUE if tag_exempt else implies(F("tagged").eq(1), k_min),
             TRUE if untagged_exempt else implies(F("tagged").eq(0), k_min),
         )
-    step = partial(_step, 6, f"{DEFAULT_RULES} check_wmma_instance")
+    helper = f"{DEFAULT_RULES} check_wmma_instance"
+    step = partial(_step, 6, helper)
     on_wmma = f"on warp-size-{wmma_size.value} archs"
     return (
-        step(
+        _step(
+            6,
+            helper + _revised_by(cell, "wmma", "min_warp_tile_k_unless_float"),
             "wmma_warp_tile_k",
             wmma_k,
             f"{on_wmma} warp_tile_k >= {k_floor.value} unless the config's dtype tag is '{exempt.value}' "
@@ -152,6 +155,14 @@ def _wmma_instance(cell: GemmCell) -> tuple[Rule, ...]:
             [cell.warp_size_rule, wmma_size, forbidden_m],
         ),
     )
+
+
+def _revised_by(cell: GemmCell, *keys: str) -> str:
+    """Where a parameter of this check comes from when a later rule revision changed it (empty for
+    the shipped value): the WMMA warp_tile_k floor is the shipped one in the merged revisions and an
+    upstream pull request's in ``pr12289``, and the rule's source says which."""
+    changed = cell.rev.changed_by("validity", ("is_valid_for_arch", *keys))
+    return "" if changed is None or changed.parent is None else f", rules revision {changed.name}: {changed.upstream}"
 
 
 def _tile_coverage(cell: GemmCell) -> tuple[Rule, ...]:

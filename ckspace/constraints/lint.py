@@ -2,34 +2,40 @@
 
 For every arch and cell the rule set's proposals are classified rule by rule, and the report lists
 empty cells, proposals the validity predicates remove (grouped by the rules responsible), table
-entries (tiles, pipelines, features) that never yield a valid kernel, duplicates, and checks that
-pass only because arch data is missing. A finding that shows an upstream inconsistency is tagged
-with it (``Finding.spec``, a key of :data:`QUIRKS`; ``docs/rules.md`` lists them). Lint is a report:
-findings are not errors.
+entries (tiles, pipelines, features) that never yield a valid kernel, duplicates, checks that
+pass only because arch data is missing, proposals whose verdict an inconsistent upstream rule decides
+(:mod:`ckspace.constraints.lint_run` measures them) and arch facts upstream's two tables disagree on.
+A finding that shows an upstream inconsistency is tagged with it (``Finding.spec``, a key of
+:data:`QUIRKS`; ``docs/rules.md`` lists them), and appears only where the rule set's proposals or
+the arch's facts show it under the rules revision asked for. Lint is a report: findings are not
+errors.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Iterator
 
-import numpy as np
-from pydantic import BaseModel
-
-from ckspace.constraints.classify import columns, rule_masks, satisfies_all
-from ckspace.constraints.enumerator import classify_cells, propose
+from ckspace.constraints.classify import satisfies_all
 from ckspace.constraints.generate.sampling import category
 from ckspace.constraints.known_wrong import known_wrong_rules
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.lint_run import (
+    COVERAGE_RULES,
+    TABLE_DISPUTES,
+    Finding,
+    Removals,
+    Run,
+    VerdictChanges,
+    gate_block_changes,
+    removals,
+    table_disputes,
+    vec_gate_warp,
+    wmma_tag_changes,
+)
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.constraints.validity import gemm_rules
-from ckspace.core.arch import ArchFacts, arch_facts, lds_limit_bytes
-from ckspace.core.cells import Cell, CellProposals, CellResult, Request
-from ckspace.core.fields import DEPTHWISE_DEFAULTS, FIELD_INDEX, GEMM_FIELD_NAMES, decode, plain
+from ckspace.core.fields import DEPTHWISE_DEFAULTS, FIELD_INDEX, GEMM_FIELD_NAMES
 from ckspace.core.naming import gemm_name
-from ckspace.core.tables import shape_key
-from ckspace.core.vocab import EMITTED_PREDICATES, Layout
+from ckspace.core.vocab import Layout
 
 _I = FIELD_INDEX
 
@@ -46,6 +52,9 @@ QUIRKS: dict[str, str] = {
     "config passes unchecked (fp32 on the warp-size-32 archs).",
     "14.5": "The LDS budget depends on the pipeline alone (64 KiB unless listed): neither the arch's LDS size "
     "(160 KiB on gfx950) nor the double LDS buffer changes it.",
+    "14.6": "tile_math's vector gate sizes a proposal's vectors for blocks of 64 threads per wave on every "
+    "arch, while the compv6 tile-coverage rule of is_valid_for_arch counts the arch's real warp size: on the "
+    "warp-size-32 archs some compv6 proposals pass the coverage rule only because the two disagree.",
     "14.7": "`full` derives warp_tile_k by formula and never checks it against the arch's warp-tile list, so on "
     "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check.",
     "14.8": "When none of a tile's curated waves fits the arch, `full` falls back to every structural "
@@ -60,101 +69,47 @@ QUIRKS: dict[str, str] = {
     "budget: they are generated only to be rejected.",
     "14.15": "Upstream documents some configs as giving wrong results (bwd_weight fp16/bf16 interwave compv1/mem "
     "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them.",
+    "14.16": "Upstream's two arch tables, arch_specs.json and the arch_specs_generated.py the rules read, "
+    "disagree for gfx1250 (8-bit warp tiles only the .json lists, a preshuffle warp-tile table only the .py "
+    "has): they are not generated from each other at these commits. Later upstream regenerates the .py from "
+    "the .json, and they agree.",
     "14.18": "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their "
     "fixed 64-thread blocks are doubtful.",
 }
 """The upstream inconsistencies lint findings and rules are tagged with (``Finding.spec``, ``Rule.quirk``).
 The ids are those of the reference specification ckspace was written against."""
 
-WAVE_K_FORCED = "14.2"
-"""The upstream inconsistency whose rule (``Rule.quirk``) rejects proposals with wave_k > 1."""
-LDS_ARCH_BLIND = "14.5"
-"""The one whose rule applies an LDS budget smaller than the arch's LDS."""
-
-
-class Finding(BaseModel):
-    """One lint finding for a rule set on an arch."""
-
-    rule_set: str
-    arch: str
-    code: str
-    message: str
-    count: int
-    cells: list[str] = []
-    rules: list[str] = []
-    spec: str | None = None
-
 
 def lint(rule_set: str, arch: str, rules_revision: str | None = None) -> list[Finding]:
-    """Findings for one rule set on one arch (all variants, ndims and dtypes in one request) under
-    rule revision ``rules_revision`` (None: the newest): a quirk that revision fixes is not reported,
-    because no rule of it carries the quirk any more."""
-    run = _Run.of(rule_set, arch, rules_revision)
-    removals = _removals(run)
+    """Findings for one rule set on one arch (all variants, ndims and dtypes the rule set answers
+    there, in one request; none when it refuses them all) under rule revision ``rules_revision``
+    (None: the default): a quirk that revision fixes is not reported, because no rule of it carries
+    the quirk any more and its facts no longer show it."""
+    run = Run.of(rule_set, arch, rules_revision)
+    if run is None:
+        return []
+    tally = removals(run)
     return [
         *_empty_cells(run),
-        *_removed_by_rules(run, removals),
+        *_removed_by_rules(run, tally),
         *_no_gemm_kernels(run),
-        *_wave_k_forced(run, removals),
-        *_lds_limit_arch_blind(run, removals),
-        *_dead_entries(run, removals),
+        *_wave_k_forced(run, tally),
+        *_wmma_dtype_tag(run),
+        *_lds_limit_arch_blind(run, tally),
+        *_vec_gate_warp_size(run),
+        *_dead_entries(run, tally),
         *_duplicates(run),
         *_name_collisions(run),
         *_unchecked_warp_tiles(run),
         *_depthwise_on_wave32(run),
         *_known_wrong_emitted(run),
+        *_arch_tables_disagree(run),
         *_feature_only_cells(run),
         *_layout_names(run),
     ]
 
 
-@dataclass(frozen=True)
-class _Run:
-    """One lint run: the request for every cell of a rule set on an arch, its proposals, their
-    classification and the arch's facts, with which every check makes its findings."""
-
-    rule_set: str
-    arch: str
-    request: Request
-    proposals: Mapping[Cell, CellProposals]
-    results: Mapping[Cell, CellResult]
-    facts: ArchFacts
-
-    @classmethod
-    def of(cls, rule_set: str, arch: str, rules_revision: str | None) -> _Run:
-        request = Request.build(arch, get_rule_set(rule_set).name, rules_revision=rules_revision)
-        proposals = propose(request)
-        return cls(
-            rule_set,
-            arch,
-            request,
-            proposals,
-            classify_cells(request, proposals),
-            arch_facts(arch, request.rules_revision),
-        )
-
-    def finding(
-        self,
-        code: str,
-        message: str,
-        count: int,
-        cells: Iterable[Cell] = (),
-        rules: Iterable[str] = (),
-        spec: str | None = None,
-    ) -> Finding:
-        return Finding(
-            rule_set=self.rule_set,
-            arch=self.arch,
-            code=code,
-            message=message,
-            count=count,
-            cells=[c.label() for c in cells],
-            rules=sorted(rules),
-            spec=spec,
-        )
-
-
-def _empty_cells(run: _Run) -> Iterator[Finding]:
+def _empty_cells(run: Run) -> Iterator[Finding]:
     """Cells that emit nothing, by variant, and variants nothing is proposed for."""
     results = run.results
     for variant in run.request.variants:
@@ -179,72 +134,18 @@ def _empty_cells(run: _Run) -> Iterator[Finding]:
             )
 
 
-@dataclass
-class _Removals:
-    """What the validity predicates remove from the proposals: per set of rules responsible, how many
-    (and the quirk the first of them carries); the removals that show the forced wave_k and the
-    arch-blind LDS limit; per table entry (tile, pipeline, feature), proposals and valid ones."""
-
-    removed: Counter[tuple[str, ...]] = field(default_factory=Counter)
-    quirk_of: dict[tuple[str, ...], str | None] = field(default_factory=dict)
-    forced_wave_k: int = 0
-    lds_blind: int = 0
-    dead: dict[str, dict[tuple, list[int]]] = field(
-        default_factory=lambda: {table: defaultdict(lambda: [0, 0]) for table in ("tile", "pipeline", "feature")}
-    )
-
-
-def _removals(run: _Run) -> _Removals:
-    """Classify every proposal rule by rule (the emitted predicates) and tally what is removed."""
-    out = _Removals()
-    revision = run.request.rules_revision
-    for cell in run.request.cells:
-        rows = run.results[cell].gemm
-        if not rows:
-            continue
-        rules = [
-            r for r in gemm_rules(run.arch, cell.variant, cell.dtype, revision) if r.predicate in EMITTED_PREDICATES
-        ]
-        masks = rule_masks(rules, columns(rows, GEMM_FIELD_NAMES), len(rows))
-        broken = np.stack([~masks[r.name] for r in rules], axis=1)
-        for i, row in enumerate(rows):
-            failing = [r for r, bad in zip(rules, broken[i], strict=True) if bad]
-            if failing:
-                _tally_removal(run, out, failing, row)
-            tile = (cell.variant.value, shape_key(row[:3]))
-            pipe = (cell.variant.value, plain(decode("pipeline", row[_I["pipeline"]])))
-            feat = (cell.variant.value, category(cell, False, row)[0])
-            for table, key in (("tile", tile), ("pipeline", pipe), ("feature", feat)):
-                out.dead[table][key][0] += 1
-                out.dead[table][key][1] += not failing
-    return out
-
-
-def _tally_removal(run: _Run, out: _Removals, failing: list[Rule], row: tuple[int, ...]) -> None:
-    """Count one removed proposal under the rules that remove it, and under the quirks it shows."""
-    names = tuple(r.name for r in failing)
-    out.removed[names] += 1
-    quirks = {r.quirk for r in failing}
-    out.quirk_of[names] = next((r.quirk for r in failing if r.quirk), None)
-    if WAVE_K_FORCED in quirks and row[_I["wave_k"]] != 1:
-        out.forced_wave_k += 1
-    budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]), run.request.rules_revision)  # type: ignore[arg-type]
-    if LDS_ARCH_BLIND in quirks and run.facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
-        out.lds_blind += 1
-
-
-def _removed_by_rules(run: _Run, removals: _Removals) -> Iterator[Finding]:
-    for names, count in removals.removed.most_common():
+def _removed_by_rules(run: Run, tally: Removals) -> Iterator[Finding]:
+    for names, count in tally.removed.most_common():
         yield run.finding(
             "removed_by_rules",
             f"{count} proposals removed by {' + '.join(names)}",
             count,
             rules=names,
-            spec=removals.quirk_of[names],
+            spec=tally.quirk_of[names],
         )
 
 
-def _no_gemm_kernels(run: _Run) -> Iterator[Finding]:
+def _no_gemm_kernels(run: Run) -> Iterator[Finding]:
     results = run.results.values()
     gemm_raw = sum(len(r.gemm) for r in results)
     if gemm_raw and not any(any(r.gemm_valid) for r in results):
@@ -257,44 +158,96 @@ def _no_gemm_kernels(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _wave_k_forced(run: _Run, removals: _Removals) -> Iterator[Finding]:
-    if removals.forced_wave_k:
+def _wave_k_forced(run: Run, tally: Removals) -> Iterator[Finding]:
+    if tally.forced_wave_k:
         yield run.finding(
             "wave_k_forced",
-            f"{removals.forced_wave_k} proposals with wave_k > 1 pass is_valid_for_arch "
+            f"{tally.forced_wave_k} proposals with wave_k > 1 pass is_valid_for_arch "
             "but fail the config check, which forces wave_k to 1",
-            removals.forced_wave_k,
+            tally.forced_wave_k,
             rules=["wave_list"],
             spec="14.2",
         )
 
 
-def _lds_limit_arch_blind(run: _Run, removals: _Removals) -> Iterator[Finding]:
-    if removals.lds_blind:
+def _wmma_dtype_tag(run: Run) -> Iterator[Finding]:
+    """Proposals whose arch-check verdict the WMMA rule's dtype-tag comparison decides (quirk 14.3):
+    untagged ones with a small warp_tile_k that pass as 'float' whatever their dtype, fp32-tagged ones
+    it holds to the floor although fp32 is the 'float' it means to exempt."""
+    changes = wmma_tag_changes(run)
+    if changes.decided:
+        yield run.finding(
+            "wmma_dtype_tag",
+            _verdicts(
+                changes,
+                "pass is_valid_for_arch only because untagged configs count as 'float' in its WMMA warp_tile_k floor",
+                "fail it only because the floor takes their tag 'fp32' for a dtype other than 'float'",
+            ),
+            changes.decided,
+            changes.cells,
+            rules=["wmma_warp_tile_k"],
+            spec="14.3",
+        )
+
+
+def _lds_limit_arch_blind(run: Run, tally: Removals) -> Iterator[Finding]:
+    if tally.lds_blind:
         yield run.finding(
             "lds_limit_arch_blind",
-            f"{removals.lds_blind} proposals exceed the per-pipeline LDS limit "
+            f"{tally.lds_blind} proposals exceed the per-pipeline LDS limit "
             f"although {run.arch} has {run.facts.lds_capacity_kb} KiB of LDS",
-            removals.lds_blind,
+            tally.lds_blind,
             rules=["lds_budget"],
             spec="14.5",
         )
 
 
-def _dead_entries(run: _Run, removals: _Removals) -> Iterator[Finding]:
+def _vec_gate_warp_size(run: Run) -> Iterator[Finding]:
+    """compv6 proposals whose coverage verdict turns on the two block sizes (quirk 14.6): the vector
+    gate counted 64 threads per wave, the coverage rule counts the arch's warp size."""
+    changes = gate_block_changes(run)
+    if changes.decided:
+        gate = vec_gate_warp()
+        yield run.finding(
+            "vec_gate_warp_size",
+            _verdicts(
+                changes,
+                f"pass is_valid_for_arch only because its compv6 coverage rule counts {run.facts.warp_size} threads "
+                f"per wave where the vector gate that chose their widths counted {gate}",
+                f"fail its compv6 coverage rule, which counts {run.facts.warp_size} threads per wave, although "
+                f"they cover a block of {gate} threads per wave as the vector gate sized them",
+            ),
+            changes.decided,
+            changes.cells,
+            rules=COVERAGE_RULES,
+            spec="14.6",
+        )
+
+
+def _verdicts(changes: VerdictChanges, admitted: str, rejected: str) -> str:
+    """The words for proposals an inconsistency decides: those it admits, those it rejects, and
+    whether it decides what the generator emits or only the arch check's verdict."""
+    counts = ((changes.admitted, admitted), (changes.decided - changes.admitted, rejected))
+    said = "; ".join(f"{n} proposals {words}" for n, words in counts if n)
+    if changes.emitted:
+        return f"{said} ({changes.emitted} of them pass the config check too: it decides whether they are emitted)"
+    return f"{said} (the config check removes them all: it decides the arch check's verdict, not what is emitted)"
+
+
+def _dead_entries(run: Run, tally: Removals) -> Iterator[Finding]:
     """Table entries (tiles, pipelines, features) proposed but never valid."""
-    for table, groups in removals.dead.items():
+    for kind, groups in tally.dead.items():
         for key, (proposed, valid) in sorted(groups.items()):
             if proposed and not valid:
                 yield run.finding(
-                    f"dead_{table}",
-                    f"{key[0]} {table} {key[1]}: {proposed} proposals, none valid",
+                    f"dead_{kind}",
+                    f"{key[0]} {kind} {key[1]}: {proposed} proposals, none valid",
                     proposed,
-                    spec="14.13" if run.rule_set == "default" and table == "tile" else None,
+                    spec="14.13" if run.rule_set == "default" and kind == "tile" else None,
                 )
 
 
-def _duplicates(run: _Run) -> Iterator[Finding]:
+def _duplicates(run: Run) -> Iterator[Finding]:
     duplicates = sum(p.duplicates for p in run.proposals.values())
     if duplicates:
         yield run.finding(
@@ -305,7 +258,7 @@ def _duplicates(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _name_collisions(run: _Run) -> Iterator[Finding]:
+def _name_collisions(run: Run) -> Iterator[Finding]:
     names: Counter[str] = Counter()
     for cell, result in run.results.items():
         names.update(gemm_name(cell.variant, cell.dtype, cell.ndim, row) for row in result.gemm)
@@ -314,7 +267,7 @@ def _name_collisions(run: _Run) -> Iterator[Finding]:
         yield run.finding("name_collisions", f"{collisions} proposals share a name with a different config", collisions)
 
 
-def _unchecked_warp_tiles(run: _Run) -> Iterator[Finding]:
+def _unchecked_warp_tiles(run: Run) -> Iterator[Finding]:
     results = run.results
     no_table = [c for c in run.request.cells if results[c].gemm_valid and run.facts.warp_tiles_for(c.dtype) is None]
     if no_table:
@@ -330,7 +283,7 @@ def _unchecked_warp_tiles(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _depthwise_on_wave32(run: _Run) -> Iterator[Finding]:
+def _depthwise_on_wave32(run: Run) -> Iterator[Finding]:
     if run.facts.warp_size != 32:
         return
     results = run.results
@@ -347,7 +300,7 @@ def _depthwise_on_wave32(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _known_wrong_emitted(run: _Run) -> Iterator[Finding]:
+def _known_wrong_emitted(run: Run) -> Iterator[Finding]:
     """Valid kernels upstream documents as wrong (quirk 14.15), and the cells that have them."""
     cells, total = [], 0
     for cell, result in run.results.items():
@@ -371,7 +324,22 @@ def _known_wrong_emitted(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _feature_only_cells(run: _Run) -> Iterator[Finding]:
+def _arch_tables_disagree(run: Run) -> Iterator[Finding]:
+    """Entries of the arch upstream's two arch tables hold differently (quirk 14.16), and whether a
+    rule of the run's cells reads one (the warp-tile lists of their dtypes)."""
+    disputed = table_disputes(run)
+    if disputed:
+        read = sorted({f"warp_tiles.{d.key}" for d in run.request.dtypes} & set(disputed))
+        yield run.finding(
+            "arch_tables_disagree",
+            f"upstream's arch tables disagree on {run.arch}'s {', '.join(disputed)} ({TABLE_DISPUTES} of the arch "
+            "table); " + (f"the rules read {', '.join(read)}" if read else "no rule of these cells reads them"),
+            len(disputed),
+            spec="14.16",
+        )
+
+
+def _feature_only_cells(run: Run) -> Iterator[Finding]:
     results = run.results
     feature_only = [
         c
@@ -388,7 +356,7 @@ def _feature_only_cells(run: _Run) -> Iterator[Finding]:
         )
 
 
-def _layout_names(run: _Run) -> Iterator[Finding]:
+def _layout_names(run: Run) -> Iterator[Finding]:
     misnamed = [
         c
         for c in run.request.cells

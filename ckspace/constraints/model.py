@@ -160,7 +160,7 @@ def cell_model(
     revision: str | None = None,
 ) -> CellModel:
     """The model of one cell's GEMM (or depthwise) configs: the rules the rule set and the
-    generator of rule revision ``revision`` (None: the newest) apply (as the enumerator classifies
+    generator of rule revision ``revision`` (None: the newest merged one) apply (as the enumerator classifies
     with them), the ``extra`` rules (filters, a
     problem's checks, a CK revision's rules) and the rule set's table (its candidates, before the
     predicates it runs itself; None for a rule set without a table, whose domain rules come as

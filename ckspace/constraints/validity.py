@@ -55,7 +55,7 @@ FORMULATIONS: dict[str, dict[str, Callable]] = {"lds_budget": LDS_BUDGETS}
 @cache
 def gemm_rules(arch: str, variant: Variant, dtype: Dtype, revision: str | None = None) -> tuple[Rule, ...]:
     """The rules of a GEMM config in cell (arch, variant, *, dtype), in upstream check order, as rule
-    revision ``revision`` (None: the newest) has them: its tables and its formulation of each rule."""
+    revision ``revision`` (None: the newest merged one) has them: its tables and its formulation of each rule."""
     rev = rules_revision(revision)
     cell = GemmCell(rev, partial(read, revision=rev), arch_facts(arch, rev.name), variant, dtype)
     return (_streamk_fields(), _tile_divisibility(), *arch_check_rules(cell), *config_check_rules(cell))

@@ -45,13 +45,13 @@ class ArchFacts(BaseModel):
 
 @cache
 def arch_table(revision: str | None = None) -> dict:
-    """The arch table as rule revision ``revision`` has it (None: the newest)."""
+    """The arch table as rule revision ``revision`` has it (None: the newest merged one)."""
     return rules_revision(revision).patched("arch", table("arch"))
 
 
 @cache
 def arch_facts(name: str, revision: str | None = None) -> ArchFacts:
-    """The facts of ``name`` in rule revision ``revision`` (None: the newest); raises
+    """The facts of ``name`` in rule revision ``revision`` (None: the newest merged one); raises
     :class:`InvalidChoiceError` for an unknown arch or revision."""
     name = parse_arch(name)
     data = arch_table(revision)

@@ -61,7 +61,7 @@ class Request:
         rules_revision: str | None = None,
     ) -> Request:
         """Validate and order the parts (variant, ndim and dtype default to all values, the rules
-        revision to the newest)."""
+        revision to the newest merged one)."""
         return cls(
             arch=parse_arch(arch),
             rule_set=rule_set,

@@ -5,7 +5,9 @@ today's upstream then gets a different space than the one the oracle fixtures pi
 :class:`RulesRevision`, read from ``revisions.json``. A revision is a *delta* on its parent, never a
 copy: it names the formulation it gives each rule it changes (the formulations live with the rules,
 in :mod:`ckspace.constraints.validity`) and carries JSON merge patches on its parent's tables. The
-oldest revision is the shipped tables as they are; the newest is the default everywhere.
+oldest revision is the shipped tables as they are. A revision can follow an upstream change that is
+not merged yet (an open pull request): it is chosen only on request, so the default everywhere is the
+newest *merged* revision, the rules a user of today's upstream gets.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ class RulesRevision:
     parent: str | None
     upstream: str
     """Which upstream state this is (commits, pull request)."""
+    merged: bool
+    """Whether the state is merged upstream; an unmerged one (an open pull request) is opt-in and
+    never the default."""
     summary: str
     fixes: tuple[str, ...]
     """Upstream quirks (ids of :data:`ckspace.constraints.lint.QUIRKS`) this revision removes."""
@@ -108,6 +113,7 @@ def _revisions() -> dict[str, RulesRevision]:
             name=entry["name"],
             parent=entry["parent"],
             upstream=entry["upstream"],
+            merged=entry["merged"],
             summary=entry["summary"],
             fixes=tuple(entry["fixes"]),
             rules=dict(entry["rules"]),
@@ -115,6 +121,8 @@ def _revisions() -> dict[str, RulesRevision]:
         )
         if revision.parent is not None and revision.parent not in revisions:
             raise ValueError(f"revisions.json: {revision.name}'s parent {revision.parent!r} is not listed before it")
+        if revision.merged and revision.parent is not None and not revisions[revision.parent].merged:
+            raise ValueError(f"revisions.json: merged {revision.name} descends from unmerged {revision.parent}")
         revisions[revision.name] = revision
     return revisions
 
@@ -125,13 +133,14 @@ def rules_revision_names() -> tuple[str, ...]:
 
 
 def default_rules_revision() -> str:
-    """The newest revision: the rules of today's upstream, used unless one is chosen."""
-    return rules_revision_names()[-1]
+    """The newest merged revision: the rules of today's upstream, used unless one is chosen (an
+    unmerged upstream proposal must be asked for by name)."""
+    return [name for name, revision in _revisions().items() if revision.merged][-1]
 
 
 def rules_revision(name: str | None = None) -> RulesRevision:
-    """The revision ``name`` (None: the default, the newest); :class:`InvalidChoiceError` for an
-    unknown name."""
+    """The revision ``name`` (None: the default, the newest merged one); :class:`InvalidChoiceError`
+    for an unknown name."""
     revisions = _revisions()
     key = default_rules_revision() if name is None else str(name).strip().lower()
     if key not in revisions:

@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-TABLE_NAMES = ("arch", "common", "default", "depthwise", "full", "sampling", "validity", "revisions")
+TABLE_NAMES = ("arch", "common", "default", "depthwise", "full", "rdna", "sampling", "validity", "revisions")
 
 
 @cache

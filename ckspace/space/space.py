@@ -50,7 +50,7 @@ class Space:
     values; ``rule_set`` to ``full``. A list of variants/ndims/dtypes is one upstream request, so
     the sampling rule sets (full-tests, tiny) sample over all of it; several archs or rule sets
     are separate requests whose kernels are united. ``rules_revision`` names the upstream state of
-    the validity rules (``ckspace rules`` lists them; default: the newest).
+    the validity rules (``ckspace rules`` lists them; default: the newest merged one).
 
     ``ck`` chooses the target (:mod:`ckspace.core.target`): by default (``"auto"``) the CK headers
     ckspace finds, and the space holds only what they can build, less the kernels upstream

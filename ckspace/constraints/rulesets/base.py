@@ -7,10 +7,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
+from ckspace.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from ckspace.constraints.generate.sampling import Entry
     from ckspace.constraints.rule import Rule
+
+
+class RuleSetRefusal(InvalidInputError):
+    """A request a rule set refuses as a whole, as upstream's entry point raises (a ``ValueError``
+    there too) instead of answering: no cell of it is answered, as no config of the upstream call
+    is emitted. ``reason`` says which part of the request is not supported."""
+
+    def __init__(self, rule_set: str, arch: str, reason: str) -> None:
+        self.rule_set, self.arch, self.reason = rule_set, arch, reason
+        super().__init__(f"rule set {rule_set} refuses this request on {arch}, as upstream raises: {reason}")
 
 
 class RuleSet(ABC):
@@ -33,6 +44,13 @@ class RuleSet(ABC):
     """False for a rule set that proposes no table (``open``): its fields range over the domains
     :meth:`domain_rules` states, and its cells are counted, listed and sampled by
     :mod:`ckspace.constraints.count` instead of the enumerator."""
+
+    def refusal(self, arch: str, cell: Cell) -> str | None:
+        """Why upstream's entry point raises for a request holding ``cell`` on ``arch`` (None: it
+        answers the cell). A rule set that refuses a request refuses it exactly when it refuses one
+        of its cells, so callers that want every answerable cell (``lint``, tests) can leave the
+        refused ones out; :meth:`propose` raises :class:`RuleSetRefusal` for a request with one."""
+        return None
 
     def domain_rules(self, arch: str, cell: Cell) -> tuple[Rule, ...]:
         """The named rules stating each field's domain in a cell (rule sets without a table only)."""
