@@ -283,20 +283,34 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
         )
         cached = objcache.lookup(key)
         if cached is None:
-            obj = build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
-            obj.parent.mkdir(parents=True, exist_ok=True)
-            done = subprocess.run(
-                host_compile_command(compiler, tree, str(source), str(obj)), capture_output=True, text=True, check=False
+            cached = _compile_host_unit(
+                compiler, tree, source, build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
             )
-            if done.returncode != 0:
-                raise CkspaceError(
-                    f"compiling the dispatcher's {unit} failed: "
-                    f"{first_error(done.stderr) or done.stderr.strip()[-300:]}"
-                )
-            objcache.store(key, obj)
-            cached = objcache.lookup(key) or obj  # a cache that cannot be written costs time, not the link
+            objcache.store(key, cached)
+            cached = objcache.lookup(key) or cached  # a cache that cannot be written costs time, not the link
         objects.append(str(cached))
     return objects
+
+
+def _compile_host_unit(compiler: str, tree: Path, source: Path, obj: Path) -> Path:
+    """Compile one host unit to ``obj``. The compiler writes a name of this build's own, renamed into
+    place whole: two builds of one tree at once (two benches) would otherwise write, truncate and
+    read one object file together."""
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    tmp = unique_temporary(obj)
+    try:
+        done = subprocess.run(
+            host_compile_command(compiler, tree, str(source), str(tmp)), capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise CkspaceError(
+                f"compiling the dispatcher's {source.relative_to(tree)} failed: "
+                f"{first_error(done.stderr) or done.stderr.strip()[-300:]}"
+            )
+        os.replace(tmp, obj)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return obj
 
 
 def _dispatcher_objects(
