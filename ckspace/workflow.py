@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ckspace.build.builder import build, build_host
+from ckspace.constraints.where import where_text
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
@@ -76,7 +77,7 @@ def emit_tree(
         "variants": [v.value for v in request.variants],
         "ndims": list(request.ndims),
         "dtypes": [d.value for d in request.dtypes],
-        "where": [f.name.removeprefix("where[").removesuffix("]") for f in space.filters],
+        "where": [where_text(f) for f in space.filters],
         "problem": space.problem.text() if space.problem is not None else None,
         "rules_revision": request.rules_revision,
         "target": space.target.record(),

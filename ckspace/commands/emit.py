@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_space_arguments, request_from_args, space_from_args
+from ckspace.commands.common import add_space_arguments, space_from_args
 from ckspace.core.errors import CkspaceError
 
 NAME = "emit"
@@ -54,7 +54,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.workflow import emit_tree
 
     target = output_path(args.out, "--out")
-    request_from_args(args)  # validates the request's arguments before the space is built
     space = space_from_args(args)
     result = emit_tree(
         space,

@@ -22,6 +22,8 @@ from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_KIND, FIELD_KIND, GE
 from ckspace.core.vocab import Predicate
 
 MAX_LENGTH = 1000
+_NAME_PREFIX = "where["
+"""How the name of a user filter's rule begins (``where[TEXT]``); :func:`where_text` reads TEXT back."""
 MAX_DEPTH = 40
 MAX_ABS = 2**31 - 1
 MAX_BOUND = 2**53
@@ -250,12 +252,19 @@ def parse_where(text: str) -> Rule:
     except RecursionError:
         raise WhereError(f"filter {_quote(text)}: expression too deeply nested") from None
     return Rule(
-        name=f"where[{text.strip()}]",
+        name=f"{_NAME_PREFIX}{text.strip()}]",
         predicate=Predicate.WHERE,
         expr=expr,
         text=f"user filter: {text.strip()}",
         source="--where",
     )
+
+
+def where_text(rule: Rule) -> str:
+    """The filter text a rule of :func:`parse_where` was parsed from (stripped), from its name."""
+    if not (rule.name.startswith(_NAME_PREFIX) and rule.name.endswith("]")):
+        raise ValueError(f"{rule.name} is not a user filter")
+    return rule.name[len(_NAME_PREFIX) : -1]
 
 
 def parse_objective(text: str) -> Expr:

@@ -32,7 +32,6 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.measurement import config_cells, problem_cells
 from ckspace.core.problem import ConvProblem
 from ckspace.run.device import Backend
-from ckspace.run.elf import exported_functions
 from ckspace.run.library import KernelLibrary
 from ckspace.run.results import ResultsFile
 from ckspace.run.supervisor import Outcome, kill_all, supervise
@@ -40,7 +39,6 @@ from ckspace.run.worker import BatchJob, PairSpec
 
 log = logging.getLogger(__name__)
 
-RUN_SYMBOL = "ckspace_run"
 STANDIN_RESOURCE = "ckspace_device"
 """The Ray resource a stand-in (host) library's batch asks for in place of a GPU: a cluster's nodes
 declare how many stand-in devices they hold (``ray start --resources '{"ckspace_device": 2}'``)."""
@@ -283,7 +281,7 @@ def run_sweep(
     and checks, no HIP), so this process never loads the HIP runtime; only workers load
     ``library_path``."""
     started = time.monotonic()
-    if RUN_SYMBOL not in exported_functions(library_path):
+    if not KernelLibrary(library_path).has_run:  # read from its symbol table: nothing loaded
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
     if options.backend == "host" and (report := hip_build_of(library_path)) is not None:
         # up front: on host memory every pair of a HIP library would end 'failed', in a sweep that exits 0

@@ -2085,24 +2085,30 @@ CKSPACE_EXPORT int64_t ckspace_workspace_size(int kernel, const ckspace_conv_pro
   return cks_workspace_bytes(&KERNELS[kernel], &p);
 }
 
+/* Whether a kernel (a valid index) runs a normalized problem: its cell, every IsSupportedArgument check. */
+static int cks_supported(int kernel, const ckspace_conv_problem* p) {
+  if (cks_cell_of(p) != KERNELS[kernel].cell) return 0;
+  int other, vector;
+  cks_checks(&KERNELS[kernel], p, &other, &vector);
+  return other && vector;
+}
+
 CKSPACE_EXPORT int ckspace_is_supported(int kernel, const ckspace_conv_problem* problem) {
   ckspace_conv_problem p;
   if (kernel < 0 || kernel >= N_KERNELS) return -CKSPACE_INVALID_KERNEL;
   if (!cks_normalize(problem, &p)) return -CKSPACE_INVALID_PROBLEM;
-  if (cks_cell_of(&p) != KERNELS[kernel].cell) return 0;
-  int other, vector;
-  cks_checks(&KERNELS[kernel], &p, &other, &vector);
-  return other && vector;
+  return cks_supported(kernel, &p);
 }
 
 /* What ckspace_run checks before it launches anything (the HIP half calls it; hidden: not API):
    CKSPACE_OK, or the status ckspace_run returns. */
 __attribute__((visibility("hidden"))) int cks_run_checks(int kernel, const ckspace_conv_problem* problem,
                                                          const void* workspace, size_t workspace_bytes) {
-  const int supported = ckspace_is_supported(kernel, problem);
-  if (supported < 0) return -supported;
-  if (supported == 0) return CKSPACE_UNSUPPORTED;
-  const int64_t needed = ckspace_workspace_size(kernel, problem);
+  ckspace_conv_problem p;
+  if (kernel < 0 || kernel >= N_KERNELS) return CKSPACE_INVALID_KERNEL;
+  if (!cks_normalize(problem, &p)) return CKSPACE_INVALID_PROBLEM;
+  if (!cks_supported(kernel, &p)) return CKSPACE_UNSUPPORTED;
+  const int64_t needed = cks_workspace_bytes(&KERNELS[kernel], &p);
   if (needed > 0 && (workspace == NULL || (uint64_t)workspace_bytes < (uint64_t)needed)) return CKSPACE_WORKSPACE_TOO_SMALL;
   return CKSPACE_OK;
 }
