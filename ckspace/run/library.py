@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import stat
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+from ckspace.core.inputs import file_kind
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import API_VERSION, STRUCT_FIELDS
@@ -104,8 +106,14 @@ class KernelLibrary:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise InvalidInputError(f"no kernel library at {self.path}")
+        try:
+            mode = self.path.stat().st_mode
+        except FileNotFoundError:
+            raise InvalidInputError(f"no kernel library at {self.path}") from None
+        except OSError as exc:
+            raise InvalidInputError(f"kernel library {str(self.path)!r}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            raise InvalidInputError(f"kernel library {str(self.path)!r} is {file_kind(mode)}, not a regular file")
         self._handle: ctypes.CDLL | None = None
 
     @cached_property
