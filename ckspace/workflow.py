@@ -44,9 +44,11 @@ def emit_tree(
     model: str | Path | None = None,
     force: bool = False,
     names_from: str = "names",
+    hipdnn_plugin: bool = False,
 ) -> EmitResult:
     """Write the CK Tile sources of ``space``'s kernels (or of the kernels ``names`` gives, see
-    :func:`named_kernels`) and, ``with_selector``, the dispatcher, under ``out``. ``space`` is one
+    :func:`named_kernels`) and, ``with_selector``, the dispatcher (and, ``hipdnn_plugin``, a hipDNN
+    engine plugin over it: :mod:`ckspace.emit.hipdnn`), under ``out``. ``space`` is one
     arch's, for CK headers it found (a rules-only space names kernels no CK may build)."""
     if space.target.rules_only:
         raise CkspaceError(
@@ -70,6 +72,8 @@ def emit_tree(
         )
     if (model is not None or fallbacks) and not with_selector:
         raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
+    if hipdnn_plugin and not with_selector:
+        raise CkspaceError("the hipDNN plugin runs over the dispatcher: emit it with the selector")
     request = space.requests[0]
     described = {
         "arch": request.arch,
@@ -83,7 +87,11 @@ def emit_tree(
         "target": space.target.record(),
         **({"kernels_file": names_from} if names is not None else {}),
     }
-    selector = SelectorOptions(model=Path(model) if model else None, fallbacks=fallbacks) if with_selector else None
+    selector = (
+        SelectorOptions(model=Path(model) if model else None, fallbacks=fallbacks, hipdnn_plugin=hipdnn_plugin)
+        if with_selector
+        else None
+    )
     return emit(kernels, Path(out), space.ck, arch=request.arch, request=described, selector=selector, force=force)
 
 

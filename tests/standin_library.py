@@ -11,7 +11,7 @@ import pytest
 from conftest import fake_ck
 
 from ckspace.cli import main
-from ckspace.select.compiled import host_c_compiler
+from ckspace.select.compiled import FLAGS, host_c_compiler
 
 STANDIN = Path(__file__).parent / "standin" / "standin_run.c"
 
@@ -73,3 +73,40 @@ def build_standin(
         check=True,
     )
     return tree
+
+
+def build_standin_plugin(tree: Path) -> Path:
+    """The hipDNN plugin of ``tree`` (emitted ``--hipdnn-plugin``) as ``ckspace build`` links it —
+    the plugin's object compiled by ckspace, the dispatcher's host units, hipDNN's exports alone —
+    but over the stand-in ``ckspace_run`` instead of HIP kernels: ``build/standin/`` of the tree."""
+    from ckspace.build import hipdnn
+    from ckspace.emit.hipdnn import library_name
+    from ckspace.emit.manifest import Manifest
+
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.dispatcher is not None and manifest.hipdnn is not None
+    build_dir = tree / "build" / "standin"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    plugin = hipdnn.plugin_object(tree, build_dir)
+    output = build_dir / library_name(manifest.arch)
+    objects = []
+    for source in [*(tree / unit for unit in manifest.dispatcher.host_units), STANDIN]:
+        objects.append(str(build_dir / f"{source.stem}.o"))
+        compiler = host_c_compiler()
+        assert compiler is not None, "the stand-in libraries need a C compiler"
+        subprocess.run([compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", objects[-1]], check=True)
+    subprocess.run(
+        [
+            hipdnn.host_cxx_compiler(),
+            "-shared",
+            *objects,
+            str(plugin),
+            *hipdnn.export_flags(build_dir),
+            "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc",
+            "-o",
+            str(output),
+            "-lm",
+        ],
+        check=True,
+    )
+    return output

@@ -9,6 +9,7 @@ absence into a failure so CI cannot pass without compiling.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from cmake_project import configure_and_build_consumer
 from compile_sample import sample_kernels, sample_request, tags
-from conftest import FAKE_OBJECT, fake_ck, skip_without_compiler
+from conftest import FAKE_OBJECT, c_compiler, fake_ck, skip_without_compiler
 from skip_policy import NO_HIP_COMPILER
 from test_dispatcher import picked
 
@@ -30,11 +31,13 @@ from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
+from ckspace.emit import hipdnn
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.run.elf import exported_functions
 from ckspace.run.library import KernelLibrary
 from ckspace.space.space import Space
 
+HARNESS = Path(__file__).parent / "hipdnn" / "harness.c"
 FAKE_COMPILER = f"""#!{sys.executable}
 # Stand-in for clang: fails a translation unit that includes a kernel marked BROKEN.
 import sys, pathlib
@@ -229,7 +232,8 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     revision = find_revision()
     kernels, probes = sample_kernels("gfx942", revision)
     request = sample_request("gfx942", revision, kernels, probes)
-    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request, selector=SelectorOptions())
+    selector = SelectorOptions(hipdnn_plugin=True)
+    result = emit(kernels, tmp_path / "tree", revision, arch="gfx942", request=request, selector=selector)
     configs = [e.gemm_config() for e in result.manifest.kernels]
     assert len(configs) == len(kernels)  # nothing of the sample is excluded by a ck_revision rule
     covered = set().union(*(tags(c) for c in configs))
@@ -280,6 +284,28 @@ def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         if choice is not None:
             assert dispatcher.is_supported(choice.kernel, forward, variant, dtype)
     _is_a_clean_library(Path(report.library), len(dispatcher.names), tmp_path)
+    _is_a_hipdnn_plugin(report.plugin, report.plugin_error, tmp_path)
+
+
+def _is_a_hipdnn_plugin(plugin: str | None, error: str | None, work: Path) -> None:
+    """The hipDNN plugin linked with the HIP kernels: hipDNN's plugin API alone in its dynamic symbol
+    table, no HIP allocator called, and tests/hipdnn/harness.c loads it as hipDNN does (RTLD_LOCAL,
+    every required symbol, engine ids that are their names' hash)."""
+    assert plugin is not None and error is None, error
+    assert Path(plugin).name == "libckspace_hipdnn_gfx942.so"
+    declared = set(
+        re.findall(
+            r"^(?:hipdnnPluginStatus_t|void) (hipdnn\w+)\(",
+            (Path(plugin).parents[2] / hipdnn.API_HEADER).read_text(),
+            flags=re.M,
+        )
+    )
+    assert _dynamic_symbols(Path(plugin), "--defined-only") == declared and len(declared) == 20
+    assert not {n for n in _dynamic_symbols(Path(plugin), "--undefined-only") if n.startswith(("hipMalloc", "hipFree"))}
+    harness = work / "harness"
+    subprocess.run([c_compiler(), "-O2", str(HARNESS), "-o", str(harness), "-ldl", "-lpthread"], check=True)
+    done = subprocess.run([str(harness), plugin, "check"], capture_output=True, text=True, timeout=120, check=True)
+    assert "plugin ckspace_hipdnn_gfx942" in done.stdout and done.stdout.count("\nengine ") == 3, done.stdout
 
 
 def _dynamic_symbols(library: Path, which: str) -> set[str]:

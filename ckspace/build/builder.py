@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ckspace.build import objcache
+from ckspace.build import hipdnn, objcache
 from ckspace.build.executor import Executor, Unit
 from ckspace.build.ninja_executor import NinjaExecutor
 from ckspace.build.package import write_host_package, write_kernels_package
@@ -39,6 +39,7 @@ from ckspace.core.inputs import read_input, read_json_model
 from ckspace.core.progress import counting_bar
 from ckspace.core.trees import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
+from ckspace.emit.hipdnn import library_name
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.emit.rendering import REGISTRY_HEADER
 
@@ -129,6 +130,12 @@ def build(
     reported = [u for u in batches.units if u not in failed] + singles.units
     results, objects = kernel_results(build_dir, planner, reported, fresh)
     library, link_error = _link(build_dir, arch, toolchain, sorted(objects + dispatcher_objects))
+    plugin, plugin_error = None, None
+    if library is not None and manifest.hipdnn is not None:
+        try:
+            plugin = str(_link_plugin(tree, build_dir, arch, toolchain, sorted(objects + dispatcher_objects)))
+        except CkspaceError as exc:
+            plugin_error = str(exc)
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
         arch=arch,
@@ -147,6 +154,8 @@ def build(
         library=library,
         link_error=link_error,
         kernels=results,
+        plugin=plugin,
+        plugin_error=plugin_error,
     )
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
     if library is not None:
@@ -186,6 +195,9 @@ def _checked(
         )
     if manifest.arch != arch:
         log.warning("%s was emitted from the %s space; compiling for %s", tree, manifest.arch, arch)
+    if manifest.hipdnn is not None:  # before the kernels compile, not after
+        hipdnn.flatbuffers()
+        hipdnn.host_cxx_compiler()
     return manifest, revision
 
 
@@ -385,6 +397,15 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
     finally:
         tmp.unlink(missing_ok=True)
     return str(output), None
+
+
+def _link_plugin(tree: Path, build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) -> Path:
+    """``libckspace_hipdnn_<arch>.so``: the hipDNN plugin linked with the kernels and the
+    dispatcher, exporting hipDNN's plugin API alone (:mod:`~ckspace.build.hipdnn`)."""
+    plugin = str(hipdnn.plugin_object(tree, build_dir))
+    output = build_dir / library_name(arch)
+    hipdnn.link(lambda out: toolchain.link_command([*objects, plugin, *hipdnn.export_flags(build_dir)], out), output)
+    return output
 
 
 def default_jobs() -> int:

@@ -54,6 +54,9 @@ class BuildReport(BaseModel):
     library: str | None
     link_error: str | None
     kernels: list[KernelResult]
+    plugin: str | None = None
+    """The hipDNN plugin linked from the same objects (a tree emitted ``--hipdnn-plugin``)."""
+    plugin_error: str | None = None
 
 
 def first_error(text: str) -> str | None:

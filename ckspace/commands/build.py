@@ -58,6 +58,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.host_only:
         library = build_host(args.dir, args.allow_edited)
         out.write(f"library: {library}\n{adoption(library.parent, None)}\n")
+        if _has_plugin(args.dir):
+            out.write("hipDNN plugin: not built (it runs the kernels): build with --arch to link it\n")
         return 0
     if not args.arch:
         raise CkspaceError("--arch is required (or --host-only for the dispatcher's host part alone)")
@@ -86,4 +88,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"report: {args.dir / 'build' / report.arch / REPORT_NAME}\n")
     if report.library:
         out.write(f"library: {report.library}\n{adoption(Path(report.library).parent, report.arch)}\n")
-    return 1 if report.failed or report.link_error else 0
+    if report.plugin:
+        out.write(f"hipDNN plugin: {report.plugin} (HIPDNN_PLUGIN_DIR={Path(report.plugin).parent})\n")
+    if report.plugin_error:
+        out.write(f"hipDNN plugin failed: {report.plugin_error}\n")
+    return 1 if report.failed or report.link_error or report.plugin_error else 0
+
+
+def _has_plugin(tree: Path) -> bool:
+    """Whether the tree (its manifest already read by the build) was emitted --hipdnn-plugin."""
+    from ckspace.core.inputs import read_json_model
+    from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+
+    return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest").hipdnn is not None

@@ -27,6 +27,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the rankers compiled to C",
     )
     parser.add_argument(
+        "--hipdnn-plugin",
+        action="store_true",
+        help="also write a hipDNN engine plugin over the dispatcher (implies --with-selector); "
+        "ckspace build links it into libckspace_hipdnn_<arch>.so for HIPDNN_PLUGIN_DIR",
+    )
+    parser.add_argument(
         "--fallbacks",
         action="store_true",
         help="with --with-selector: also emit, as fallback-only kernels, the narrower-vector variants "
@@ -59,7 +65,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         space,
         target,
         names=_names_in(args.kernels) if args.kernels is not None else None,
-        with_selector=args.with_selector,
+        with_selector=args.with_selector or args.hipdnn_plugin,
+        hipdnn_plugin=args.hipdnn_plugin,
         fallbacks=args.fallbacks,
         model=args.model,
         force=args.force,
@@ -80,6 +87,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
         out.write(
             f"dispatcher: {len(manifest.dispatcher.kernels)} kernels behind ckspace_dispatch.h{extra} ({models})\n"
+        )
+    if manifest.hipdnn is not None:
+        out.write(
+            f"hipDNN plugin {manifest.hipdnn.plugin}: engines {', '.join(manifest.hipdnn.engines)} "
+            "(ckspace build links it)\n"
         )
     if manifest.depthwise_note:
         out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")

@@ -244,7 +244,7 @@ def dispatcher_sources(
     )
     files[RUN_SOURCE] = (
         environment.get_template("ckspace_dispatch_run.cpp.j2")
-        .render({**base, "kernels": table["kernels"], "operand_map": _operand_map()})
+        .render({**base, "kernels": table["kernels"], "operand_map": operand_map()})
         .encode()
     )
     return files
@@ -386,14 +386,14 @@ def _feature_layout() -> dict[str, object]:
     }
 
 
-def _operand_map() -> list[list[int]]:
+def operand_map() -> list[list[int]]:
     """Per variant code, the GEMM operand (0 = a, 1 = b, 2 = c) of In, Wei and Out."""
-    operand_map = []
+    rows = []
     for variant in Variant:
         gemm = OPERANDS[variant]
         tensors = [gemm.a.tensor, gemm.b.tensor, gemm.c.tensor]
-        operand_map.append([tensors.index(t) for t in ("In", "Wei", "Out")])
-    return operand_map
+        rows.append([tensors.index(t) for t in ("In", "Wei", "Out")])
+    return rows
 
 
 def host_units(files: Sequence[str]) -> list[str]:

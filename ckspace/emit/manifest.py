@@ -63,6 +63,21 @@ class DispatcherRecord(BaseModel):
     """The HIP translation unit of ``ckspace_run``."""
 
 
+class HipdnnRecord(BaseModel):
+    """What ``--hipdnn-plugin`` generated (:mod:`ckspace.emit.hipdnn`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    plugin: str
+    """The plugin's name (``hipdnnPluginGetName``)."""
+    engines: dict[str, int]
+    """Each engine's name and id (the 64-bit FNV-1a hash of the name, as hipDNN requires)."""
+    schema_file: str
+    """The wire-format schema ``ckspace build`` generates the graph reader from with flatc."""
+    source: str
+    """The plugin's C++ translation unit."""
+
+
 class Manifest(BaseModel):
     """The whole tree; kernels and exclusions sorted by name so equal requests give equal bytes."""
 
@@ -76,6 +91,7 @@ class Manifest(BaseModel):
     depthwise_skipped: int
     depthwise_note: str | None
     dispatcher: DispatcherRecord | None = None
+    hipdnn: HipdnnRecord | None = None
 
     def to_bytes(self) -> bytes:
         """``manifest.json`` as written: indented JSON with sorted keys, so equal trees give equal bytes."""

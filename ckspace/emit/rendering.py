@@ -31,9 +31,10 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit import hipdnn
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
-from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, Manifest
+from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, HipdnnRecord, Manifest
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
 
@@ -68,6 +69,8 @@ class SelectorOptions:
     fallbacks: bool = False
     """Also emit, as fallback-only kernels, the narrower-vector variants the kernels' families need
     to serve every channel count (:func:`with_fallbacks`)."""
+    hipdnn_plugin: bool = False
+    """Also emit the hipDNN engine plugin over the dispatcher (:mod:`ckspace.emit.hipdnn`)."""
 
 
 @dataclass(frozen=True)
@@ -155,10 +158,13 @@ def render_tree(
     base = {"version": __version__, "revision": revision}
     files, emitted = _kernel_files(configs, base)
     shared = _shared_files(configs, base)
-    record = None
+    record = plugin = None
     if selector is not None:
         dispatch, record = _dispatcher(configs, fallback_only, arch, selector.model)
         shared.update(dispatch)
+        if selector.hipdnn_plugin:
+            files_of_plugin, plugin = _hipdnn_plugin(configs, arch)
+            shared.update(files_of_plugin)
     manifest = Manifest(
         ckspace_version=__version__,
         arch=arch,
@@ -170,6 +176,7 @@ def render_tree(
         depthwise_skipped=depthwise,
         depthwise_note=depthwise_note(revision) if depthwise else None,
         dispatcher=record,
+        hipdnn=plugin,
     )
     return RenderedTree(files={**files, **shared}, manifest=manifest)
 
@@ -232,6 +239,20 @@ def _dispatcher(
         models=_model_sources(files, library),
         host_units=host_units(list(files)),
         run_unit=RUN_SOURCE,
+    )
+    return files, record
+
+
+def _hipdnn_plugin(configs: Sequence[GemmConfig], arch: str) -> tuple[dict[str, bytes], HipdnnRecord]:
+    """``--hipdnn-plugin``: the plugin's files and their manifest record."""
+    variants = sorted({c.variant for c in configs}, key=lambda v: v.code)
+    dtypes = sorted({c.dtype for c in configs}, key=lambda d: d.code)
+    files = hipdnn.plugin_sources(arch, variants, dtypes, template_environment())
+    record = HipdnnRecord(
+        plugin=hipdnn.plugin_name(arch),
+        engines={e.name: e.id for e in hipdnn.engines(arch, variants)},
+        schema_file=hipdnn.SCHEMA,
+        source=hipdnn.SOURCE,
     )
     return files, record
 

@@ -1,0 +1,113 @@
+"""The hipDNN engine plugin: ``ckspace emit --hipdnn-plugin``.
+
+hipDNN runs the engine plugins it finds in ``HIPDNN_PLUGIN_DIR``, and PyTorch on ROCm routes its
+convolutions to hipDNN when asked (``torch.backends.hipdnn``): a plugin over a ckspace library
+serves PyTorch with no change to PyTorch. Beside the dispatcher, the tree gets
+
+* ``ckspace_hipdnn.fbs`` — the part of hipDNN's FlatBuffers wire format the plugin reads and
+  writes, stated by ckspace (``ckspace build`` generates its C++ reader with flatc);
+* ``ckspace_hipdnn_api.h`` — hipDNN's plugin C ABI as the plugin implements it;
+* ``ckspace_hipdnn_plugin.cpp`` — the plugin over the dispatcher's C API: one engine per
+  convolution direction of the library, applicability through ``ckspace_select`` (the problem
+  rules every ckspace caller uses), a knob pinning a kernel, execution through ``ckspace_run``.
+
+``ckspace build`` links it with the kernels into ``libckspace_hipdnn_<arch>.so``
+(:mod:`ckspace.build.hipdnn`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import jinja2
+
+from ckspace import __version__
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.dispatcher import operand_map
+
+SCHEMA = "ckspace_hipdnn.fbs"
+API_HEADER = "ckspace_hipdnn_api.h"
+SOURCE = "ckspace_hipdnn_plugin.cpp"
+READER_HEADER = "ckspace_hipdnn_generated.h"
+"""What flatc names the reader it generates from :data:`SCHEMA`."""
+
+ENGINE_API_VERSION = "1.0.0"
+"""The hipDNN engine plugin API version the plugin implements; hipDNN drops a plugin of another
+major version."""
+KNOB = "ckspace.kernel"
+KNOB_AUTO = "auto"
+
+WIRE_DTYPES: dict[Dtype, str] = {Dtype.FP32: "FLOAT", Dtype.FP16: "HALF", Dtype.BF16: "BFLOAT16"}
+"""hipDNN's ``DataType`` of each ckspace dtype."""
+
+_DIRECTION = {Variant.FORWARD: "FWD", Variant.BWD_DATA: "BWD_DATA", Variant.BWD_WEIGHT: "BWD_WEIGHT"}
+
+
+def fnv1a64(text: str) -> int:
+    """The 64-bit FNV-1a hash of ``text``'s UTF-8 bytes, as a signed int64: hipDNN requires an
+    engine's id to equal this hash of its name (and drops an engine whose id does not)."""
+    value = 0xCBF29CE484222325
+    for byte in text.encode():
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine of the plugin: a convolution direction of the library."""
+
+    name: str
+    variant: Variant
+
+    @property
+    def id(self) -> int:
+        return fnv1a64(self.name)
+
+
+def plugin_name(arch: str) -> str:
+    return f"ckspace_hipdnn_{arch}"
+
+
+def library_name(arch: str) -> str:
+    """The plugin's file, as ``ckspace build`` links it (hipDNN loads every plugin in its directory)."""
+    return f"lib{plugin_name(arch)}.so"
+
+
+def engines(arch: str, variants: Sequence[Variant]) -> list[Engine]:
+    """The engines of a library of ``variants`` for ``arch``: the arch is in each name, so that
+    plugins of two archs in one process keep apart (hipDNN drops an engine whose id an earlier
+    plugin already provides)."""
+    return [Engine(f"CKSPACE_{arch.upper()}_CONV_{_DIRECTION[v]}", v) for v in Variant if v in variants]
+
+
+def plugin_sources(
+    arch: str, variants: Sequence[Variant], dtypes: Sequence[Dtype], environment: jinja2.Environment
+) -> dict[str, bytes]:
+    """The plugin's files (path in the tree -> bytes) for a library of ``variants`` and ``dtypes``."""
+    served = [d for d in Dtype if d in dtypes]
+    context = {
+        "version": __version__,
+        "api_version": ENGINE_API_VERSION,
+        "arch": arch,
+        "plugin_name": plugin_name(arch),
+        "library": library_name(arch),
+        "knob": KNOB,
+        "knob_auto": KNOB_AUTO,
+        "engines": [
+            {
+                "name": e.name,
+                "id_hex": f"0x{e.id & 0xFFFFFFFFFFFFFFFF:016x}",
+                "variant_macro": f"CKSPACE_{e.variant.value.upper()}",
+            }
+            for e in engines(arch, variants)
+        ],
+        "operand_map": operand_map(),
+        "dtypes": [(WIRE_DTYPES[d], f"CKSPACE_DTYPE_{d.value.upper()}") for d in served],
+        "dtype_names": ", ".join(WIRE_DTYPES[d] for d in served),
+    }
+    return {
+        SCHEMA: environment.get_template("ckspace_hipdnn.fbs.j2").render(context).encode(),
+        API_HEADER: environment.get_template("ckspace_hipdnn_api.h.j2").render(context).encode(),
+        SOURCE: environment.get_template("ckspace_hipdnn_plugin.cpp.j2").render(context).encode(),
+    }

@@ -1,0 +1,655 @@
+"""The hipDNN engine plugin (``ckspace emit --hipdnn-plugin``), with the tests playing hipDNN.
+
+No hipDNN runtime, ROCm or AMD GPU runs here. ``tests/hipdnn/harness.c`` loads the plugin as
+hipDNN's loader does (``dlopen`` with local symbols, every required symbol, the API major version,
+engine ids that are the FNV-1a hash of their names) and calls it in hipDNN's order; the graphs are
+serialized by flatc from JSON written here, in hipDNN's field names. The plugin is the one
+``ckspace build`` makes, linked over the stand-in ``ckspace_run`` of the bench tests (a naive
+convolution on host memory), so that execution can be compared with the CPU reference
+(``tests/naive_conv.py``). The real link of the plugin with HIP kernels is in
+tests/test_build.py::test_compile_sample_for_gfx942.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import c_compiler
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from naive_conv import NAIVE, out_size, shapes
+from standin_library import build_standin_plugin
+from test_build import use_fake_toolchain
+
+from ckspace import __version__
+from ckspace.build import hipdnn as build_hipdnn
+from ckspace.cli import main
+from ckspace.core.errors import NoKernelError
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit import hipdnn
+from ckspace.emit.manifest import Manifest
+from ckspace.select.selector import Selector
+
+HARNESS = Path(__file__).parent / "hipdnn" / "harness.c"
+NUMPY = {"fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp32": np.float32}
+WIRE = {"fp16": "HALF", "bf16": "BFLOAT16", "fp32": "FLOAT"}
+ATTRIBUTES = {
+    "forward": ("ConvolutionFwdAttributes", {"x_tensor_uid": 1, "w_tensor_uid": 2, "y_tensor_uid": 3}),
+    "bwd_data": ("ConvolutionBwdAttributes", {"dy_tensor_uid": 3, "w_tensor_uid": 2, "dx_tensor_uid": 1}),
+    "bwd_weight": ("ConvolutionWrwAttributes", {"x_tensor_uid": 1, "dy_tensor_uid": 3, "dw_tensor_uid": 2}),
+}
+"""Per direction, hipDNN's node attributes and the uids PyTorch gives: 1 the input (x or dx), 2 the
+weight (w or dw), 3 the output (y or dy)."""
+OPERANDS = {"forward": (1, 2, 3), "bwd_data": (3, 2, 1), "bwd_weight": (3, 1, 2)}
+"""Per direction, the uids of the two tensors the convolution reads (in tests/naive_conv.py's
+argument order) and of the one it writes."""
+IMAGE, FILTER = ("Di", "Hi", "Wi"), ("Z", "Y", "X")
+DIMS = ("d", "h", "w")
+
+
+@dataclass(frozen=True)
+class Plugin:
+    tree: Path
+    manifest: Manifest
+    library: Path
+    harness: Path
+    work: Path
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory: pytest.TempPathFactory) -> Plugin:
+    """A gfx950 tree of every direction, 1-3D and dtype (the CK headers of the test extras: the
+    default rule set has no 1D or fp32 bwd_weight kernels there), its plugin over the stand-in, and
+    the harness."""
+    base = tmp_path_factory.mktemp("hipdnn")
+    tree = base / "tree"
+    argv = ["emit", "--arch", "gfx950", "--rule-set", "default", "--variant", "forward", "bwd_data", "bwd_weight"]
+    argv += ["--ndim", "1", "2", "3", "--dtype", "fp16", "bf16", "fp32", "--hipdnn-plugin", "--out", str(tree)]
+    assert main(argv) == 0
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    harness = base / "harness"
+    subprocess.run([c_compiler(), "-O2", str(HARNESS), "-o", str(harness), "-ldl", "-lpthread"], check=True)
+    return Plugin(tree, manifest, build_standin_plugin(tree), harness, base)
+
+
+# -- hipDNN's side: graphs in its JSON, serialized by flatc --------------------------------------
+def channels_last(dims: list[int]) -> list[int]:
+    """Packed strides of logical (d0, d1, spatial...) dims with d1 innermost, then the spatial
+    dimensions, d0 outermost: PyTorch's channels_last / channels_last_3d."""
+    order = [1, *range(len(dims) - 1, 1, -1), 0]
+    strides, step = [0] * len(dims), 1
+    for d in order:
+        strides[d] = step
+        step *= dims[d]
+    return strides
+
+
+def row_major(dims: list[int]) -> list[int]:
+    """Packed NCHW strides."""
+    strides, step = [0] * len(dims), 1
+    for d in reversed(range(len(dims))):
+        strides[d] = step
+        step *= dims[d]
+    return strides
+
+
+def spatial(p: dict) -> list[str]:
+    return list(DIMS[3 - p["ndim"] :])
+
+
+def tensor_dims(p: dict) -> dict[int, list[int]]:
+    """Logical dims per uid: 1 the input (N, C, image), 2 the weight (K, C/G, filter), 3 the output."""
+    ds = spatial(p)
+    return {
+        1: [p["N"], p["C"], *(p.get(IMAGE[DIMS.index(d)], 1) for d in ds)],
+        2: [p["K"], p["C"] // p["G"], *(p.get(FILTER[DIMS.index(d)], 1) for d in ds)],
+        3: [p["N"], p["K"], *(out_size(p, d) for d in ds)],
+    }
+
+
+def graph(
+    p: dict,
+    variant: str,
+    dtype: str,
+    *,
+    strides=channels_last,
+    bias: bool = False,
+    post_padding: list[int] | None = None,
+    mode: str = "CROSS_CORRELATION",
+    compute: str = "FLOAT",
+) -> dict:
+    """hipDNN's Graph of one convolution ``p`` (tests/naive_conv.py's problem dict), as PyTorch
+    builds it; ``bias`` appends a pointwise add as PyTorch does for a convolution with bias."""
+    ds = spatial(p)
+    pads = [p.get(f"pad_{d}", 0) for d in ds]
+    tensors = [
+        {"uid": uid, "name": f"t{uid}", "data_type": WIRE[dtype], "dims": dims, "strides": strides(dims)}
+        for uid, dims in tensor_dims(p).items()
+    ]
+    kind, uids = ATTRIBUTES[variant]
+    attributes = {
+        **uids,
+        "pre_padding": pads,
+        "post_padding": post_padding if post_padding is not None else pads,
+        "stride": [p.get(f"stride_{d}", 1) for d in ds],
+        "dilation": [p.get(f"dil_{d}", 1) for d in ds],
+        "conv_mode": mode,
+    }
+    nodes = [{"name": "conv", "compute_data_type": compute, "attributes_type": kind, "attributes": attributes}]
+    if bias:
+        out = tensors[2]
+        out["virtual"] = True
+        tensors.append({**out, "uid": 4, "name": "bias", "virtual": False, "dims": [1, out["dims"][1]]})
+        tensors.append({**out, "uid": 5, "name": "y", "virtual": False})
+        nodes.append({"name": "bias", "compute_data_type": "FLOAT", "attributes_type": "PointwiseAttributes"})
+    return {
+        "name": "conv",
+        "compute_data_type": "FLOAT",
+        "io_data_type": WIRE[dtype],
+        "tensors": tensors,
+        "nodes": nodes,
+    }
+
+
+def flatc(plugin: Plugin, name: str, document: dict, root: str | None = None) -> Path:
+    """``document`` serialized by flatc with the tree's schema (``root``: a table other than Graph)."""
+    folder = plugin.work / "wire"
+    folder.mkdir(exist_ok=True)
+    source = folder / f"{name}.json"
+    source.write_text(json.dumps(document))
+    tools = build_hipdnn.flatbuffers()
+    command = [tools.flatc, "-b", "-o", str(folder)]
+    if root:
+        command += ["--root-type", f"ckspace.hipdnn_wire.{root}"]
+    subprocess.run([*command, str(plugin.tree / hipdnn.SCHEMA), str(source)], check=True, capture_output=True)
+    return folder / f"{name}.bin"
+
+
+def decoded(plugin: Plugin, binary: Path, root: str) -> dict:
+    tools = build_hipdnn.flatbuffers()
+    folder = binary.parent
+    command = [tools.flatc, "--json", "--strict-json", "--raw-binary", "--root-type", f"ckspace.hipdnn_wire.{root}"]
+    subprocess.run(
+        [*command, "-o", str(folder), str(plugin.tree / hipdnn.SCHEMA), "--", str(binary)],
+        check=True,
+        capture_output=True,
+    )
+    return json.loads(binary.with_suffix(".json").read_text())
+
+
+def harness(plugin: Plugin, *arguments: str) -> list[str]:
+    done = subprocess.run(
+        [str(plugin.harness), str(plugin.library), *arguments], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "FAIL" not in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
+    return done.stdout.splitlines()
+
+
+def applicability(plugin: Plugin, graphs: list[Path]) -> list[str]:
+    """Per graph what the plugin answers (``none: REASON`` or the engine ids), the log lines aside."""
+    lines = [line for line in harness(plugin, "applicable", *map(str, graphs)) if not line.startswith("log ")]
+    return [line.split(": ", 1)[1] for line in lines]
+
+
+def engine_id(plugin: Plugin, variant: str) -> int:
+    assert plugin.manifest.hipdnn is not None
+    direction = {"forward": "FWD", "bwd_data": "BWD_DATA", "bwd_weight": "BWD_WEIGHT"}[variant]
+    return plugin.manifest.hipdnn.engines[f"CKSPACE_GFX950_CONV_{direction}"]
+
+
+# -- the plugin as hipDNN loads it ---------------------------------------------------------------
+def fnv1a_reference(text: str) -> int:
+    """FNV-1a 64 from its definition (offset basis, prime), as a signed int64."""
+    value = 14695981039346656037
+    for byte in text.encode():
+        value = (value ^ byte) * 1099511628211 % 2**64
+    return value - 2**64 if value >= 2**63 else value
+
+
+def test_engine_ids_are_fnv1a_hashes() -> None:
+    """The published FNV-1a 64 test vectors, and the hash hipDNN requires of each engine's name."""
+    assert hipdnn.fnv1a64("") == 0xCBF29CE484222325 - 2**64
+    assert hipdnn.fnv1a64("a") == 0xAF63DC4C8601EC8C - 2**64
+    assert hipdnn.fnv1a64("foobar") == 0x85944171F73967E8 - 2**64
+    for name in ("CKSPACE_GFX942_CONV_FWD", "CKSPACE_GFX950_CONV_BWD_WEIGHT", "MIOPEN_PLUGIN"):
+        assert hipdnn.fnv1a64(name) == fnv1a_reference(name)
+
+
+def test_the_harness_loads_the_plugin_as_hipdnn_does(plugin: Plugin) -> None:
+    """Every required symbol resolves under RTLD_LOCAL, the API is 1.x, each engine id is its name's
+    hash (checked by the harness's own FNV-1a), one engine per direction with stable names."""
+    lines = harness(plugin, "check")
+    (identity,) = [line for line in lines if line.startswith("plugin ")]
+    assert identity == f"plugin ckspace_hipdnn_gfx950 {__version__} 1.0.0"
+    engines = {int(line.split()[1]): line.split()[2] for line in lines if line.startswith("engine ")}
+    assert plugin.manifest.hipdnn is not None
+    assert engines == {v: k for k, v in plugin.manifest.hipdnn.engines.items()}
+    assert sorted(engines.values()) == [
+        "CKSPACE_GFX950_CONV_BWD_DATA",
+        "CKSPACE_GFX950_CONV_BWD_WEIGHT",
+        "CKSPACE_GFX950_CONV_FWD",
+    ]
+    assert any("3 engines over 223 kernels" in line for line in lines if line.startswith("log "))
+
+
+def declared_functions(header: Path) -> set[str]:
+    return set(re.findall(r"^(?:hipdnnPluginStatus_t|void) (hipdnn\w+)\(", header.read_text(), flags=re.M))
+
+
+def test_the_plugin_exports_exactly_hipdnns_plugin_api(plugin: Plugin) -> None:
+    """Its dynamic symbol table: the plugin API the ABI header declares, not the dispatcher's C API,
+    not the stand-in's, FlatBuffers' or the C++ runtime's."""
+    listed = subprocess.run(
+        ["nm", "-D", "--defined-only", str(plugin.library)], capture_output=True, text=True, check=True
+    ).stdout
+    exported = {line.split()[-1] for line in listed.splitlines() if line.strip()}
+    declared = declared_functions(plugin.tree / hipdnn.API_HEADER)
+    assert len(declared) == 20 and exported == declared
+
+
+# -- applicability -------------------------------------------------------------------------------
+P2 = {"ndim": 2, "N": 2, "G": 2, "C": 16, "K": 32, "Hi": 6, "Wi": 5, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ({"strides": row_major}, "is not packed channels-last: strides [480,30,5,1]"),
+        ({"bias": True}, "the graph has 2 nodes"),
+        ({"dtype": "fp32", "variant": "bwd_weight"}, "no kernel of the library can run this convolution"),
+        ({"post_padding": [1, 2]}, "padding of spatial dimension 1 is 1 before and 2 after"),
+        ({"mode": "CONVOLUTION"}, "conv_mode is CONVOLUTION; the kernels compute CROSS_CORRELATION"),
+        ({"compute": "HALF"}, "the compute data type is HALF; the kernels accumulate in FLOAT"),
+    ],
+)
+def test_graphs_the_kernels_cannot_serve_are_declined_with_the_reason(plugin: Plugin, case: dict, reason: str) -> None:
+    """Not applicable, zero engines, and the reason in the last-error string and in the log, so that
+    hipDNN falls back to another engine; the same graph without the defect is applicable."""
+    options = dict(case)
+    variant, dtype = options.pop("variant", "forward"), options.pop("dtype", "bf16")
+    bad = flatc(plugin, "bad", graph(P2, variant, dtype, **options))
+    good = flatc(plugin, "good", graph(P2, variant, "bf16"))
+    lines = harness(plugin, "applicable", str(bad), str(good))
+    answers = [line for line in lines if not line.startswith("log ")]
+    assert answers[0].startswith(f"{bad}: none: ") and reason in answers[0], answers[0]
+    assert answers[1] == f"{good}: {engine_id(plugin, variant)}"
+    assert any(line.startswith("log 0: ") and reason in line for line in lines)
+
+
+def test_a_double_graph_and_bytes_that_are_no_graph_are_declined(plugin: Plugin, tmp_path: Path) -> None:
+    data = {**graph(P2, "forward", "bf16"), "io_data_type": "DOUBLE"}
+    for tensor in data["tensors"]:
+        tensor["data_type"] = "DOUBLE"
+    double = flatc(plugin, "double", data)
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"\x10\x00\x00\x00not a graph at all")
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    answers = applicability(plugin, [double, garbage, empty])
+    assert "the input tensor is DOUBLE; the library's kernels are HALF, BFLOAT16, FLOAT" in answers[0]
+    assert "not a serialized hipDNN Graph" in answers[1]
+    assert "no graph" in answers[2]
+
+
+def test_wrong_output_dims_a_missing_tensor_and_a_pointwise_graph_are_declined(plugin: Plugin) -> None:
+    wrong = graph(P2, "forward", "bf16")
+    wrong["tensors"][2]["dims"][3] += 1
+    wrong["tensors"][2]["strides"] = channels_last(wrong["tensors"][2]["dims"])
+    missing = graph(P2, "forward", "bf16")
+    missing["tensors"] = missing["tensors"][:2]
+    pointwise = graph(P2, "forward", "bf16")
+    pointwise["nodes"] = [{"name": "add", "attributes_type": "PointwiseAttributes", "attributes": {}}]
+    answers = applicability(
+        plugin, [flatc(plugin, "wrong", wrong), flatc(plugin, "missing", missing), flatc(plugin, "pw", pointwise)]
+    )
+    assert "the output's spatial dimension 1 is 6; the convolution makes 5" in answers[0]
+    assert "the graph has no output tensor of uid 3" in answers[1]
+    assert "node 'add' is not a convolution" in answers[2]
+
+
+def test_size_one_dimensions_may_have_any_stride(plugin: Plugin) -> None:
+    """PyTorch leaves the strides of extent-1 dimensions arbitrary (N=1 here): they never move."""
+    p = {**P2, "N": 1}
+    document = graph(p, "forward", "bf16")
+    for tensor in document["tensors"]:
+        if tensor["dims"][0] == 1:  # the input's and output's N
+            tensor["strides"][0] = 12345
+    assert sum(t["strides"][0] == 12345 for t in document["tensors"]) == 2
+    assert applicability(plugin, [flatc(plugin, "n1", document)]) == [str(engine_id(plugin, "forward"))]
+
+
+@cache
+def library_configs(plugin_tree: Path) -> tuple:
+    manifest = Manifest.model_validate_json((plugin_tree / "manifest.json").read_bytes())
+    return tuple(k.gemm_config() for k in manifest.kernels)
+
+
+@cache
+def python_selector(variant: Variant, dtype: Dtype) -> Selector:
+    """Rules only, as the generated C: with the library as its pool, the fallbacks are the library's."""
+    return Selector.load("gfx950", variant, dtype, engine="lightgbm", ck=None)
+
+
+def python_applicable(plugin: Plugin, p: dict, variant: str, dtype: str) -> bool:
+    """The Python problem rules: some kernel of the library, or a vector-width fallback of one in
+    the library, can run the problem."""
+    problem = ConvProblem(**{k: v for k, v in p.items() if k != "ndim"}, ndim=p["ndim"])
+    configs = library_configs(plugin.tree)
+    cell = [c for c in configs if (c.variant.value, c.dtype.value) == (variant, dtype)]
+    if not cell:
+        return False
+    try:
+        python_selector(Variant(variant), Dtype(dtype)).select(problem, cell, k=1, pool=list(configs))
+    except NoKernelError:
+        return False
+    return True
+
+
+@st.composite
+def problems(draw) -> tuple[dict, str, str]:
+    ndim = draw(st.sampled_from([1, 2, 3]))
+    g = draw(st.sampled_from([1, 2, 3, 4]))
+    p = {"ndim": ndim, "N": draw(st.integers(1, 3)), "G": g}
+    # mostly the channel counts the kernels' vector widths divide; some that only narrow ones do
+    p["C"] = g * draw(st.sampled_from([8, 16, 32, 64, 24, 1, 2, 3, 4]))
+    p["K"] = g * draw(st.sampled_from([8, 16, 32, 64, 40, 1, 2, 4]))
+    for d in DIMS[3 - ndim :]:
+        i = DIMS.index(d)
+        p[FILTER[i]] = draw(st.integers(1, 3))
+        p[f"dil_{d}"] = draw(st.integers(1, 2))
+        p[IMAGE[i]] = (p[FILTER[i]] - 1) * p[f"dil_{d}"] + 1 + draw(st.integers(0, 6))  # a non-empty output
+        p[f"stride_{d}"] = draw(st.integers(1, 2))
+        p[f"pad_{d}"] = draw(st.integers(0, 1))
+    return p, draw(st.sampled_from(list(ATTRIBUTES))), draw(st.sampled_from(list(WIRE)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=st.lists(problems(), min_size=6, max_size=6))
+def test_applicability_equals_the_python_problem_rules(plugin: Plugin, drawn: list) -> None:
+    """On drawn problems of every direction, dtype and 1-3D, with groups, strides, dilations and
+    padding: the plugin offers its engine exactly when the Python selector finds a kernel."""
+    graphs = [flatc(plugin, f"drawn{i}", graph(p, v, d)) for i, (p, v, d) in enumerate(drawn)]
+    for (p, variant, dtype), answer in zip(drawn, applicability(plugin, graphs), strict=True):
+        expected = python_applicable(plugin, p, variant, dtype)
+        event("applicable" if expected else "declined")
+        assert (answer == str(engine_id(plugin, variant))) == expected, (p, variant, dtype, answer)
+        if not expected:
+            assert answer.startswith("none: ")
+
+
+# -- execution -----------------------------------------------------------------------------------
+def run_case(plugin: Plugin, p: dict, variant: str, dtype: str, kernel: str = "auto", tag: str = "run") -> list[str]:
+    """Run ``p`` through the harness (the whole call order) with random inputs; assert the output
+    equals the CPU reference; returns the harness's lines."""
+    rng = np.random.default_rng(7)
+    by_uid = {1: "In", 2: "Wei", 3: "Out"}
+    read_a, read_b, written = OPERANDS[variant]
+    arrays = {
+        uid: (rng.integers(-4, 5, size=shapes(p)[by_uid[uid]]) / 4).astype(NUMPY[dtype]) for uid in (read_a, read_b)
+    }
+    files = []
+    for uid, array in arrays.items():
+        path = plugin.work / f"{tag}_{uid}.bin"
+        path.write_bytes(array.tobytes())
+        files.append(f"{uid}={path}")
+    out_shape = shapes(p)[by_uid[written]]
+    out_bytes = int(np.prod(out_shape)) * np.dtype(NUMPY[dtype]).itemsize
+    config = {
+        "engine_id": engine_id(plugin, variant),
+        "knobs": [{"knob_id": hipdnn.KNOB, "value_type": "StringValue", "value": {"value": kernel}}],
+    }
+    out = plugin.work / f"{tag}_out.bin"
+    lines = harness(
+        plugin,
+        "run",
+        str(flatc(plugin, f"{tag}_graph", graph(p, variant, dtype))),
+        str(flatc(plugin, f"{tag}_config", config, root="EngineConfig")),
+        str(plugin.work / f"{tag}_details.bin"),
+        str(written),
+        str(out),
+        str(out_bytes),
+        *files,
+    )
+    if "executed" in lines:
+        got = np.frombuffer(out.read_bytes(), dtype=NUMPY[dtype]).astype(np.float64).reshape(out_shape)
+        expected = NAIVE[variant](p, arrays[read_a], arrays[read_b])
+        tolerance = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype]
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+    return lines
+
+
+RUNS = [
+    ("forward", "bf16", {**P2}),
+    ("forward", "fp16", {"ndim": 1, "N": 2, "G": 2, "C": 16, "K": 16, "Wi": 9, "X": 3, "stride_w": 2, "pad_w": 1}),
+    ("forward", "fp32", {"ndim": 3, "N": 1, "G": 1, "C": 8, "K": 8, "Di": 3, "Hi": 4, "Wi": 4, "Z": 2, "Y": 2, "X": 2}),
+    ("bwd_data", "bf16", {**P2, "dil_h": 2, "Hi": 7}),
+    (
+        "bwd_data",
+        "fp16",
+        {
+            "ndim": 3,
+            "N": 1,
+            "G": 2,
+            "C": 16,
+            "K": 16,
+            "Di": 3,
+            "Hi": 3,
+            "Wi": 4,
+            "Y": 3,
+            "X": 3,
+            "pad_h": 1,
+            "pad_w": 1,
+        },
+    ),
+    ("bwd_data", "fp32", {"ndim": 1, "N": 2, "G": 1, "C": 8, "K": 8, "Wi": 7, "X": 3}),
+    ("bwd_weight", "bf16", {**P2, "stride_h": 2, "stride_w": 2}),
+    (
+        "bwd_weight",
+        "fp16",
+        {
+            "ndim": 3,
+            "N": 2,
+            "G": 2,
+            "C": 16,
+            "K": 16,
+            "Di": 3,
+            "Hi": 3,
+            "Wi": 3,
+            "Z": 1,
+            "Y": 3,
+            "X": 3,
+            "pad_h": 1,
+            "pad_w": 1,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("variant", "dtype", "p"), RUNS, ids=[f"{v}-{d}-{p['ndim']}d" for v, d, p in RUNS])
+def test_execution_through_the_plugin_equals_the_cpu_reference(
+    plugin: Plugin, variant: str, dtype: str, p: dict
+) -> None:
+    """hipDNN's whole call order, the dispatcher's pick, the caller's workspace: the output equals
+    the naive convolution; the details list the pick beside the other kernels that can run it."""
+    lines = run_case(plugin, p, variant, dtype)
+    assert "applicable 1" in lines and "executed" in lines, lines
+    assert any(line.startswith("log 0: ") and "kernel " in line for line in lines)
+    details = decoded(plugin, plugin.work / "run_details.bin", "EngineDetails")
+    (knob,) = details["knobs"]
+    assert knob["knob_id"] == hipdnn.KNOB and knob["default_value"]["value"] == hipdnn.KNOB_AUTO
+    names = knob["constraint"]["valid_values"]
+    assert names[0] == hipdnn.KNOB_AUTO and len(names) > 1
+    assert details["engine_id"] == engine_id(plugin, variant)
+
+
+def test_the_knob_pins_a_kernel_and_refuses_one_that_cannot_run(plugin: Plugin) -> None:
+    """Each kernel the details offer runs the graph to the reference; a kernel of another direction
+    is declined at context creation, a name the library lacks is a bad parameter."""
+    run_case(plugin, P2, "forward", "bf16", tag="pin")
+    details = decoded(plugin, plugin.work / "pin_details.bin", "EngineDetails")
+    offered = details["knobs"][0]["constraint"]["valid_values"][1:]
+    for name in offered[:3]:
+        lines = run_case(plugin, P2, "forward", "bf16", kernel=name, tag="pinned")
+        assert "executed" in lines and any(f"kernel {name}," in line for line in lines), lines
+    other = next(k.name for k in plugin.manifest.kernels if k.variant == "bwd_weight")
+    lines = run_case(plugin, P2, "forward", "bf16", kernel=other, tag="other")
+    assert any(
+        line.startswith("refused workspace size 5: ") and "cannot run this convolution" in line for line in lines
+    )
+    lines = run_case(plugin, P2, "forward", "bf16", kernel="no_such_kernel", tag="unknown")
+    assert any("refused workspace size 1: " in line and "no kernel named 'no_such_kernel'" in line for line in lines)
+
+
+def test_two_handles_on_two_threads_give_the_same_answers(plugin: Plugin) -> None:
+    graphs = [
+        flatc(plugin, "t_fwd", graph(P2, "forward", "bf16")),
+        flatc(plugin, "t_bwd", graph(P2, "bwd_data", "fp16")),
+        flatc(plugin, "t_nchw", graph(P2, "forward", "bf16", strides=row_major)),
+        flatc(plugin, "t_bias", graph(P2, "forward", "bf16", bias=True)),
+        flatc(plugin, "t_wrw", graph(P2, "bwd_weight", "fp32")),
+    ]
+    lines = harness(plugin, "threads", "40", *map(str, graphs))
+    assert "threads agree 400" in lines
+
+
+# -- the schema's wire facts -----------------------------------------------------------------------
+HIPDNN_ORDER = {
+    "Graph": ["name", "compute_data_type", "intermediate_data_type", "io_data_type", "tensors", "nodes"],
+    "Node": ["name", "compute_data_type", "attributes"],
+    "TensorAttributes": ["uid", "name", "data_type", "strides", "dims", "virtual"],
+    "ConvolutionFwdAttributes": [
+        "x_tensor_uid",
+        "w_tensor_uid",
+        "y_tensor_uid",
+        "pre_padding",
+        "post_padding",
+        "stride",
+        "dilation",
+        "conv_mode",
+    ],
+    "ConvolutionBwdAttributes": [
+        "dy_tensor_uid",
+        "w_tensor_uid",
+        "dx_tensor_uid",
+        "pre_padding",
+        "post_padding",
+        "stride",
+        "dilation",
+        "conv_mode",
+    ],
+    "ConvolutionWrwAttributes": [
+        "x_tensor_uid",
+        "dy_tensor_uid",
+        "dw_tensor_uid",
+        "pre_padding",
+        "post_padding",
+        "stride",
+        "dilation",
+        "conv_mode",
+    ],
+    "EngineConfig": ["engine_id", "knobs"],
+    "KnobSetting": ["knob_id", "value"],
+    "EngineDetails": ["engine_id", "knobs", "behavior_notes", "name"],
+    "Knob": ["knob_id", "description", "default_value", "constraint", "deprecated"],
+}
+"""hipDNN's field order (flatbuffers_sdk/schemas, read by hand), up to the last field the plugin
+uses: a table's fields are numbered by their position on the wire."""
+HIPDNN_UNIONS = {
+    "NodeAttributes": [
+        "BatchnormInferenceAttributes",
+        "PointwiseAttributes",
+        "BatchnormBackwardAttributes",
+        "BatchnormAttributes",
+        "ConvolutionFwdAttributes",
+        "ConvolutionBwdAttributes",
+        "ConvolutionWrwAttributes",
+    ],
+    "KnobValue": ["IntValue", "FloatValue", "StringValue"],
+    "KnobConstraint": ["IntConstraint", "FloatConstraint", "StringConstraint"],
+}
+
+
+def test_the_schema_states_hipdnns_field_and_member_order(plugin: Plugin) -> None:
+    """Names are not on the wire, positions are: each table's fields and each union's members in
+    hipDNN's order, and the enum values hipDNN gives them."""
+    text = (plugin.tree / hipdnn.SCHEMA).read_text()
+    tables = {
+        name: re.findall(r"^\s*(\w+)\s*:", body, flags=re.M)
+        for name, body in re.findall(r"table (\w+) \{([^}]*)\}", text)
+    }
+    unions = {name: [m.strip() for m in body.split(",")] for name, body in re.findall(r"union (\w+) \{([^}]*)\}", text)}
+    for table, fields in HIPDNN_ORDER.items():
+        assert tables[table] == fields, table
+    assert unions == HIPDNN_UNIONS
+    assert "FLOAT = 1, HALF = 2, BFLOAT16 = 3, DOUBLE = 4" in text
+    assert "enum ConvMode : byte { UNSET = 0, CONVOLUTION = 1, CROSS_CORRELATION = 2 }" in text
+
+
+# -- the commands ----------------------------------------------------------------------------------
+def test_emit_names_the_plugin_and_a_host_only_build_says_it_is_not_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "tree"
+    assert main(["emit", "--arch", "gfx950", "--variant", "bwd_weight", "--ndim", "2", "--dtype", "bf16",
+                 "--hipdnn-plugin", "--out", str(tree)]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "hipDNN plugin ckspace_hipdnn_gfx950: engines CKSPACE_GFX950_CONV_BWD_WEIGHT" in out
+    assert "dispatcher:" in out  # --hipdnn-plugin implies --with-selector
+    assert main(["build", str(tree), "--host-only"]) == 0
+    assert "hipDNN plugin: not built (it runs the kernels): build with --arch to link it" in capsys.readouterr().out
+
+
+def _plugin_tree(base: Path) -> Path:
+    tree = base / "tree"
+    assert main(["emit", "--arch", "gfx942", "--variant", "forward", "--ndim", "2", "--dtype", "bf16",
+                 "--hipdnn-plugin", "--out", str(tree)]) == 0  # fmt: skip
+    return tree
+
+
+def test_build_links_the_plugin_with_the_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ckspace build`` (here with tests/test_build.py's stand-in HIP compiler, whose link writes a
+    placeholder) compiles the plugin with flatc's reader and links it from the kernels' and the
+    dispatcher's objects with hipDNN's exports alone; the command names it."""
+    use_fake_toolchain(tmp_path, monkeypatch, tmp_path / "fakeclang")
+    tree = _plugin_tree(tmp_path)
+    capsys.readouterr()
+    assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    plugin = tree / "build" / "gfx942" / "libckspace_hipdnn_gfx942.so"
+    assert f"hipDNN plugin: {plugin} (HIPDNN_PLUGIN_DIR={plugin.parent})" in out
+    assert plugin.is_file() and (tree / "build" / "gfx942" / "hipdnn" / hipdnn.READER_HEADER).is_file()
+    report = json.loads((tree / "build" / "gfx942" / "report.json").read_text())
+    assert report["plugin"] == str(plugin) and report["plugin_error"] is None
+    assert (tree / "build" / "gfx942" / "hipdnn_exports.map").read_text() == build_hipdnn.EXPORTS
+
+
+def test_a_build_without_flatc_is_refused_before_it_compiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_fake_toolchain(tmp_path, monkeypatch, tmp_path / "fakeclang")
+    tree = _plugin_tree(tmp_path)
+
+    def no_package(name: str) -> None:
+        raise build_hipdnn.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(build_hipdnn.metadata, "files", no_package)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    build_hipdnn.flatbuffers.cache_clear()
+    try:
+        assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"]) == 2
+    finally:
+        build_hipdnn.flatbuffers.cache_clear()
+    err = capsys.readouterr().err
+    assert "the hipDNN plugin needs flatc and FlatBuffers headers of its version; none found" in err
+    assert "pip install 'ckspace[hipdnn]'" in err and not (tree / "build" / "gfx942" / "logs").exists()
