@@ -89,7 +89,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if report.library:
         out.write(f"library: {report.library}\n{adoption(Path(report.library).parent, report.arch)}\n")
     if report.plugin:
-        out.write(f"hipDNN plugin: {report.plugin} (HIPDNN_PLUGIN_DIR={Path(report.plugin).parent})\n")
+        out.write(
+            f"hipDNN plugin: {report.plugin} (self-contained: copy it into the directory HIPDNN_PLUGIN_DIR names)\n"
+        )
     if report.plugin_error:
         out.write(f"hipDNN plugin failed: {report.plugin_error}\n")
     return 1 if report.failed or report.link_error or report.plugin_error else 0
