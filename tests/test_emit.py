@@ -95,14 +95,15 @@ def test_golden_sources(tmp_path: Path) -> None:
 
 def test_golden_dispatcher(tmp_path: Path) -> None:
     """The dispatcher of the golden configs (gfx942 has no shipped model: analytical ranking, so no
-    TL2cgen output here): header, host C and ckspace_run, byte for byte."""
+    TL2cgen output here): header, host C and ckspace_run, and the hipDNN plugin over it (its schema,
+    hipDNN's ABI as it implements it, its C++), byte for byte."""
     configs = golden_configs()
-    result = emit(
-        [kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={}, selector=SelectorOptions()
-    )
+    selector = SelectorOptions(hipdnn_plugin=True)
+    result = emit([kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={}, selector=selector)
     assert result.manifest.dispatcher is not None
     assert set(result.manifest.dispatcher.models.values()) == {"analytical"}
-    for name in ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_dispatch_run.cpp"):
+    plugin = ("ckspace_hipdnn.fbs", "ckspace_hipdnn_api.h", "ckspace_hipdnn_plugin.cpp")
+    for name in ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_dispatch_run.cpp", *plugin):
         produced = (tmp_path / name).read_text()
         expected = GOLDEN / name
         if os.environ.get("CKSPACE_UPDATE_GOLDEN"):

@@ -653,3 +653,32 @@ def test_a_build_without_flatc_is_refused_before_it_compiles(
     err = capsys.readouterr().err
     assert "the hipDNN plugin needs flatc and FlatBuffers headers of its version; none found" in err
     assert "pip install 'ckspace[hipdnn]'" in err and not (tree / "build" / "gfx942" / "logs").exists()
+
+
+def test_damaged_and_huge_graphs_are_declined_never_crash(plugin: Plugin) -> None:
+    """hipDNN hands the plugin whatever bytes it holds: 300 graphs with random bytes of a valid one
+    changed, and graphs of 64-bit extremes (verified, then judged, never overflowing) are each
+    answered, in one process that keeps running."""
+    valid = flatc(plugin, "valid", graph(P2, "forward", "bf16")).read_bytes()
+    rng = np.random.default_rng(29)
+    damaged = []
+    for i in range(300):
+        data = bytearray(valid)
+        for position in rng.integers(0, len(data), size=int(rng.integers(1, 6))):
+            data[position] = int(rng.integers(0, 256))
+        path = plugin.work / "wire" / f"damaged{i}.bin"
+        path.write_bytes(bytes(data))
+        damaged.append(path)
+    huge = graph(P2, "forward", "bf16")
+    huge["tensors"][0]["dims"] = [2**62, 2**62, 2**62, 2**62]
+    beyond = graph({**P2, "N": 2**31}, "forward", "bf16")  # N beyond CK Tile's 32-bit index
+    negative = graph(P2, "forward", "bf16")
+    negative["nodes"][0]["attributes"]["stride"] = [-(2**63), 1]
+    extremes = [flatc(plugin, name, g) for name, g in (("huge", huge), ("beyond", beyond), ("negative", negative))]
+    answers = applicability(plugin, [*damaged, *extremes])
+    forward = str(engine_id(plugin, "forward"))
+    assert all(a == forward or a.startswith("none: ") for a in answers)
+    assert any(a.startswith("none: ") for a in answers[:300]) and any(a == forward for a in answers[:300])
+    assert "is not packed channels-last" in answers[300] or "makes" in answers[300], answers[300]
+    assert "beyond what the kernels index" in answers[301], answers[301]
+    assert "spatial dimension 0 has stride -9223372036854775808" in answers[302], answers[302]
