@@ -308,12 +308,19 @@ def test_wrong_output_dims_a_missing_tensor_and_a_pointwise_graph_are_declined(p
     missing["tensors"] = missing["tensors"][:2]
     pointwise = graph(P2, "forward", "bf16")
     pointwise["nodes"] = [{"name": "add", "attributes_type": "PointwiseAttributes", "attributes": {}}]
+    bare = graph(P2, "forward", "bf16")
+    del bare["nodes"][0]["attributes"]  # a convolution node without its attributes table
     answers = applicability(
-        plugin, [flatc(plugin, "wrong", wrong), flatc(plugin, "missing", missing), flatc(plugin, "pw", pointwise)]
+        plugin,
+        [
+            flatc(plugin, name, g)
+            for name, g in (("wrong", wrong), ("missing", missing), ("pw", pointwise), ("bare", bare))
+        ],
     )
     assert "the output's spatial dimension 1 is 6; the convolution makes 5" in answers[0]
     assert "the graph has no output tensor of uid 3" in answers[1]
     assert "node 'add' is not a convolution" in answers[2]
+    assert "the convolution node has no attributes" in answers[3]
 
 
 def test_size_one_dimensions_may_have_any_stride(plugin: Plugin) -> None:

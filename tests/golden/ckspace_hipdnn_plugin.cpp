@@ -217,54 +217,12 @@ Why read_geometry(const Attributes& a, unsigned ndim, ckspace_conv_problem& p) {
   return {};
 }
 
-/* The convolution of a serialized graph, or why the plugin does not serve it. */
-Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
-  if (data == nullptr || data->ptr == nullptr || data->size == 0) return "no graph (NULL or empty op_graph)";
-  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(data->ptr), data->size);
-  if (!wire::VerifyGraphBuffer(verifier)) return "op_graph is not a serialized hipDNN Graph (FlatBuffers verification failed)";
-  const wire::Graph& graph = *wire::GetGraph(data->ptr);
-  const unsigned nodes = graph.nodes() ? graph.nodes()->size() : 0;
-  if (nodes != 1)
-    return format("the graph has %u nodes; ckspace serves a graph of one convolution node (a bias or "
-                  "activation makes a fused graph)",
-                  nodes);
-  const wire::Node& node = *graph.nodes()->Get(0);
-  int variant;
-  int64_t uid[3];  // input, weight, output
-  Why geometry_why;
-  unsigned ndim = 0;
+/* The convolution of one node's attributes `a` (of direction `variant`, its input, weight and output
+   tensors `uid`), or why the plugin does not serve it. */
+template <typename Attributes>
+Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Attributes& a, int variant,
+                     const int64_t (&uid)[3], Conv& conv) {
   ckspace_conv_problem& p = conv.problem;
-  const wire::TensorAttributes* x = nullptr;
-  switch (node.attributes_type()) {
-    case wire::NodeAttributes::ConvolutionFwdAttributes: {
-      const auto* a = node.attributes_as_ConvolutionFwdAttributes();
-      variant = CKSPACE_FORWARD;
-      uid[0] = a->x_tensor_uid(); uid[1] = a->w_tensor_uid(); uid[2] = a->y_tensor_uid();
-      if ((x = tensor_of(graph, uid[0])) != nullptr && x->dims() != nullptr) ndim = x->dims()->size() - 2;
-      if (ndim >= 1 && ndim <= 3) geometry_why = read_geometry(*a, ndim, p);
-      break;
-    }
-    case wire::NodeAttributes::ConvolutionBwdAttributes: {
-      const auto* a = node.attributes_as_ConvolutionBwdAttributes();
-      variant = CKSPACE_BWD_DATA;
-      uid[0] = a->dx_tensor_uid(); uid[1] = a->w_tensor_uid(); uid[2] = a->dy_tensor_uid();
-      if ((x = tensor_of(graph, uid[0])) != nullptr && x->dims() != nullptr) ndim = x->dims()->size() - 2;
-      if (ndim >= 1 && ndim <= 3) geometry_why = read_geometry(*a, ndim, p);
-      break;
-    }
-    case wire::NodeAttributes::ConvolutionWrwAttributes: {
-      const auto* a = node.attributes_as_ConvolutionWrwAttributes();
-      variant = CKSPACE_BWD_WEIGHT;
-      uid[0] = a->x_tensor_uid(); uid[1] = a->dw_tensor_uid(); uid[2] = a->dy_tensor_uid();
-      if ((x = tensor_of(graph, uid[0])) != nullptr && x->dims() != nullptr) ndim = x->dims()->size() - 2;
-      if (ndim >= 1 && ndim <= 3) geometry_why = read_geometry(*a, ndim, p);
-      break;
-    }
-    default:
-      return format("node '%s' is not a convolution (attributes type %d)", node.name() ? node.name()->c_str() : "",
-                    static_cast<int>(node.attributes_type()));
-  }
-  if (node.attributes() == nullptr) return "the convolution node has no attributes";
   conv.engine = engine_for(variant);
   if (conv.engine == nullptr) return "the library holds no kernel of this convolution direction";
   const wire::TensorAttributes* t[3];
@@ -279,7 +237,8 @@ Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
   for (int i = 1; i < 3; ++i)
     if (t[i]->dims()->size() != rank)
       return format("the %s tensor has %u dims, the input %u", ROLE[i], t[i]->dims()->size(), rank);
-  if (!geometry_why.empty()) return geometry_why;
+  const unsigned ndim = rank - 2;
+  if (Why why = read_geometry(a, ndim, p); !why.empty()) return why;
   for (int i = 0; i < 3; ++i)
     for (int64_t d : *t[i]->dims())
       if (d < 1) return format("the %s tensor (uid %lld) has a dimension of %lld", ROLE[i], (long long)uid[i], (long long)d);
@@ -292,7 +251,8 @@ Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
     if (dtype >= 0 && here != dtype) return "the input, weight and output tensors differ in data type";
     dtype = here;
   }
-  wire::DataType compute = node.compute_data_type() != wire::DataType::UNSET ? node.compute_data_type() : graph.compute_data_type();
+  const wire::DataType compute =
+      node.compute_data_type() != wire::DataType::UNSET ? node.compute_data_type() : graph.compute_data_type();
   if (compute != wire::DataType::FLOAT && compute != wire::DataType::UNSET)
     return format("the compute data type is %s; the kernels accumulate in FLOAT", wire::EnumNameDataType(compute));
   for (int i = 0; i < 3; ++i)
@@ -338,6 +298,41 @@ Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
   }
   p.k_batch = 1;
   return {};
+}
+
+/* The convolution of a serialized graph, or why the plugin does not serve it. */
+Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
+  if (data == nullptr || data->ptr == nullptr || data->size == 0) return "no graph (NULL or empty op_graph)";
+  flatbuffers::Verifier verifier(static_cast<const uint8_t*>(data->ptr), data->size);
+  if (!wire::VerifyGraphBuffer(verifier)) return "op_graph is not a serialized hipDNN Graph (FlatBuffers verification failed)";
+  const wire::Graph& graph = *wire::GetGraph(data->ptr);
+  const unsigned nodes = graph.nodes() ? graph.nodes()->size() : 0;
+  if (nodes != 1)
+    return format("the graph has %u nodes; ckspace serves a graph of one convolution node (a bias or "
+                  "activation makes a fused graph)",
+                  nodes);
+  const wire::Node& node = *graph.nodes()->Get(0);
+  const char* const no_attributes = "the convolution node has no attributes";
+  switch (node.attributes_type()) {
+    case wire::NodeAttributes::ConvolutionFwdAttributes: {
+      const auto* a = node.attributes_as_ConvolutionFwdAttributes();
+      if (a == nullptr) return no_attributes;
+      return read_convolution(graph, node, *a, CKSPACE_FORWARD, {a->x_tensor_uid(), a->w_tensor_uid(), a->y_tensor_uid()}, conv);
+    }
+    case wire::NodeAttributes::ConvolutionBwdAttributes: {
+      const auto* a = node.attributes_as_ConvolutionBwdAttributes();
+      if (a == nullptr) return no_attributes;
+      return read_convolution(graph, node, *a, CKSPACE_BWD_DATA, {a->dx_tensor_uid(), a->w_tensor_uid(), a->dy_tensor_uid()}, conv);
+    }
+    case wire::NodeAttributes::ConvolutionWrwAttributes: {
+      const auto* a = node.attributes_as_ConvolutionWrwAttributes();
+      if (a == nullptr) return no_attributes;
+      return read_convolution(graph, node, *a, CKSPACE_BWD_WEIGHT, {a->x_tensor_uid(), a->dw_tensor_uid(), a->dy_tensor_uid()}, conv);
+    }
+    default:
+      return format("node '%s' is not a convolution (attributes type %d)", node.name() ? node.name()->c_str() : "",
+                    static_cast<int>(node.attributes_type()));
+  }
 }
 
 /* The kernel to run: the knob's pick (checked to run the problem) or the dispatcher's. */
