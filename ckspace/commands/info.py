@@ -15,7 +15,7 @@ from ckspace.core.errors import CkspaceError
 
 NAME = "info"
 HELP = (
-    "tell what this machine has (HIP compiler per arch, CK headers, GPUs, shipped models) and list the archs "
+    "tell what this machine has (HIP compiler per arch, CK headers, GPUs, shipped models, flatc) and list the archs "
     "(with their facts), rule sets, rules revisions, config fields, shipped models (with their training domains), "
     "shipped data sets and environment variables"
 )
@@ -209,4 +209,7 @@ def _machine_lines(machine: dict) -> list[str]:
     models = machine["models"]
     cells = ", ".join(f"{m['arch']} {m['variant']} {m['dtype']}" for m in models["models"])
     lines.append(f"  shipped models: {cells or 'none (' + (models['reason'] or 'no model cards') + ')'}")
+    fb = machine["flatbuffers"]
+    found = f"flatc {fb['version']} ({fb['flatc']}), headers in {fb['include_dir']}" if fb["reason"] is None else None
+    lines.append(f"  hipDNN plugin builds: {found or 'no (' + fb['reason'] + ')'}")
     return lines

@@ -1,6 +1,7 @@
 """What this machine offers a framework integrator before building, for ``ckspace info``: the HIP
 compiler for each arch the project's toolchain scripts cover, the CK headers found, the GPUs
-visible and the shipped selection models, as typed facts (:class:`Machine`).
+visible, the shipped selection models and what builds a hipDNN plugin (flatc), as typed facts
+(:class:`Machine`).
 
 A probe that fails is a fact too: its one-line reason (which names the variable or the script that
 would fix it) is reported in place of the answer, never a traceback. Probes that run other programs
@@ -85,6 +86,16 @@ class ShippedModels(BaseModel):
     reason: str | None = None
 
 
+class FlatBuffersFound(BaseModel):
+    """What ``ckspace build`` generates a hipDNN plugin's graph reader with (flatc and the headers of
+    its version), or why there is none."""
+
+    flatc: str | None = None
+    version: str | None = None
+    include_dir: str | None = None
+    reason: str | None = None
+
+
 class Machine(BaseModel):
     """What ``ckspace info`` reports about this machine."""
 
@@ -92,6 +103,7 @@ class Machine(BaseModel):
     ck: CkHeadersFound
     gpus: Gpus
     models: ShippedModels
+    flatbuffers: FlatBuffersFound
 
 
 def probe_machine(ck_root: str | None = None, seconds: float = PROBE_SECONDS) -> Machine:
@@ -104,12 +116,12 @@ def probe_machine(ck_root: str | None = None, seconds: float = PROBE_SECONDS) ->
     try:
         for arch in TOOLCHAIN_SCRIPTS:
             started[arch] = _start_compiler_probe(arch)
-        gpus, ck, models = _gpus(seconds), _ck_headers(ck_root), _shipped_models()
+        gpus, ck, models, flatbuffers = _gpus(seconds), _ck_headers(ck_root), _shipped_models(), _flatbuffers()
         compilers = [_compiler(arch, probe, deadline, seconds) for arch, probe in started.items()]
     finally:
         for probe in started.values():
             _stop(probe)
-    return Machine(compilers=compilers, ck=ck, gpus=gpus, models=models)
+    return Machine(compilers=compilers, ck=ck, gpus=gpus, models=models, flatbuffers=flatbuffers)
 
 
 def _start_compiler_probe(arch: str) -> subprocess.Popen[str]:
@@ -173,6 +185,16 @@ def _ck_headers(ck_root: str | None) -> CkHeadersFound:
     except (CkspaceError, OSError) as exc:
         return CkHeadersFound(reason=str(exc))
     return CkHeadersFound(include_dir=str(include), label=label, fingerprint=fingerprint, verified=verified)
+
+
+def _flatbuffers() -> FlatBuffersFound:
+    from ckspace.build.hipdnn import flatbuffers
+
+    try:
+        found = flatbuffers()
+    except (CkspaceError, OSError, subprocess.TimeoutExpired) as exc:
+        return FlatBuffersFound(reason=str(exc))
+    return FlatBuffersFound(flatc=found.flatc, version=found.version, include_dir=found.include)
 
 
 def _shipped_models() -> ShippedModels:
