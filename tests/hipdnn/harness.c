@@ -16,6 +16,9 @@
  *       stand-in ckspace_run computes on host memory; the inputs read from files, the output buffer
  *       zeroed and written to OUT_FILE), destroy; prints "workspace BYTES" and "kernel-pinned ..."
  *       lines, or "refused STATUS: LAST ERROR" where a call fails.
+ *   harness PLUGIN time ROUNDS GRAPH...
+ *       per graph, the mean wall time of one applicability question over ROUNDS, the log level set
+ *       to warnings: "GRAPH: NS ns".
  *   harness PLUGIN threads ROUNDS GRAPH...
  *       two handles on two threads, each asking applicability of every graph ROUNDS times; prints
  *       "threads agree" when both threads' answers equal the single-threaded ones.
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int status_t;
 typedef struct { const void* ptr; size_t size; } const_data;
@@ -39,6 +43,7 @@ static struct {
   status_t (*get_type)(int*);
   void (*get_last_error)(const char**);
   status_t (*set_logging_callback)(callback_t);
+  status_t (*set_log_level)(int);
   status_t (*get_all_engine_ids)(int64_t*, uint32_t, uint32_t*);
   status_t (*get_engine_name)(int64_t, const char**);
   status_t (*create)(void**);
@@ -74,6 +79,7 @@ static void load(const char* path) {
   *(void**)&api.get_type = symbol(lib, "hipdnnPluginGetType", 1);
   *(void**)&api.get_last_error = symbol(lib, "hipdnnPluginGetLastErrorString", 1);
   *(void**)&api.set_logging_callback = symbol(lib, "hipdnnPluginSetLoggingCallback", 0);
+  *(void**)&api.set_log_level = symbol(lib, "hipdnnPluginSetLogLevel", 0);
   *(void**)&api.get_all_engine_ids = symbol(lib, "hipdnnEnginePluginGetAllEngineIds", 1);
   *(void**)&api.get_engine_name = symbol(lib, "hipdnnEnginePluginGetEngineName", 0);
   *(void**)&api.create = symbol(lib, "hipdnnEnginePluginCreate", 1);
@@ -278,6 +284,24 @@ static int threads(int rounds, int n, char** paths) {
   return 0;
 }
 
+static int timed(int rounds, int n, char** paths) {
+  void* handle = NULL;
+  if (api.set_log_level != NULL && api.set_log_level(1) != 0) die("log level", NULL); /* warnings up: no line per decline */
+  if (api.create(&handle) != 0) die("create", NULL);
+  for (int i = 0; i < n; ++i) {
+    const_data graph = read_file(paths[i]);
+    char line[4096];
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int r = 0; r < rounds; ++r) applicable(handle, &graph, line, sizeof line);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double ns = ((double)(end.tv_sec - start.tv_sec) * 1e9 + (double)(end.tv_nsec - start.tv_nsec)) / rounds;
+    printf("%s: %.0f ns\n", paths[i], ns);
+    free((void*)graph.ptr);
+  }
+  return api.destroy(handle) != 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 3) die("usage: harness PLUGIN check|applicable|run|threads ...", NULL);
@@ -287,6 +311,7 @@ int main(int argc, char** argv) {
   if (strcmp(argv[2], "applicable") == 0) return applicable_all(argc - 3, argv + 3);
   if (strcmp(argv[2], "run") == 0 && argc >= 9) return run(argv + 3, argc - 3);
   if (strcmp(argv[2], "threads") == 0 && argc >= 5) return threads(atoi(argv[3]), argc - 4, argv + 4);
+  if (strcmp(argv[2], "time") == 0 && argc >= 5) return timed(atoi(argv[3]), argc - 4, argv + 4);
   die("unknown mode", argv[2]);
   return 1;
 }
