@@ -78,7 +78,8 @@ def build_standin(
 def build_standin_plugin(tree: Path) -> Path:
     """The hipDNN plugin of ``tree`` (emitted ``--hipdnn-plugin``) as ``ckspace build`` links it —
     the plugin's object compiled by ckspace, the dispatcher's host units, hipDNN's exports alone —
-    but over the stand-in ``ckspace_run`` instead of HIP kernels: ``build/standin/`` of the tree."""
+    but over the stand-in ``ckspace_run`` instead of HIP kernels, in the folder ``standin`` of the
+    tree's build folder."""
     from ckspace.build import hipdnn
     from ckspace.emit.hipdnn import library_name
     from ckspace.emit.manifest import Manifest

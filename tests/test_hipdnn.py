@@ -169,7 +169,7 @@ def flatc(plugin: Plugin, name: str, document: dict, root: str | None = None) ->
     tools = build_hipdnn.flatbuffers()
     command = [tools.flatc, "-b", "-o", str(folder)]
     if root:
-        command += ["--root-type", f"ckspace.hipdnn_wire.{root}"]
+        command += ["--root-type", f"{hipdnn.WIRE_NAMESPACE}.{root}"]
     subprocess.run([*command, str(plugin.tree / hipdnn.SCHEMA), str(source)], check=True, capture_output=True)
     return folder / f"{name}.bin"
 
@@ -177,7 +177,7 @@ def flatc(plugin: Plugin, name: str, document: dict, root: str | None = None) ->
 def decoded(plugin: Plugin, binary: Path, root: str) -> dict:
     tools = build_hipdnn.flatbuffers()
     folder = binary.parent
-    command = [tools.flatc, "--json", "--strict-json", "--raw-binary", "--root-type", f"ckspace.hipdnn_wire.{root}"]
+    command = [tools.flatc, "--json", "--strict-json", "--raw-binary", "--root-type", f"{hipdnn.WIRE_NAMESPACE}.{root}"]
     subprocess.run(
         [*command, "-o", str(folder), str(plugin.tree / hipdnn.SCHEMA), "--", str(binary)],
         check=True,

@@ -29,6 +29,7 @@ ENVIRONMENT = {
     "ROCM_PATH": "the ROCm installation, looked at before /opt/rocm: CK headers under include/, the HIP compiler "
     "under bin/",
     "CC": "host C compiler of the dispatcher's host part and the compiled selector trees",
+    "CXX": "host C++ compiler of the hipDNN plugin's object (default: c++, g++ or clang++ from PATH)",
     "CKSPACE_CLANG": "read as CKSPACE_CXX when that is unset (what older toolchain scripts exported)",
     "RAY_ADDRESS": "the Ray cluster of --executor ray when --address is not given",
     "XDG_CACHE_HOME": "where the default cache directory is (XDG_CACHE_HOME/ckspace) when CKSPACE_CACHE_DIR is unset",

@@ -35,7 +35,11 @@ READER_HEADER = "ckspace_hipdnn_generated.h"
 ENGINE_API_VERSION = "1.0.0"
 """The hipDNN engine plugin API version the plugin implements; hipDNN drops a plugin of another
 major version."""
-KNOB = "ckspace.kernel"
+WIRE_NAMESPACE = "ckspace_hipdnn_wire"
+"""The FlatBuffers namespace of :data:`SCHEMA` (its own, so that the generated reader cannot meet
+hipDNN's own generated classes in one process)."""
+KNOB = "ckspace_kernel"
+"""The id of the engines' one knob, which pins a kernel of the library by name."""
 KNOB_AUTO = "auto"
 
 WIRE_DTYPES: dict[Dtype, str] = {Dtype.FP32: "FLOAT", Dtype.FP16: "HALF", Dtype.BF16: "BFLOAT16"}
@@ -92,6 +96,7 @@ def plugin_sources(
         "arch": arch,
         "plugin_name": plugin_name(arch),
         "library": library_name(arch),
+        "wire_namespace": WIRE_NAMESPACE,
         "knob": KNOB,
         "knob_auto": KNOB_AUTO,
         "engines": [

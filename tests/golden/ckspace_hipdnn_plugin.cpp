@@ -8,7 +8,7 @@
 // (ckspace_select: the same problem rules, vector-width fallbacks and ranking as every other
 // ckspace caller), in channels-last layout. Anything else is declined with the reason in the
 // last-error string and the log, so that hipDNN falls back to another engine. The knob
-// "ckspace.kernel" pins a kernel of the library by name; its default, "auto", runs the
+// "ckspace_kernel" pins a kernel of the library by name; its default, "auto", runs the
 // dispatcher's pick. Execution calls ckspace_run with the caller's workspace and the handle's
 // stream: the plugin allocates no device memory.
 #include <atomic>
@@ -31,11 +31,11 @@ struct HipdnnEnginePluginHandle {
 
 namespace {
 
-namespace wire = ckspace::hipdnn_wire;
+namespace wire = ckspace_hipdnn_wire;
 
 constexpr const char* PLUGIN_NAME = "ckspace_hipdnn_gfx942";
 constexpr const char* PLUGIN_VERSION = "0.1.0";
-constexpr const char* KNOB = "ckspace.kernel";
+constexpr const char* KNOB = "ckspace_kernel";
 constexpr const char* KNOB_AUTO = "auto";
 
 struct Engine {
