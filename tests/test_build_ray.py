@@ -12,7 +12,10 @@ compile sample is built through Ray once and then linked by ninja from the objec
 from __future__ import annotations
 
 import json
+import os
+import socket
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +26,7 @@ from conftest import FAKE_OBJECT, fake_ck
 from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
+from ckspace.build import ray_task
 from ckspace.build.builder import build
 from ckspace.build.report import BuildReport
 from ckspace.cli import main
@@ -64,7 +68,9 @@ for line in source.read_text().splitlines():
         if "// " + rule + "\\n" not in text:
             continue
         if rule.startswith("KILL") and (rule == "KILLALWAYS" or first_time(rule)):
-            out.write_text("ob")  # half an object, then the worker dies
+            out.write_text("ob")  # half an object, then the worker dies (its unit folder noted)
+            with (MARKERS / "killed-in").open("a") as noted:
+                noted.write(os.getcwd() + "\\n")
             os.kill(os.getppid(), signal.SIGKILL); sys.exit(9)
         if rule == "BROKEN" or (rule == "FLAKY" and first_time(rule)):
             print(f"{{name}}:1:1: error: {{rule.lower()}} kernel", file=sys.stderr); sys.exit(1)
@@ -188,9 +194,42 @@ def test_200_units_with_failures_and_killed_workers(
     objects = cache_objects(tmp_path / "objects")
     assert len(objects) == 200 + 126 + 10 + 3  # warm, changed, ok after a retry (3 after a killed worker)...
     assert set(objects.values()) == {FAKE_OBJECT}  # ...and no half object, no temporary file
+    killed_in = (stand_in / "killed-in").read_text().split()
+    assert len(killed_in) == 5  # 3 KILL once, KILLALWAYS twice
     again = build(tree, "gfx942", jobs=None, batch=1, allow_edited=True, executor="ray", address=ray_cluster)
     assert {k.name for k in again.kernels if not k.cached} == {k for k, v in expected.items() if "failed" in v}
     assert (again.ok, again.failed) == (report.ok, report.failed)
+    # the killed workers could not remove their unit folders: the units compiled since removed them
+    assert [folder for folder in killed_in if Path(folder).exists()] == []
+
+
+def test_a_unit_removes_the_folders_of_this_hosts_workers_that_are_gone(tmp_path: Path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    here = socket.gethostname()
+    folders = {
+        "gone": tmp_path / f"{ray_task.PREFIX}{gone.pid}@{here}-abc",
+        "alive": tmp_path / f"{ray_task.PREFIX}{os.getpid()}@{here}-def",
+        "other host": tmp_path / f"{ray_task.PREFIX}{gone.pid}@not-{here}-ghi",
+        "not ours": tmp_path / f"ckspace-unit-{gone.pid}-jkl",
+    }
+    for folder in folders.values():
+        (folder / "tu").mkdir(parents=True)
+        (folder / "tu" / "a.o").write_bytes(b"ob")
+    as_file = tmp_path / f"{ray_task.PREFIX}{gone.pid}@{here}-file"
+    as_file.write_text("a file of that name is not a unit folder")
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "kept").write_text("")
+    link = tmp_path / f"{ray_task.PREFIX}{gone.pid}@{here}-link"
+    link.symlink_to(target)
+
+    assert ray_task.sweep(here, tmp_path) == [folders["gone"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*(f.name for k, f in folders.items() if k != "gone"), as_file.name, link.name, "elsewhere"]
+    )
+    assert (target / "kept").exists()
+    assert ray_task.sweep(here, tmp_path) == []
 
 
 def test_ninja_and_ray_give_the_same_report(

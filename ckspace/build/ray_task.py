@@ -5,15 +5,55 @@ it with Ray's pickler), so a worker needs Ray, the same Python and the toolchain
 the driver's paths, but not ckspace itself — nor, on a shared machine, the same ckspace as the
 driver. The unit's emitted sources come with the task (a worker may be another machine with no view
 of the tree); the compile runs in a private temporary folder and the object comes back as bytes,
-so a compile that dies half-way leaves nothing the driver could mistake for an object.
+so a compile that dies half-way leaves nothing the driver could mistake for an object. A worker that
+is killed (by the OOM killer, by a cancel) cannot remove its folder: each folder's name carries its
+worker's process id and host, and every unit first removes the folders of this host's workers that
+are gone.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import re
+import shutil
 import socket
 import subprocess
 import tempfile
 from pathlib import Path, PurePosixPath
+
+PREFIX = "ckspace-unit-"
+"""The start of a unit folder's name; then ``<pid>@<host>-`` and tempfile's random part."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, killed and not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def sweep(host: str, folder: Path | None = None) -> list[Path]:
+    """Remove the unit folders of this host's workers that are gone (in ``folder``, default the
+    temporary directory); returns what it removed. Only names this module makes are touched, and a
+    folder whose process id is alive (or reused by another process) is left."""
+    pattern = re.compile(re.escape(PREFIX) + r"(\d+)@" + re.escape(host) + r"-[^/]+")
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{PREFIX}*@{glob.escape(host)}-*"):
+        found = pattern.fullmatch(path.name)
+        if found and path.is_dir() and not path.is_symlink() and not _alive(int(found.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                removed.append(path)
+    return removed
 
 
 def compile_unit(
@@ -35,7 +75,8 @@ def compile_unit(
             f"error: worker {host}: {command[0]} is {found_version!r}, the driver's is {version!r}; "
             "install the same toolchain at the same path on every worker\n"
         )
-    with tempfile.TemporaryDirectory(prefix="ckspace-unit-") as folder:
+    sweep(host)
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}@{host}-") as folder:
         root = Path(folder)
         for relative, data in (*shared.items(), *own.items(), (f"tu/{name}.cpp", text.encode())):
             parts = PurePosixPath(relative).parts
