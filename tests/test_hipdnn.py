@@ -222,6 +222,9 @@ def test_engine_ids_are_fnv1a_hashes() -> None:
     assert hipdnn.fnv1a64("foobar") == 0x85944171F73967E8 - 2**64
     for name in ("CKSPACE_GFX942_CONV_FWD", "CKSPACE_GFX950_CONV_BWD_WEIGHT", "MIOPEN_PLUGIN"):
         assert hipdnn.fnv1a64(name) == fnv1a_reference(name)
+    # two archs' plugins in one process: six engines, six ids (hipDNN drops an engine of a known id)
+    both = [*hipdnn.engines("gfx942", list(Variant)), *hipdnn.engines("gfx950", list(Variant))]
+    assert len(set(both)) == len({e.id for e in both}) == 6
 
 
 def test_the_harness_loads_the_plugin_as_hipdnn_does(plugin: Plugin) -> None:

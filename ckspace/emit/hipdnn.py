@@ -54,7 +54,7 @@ def fnv1a64(text: str) -> int:
     value = 0xCBF29CE484222325
     for byte in text.encode():
         value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value - (1 << 64) if value >= 1 << 63 else value
+    return int.from_bytes(value.to_bytes(8, "little"), "little", signed=True)
 
 
 @dataclass(frozen=True)
