@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import cache
@@ -663,6 +664,40 @@ def test_a_build_without_flatc_is_refused_before_it_compiles(
     err = capsys.readouterr().err
     assert "the hipDNN plugin needs flatc and FlatBuffers headers of its version; none found" in err
     assert "pip install 'ckspace[hipdnn]'" in err and not (tree / "build" / "gfx942" / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        (f"exec {shutil.which('sleep')} 600", "no answer to --version within 0.5 s"),
+        ("echo broken >&2; exit 3", "does not run: --version exited with status 3"),
+    ],
+    ids=["hangs", "fails"],
+)
+def test_a_flatc_that_hangs_or_fails_is_named_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], script: str, said: str
+) -> None:
+    use_fake_toolchain(tmp_path, monkeypatch, tmp_path / "fakeclang")
+    tree = _plugin_tree(tmp_path)
+    flatc = tmp_path / "bin" / "flatc"
+    flatc.parent.mkdir()
+    flatc.write_text(f"#!/bin/sh\n{script}\n")
+    flatc.chmod(0o755)
+
+    def no_package(name: str) -> None:
+        raise build_hipdnn.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(build_hipdnn.metadata, "files", no_package)
+    monkeypatch.setattr(build_hipdnn, "VERSION_SECONDS", 0.5)
+    monkeypatch.setenv("PATH", str(flatc.parent))
+    build_hipdnn.flatbuffers.cache_clear()
+    try:
+        assert main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"]) == 2
+    finally:
+        build_hipdnn.flatbuffers.cache_clear()
+    err = capsys.readouterr().err
+    assert f"found {flatc} ({said}; headers missing in {tmp_path / 'include'})" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_damaged_and_huge_graphs_are_declined_never_crash(plugin: Plugin) -> None:

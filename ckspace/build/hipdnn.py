@@ -61,6 +61,26 @@ def _version_of_headers(include: Path) -> str | None:
     return ".".join(m.group(1) for m in parts) if all(parts) else None  # type: ignore[union-attr]
 
 
+VERSION_SECONDS = 20.0
+"""How long ``flatc --version`` may take: a flatc that hangs is reported, never waited on."""
+
+
+def _version_of_flatc(flatc: str) -> tuple[str | None, str]:
+    """``flatc --version``'s version, or None and why there is none."""
+    try:
+        done = subprocess.run(
+            [flatc, "--version"], capture_output=True, text=True, timeout=VERSION_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"no answer to --version within {VERSION_SECONDS:g} s"
+    except OSError as exc:
+        return None, f"does not run: {exc.strerror or exc}"
+    version = done.stdout.strip().removeprefix("flatc version ")
+    if done.returncode != 0 or not version:
+        return None, f"does not run: --version exited with status {done.returncode}"
+    return version, ""
+
+
 @cache
 def flatbuffers() -> FlatBuffers:
     """flatc and its headers (see the module docstring); :class:`CkspaceError` naming what is
@@ -81,11 +101,10 @@ def flatbuffers() -> FlatBuffers:
         candidates.append((system, Path(system).resolve().parents[1] / "include"))
     found = []
     for flatc, include in candidates:
-        done = subprocess.run([flatc, "--version"], capture_output=True, text=True, timeout=60, check=False)
-        version = done.stdout.strip().removeprefix("flatc version ")
+        version, failure = _version_of_flatc(flatc)
         headers = _version_of_headers(include)
-        found.append(f"{flatc} ({version or 'does not run'}; headers {headers or 'missing'} in {include})")
-        if done.returncode == 0 and headers == version:
+        found.append(f"{flatc} ({version or failure}; headers {headers or 'missing'} in {include})")
+        if version and headers == version:
             return FlatBuffers(flatc, str(include), version)
     raise CkspaceError(
         "the hipDNN plugin needs flatc and FlatBuffers headers of its version"

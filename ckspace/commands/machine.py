@@ -192,7 +192,7 @@ def _flatbuffers() -> FlatBuffersFound:
 
     try:
         found = flatbuffers()
-    except (CkspaceError, OSError, subprocess.TimeoutExpired) as exc:
+    except (CkspaceError, OSError) as exc:
         return FlatBuffersFound(reason=str(exc))
     return FlatBuffersFound(flatc=found.flatc, version=found.version, include_dir=found.include)
 
