@@ -196,6 +196,30 @@ def test_without_a_gpu_bench_says_what_is_missing(standin: Path, tmp_path: Path)
     assert ("pip install 'ckspace[hip]'" in line) or ("no AMD GPU" in line)
 
 
+def test_a_gpu_probe_that_hangs_is_stopped_and_named(
+    standin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wedged driver hangs HIP's initialisation: bench stops the probe after its time and says so
+    in one line, instead of waiting for good. The probe's own interpreter hangs at start-up here (a
+    sitecustomize on its path), so the probe process is the real one."""
+    from ckspace.cli import main
+    from ckspace.run import gpus
+
+    hang = tmp_path / "hang"
+    hang.mkdir()
+    (hang / "sitecustomize.py").write_text("import time\ntime.sleep(600)\n")
+    monkeypatch.setenv("PYTHONPATH", str(hang))
+    monkeypatch.setattr(gpus, "PROBE_SECONDS", 1.0)
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    command = [c for c in _command(standin, problems, kernels, tmp_path / "o.csv") if c not in ("--backend", "host")]
+    started = time.monotonic()
+    assert main(command[3:]) == 2
+    assert time.monotonic() - started < 60
+    err = capsys.readouterr().err
+    assert err.strip() == "ckspace: error: the GPU probe gave no answer within 1 s (a hung HIP runtime or driver)"
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
     foreign = tmp_path / "foreign.csv"

@@ -104,8 +104,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
     from ckspace.core.vocab import Variant
     from ckspace.planning.workload import read_workload
+    from ckspace.run import gpus
     from ckspace.run.device import BACKENDS
-    from ckspace.run.gpus import probe_devices
     from ckspace.run.sweep import SweepOptions, run_sweep
 
     if args.backend not in BACKENDS:
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     names = _kernel_names(args.kernels, configs, variant)
     workload = read_workload(args.problems, variant)
     if args.backend == "hip" and args.executor == "local":
-        found = probe_devices()
+        found = gpus.probe_devices(gpus.PROBE_SECONDS)
         devices = devices if devices is not None else [d.index for d in found]
         missing = sorted(set(devices) - {d.index for d in found})
         if missing:

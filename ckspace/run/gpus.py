@@ -15,11 +15,15 @@ import sys
 from ckspace.core.errors import CkspaceError
 from ckspace.run.device import HIP_MISSING, DeviceInfo, hip_devices
 
+PROBE_SECONDS = 120.0
+"""How long ``bench`` lets the probe run: HIP's initialisation takes seconds even on a node of many
+GPUs, and a wedged driver can hang it for good."""
 
-def probe_devices(timeout: float | None = None) -> list[DeviceInfo]:
+
+def probe_devices(timeout: float = PROBE_SECONDS) -> list[DeviceInfo]:
     """The GPUs, or a one-line :class:`CkspaceError` saying what is missing and how to get it.
     ``timeout``: seconds the probe may take before it is killed and that is the error (a wedged
-    driver can hang HIP's initialisation; ``ckspace info`` must answer anyway); None waits."""
+    driver can hang HIP's initialisation; a command must answer anyway)."""
     if importlib.util.find_spec("hip") is None:
         raise CkspaceError(HIP_MISSING)
     try:
