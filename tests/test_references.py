@@ -17,6 +17,10 @@ this test reads all of that text and checks, with the same resolution a reader w
 * nothing cites what a reader of the repository cannot open: an issue number of a tracker, or a
   document (``*.md``) that is not in the repository.
 
+The text is every docstring, string and comment of the Python files, every line of the other text
+files, and the notes of the JSON data files (the rule tables' ``_about`` and ``_source_commits``):
+a note is prose a reader follows like any other.
+
 Each check is shown to fail on a deliberately broken input through the same function, so a
 resolver that accepts anything cannot pass for one that works.
 """
@@ -29,6 +33,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import json
 import re
 import textwrap
 import tokenize
@@ -46,7 +51,8 @@ SCANNED = ("ckspace", "tests", "bench", "scripts", "docs")
 """The folders whose text is read, besides README.md and pyproject.toml (its import-linter
 contracts name modules too)."""
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".sh", ".j2", ".c", ".h", ".cpp", ".hpp", ".cfg", ""}
-"""The files that are prose or code with prose in it; data (JSON, CSV, xz) is not read."""
+"""The files that are prose or code with prose in it; data (JSON, CSV, xz) is not read, except the
+notes of JSON files (:func:`_json_pieces`)."""
 NOT_SCANNED = (ROOT / "tests" / "golden", Path(__file__).resolve())
 """Emitted files kept byte for byte as ``emit`` writes them (their text is the templates', which are
 read, and editing them by hand would only break the comparison), and this file, whose examples of
@@ -83,7 +89,7 @@ def _files() -> Iterator[Path]:
             parts = path.relative_to(ROOT).parts
             if (
                 not path.is_file()
-                or path.suffix not in TEXT_SUFFIXES
+                or path.suffix not in {*TEXT_SUFFIXES, ".json"}
                 or any(p.startswith(".") or p == "__pycache__" for p in parts)
                 or any(path.is_relative_to(skipped) for skipped in NOT_SCANNED)
             ):
@@ -125,6 +131,30 @@ def _python_pieces(path: Path, source: str) -> Iterator[Piece]:
         yield Piece(path, line, token.string, module, max(around, key=len, default=()))
 
 
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+"""A JSON string. No other JSON token holds a quote, so reading a document's strings left to right
+finds each one whole, never a piece of one."""
+JSON_COLON = re.compile(r"\s*:\s*")
+
+
+def _json_pieces(path: Path, source: str) -> Iterator[Piece]:
+    """The notes of a JSON data file: every string (key or value) inside the value of a key that
+    starts with ``_`` (``"_about": "..."``, ``"_source_commits": {"file.py": "..."}``), at any depth,
+    one piece each at the line it is written on. The data itself (the other keys) is not prose."""
+    strings = list(JSON_STRING.finditer(source))
+    decoder = json.JSONDecoder()
+    read: set[int] = set()
+    for token in strings:
+        colon = JSON_COLON.match(source, token.end())
+        if colon is None or not json.loads(token.group()).startswith("_"):
+            continue  # a value, or a key that is not a note's
+        _, end = decoder.raw_decode(source, colon.end())
+        for inner in strings:
+            if colon.end() <= inner.start() < end and inner.start() not in read:
+                read.add(inner.start())
+                yield Piece(path, source.count("\n", 0, inner.start()) + 1, json.loads(inner.group()))
+
+
 @cache
 def pieces() -> tuple[Piece, ...]:
     """Every piece of prose of the repository's texts."""
@@ -133,6 +163,8 @@ def pieces() -> tuple[Piece, ...]:
         source = path.read_text(errors="replace")
         if path.suffix == ".py":
             out.extend(_python_pieces(path, source))
+        elif path.suffix == ".json":
+            out.extend(_json_pieces(path, source))
         else:
             out.extend(Piece(path, number, line) for number, line in enumerate(source.splitlines(), 1))
     return tuple(out)
@@ -686,3 +718,46 @@ def test_the_citation_check_fails_on_outside_citations() -> None:
         "RULES.md",
         "spec/RULES.md",
     ]
+
+
+def test_the_json_notes_are_read() -> None:
+    """The rule tables' notes are scanned, each at its line; an outside citation or a broken
+    reference in a note, at any depth, fails the checks above; the data beside a note is not read."""
+    read = {(piece.path, piece.text): piece.line for piece in pieces()}
+    tables = sorted((PACKAGE / "data" / "tables").glob("*.json"))
+    assert len(tables) >= 9
+    for path in tables:
+        data = json.loads(path.read_text())
+        assert read.get((path, data["_about"])) == 2, f"{path.name}'s _about is not scanned at its line"
+        commits = data.get("_source_commits", {})
+        assert all((path, text) in read for pair in commits.items() for text in pair), path.name
+    source = textwrap.dedent(
+        r"""
+        {
+          "_about": "Tables (RULES_SPEC.md section 8, T3; see ckspace.core.vocab.Dtype)",
+          "_source_commits": {"grouped_conv/x.py": "docs/no_such.md"},
+          "rows": [{"_note": ["a \"ckspace.core.no_such\" b", 1]}, {"_": null}],
+          "data": "RULES_SPEC.md ckspace.no_such docs/no_such.md"
+        }
+        """
+    ).lstrip()
+    notes = list(_json_pieces(PACKAGE / "data" / "tables" / "x.json", source))
+    assert [(piece.line, piece.text) for piece in notes] == [
+        (2, "Tables (RULES_SPEC.md section 8, T3; see ckspace.core.vocab.Dtype)"),
+        (3, "grouped_conv/x.py"),
+        (3, "docs/no_such.md"),
+        (4, 'a "ckspace.core.no_such" b'),
+    ]
+    assert [(piece.where(offset), text) for piece in notes for offset, text in citation_problems(piece)] == [
+        ("ckspace/data/tables/x.json:2", "RULES_SPEC.md"),
+        ("ckspace/data/tables/x.json:3", "docs/no_such.md"),
+    ]
+    assert [path for piece in notes for _, path in path_problems(piece)] == ["docs/no_such.md"]
+    unresolved = []
+    for piece in notes:
+        for _, dotted in _matches(DOTTED, piece.text):
+            try:
+                resolve(dotted)
+            except Unresolved:
+                unresolved.append(dotted)
+    assert unresolved == ["ckspace.core.no_such"]
