@@ -399,9 +399,12 @@ def test_applicability_equals_the_python_problem_rules(plugin: Plugin, drawn: li
 
 
 # -- execution -----------------------------------------------------------------------------------
-def run_case(plugin: Plugin, p: dict, variant: str, dtype: str, kernel: str = "auto", tag: str = "run") -> list[str]:
+def run_case(
+    plugin: Plugin, p: dict, variant: str, dtype: str, kernel: str = "auto", tag: str = "run", knobs: tuple = ()
+) -> list[str]:
     """Run ``p`` through the harness (the whole call order) with random inputs; assert the output
-    equals the CPU reference; returns the harness's lines."""
+    equals the CPU reference; returns the harness's lines. ``knobs``: more knob settings of the
+    engine config (hipDNN's global knobs)."""
     rng = np.random.default_rng(7)
     by_uid = {1: "In", 2: "Wei", 3: "Out"}
     read_a, read_b, written = OPERANDS[variant]
@@ -417,7 +420,7 @@ def run_case(plugin: Plugin, p: dict, variant: str, dtype: str, kernel: str = "a
     out_bytes = int(np.prod(out_shape)) * np.dtype(NUMPY[dtype]).itemsize
     config = {
         "engine_id": engine_id(plugin, variant),
-        "knobs": [{"knob_id": hipdnn.KNOB, "value_type": "StringValue", "value": {"value": kernel}}],
+        "knobs": [{"knob_id": hipdnn.KNOB, "value_type": "StringValue", "value": {"value": kernel}}, *knobs],
     }
     out = plugin.work / f"{tag}_out.bin"
     lines = harness(
@@ -519,6 +522,53 @@ def test_the_knob_pins_a_kernel_and_refuses_one_that_cannot_run(plugin: Plugin) 
     )
     lines = run_case(plugin, P2, "forward", "bf16", kernel="no_such_kernel", tag="unknown")
     assert any("refused workspace size 1: " in line and "no kernel named 'no_such_kernel'" in line for line in lines)
+
+
+def int_knob(knob_id: str, value: int) -> dict:
+    return {"knob_id": knob_id, "value_type": "IntValue", "value": {"value": value}}
+
+
+@pytest.fixture(scope="module")
+def two_stage(tmp_path_factory: pytest.TempPathFactory, plugin: Plugin) -> Plugin:
+    """A plugin over two-stage bwd_weight kernels alone (their fp32 result goes to the caller's
+    workspace), with the harness of ``plugin``."""
+    tree = tmp_path_factory.mktemp("two_stage") / "tree"
+    argv = ["emit", "--arch", "gfx950", "--rule-set", "full", "--variant", "bwd_weight", "--ndim", "2"]
+    assert main([*argv, "--dtype", "bf16", "--where", "two_stage", "--hipdnn-plugin", "--out", str(tree)]) == 0
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.kernels and all(k.config["two_stage"] for k in manifest.kernels)
+    return Plugin(tree, manifest, build_standin_plugin(tree), plugin.harness, tree.parent)
+
+
+def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None:
+    """hipDNN's own knobs may come with any engine config: a workspace limit below what the pick
+    needs declines the engine at context creation, one at it runs; the deterministic knob and knobs
+    of hipDNN's the plugin does not know run as without them; a knob of neither is refused."""
+    plugin, p, variant, dtype, kernel = two_stage, {**P2, "stride_h": 2, "stride_w": 2}, "bwd_weight", "bf16", "auto"
+    lines = run_case(plugin, p, variant, dtype, tag="global")
+    (needed,) = [int(line.split()[1]) for line in lines if line.startswith("workspace ")]
+    assert needed == p["K"] * p["C"] // p["G"] * p["Y"] * p["X"] * 4  # the fp32 weight gradient
+    limit = hipdnn.KNOB_WORKSPACE_LIMIT
+    lines = run_case(plugin, p, variant, dtype, kernel, tag="below", knobs=(int_knob(limit, needed - 1),))
+    assert any(
+        line.startswith("refused workspace size 5: ")
+        and f"needs {needed} bytes of workspace, more than {limit} {needed - 1}" in line
+        for line in lines
+    ), lines
+    for tag, knobs in {
+        "at": (int_knob(limit, needed),),
+        "deterministic": (int_knob(hipdnn.KNOB_DETERMINISTIC, 1),),
+        "future": (int_knob("global.some_later_knob", 3), int_knob("global.benchmarking", 1)),
+    }.items():
+        lines = run_case(plugin, p, variant, dtype, kernel, tag=tag, knobs=knobs)
+        assert "executed" in lines, (tag, lines)
+    for knobs, status, said in [
+        ((int_knob(limit, -1),), 2, f"knob {limit} is -1: a number of bytes, at least 0"),
+        (({"knob_id": limit, "value_type": "StringValue", "value": {"value": "1 GiB"}},), 1, "an integer"),
+        ((int_knob("miopen.solver", 3),), 1, "sets knob 'miopen.solver'; this plugin's knob is"),
+    ]:
+        lines = run_case(plugin, p, variant, dtype, tag="bad", knobs=knobs)
+        assert any(line.startswith(f"refused workspace size {status}: ") and said in line for line in lines), lines
 
 
 def test_two_handles_on_two_threads_give_the_same_answers(plugin: Plugin) -> None:

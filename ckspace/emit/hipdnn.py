@@ -38,9 +38,16 @@ major version."""
 WIRE_NAMESPACE = "ckspace_hipdnn_wire"
 """The FlatBuffers namespace of :data:`SCHEMA` (its own, so that the generated reader cannot meet
 hipDNN's own generated classes in one process)."""
-KNOB = "ckspace_kernel"
-"""The id of the engines' one knob, which pins a kernel of the library by name."""
+KNOB = "ckspace.kernel"
+"""The id of the engines' knob, which pins a kernel of the library by name (dotted as hipDNN's own
+knob ids are: ``global.deterministic``)."""
 KNOB_AUTO = "auto"
+GLOBAL_KNOBS = "global."
+"""The start of the ids of hipDNN's own knobs, which an engine config may set for any engine."""
+KNOB_WORKSPACE_LIMIT = "global.workspace_size_limit"
+"""hipDNN's cap on an engine's workspace in bytes: a pick that needs more is not applicable."""
+KNOB_DETERMINISTIC = "global.deterministic"
+"""hipDNN's request for bitwise-reproducible runs, which every run of the plugin is (unsplit)."""
 
 WIRE_DTYPES: dict[Dtype, str] = {Dtype.FP32: "FLOAT", Dtype.FP16: "HALF", Dtype.BF16: "BFLOAT16"}
 """hipDNN's ``DataType`` of each ckspace dtype."""
@@ -99,6 +106,9 @@ def plugin_sources(
         "wire_namespace": WIRE_NAMESPACE,
         "knob": KNOB,
         "knob_auto": KNOB_AUTO,
+        "global_knobs": GLOBAL_KNOBS,
+        "knob_workspace_limit": KNOB_WORKSPACE_LIMIT,
+        "knob_deterministic": KNOB_DETERMINISTIC,
         "engines": [
             {
                 "name": e.name,

@@ -8,9 +8,10 @@
 // (ckspace_select: the same problem rules, vector-width fallbacks and ranking as every other
 // ckspace caller), in channels-last layout. Anything else is declined with the reason in the
 // last-error string and the log, so that hipDNN falls back to another engine. The knob
-// "ckspace_kernel" pins a kernel of the library by name; its default, "auto", runs the
-// dispatcher's pick. Execution calls ckspace_run with the caller's workspace and the handle's
-// stream: the plugin allocates no device memory.
+// "ckspace.kernel" pins a kernel of the library by name; its default, "auto", runs the
+// dispatcher's pick; of hipDNN's global knobs, "global.workspace_size_limit" declines a pick that needs
+// more workspace, and the others ask nothing of an unsplit run. Execution calls ckspace_run with the
+// caller's workspace and the handle's stream: the plugin allocates no device memory.
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -35,8 +36,11 @@ namespace wire = ckspace_hipdnn_wire;
 
 constexpr const char* PLUGIN_NAME = "ckspace_hipdnn_gfx942";
 constexpr const char* PLUGIN_VERSION = "0.1.0";
-constexpr const char* KNOB = "ckspace_kernel";
+constexpr const char* KNOB = "ckspace.kernel";
 constexpr const char* KNOB_AUTO = "auto";
+constexpr const char* GLOBAL_KNOBS = "global.";
+constexpr const char* KNOB_WORKSPACE_LIMIT = "global.workspace_size_limit";
+constexpr const char* KNOB_DETERMINISTIC = "global.deterministic";
 
 struct Engine {
   int64_t id;  // FNV-1a 64 of the name, as hipDNN requires
@@ -369,26 +373,47 @@ hipdnnPluginStatus_t convolution_for(int64_t engine_id, const hipdnnPluginConstD
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }
 
-/* The engine config's id and its kernel knob (NULL: the default). */
-hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& engine_id, const char*& pinned) {
-  pinned = nullptr;
+/* What an engine config asks beside its engine: the kernel knob (NULL: the default) and hipDNN's
+   global workspace limit (-1: none). */
+struct Settings {
+  const char* pinned = nullptr;
+  int64_t workspace_limit = -1;
+};
+
+/* The engine config's id and settings. hipDNN's global knobs ("global." ids) are accepted: the
+   workspace limit is kept; "global.deterministic" asks nothing more, since every run of this
+   plugin is unsplit (k_batch 1: no atomic accumulation); others are logged and ignored. */
+hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& engine_id, Settings& settings) {
+  settings = Settings{};
   if (data == nullptr || data->ptr == nullptr || data->size == 0) return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "no engine config");
   flatbuffers::Verifier verifier(static_cast<const uint8_t*>(data->ptr), data->size);
   if (!verifier.VerifyBuffer<wire::EngineConfig>(nullptr))
     return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "engine_config is not a serialized hipDNN EngineConfig");
   const wire::EngineConfig& config = *flatbuffers::GetRoot<wire::EngineConfig>(data->ptr);
   engine_id = config.engine_id();
-  if (config.knobs() != nullptr)
-    for (const wire::KnobSetting* knob : *config.knobs()) {
-      if (knob == nullptr || knob->knob_id() == nullptr || knob->knob_id()->str() != KNOB) {
-        return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "engine config sets knob '%s'; this plugin's only knob is %s",
-                    knob && knob->knob_id() ? knob->knob_id()->c_str() : "", KNOB);
-      }
+  if (config.knobs() == nullptr) return HIPDNN_PLUGIN_STATUS_SUCCESS;
+  for (const wire::KnobSetting* knob : *config.knobs()) {
+    const std::string id = knob && knob->knob_id() ? knob->knob_id()->str() : std::string();
+    if (id == KNOB) {
       const wire::StringValue* value = knob->value_as_StringValue();
       if (value == nullptr || value->value() == nullptr)
         return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a kernel name (a string)", KNOB);
-      pinned = value->value()->c_str();
+      settings.pinned = value->value()->c_str();
+    } else if (id == KNOB_WORKSPACE_LIMIT) {
+      const wire::IntValue* value = knob->value_as_IntValue();
+      if (value == nullptr)
+        return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a number of bytes (an integer)", KNOB_WORKSPACE_LIMIT);
+      if (value->value() < 0)
+        return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: a number of bytes, at least 0", KNOB_WORKSPACE_LIMIT,
+                    (long long)value->value());
+      settings.workspace_limit = value->value();
+    } else if (id.rfind(GLOBAL_KNOBS, 0) == 0) {
+      if (id != KNOB_DETERMINISTIC) log(HIPDNN_SEV_INFO, "engine config sets hipDNN's knob '%s': ignored", id.c_str());
+    } else {
+      return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "engine config sets knob '%s'; this plugin's knob is %s (and hipDNN's %s*)",
+                  id.c_str(), KNOB, GLOBAL_KNOBS);
     }
+  }
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }
 
@@ -400,14 +425,17 @@ struct Resolved {
 
 hipdnnPluginStatus_t resolve(const hipdnnPluginConstData_t* config, const hipdnnPluginConstData_t* graph, Resolved& r) {
   int64_t engine_id = 0;
-  const char* pinned = nullptr;
-  hipdnnPluginStatus_t status = read_config(config, engine_id, pinned);
+  Settings settings;
+  hipdnnPluginStatus_t status = read_config(config, engine_id, settings);
   if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = convolution_for(engine_id, graph, r.conv);
-  if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = choose(r.conv, pinned, r.kernel);
+  if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = choose(r.conv, settings.pinned, r.kernel);
   if (status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
   const int64_t bytes = ckspace_workspace_size(r.kernel, &r.conv.problem);
   if (bytes < 0)
     return fail(HIPDNN_PLUGIN_STATUS_INTERNAL_ERROR, "ckspace_workspace_size: %s", status_text(static_cast<int>(-bytes)));
+  if (settings.workspace_limit >= 0 && bytes > settings.workspace_limit)
+    return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "kernel %s needs %lld bytes of workspace, more than %s %lld",
+                ckspace_kernel_name(r.kernel), (long long)bytes, KNOB_WORKSPACE_LIMIT, (long long)settings.workspace_limit);
   r.workspace = static_cast<size_t>(bytes);
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }
