@@ -212,7 +212,8 @@ struct grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x
 
     /// Launches the kernel; throws when the problem is not supported by this instance. Nothing is
     /// allocated here: the fp32 GEMM result goes to the caller's `workspace`
-    /// (G * K * C * filter elements, per-group K and C: ckspace_workspace_size says how many bytes).
+    /// (G * K * C * filter fp32 elements, per-group K and C; with --with-selector, ckspace_workspace_size
+    /// answers it in bytes).
     static float launch(const HostArgs& args, const ck_tile::stream_config& s, void* workspace)
     {
         float time = 0;
