@@ -499,11 +499,19 @@ def test_execution_through_the_plugin_equals_the_cpu_reference(
     assert "applicable 1" in lines and "executed" in lines, lines
     assert any(line.startswith("log 0: ") and "kernel " in line for line in lines)
     details = decoded(plugin, plugin.work / "run_details.bin", "EngineDetails")
-    (knob,) = details["knobs"]
+    knob, *split_k = details["knobs"]
     assert knob["knob_id"] == hipdnn.KNOB and knob["default_value"]["value"] == hipdnn.KNOB_AUTO
     names = knob["constraint"]["valid_values"]
     assert names[0] == hipdnn.KNOB_AUTO and len(names) > 1
     assert details["engine_id"] == engine_id(plugin, variant)
+    if variant != "bwd_weight":
+        assert split_k == []  # no split-K outside weight gradients
+        return
+    (split_k,) = split_k
+    assert split_k["knob_id"] == hipdnn.KNOB_K_BATCH and split_k["default_value"]["value"] == 1
+    assert split_k["constraint"]["valid_values"] == [
+        k for k in hipdnn.SPLIT_K_CHOICES if python_applicable(plugin, {**p, "k_batch": k}, variant, dtype)
+    ]
 
 
 def test_the_knob_pins_a_kernel_and_refuses_one_that_cannot_run(plugin: Plugin) -> None:
@@ -565,10 +573,41 @@ def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None
     for knobs, status, said in [
         ((int_knob(limit, -1),), 2, f"knob {limit} is -1: a number of bytes, at least 0"),
         (({"knob_id": limit, "value_type": "StringValue", "value": {"value": "1 GiB"}},), 1, "an integer"),
-        ((int_knob("miopen.solver", 3),), 1, "sets knob 'miopen.solver'; this plugin's knob is"),
+        ((int_knob("miopen.solver", 3),), 1, "sets knob 'miopen.solver'; this plugin's knobs are"),
     ]:
         lines = run_case(plugin, p, variant, dtype, tag="bad", knobs=knobs)
         assert any(line.startswith(f"refused workspace size {status}: ") and said in line for line in lines), lines
+
+
+def test_split_k_runs_a_weight_gradient_through_the_reduction_split_k_ways(plugin: Plugin) -> None:
+    """Every split the details offer runs to the reference (the stand-in adds each split's partial
+    sums as the kernels do); a split of another direction, of 0, or asked with deterministic runs
+    is declined at context creation with its reason."""
+    p, variant, dtype = {**P2, "N": 3, "Hi": 9, "Wi": 8}, "bwd_weight", "fp16"
+    run_case(plugin, p, variant, dtype, tag="split")
+    offered = decoded(plugin, plugin.work / "split_details.bin", "EngineDetails")["knobs"][1]["constraint"]
+    assert offered["valid_values"] == list(hipdnn.SPLIT_K_CHOICES)  # CK pads K: a split may be all padding
+    for k in offered["valid_values"][1:3]:
+        lines = run_case(plugin, p, variant, dtype, tag=f"split{k}", knobs=(int_knob(hipdnn.KNOB_K_BATCH, k),))
+        assert "executed" in lines and any(f", k_batch {k}, " in line for line in lines), lines
+    knob = hipdnn.KNOB_K_BATCH
+    for case, knobs, status, said in [
+        ("forward", (int_knob(knob, 2),), 1, f"knob {knob} splits weight gradients; CKSPACE_GFX950_CONV_FWD runs"),
+        (variant, (int_knob(knob, 0),), 2, f"knob {knob} is 0: a split-K factor, at least 1"),
+        (variant, ({"knob_id": knob, "value_type": "StringValue", "value": {"value": "2"}},), 1, "(an integer)"),
+        (
+            variant,
+            (int_knob(knob, 2), int_knob(hipdnn.KNOB_DETERMINISTIC, 1)),
+            5,
+            f"{hipdnn.KNOB_DETERMINISTIC} asks for deterministic runs; {knob} 2 adds partial sums atomically",
+        ),
+        (variant, (int_knob(knob, 2**40),), 5, "the convolution lies beyond what the kernels index"),
+    ]:
+        lines = run_case(plugin, p, case, dtype if case == variant else "bf16", tag="badsplit", knobs=knobs)
+        assert any(line.startswith(f"refused workspace size {status}: ") and said in line for line in lines), lines
+    # asked for deterministic runs, an unsplit one still runs
+    lines = run_case(plugin, p, variant, dtype, tag="det", knobs=(int_knob(hipdnn.KNOB_DETERMINISTIC, 1),))
+    assert "executed" in lines
 
 
 def test_two_handles_on_two_threads_give_the_same_answers(plugin: Plugin) -> None:

@@ -42,12 +42,17 @@ KNOB = "ckspace.kernel"
 """The id of the engines' knob, which pins a kernel of the library by name (dotted as hipDNN's own
 knob ids are: ``global.deterministic``)."""
 KNOB_AUTO = "auto"
+KNOB_K_BATCH = "ckspace.k_batch"
+"""The weight-gradient engine's split-K knob (the problem's ``k_batch``), 1 by default."""
+SPLIT_K_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128)
+"""The split-K factors an engine's details offer (those some kernel can run the graph with); a
+config may ask for any factor."""
 GLOBAL_KNOBS = "global."
 """The start of the ids of hipDNN's own knobs, which an engine config may set for any engine."""
 KNOB_WORKSPACE_LIMIT = "global.workspace_size_limit"
 """hipDNN's cap on an engine's workspace in bytes: a pick that needs more is not applicable."""
 KNOB_DETERMINISTIC = "global.deterministic"
-"""hipDNN's request for bitwise-reproducible runs, which every run of the plugin is (unsplit)."""
+"""hipDNN's request for bitwise-reproducible runs: every unsplit run is; a split one is declined."""
 
 WIRE_DTYPES: dict[Dtype, str] = {Dtype.FP32: "FLOAT", Dtype.FP16: "HALF", Dtype.BF16: "BFLOAT16"}
 """hipDNN's ``DataType`` of each ckspace dtype."""
@@ -109,6 +114,8 @@ def plugin_sources(
         "global_knobs": GLOBAL_KNOBS,
         "knob_workspace_limit": KNOB_WORKSPACE_LIMIT,
         "knob_deterministic": KNOB_DETERMINISTIC,
+        "knob_k_batch": KNOB_K_BATCH,
+        "split_k_choices": SPLIT_K_CHOICES,
         "engines": [
             {
                 "name": e.name,

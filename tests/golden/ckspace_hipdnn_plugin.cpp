@@ -9,9 +9,10 @@
 // ckspace caller), in channels-last layout. Anything else is declined with the reason in the
 // last-error string and the log, so that hipDNN falls back to another engine. The knob
 // "ckspace.kernel" pins a kernel of the library by name; its default, "auto", runs the
-// dispatcher's pick; of hipDNN's global knobs, "global.workspace_size_limit" declines a pick that needs
-// more workspace, and the others ask nothing of an unsplit run. Execution calls ckspace_run with the
-// caller's workspace and the handle's stream: the plugin allocates no device memory.
+// dispatcher's pick; "ckspace.k_batch" (weight gradients) splits the reduction. Of hipDNN's global
+// knobs, "global.workspace_size_limit" declines a pick that needs more workspace and
+// "global.deterministic" declines a split run. Execution calls ckspace_run with the caller's
+// workspace and the handle's stream: the plugin allocates no device memory.
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -41,6 +42,8 @@ constexpr const char* KNOB_AUTO = "auto";
 constexpr const char* GLOBAL_KNOBS = "global.";
 constexpr const char* KNOB_WORKSPACE_LIMIT = "global.workspace_size_limit";
 constexpr const char* KNOB_DETERMINISTIC = "global.deterministic";
+constexpr const char* KNOB_K_BATCH = "ckspace.k_batch";
+constexpr int64_t SPLIT_K_CHOICES[] = { 1, 2, 4, 8, 16, 32, 64, 128 };  // what the details offer
 
 struct Engine {
   int64_t id;  // FNV-1a 64 of the name, as hipDNN requires
@@ -356,7 +359,8 @@ hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel) {
     return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE,
                 "the convolution lies beyond what the kernels index (CK Tile's 32-bit index_t and tensor sizes)");
   if (status != CKSPACE_OK)
-    return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "no kernel of the library can run this convolution (%s)",
+    return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "no kernel of the library can run this convolution%s (%s)",
+                conv.problem.k_batch > 1 ? format(" split %lld ways", (long long)conv.problem.k_batch).c_str() : "",
                 status_text(status));
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }
@@ -373,16 +377,18 @@ hipdnnPluginStatus_t convolution_for(int64_t engine_id, const hipdnnPluginConstD
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }
 
-/* What an engine config asks beside its engine: the kernel knob (NULL: the default) and hipDNN's
-   global workspace limit (-1: none). */
+/* What an engine config asks beside its engine: the kernel knob (NULL: the default), the split-K
+   factor (0: not set), and of hipDNN's global knobs the workspace limit (-1: none) and whether
+   runs must be deterministic. */
 struct Settings {
   const char* pinned = nullptr;
+  int64_t k_batch = 0;
   int64_t workspace_limit = -1;
+  bool deterministic = false;
 };
 
-/* The engine config's id and settings. hipDNN's global knobs ("global." ids) are accepted: the
-   workspace limit is kept; "global.deterministic" asks nothing more, since every run of this
-   plugin is unsplit (k_batch 1: no atomic accumulation); others are logged and ignored. */
+/* The engine config's id and settings. Of hipDNN's global knobs ("global." ids) the workspace limit
+   and the deterministic switch are kept; others are logged and ignored. */
 hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& engine_id, Settings& settings) {
   settings = Settings{};
   if (data == nullptr || data->ptr == nullptr || data->size == 0) return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "no engine config");
@@ -399,6 +405,14 @@ hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& e
       if (value == nullptr || value->value() == nullptr)
         return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a kernel name (a string)", KNOB);
       settings.pinned = value->value()->c_str();
+    } else if (id == KNOB_K_BATCH) {
+      const wire::IntValue* value = knob->value_as_IntValue();
+      if (value == nullptr)
+        return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a split-K factor (an integer)", KNOB_K_BATCH);
+      if (value->value() < 1)
+        return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: a split-K factor, at least 1", KNOB_K_BATCH,
+                    (long long)value->value());
+      settings.k_batch = value->value();
     } else if (id == KNOB_WORKSPACE_LIMIT) {
       const wire::IntValue* value = knob->value_as_IntValue();
       if (value == nullptr)
@@ -407,14 +421,52 @@ hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& e
         return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: a number of bytes, at least 0", KNOB_WORKSPACE_LIMIT,
                     (long long)value->value());
       settings.workspace_limit = value->value();
+    } else if (id == KNOB_DETERMINISTIC) {
+      const wire::IntValue* value = knob->value_as_IntValue();
+      settings.deterministic = value != nullptr && value->value() != 0;
     } else if (id.rfind(GLOBAL_KNOBS, 0) == 0) {
-      if (id != KNOB_DETERMINISTIC) log(HIPDNN_SEV_INFO, "engine config sets hipDNN's knob '%s': ignored", id.c_str());
+      log(HIPDNN_SEV_INFO, "engine config sets hipDNN's knob '%s': ignored", id.c_str());
     } else {
-      return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "engine config sets knob '%s'; this plugin's knob is %s (and hipDNN's %s*)",
-                  id.c_str(), KNOB, GLOBAL_KNOBS);
+      return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM,
+                  "engine config sets knob '%s'; this plugin's knobs are %s and %s (and hipDNN's %s*)", id.c_str(), KNOB,
+                  KNOB_K_BATCH, GLOBAL_KNOBS);
     }
   }
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
+}
+
+/* The split-K factor the settings ask of the convolution: weight gradients only, and never with
+   runs that must be deterministic (a split run adds its partial sums atomically). */
+hipdnnPluginStatus_t split(const Settings& settings, Conv& conv) {
+  if (settings.k_batch == 0 || settings.k_batch == 1) return HIPDNN_PLUGIN_STATUS_SUCCESS;
+  if (conv.problem.variant != CKSPACE_BWD_WEIGHT)
+    return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s splits weight gradients; %s runs unsplit (1), not %lld",
+                KNOB_K_BATCH, conv.engine->name, (long long)settings.k_batch);
+  if (settings.deterministic)
+    return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "%s asks for deterministic runs; %s %lld adds partial sums atomically",
+                KNOB_DETERMINISTIC, KNOB_K_BATCH, (long long)settings.k_batch);
+  conv.problem.k_batch = settings.k_batch;
+  return HIPDNN_PLUGIN_STATUS_SUCCESS;
+}
+
+/* The split-K knob of a weight-gradient graph: the factors of SPLIT_K_CHOICES some kernel of the
+   library can run it with (what ckspace_select finds), 1 by default. */
+flatbuffers::Offset<wire::Knob> split_k_knob(flatbuffers::FlatBufferBuilder& builder, const Conv& conv) {
+  std::vector<int64_t> valid;
+  for (const int64_t k : SPLIT_K_CHOICES) {
+    ckspace_conv_problem problem = conv.problem;
+    problem.k_batch = k;
+    int kernel = -1;
+    float tflops = 0.0f;
+    if (ckspace_select(&problem, &kernel, &tflops) == CKSPACE_OK) valid.push_back(k);
+  }
+  auto constraint = wire::CreateIntConstraint(builder, 1, valid.empty() ? 1 : valid.back(), 1, builder.CreateVector(valid));
+  auto description = builder.CreateString(
+      std::string("split-K: the weight gradient's reduction split this many ways, its partial sums added atomically "
+                  "(not deterministic); 1: unsplit. The kernel is chosen (or the pin checked) for the split asked"));
+  return wire::CreateKnob(builder, builder.CreateString(KNOB_K_BATCH), description, wire::KnobValue::IntValue,
+                          wire::CreateIntValue(builder, 1).Union(), wire::KnobConstraint::IntConstraint,
+                          constraint.Union(), false);
 }
 
 struct Resolved {
@@ -428,6 +480,7 @@ hipdnnPluginStatus_t resolve(const hipdnnPluginConstData_t* config, const hipdnn
   Settings settings;
   hipdnnPluginStatus_t status = read_config(config, engine_id, settings);
   if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = convolution_for(engine_id, graph, r.conv);
+  if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = split(settings, r.conv);
   if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = choose(r.conv, settings.pinned, r.kernel);
   if (status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
   const int64_t bytes = ckspace_workspace_size(r.kernel, &r.conv.problem);
@@ -590,6 +643,7 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginGetEngineDetails(hi
                                  wire::CreateStringValue(builder, builder.CreateString(KNOB_AUTO)).Union(),
                                  wire::KnobConstraint::StringConstraint, constraint.Union(), false);
     std::vector<flatbuffers::Offset<wire::Knob>> knobs{knob};
+    if (conv.problem.variant == CKSPACE_BWD_WEIGHT) knobs.push_back(split_k_knob(builder, conv));
     auto details = wire::CreateEngineDetails(builder, engine_id, builder.CreateVector(knobs), builder.CreateVector(std::vector<int32_t>{}),
                                              builder.CreateString(conv.engine->name));
     builder.Finish(details);
@@ -634,7 +688,8 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginCreateExecutionCont
     Resolved r;
     if (hipdnnPluginStatus_t status = resolve(engine_config, op_graph, r); status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
     *execution_context = new HipdnnEnginePluginExecutionContext{r};
-    log(HIPDNN_SEV_INFO, "%s: kernel %s, %zu workspace bytes", r.conv.engine->name, ckspace_kernel_name(r.kernel), r.workspace);
+    log(HIPDNN_SEV_INFO, "%s: kernel %s, k_batch %lld, %zu workspace bytes", r.conv.engine->name,
+        ckspace_kernel_name(r.kernel), (long long)r.conv.problem.k_batch, r.workspace);
     return HIPDNN_PLUGIN_STATUS_SUCCESS;
   });
 }
