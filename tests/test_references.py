@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ckspace.emit import hipdnn
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"
 README = ROOT / "README.md"
@@ -308,8 +310,9 @@ def resolve_role(role: str, target: str, piece: Piece) -> object:
     raise Unresolved("; ".join(misses))
 
 
-NOT_REFERENCES = {"ckspace.kernel": "the hipDNN plugin's knob id, dotted as hipDNN's own are (global.deterministic)"}
-"""Dotted names ckspace gives to things outside Python, which name no module or attribute."""
+NOT_REFERENCES = {hipdnn.KNOB, hipdnn.KNOB_K_BATCH}
+"""Dotted names ckspace gives to things outside Python, which name no module or attribute: the
+hipDNN plugin's knob ids, dotted as hipDNN's own are (``global.deterministic``)."""
 
 
 def _dotted_references() -> Iterator[tuple[Piece, int, str]]:
