@@ -387,6 +387,18 @@ struct Settings {
   bool deterministic = false;
 };
 
+/* An integer knob's value, at least `least`; `what` it counts names it in the refusals. */
+hipdnnPluginStatus_t read_count(const wire::KnobSetting& knob, int64_t least, const char* what, int64_t& out) {
+  const char* id = knob.knob_id()->c_str();
+  const wire::IntValue* value = knob.value_as_IntValue();
+  if (value == nullptr) return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes %s (an integer)", id, what);
+  if (value->value() < least)
+    return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: %s, at least %lld", id, (long long)value->value(),
+                what, (long long)least);
+  out = value->value();
+  return HIPDNN_PLUGIN_STATUS_SUCCESS;
+}
+
 /* The engine config's id and settings. Of hipDNN's global knobs ("global." ids) the workspace limit
    and the deterministic switch are kept; others are logged and ignored. */
 hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& engine_id, Settings& settings) {
@@ -406,21 +418,12 @@ hipdnnPluginStatus_t read_config(const hipdnnPluginConstData_t* data, int64_t& e
         return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a kernel name (a string)", KNOB);
       settings.pinned = value->value()->c_str();
     } else if (id == KNOB_K_BATCH) {
-      const wire::IntValue* value = knob->value_as_IntValue();
-      if (value == nullptr)
-        return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a split-K factor (an integer)", KNOB_K_BATCH);
-      if (value->value() < 1)
-        return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: a split-K factor, at least 1", KNOB_K_BATCH,
-                    (long long)value->value());
-      settings.k_batch = value->value();
+      if (hipdnnPluginStatus_t status = read_count(*knob, 1, "a split-K factor", settings.k_batch); status != HIPDNN_PLUGIN_STATUS_SUCCESS)
+        return status;
     } else if (id == KNOB_WORKSPACE_LIMIT) {
-      const wire::IntValue* value = knob->value_as_IntValue();
-      if (value == nullptr)
-        return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "knob %s takes a number of bytes (an integer)", KNOB_WORKSPACE_LIMIT);
-      if (value->value() < 0)
-        return fail(HIPDNN_PLUGIN_STATUS_INVALID_VALUE, "knob %s is %lld: a number of bytes, at least 0", KNOB_WORKSPACE_LIMIT,
-                    (long long)value->value());
-      settings.workspace_limit = value->value();
+      if (hipdnnPluginStatus_t status = read_count(*knob, 0, "a number of bytes", settings.workspace_limit);
+          status != HIPDNN_PLUGIN_STATUS_SUCCESS)
+        return status;
     } else if (id == KNOB_DETERMINISTIC) {
       const wire::IntValue* value = knob->value_as_IntValue();
       settings.deterministic = value != nullptr && value->value() != 0;
