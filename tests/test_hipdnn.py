@@ -13,6 +13,7 @@ tests/test_build.py::test_compile_sample_for_gfx942.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -188,17 +189,25 @@ def decoded(plugin: Plugin, binary: Path, root: str) -> dict:
     return json.loads(binary.with_suffix(".json").read_text())
 
 
-def harness(plugin: Plugin, *arguments: str) -> list[str]:
+def harness(plugin: Plugin, *arguments: str, device: str | None = None) -> list[str]:
+    """The harness's lines; ``device``: the gcnArchName of the stand-in's current device."""
+    environment = {**os.environ, "CKSPACE_STANDIN_DEVICE_ARCH": device} if device is not None else None
     done = subprocess.run(
-        [str(plugin.harness), str(plugin.library), *arguments], capture_output=True, text=True, timeout=600
+        [str(plugin.harness), str(plugin.library), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
     )
     assert done.returncode == 0 and "FAIL" not in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])
     return done.stdout.splitlines()
 
 
-def applicability(plugin: Plugin, graphs: list[Path]) -> list[str]:
+def applicability(plugin: Plugin, graphs: list[Path], device: str | None = None) -> list[str]:
     """Per graph what the plugin answers (``none: REASON`` or the engine ids), the log lines aside."""
-    lines = [line for line in harness(plugin, "applicable", *map(str, graphs)) if not line.startswith("log ")]
+    lines = [
+        line for line in harness(plugin, "applicable", *map(str, graphs), device=device) if not line.startswith("log ")
+    ]
     return [line.split(": ", 1)[1] for line in lines]
 
 
@@ -326,6 +335,20 @@ def test_wrong_output_dims_a_missing_tensor_and_a_pointwise_graph_are_declined(p
     assert "the graph has no output tensor of uid 3" in answers[1]
     assert "node 'add' is not a convolution" in answers[2]
     assert "the convolution node has no attributes" in answers[3]
+
+
+def test_on_a_device_of_another_arch_every_graph_is_declined(plugin: Plugin) -> None:
+    """A plugin for gfx950 loaded beside others on a gfx942 machine (or with no device) offers no
+    engine, so that hipDNN picks another plugin's instead of one whose launches would fail."""
+    graphs = [
+        flatc(plugin, "dev_fwd", graph(P2, "forward", "bf16")),
+        flatc(plugin, "dev_wrw", graph(P2, "bwd_weight", "fp16")),
+    ]
+    assert applicability(plugin, graphs) == [str(engine_id(plugin, "forward")), str(engine_id(plugin, "bwd_weight"))]
+    mismatch = "not applicable: the device is gfx942:sramecc+:xnack-; this plugin's kernels are for gfx950"
+    assert applicability(plugin, graphs, device="gfx942:sramecc+:xnack-") == [f"none: {mismatch}"] * 2
+    assert applicability(plugin, graphs, device="gfx950:xnack+") == applicability(plugin, graphs)
+    assert applicability(plugin, graphs, device="") == ["none: not applicable: HIP reports no current device"] * 2
 
 
 def test_size_one_dimensions_may_have_any_stride(plugin: Plugin) -> None:

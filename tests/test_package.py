@@ -317,9 +317,9 @@ def test_a_cmake_project_links_and_loads_a_library_that_needs_hip(
 
 
 def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
-    """The dynamic symbol table holds the functions ckspace_dispatch.h declares (less ckspace_run,
-    which a host-only build lacks) and nothing else: not the hidden helpers the HIP half calls, not
-    the rankers TL2cgen generated, not the kernel table."""
+    """The dynamic symbol table holds the functions ckspace_dispatch.h declares (less ckspace_run
+    and ckspace_device_supported, the HIP half a host-only build lacks) and nothing else: not the
+    hidden helpers the HIP half calls, not the rankers TL2cgen generated, not the kernel table."""
     listed = subprocess.run(
         ["nm", "-D", "--defined-only", str(emitted.host_dir / "libckspace_dispatch.so")],
         capture_output=True,
@@ -329,5 +329,5 @@ def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
     exported = {line.split()[-1] for line in listed.splitlines() if line.strip()}
     header = (emitted.tree / "ckspace_dispatch.h").read_text()
     declared = set(re.findall(r"^[\w ]+?\**\s*(ckspace_\w+)\(", header, flags=re.M))
-    assert "ckspace_run" in declared and len(declared) == 8
-    assert exported == declared - {"ckspace_run"}
+    assert {"ckspace_run", "ckspace_device_supported"} <= declared and len(declared) == 11
+    assert exported == declared - {"ckspace_run", "ckspace_device_supported"}

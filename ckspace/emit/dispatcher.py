@@ -54,10 +54,11 @@ from ckspace.select.support import ModelDomain, source_text
 
 log = logging.getLogger(__name__)
 
-API_VERSION = 2
+API_VERSION = 3
 """``CKSPACE_API_VERSION``: raised whenever a C function's signature, a status code or
 ``ckspace_conv_problem`` changes (2: ``ckspace_run`` takes the caller's workspace; added
-``ckspace_api_version``, ``ckspace_kernel_index``, ``ckspace_workspace_size``)."""
+``ckspace_api_version``, ``ckspace_kernel_index``, ``ckspace_workspace_size``; 3: added
+``ckspace_arch``, ``ckspace_arch_matches``, ``ckspace_device_supported`` and ``CKSPACE_NO_DEVICE``)."""
 
 HEADER = "ckspace_dispatch.h"
 HOST_SOURCE = "ckspace_dispatch.c"
@@ -216,6 +217,7 @@ def dispatcher_sources(
             {
                 **base,
                 "api_version": API_VERSION,
+                "arch": arch,
                 "variants": variants,
                 "dtypes": dtypes,
                 "problem": problem_checks(),
@@ -234,6 +236,7 @@ def dispatcher_sources(
                 "checks": checks,
                 "cells": cell_context,
                 "helpers": C_HELPERS,
+                "arch": arch,
                 "problem": problem_checks(),
                 "variants": variants,
                 "dtypes": dtypes,

@@ -36,6 +36,7 @@ STATUS = {
     4: "kernel index out of range",
     5: "launch failed",
     6: "the workspace is smaller than ckspace_workspace_size",
+    7: "HIP reports no current device",
 }
 """The status codes of ``ckspace_dispatch.h``, as text."""
 NO_KERNEL = 1
@@ -74,6 +75,9 @@ class RunError(CkspaceError):
 
 _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ckspace_api_version": (ctypes.c_int, []),
+    "ckspace_arch": (ctypes.c_char_p, []),
+    "ckspace_arch_matches": (ctypes.c_int, [ctypes.c_char_p]),
+    "ckspace_device_supported": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "ckspace_kernel_count": (ctypes.c_int, []),
     "ckspace_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
     "ckspace_kernel_index": (ctypes.c_int, [ctypes.c_char_p]),
@@ -170,6 +174,27 @@ class KernelLibrary:
             )
         self._handle = handle
         return handle
+
+    @property
+    def arch(self) -> str:
+        """The arch the library's kernels are compiled for (``ckspace_arch``)."""
+        return self._lib.ckspace_arch().decode()
+
+    def runs_on(self, device_arch: str) -> bool:
+        """Whether a device of HIP gcnArchName ``device_arch`` (``gfx942:sramecc+:xnack-``) runs the
+        library's kernels (``ckspace_arch_matches``: its arch, feature flags aside)."""
+        return bool(self._lib.ckspace_arch_matches(device_arch.encode()))
+
+    def device_supported(self) -> tuple[bool, str]:
+        """Whether the current HIP device runs the library's kernels, and its gcnArchName
+        (``ckspace_device_supported``); :class:`CkspaceError` when HIP reports no device."""
+        if not self.has_run:
+            raise CkspaceError(f"{self.path.name} holds only the dispatcher's host part: it asks no device")
+        name = ctypes.create_string_buffer(256)
+        answer = self._lib.ckspace_device_supported(name, len(name))
+        if answer < 0:
+            raise CkspaceError(f"ckspace_device_supported: {STATUS.get(-answer, answer)}")
+        return bool(answer), name.value.decode(errors="replace")
 
     def index(self, kernel: int | str) -> int:
         """The index of a kernel given by name (``ckspace_kernel_index``) or by index (checked)."""

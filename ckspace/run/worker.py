@@ -25,6 +25,7 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel
 
+from ckspace.core.errors import CkspaceError
 from ckspace.core.measurement import Status
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
@@ -164,6 +165,10 @@ def serve(job: BatchJob, send: Sender) -> None:
     device = open_device(job.backend, job.device)
     send({"device": device.info.model_dump()})
     library = KernelLibrary(job.library)
+    if job.backend == "hip":  # a kernel launched on a device of another arch fails: say so once
+        supported, arch = library.device_supported()
+        if not supported:
+            raise CkspaceError(f"GPU {job.device} is {arch}; {library.path.name} holds kernels for {library.arch}")
     prepared: _Prepared | None = None
     for i, spec in enumerate(job.pairs):
         if prepared is None or prepared.key != (spec.problem_idx, spec.variant, spec.dtype):
@@ -204,7 +209,11 @@ def main(argv: list[str]) -> int:
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING, format="ckspace worker: %(message)s")
     job = BatchJob.model_validate_json(sys.stdin.buffer.read())
-    serve(job, Sender(int(argv[0])))
+    try:
+        serve(job, Sender(int(argv[0])))
+    except CkspaceError as exc:  # a broken setup: one line, which the supervisor reports
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 

@@ -2053,6 +2053,15 @@ static int cks_cell_of(const ckspace_conv_problem* p) {
 
 CKSPACE_EXPORT int ckspace_api_version(void) { return CKSPACE_API_VERSION; }
 
+CKSPACE_EXPORT const char* ckspace_arch(void) { return "gfx942"; }
+
+CKSPACE_EXPORT int ckspace_arch_matches(const char* device_arch) {
+  static const char arch[] = "gfx942";
+  if (device_arch == NULL || strncmp(device_arch, arch, sizeof arch - 1) != 0) return 0;
+  const char next = device_arch[sizeof arch - 1];  /* the base arch ends there: "gfx942" is not "gfx9420" */
+  return next == '\0' || next == ':';
+}
+
 CKSPACE_EXPORT int ckspace_kernel_count(void) { return N_KERNELS; }
 
 CKSPACE_EXPORT const char* ckspace_kernel_name(int kernel) {

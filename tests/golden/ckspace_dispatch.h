@@ -4,8 +4,9 @@
 // The C API of a ckspace kernel library: which kernels it holds, whether a kernel can run a
 // convolution, which kernel to run (CK's IsSupportedArgument checks, vector-width fallbacks and the
 // ranker, all generated from the rules, features and model the Python selector uses), and running
-// it. Everything but ckspace_run is host code: `ckspace build DIR --host-only` builds it alone with
-// an ordinary C compiler; the normal `ckspace build` links it into the kernel library.
+// it. Everything but ckspace_run and ckspace_device_supported is host code: `ckspace build DIR
+// --host-only` builds it alone with an ordinary C compiler; the normal `ckspace build` links it
+// into the kernel library.
 #ifndef CKSPACE_DISPATCH_H
 #define CKSPACE_DISPATCH_H
 
@@ -19,7 +20,7 @@ extern "C" {
 /* The version of this API: it changes whenever a function's signature, a status code or
    ckspace_conv_problem changes. ckspace_api_version() returns the version the library was built
    with; a caller compiled against this header checks it equals CKSPACE_API_VERSION. */
-#define CKSPACE_API_VERSION 2
+#define CKSPACE_API_VERSION 3
 
 /* ckspace_conv_problem.variant */
 #define CKSPACE_FORWARD 0
@@ -39,6 +40,7 @@ extern "C" {
 #define CKSPACE_INVALID_KERNEL 4   /* kernel index out of range */
 #define CKSPACE_LAUNCH_FAILED 5    /* ckspace_run: the kernel's launcher reported an error */
 #define CKSPACE_WORKSPACE_TOO_SMALL 6  /* ckspace_run: fewer workspace bytes than ckspace_workspace_size */
+#define CKSPACE_NO_DEVICE 7        /* ckspace_device_supported: HIP reports no current device */
 
 /* A grouped convolution. Channel counts are TOTALS over all groups (C = G * C per group), as
    frameworks state them. Spatial fields are named per dimension, outermost first: depth (d),
@@ -80,6 +82,19 @@ typedef struct ckspace_conv_problem {
 
 /* CKSPACE_API_VERSION of the header the library was generated with. */
 int ckspace_api_version(void);
+
+/* The arch the library's kernels are compiled for ("gfx942"), a static string. */
+const char* ckspace_arch(void);
+
+/* 1 if a device whose HIP gcnArchName is `device_arch` ("gfx942:sramecc+:xnack-") runs the
+   library's kernels (its arch, the feature flags after ':' aside), else 0 (also for NULL). */
+int ckspace_arch_matches(const char* device_arch);
+
+/* 1 if the current HIP device runs the library's kernels, 0 if it is of another arch (a kernel
+   launched there fails), -CKSPACE_NO_DEVICE when HIP reports no current device. Writes the
+   device's gcnArchName, NUL-terminated and cut to `size` bytes, to `device_arch` unless it is NULL.
+   Asks HIP once per device and keeps the answer. Only in libraries built with a HIP compiler. */
+int ckspace_device_supported(char* device_arch, size_t size);
 
 /* Number of kernels in the library; kernels are numbered 0 .. count-1 in name order. */
 int ckspace_kernel_count(void);

@@ -4,6 +4,11 @@
 // ckspace_run: the HIP half of the dispatcher, compiled with the kernels. It checks the problem
 // with the generated IsSupportedArgument checks, maps the implicit GEMM's operands a, b, c to the
 // convolution's input, weight and output for the kernel's variant, and calls the kernel's launcher.
+#include <atomic>
+#include <cstring>
+
+#include <hip/hip_runtime.h>
+
 #include "ckspace_dispatch.h"
 #include "ckspace_registry.hpp"
 
@@ -67,7 +72,58 @@ ckspace_kernel_args kernel_args(const ckspace_conv_problem& p)
     return args;
 }
 
+/* Per device: 0 not asked yet, 1 runs the kernels, 2 does not, 3 being asked by one thread (which
+   writes the gcnArchName before it publishes the answer; the others ask HIP themselves meanwhile).
+   Devices past KNOWN_DEVICES are asked every time. */
+constexpr int KNOWN_DEVICES = 64;
+constexpr int ASKING = 3;
+std::atomic<int> device_answer[KNOWN_DEVICES];
+char device_name[KNOWN_DEVICES][sizeof(hipDeviceProp_t::gcnArchName)];
+
+void copy_name(const char* name, char* out, size_t size)
+{
+    if(out == nullptr || size == 0)
+        return;
+    std::strncpy(out, name, size - 1);
+    out[size - 1] = '\0';
+}
+
 } // namespace
+
+extern "C" CKSPACE_RUN_EXPORT int ckspace_device_supported(char* device_arch, size_t size)
+{
+    copy_name("", device_arch, size);
+    int device = -1;
+    if(hipGetDevice(&device) != hipSuccess || device < 0)
+        return -CKSPACE_NO_DEVICE;
+    bool owner = false;
+    if(device < KNOWN_DEVICES)
+    {
+        int known = device_answer[device].load(std::memory_order_acquire);
+        if(known == 1 || known == 2)
+        {
+            copy_name(device_name[device], device_arch, size);
+            return known == 1 ? 1 : 0;
+        }
+        owner = known == 0 && device_answer[device].compare_exchange_strong(known, ASKING);
+    }
+    hipDeviceProp_t props{};
+    if(hipGetDeviceProperties(&props, device) != hipSuccess)
+    {
+        if(owner)
+            device_answer[device].store(0, std::memory_order_release);  // a later call asks again
+        return -CKSPACE_NO_DEVICE;
+    }
+    props.gcnArchName[sizeof props.gcnArchName - 1] = '\0';
+    const int matches = ckspace_arch_matches(props.gcnArchName);
+    if(owner)
+    {
+        copy_name(props.gcnArchName, device_name[device], sizeof device_name[device]);
+        device_answer[device].store(matches ? 1 : 2, std::memory_order_release);
+    }
+    copy_name(props.gcnArchName, device_arch, size);
+    return matches;
+}
 
 extern "C" CKSPACE_RUN_EXPORT int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a,
                                               const void* b, void* c, void* workspace, size_t workspace_bytes,

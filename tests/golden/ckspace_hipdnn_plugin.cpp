@@ -118,6 +118,7 @@ const char* status_text(int status) {
     case CKSPACE_INVALID_KERNEL: return "invalid kernel";
     case CKSPACE_LAUNCH_FAILED: return "launch failed";
     case CKSPACE_WORKSPACE_TOO_SMALL: return "workspace too small";
+    case CKSPACE_NO_DEVICE: return "HIP reports no current device";
     default: return "unknown status";
   }
 }
@@ -342,6 +343,22 @@ Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
   }
 }
 
+/* Why the current device cannot run the library's kernels (empty: it can). */
+Why device_refusal() {
+  char device[256];
+  const int supported = ckspace_device_supported(device, sizeof device);
+  if (supported == 1) return {};
+  if (supported == 0) return format("the device is %s; this plugin's kernels are for %s", device, ckspace_arch());
+  return status_text(-supported);
+}
+
+/* Why the plugin does not serve a graph on the current device (empty: it does, `conv` its
+   convolution). */
+Why unserved(const hipdnnPluginConstData_t* graph, Conv& conv) {
+  if (Why why = device_refusal(); !why.empty()) return why;
+  return read_graph(graph, conv);
+}
+
 /* The kernel to run: the knob's pick (checked to run the problem) or the dispatcher's. */
 hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel) {
   if (pinned != nullptr && std::strcmp(pinned, KNOB_AUTO) != 0) {
@@ -369,7 +386,7 @@ hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel) {
 hipdnnPluginStatus_t convolution_for(int64_t engine_id, const hipdnnPluginConstData_t* graph, Conv& conv) {
   const Engine* engine = engine_of(engine_id);
   if (engine == nullptr) return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "engine id %lld is not one of this plugin's", (long long)engine_id);
-  if (Why why = read_graph(graph, conv); !why.empty())
+  if (Why why = unserved(graph, conv); !why.empty())
     return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "%s: not applicable: %s", engine->name, why.c_str());
   if (conv.engine != engine)
     return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "%s: not applicable: the graph is a %s convolution", engine->name,
@@ -611,7 +628,7 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginGetApplicableEngine
   return guarded(__func__, [&] {
     *num_engines = 0;
     Conv conv;
-    if (Why why = read_graph(op_graph, conv); !why.empty()) {
+    if (Why why = unserved(op_graph, conv); !why.empty()) {
       fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "not applicable: %s", why.c_str());
       return HIPDNN_PLUGIN_STATUS_SUCCESS;
     }

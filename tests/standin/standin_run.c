@@ -10,12 +10,16 @@
  * zeroed output in its own dtype (as CK's atomics do). Linked with --wrap=malloc,calloc,realloc,
  * the allocations the library makes are counted (standin_allocations) for the tests to see.
  *
+ * ckspace_device_supported answers for a device of the arch CKSPACE_STANDIN_DEVICE_ARCH names (by
+ * default the library's own), through the library's own ckspace_arch_matches.
+ *
  * Per-kernel misbehaviour, chosen when the test compiles it:
  *   -DSTANDIN_WRONG=k   kernel k writes 1.5 * result + 1 (a kernel that computes wrong results)
  *   -DSTANDIN_CRASH=k   kernel k dereferences NULL (SIGSEGV)
  *   -DSTANDIN_HANG=k    kernel k never returns
  * Layouts are ckspace's: input N(D)(H)W G C, weight G K (Z)(Y)X C, output N(D)(H)W G K. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -192,6 +196,24 @@ void* __wrap_realloc(void* pointer, size_t size)
 
 /* How many allocations the library's own code has made so far. */
 long standin_allocations(void) { return __atomic_load_n(&allocations, __ATOMIC_RELAXED); }
+
+/* The stand-in's "current device" is of the arch CKSPACE_STANDIN_DEVICE_ARCH names (a gcnArchName;
+   empty: no device), else of the library's own arch with the feature flags a real device reports. */
+int ckspace_device_supported(char* device_arch, size_t size)
+{
+    char own[64];
+    const char* name = getenv("CKSPACE_STANDIN_DEVICE_ARCH");
+    if(name == NULL)
+    {
+        snprintf(own, sizeof own, "%s:sramecc+:xnack-", ckspace_arch());
+        name = own;
+    }
+    if(device_arch != NULL && size > 0)
+        snprintf(device_arch, size, "%s", name);
+    if(name[0] == '\0')
+        return -CKSPACE_NO_DEVICE;
+    return ckspace_arch_matches(name);
+}
 
 int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a, const void* b, void* c,
                 void* workspace, size_t workspace_bytes, void* stream)
