@@ -39,6 +39,8 @@ STATUS = {
     7: "HIP reports no current device",
 }
 """The status codes of ``ckspace_dispatch.h``, as text."""
+DEVICE_NAME_BYTES = 256
+"""The size of HIP's ``gcnArchName`` (with its NUL): what ``ckspace_device_supported`` may write."""
 NO_KERNEL = 1
 RUN_PREFIX = "ckspace_run_"
 """The kernels' own C entry points (``ckspace_run_<name>``): how a library's kernels are listed."""
@@ -102,6 +104,14 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     ),
 }
 """Each C API function's return and argument types (``ckspace_dispatch.h``)."""
+
+
+def answer_of(function: str, value: int) -> int:
+    """What a C API function that answers a count or a flag returned, or :class:`InvalidInputError`
+    naming the status when it returned one (as ``-status``)."""
+    if value < 0:
+        raise InvalidInputError(f"{function}: {STATUS.get(-value, value)}")
+    return value
 
 
 class KernelLibrary:
@@ -190,10 +200,8 @@ class KernelLibrary:
         (``ckspace_device_supported``); :class:`CkspaceError` when HIP reports no device."""
         if not self.has_run:
             raise CkspaceError(f"{self.path.name} holds only the dispatcher's host part: it asks no device")
-        name = ctypes.create_string_buffer(256)
-        answer = self._lib.ckspace_device_supported(name, len(name))
-        if answer < 0:
-            raise CkspaceError(f"ckspace_device_supported: {STATUS.get(-answer, answer)}")
+        name = ctypes.create_string_buffer(DEVICE_NAME_BYTES)
+        answer = answer_of("ckspace_device_supported", self._lib.ckspace_device_supported(name, len(name)))
         return bool(answer), name.value.decode(errors="replace")
 
     def index(self, kernel: int | str) -> int:
@@ -209,19 +217,15 @@ class KernelLibrary:
 
     def is_supported(self, kernel: int | str, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str) -> bool:
         """``ckspace_is_supported``: whether the kernel can run the problem as it is."""
-        answer = self._lib.ckspace_is_supported(self.index(kernel), ConvProblemC.of(problem, variant, dtype))
-        if answer < 0:
-            raise InvalidInputError(f"ckspace_is_supported: {STATUS.get(-answer, answer)}")
-        return bool(answer)
+        problem_c = ConvProblemC.of(problem, variant, dtype)
+        return bool(answer_of("ckspace_is_supported", self._lib.ckspace_is_supported(self.index(kernel), problem_c)))
 
     def workspace_size(
         self, kernel: int | str, problem: ConvProblem, variant: Variant | str, dtype: Dtype | str
     ) -> int:
         """``ckspace_workspace_size``: the device bytes :meth:`run` needs as workspace (0 for most)."""
-        size = self._lib.ckspace_workspace_size(self.index(kernel), ConvProblemC.of(problem, variant, dtype))
-        if size < 0:
-            raise InvalidInputError(f"ckspace_workspace_size: {STATUS.get(-size, size)}")
-        return int(size)
+        problem_c = ConvProblemC.of(problem, variant, dtype)
+        return int(answer_of("ckspace_workspace_size", self._lib.ckspace_workspace_size(self.index(kernel), problem_c)))
 
     def select_raw(self, problem: ConvProblemC) -> tuple[int, int, float]:
         """(status, kernel index, predicted TFLOPS) of ``ckspace_select`` on a prepared struct."""
