@@ -54,9 +54,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_format_argument(parser, FORMATS)
 
 
-def read_candidates(path: Path, arch: str) -> list:
-    """Kernel names from a names file, or configs from a build manifest's ``kernels`` (given as the
-    file or as the emitted tree that holds it)."""
+def read_registry(path: Path, arch: str) -> tuple[list, list | None]:
+    """(candidates, pool) of ``--candidates``: kernel names from a names file, with no pool (a
+    family falls back to any variant of the target); or, from a build manifest (given as the file or
+    as the emitted tree that holds it), the configs of its ``kernels`` with all of them as the pool,
+    so that the fallbacks are kernels the tree holds, as its C dispatcher's are. Kernels a tree holds
+    only as fallbacks (``emit --fallbacks``) are in the pool, not among the candidates, as in C."""
     from ckspace.core.config import GemmConfig
     from ckspace.core.inputs import parse_json, read_input_text
     from ckspace.emit.manifest import MANIFEST_NAME
@@ -64,17 +67,22 @@ def read_candidates(path: Path, arch: str) -> list:
     if path.is_dir() and (path / MANIFEST_NAME).is_file():  # an emitted tree: the kernels its manifest lists
         path = path / MANIFEST_NAME
     text = read_input_text(path, "--candidates")
-    if text.lstrip().startswith("{"):
-        manifest = parse_json(text, path, "--candidates")
-        try:
-            kernels = manifest["kernels"]
-            configs = [GemmConfig.from_fields(entry["config"]) for entry in kernels]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a config not an object
-            raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
-        if any(c.arch != arch for c in configs):
-            raise CkspaceError(f"{path}: the manifest's kernels are not all {arch} kernels")
-        return configs
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not text.lstrip().startswith("{"):
+        return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")], None
+    manifest = parse_json(text, path, "--candidates")
+    try:
+        configs = [GemmConfig.from_fields(entry["config"]) for entry in manifest["kernels"]]
+        fallback_only = set((manifest.get("dispatcher") or {}).get("fallback_only", ()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a config not an object
+        raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
+    if any(c.arch != arch for c in configs):
+        raise CkspaceError(f"{path}: the manifest's kernels are not all {arch} kernels")
+    return [c for c in configs if c.name not in fallback_only], configs
+
+
+def read_candidates(path: Path, arch: str) -> list:
+    """The candidates of ``--candidates`` (:func:`read_registry`), without the pool."""
+    return read_registry(path, arch)[0]
 
 
 def of_cell(candidates: list, selector, path: Path) -> list:
@@ -110,8 +118,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             CANDIDATE_LIMIT, "select ranks", f"a rule set with a table ({table_rule_sets()}) or --candidates FILE"
         )
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
+    pool = None
     if args.candidates:
-        candidates = of_cell(read_candidates(args.candidates, selector.arch), selector, args.candidates)
+        candidates, pool = read_registry(args.candidates, selector.arch)
+        candidates = of_cell(candidates, selector, args.candidates)
     else:
         candidates = [c for c in space if c.kind == "gemm"]
         if not candidates:
@@ -121,7 +131,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 f"({selector.target.describe().removeprefix('target: ')})"
             )
     try:
-        selection = selector.select(problem, candidates, k=args.top)
+        selection = selector.select(problem, candidates, k=args.top, pool=pool)
     except NoKernelError as exc:
         if args.format != "json":
             raise

@@ -88,7 +88,9 @@ class Support:
 @dataclass
 class CandidateSet:
     """Candidates resolved to configs with their per-candidate columns; the vector variants of
-    their families are worked out on first need (restricted to ``pool`` when one is given)."""
+    their families are worked out on first need: with a ``pool`` (a tree's or a built library's
+    kernels) exactly those the pool holds, as the generated C dispatcher falls back only to kernels
+    of its library; without one, the kernels of ``target``."""
 
     names: tuple[str, ...]
     rows: Rows
@@ -135,9 +137,12 @@ class CandidateSet:
         """(rows of every family's variants, widest first per family; the family of each row; the
         offsets of each family's block; their names)."""
         if self._variants is None:
-            per_family = vector_variants(self.table.configs, self.target)
-            if self.pool is not None:
-                per_family = [[v for v in family if v.kernel_key() in self.pool] for family in per_family]
+            if self.pool is None:
+                per_family = vector_variants(self.table.configs, self.target)
+            else:  # the pool is what was built: the target has no say over it
+                per_family = [
+                    [v for v in family if v.kernel_key() in self.pool] for family in vector_variants(self.table.configs)
+                ]
             flat = [v for family in per_family for v in family]
             owner = np.repeat(np.arange(len(per_family)), [len(f) for f in per_family])
             offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])]).astype(np.int64)

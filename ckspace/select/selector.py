@@ -213,8 +213,9 @@ class Selector:
         """Resolve candidates (kernel names — ckspace or tile-engine benchmark names — or configs)
         and compute their columns; memoised per candidate list and pool.
 
-        ``pool`` limits the vector-width fallbacks to these configs (a built library's kernels);
-        without it a family may fall back to any variant the validity rules allow."""
+        ``pool``: the vector-width fallbacks are exactly the variants among these configs (a tree's
+        or a built library's kernels, whatever the target; as its C dispatcher's are); without it
+        a family may fall back to any variant the validity rules allow that is a kernel of the target."""
         pool_key = None if pool is None else frozenset(c.kernel_key() for c in pool)
         key = (tuple(candidates), pool_key)
         prepared = self._prepared.get(key)
