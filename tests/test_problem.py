@@ -314,7 +314,7 @@ def test_problem_text_round_trip_and_shorthands() -> None:
     p = ConvProblem.parse("N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1")
     assert (p.ndim, p.pad_h, p.pad_w, p.stride_h) == (2, 1, 1, 1)
     assert ConvProblem.parse(p.text()) == p
-    q = ConvProblem.parse("n=2 g=4 c=64 k=32 di=8 hi=8 wi=8 z=3 y=3 x=3 stride_d=2 pad=1 dil_w=2")
+    q = ConvProblem.parse("n=2 g=4 c=64 k=32 di=8 hi=8 wi=8 z=3 y=3 x=3 stride=1 stride_d=2 pad=1 dil=1 dil_w=2")
     assert (q.ndim, q.Cg, q.Kg, q.stride_d, q.stride_h, q.dil_w, q.pad_d) == (3, 16, 8, 2, 1, 2, 1)
     assert q.gemm_mnk("bwd_weight") == (8, 27 * 16, 2 * q.output_volume)
 
@@ -329,6 +329,9 @@ def test_problem_text_round_trip_and_shorthands() -> None:
         ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=three", "not an integer"),
         ("N=0,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "N"),
         ("N=1,C=64,Hi=8,Wi=8,Y=3,X=3", "K"),
+        # issue 36 item 1: a lone per-dimension key would leave the others at their neutral value
+        ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,stride_h=2", "stride_h given without stride_w"),
+        ("N=1,C=64,K=64,Di=8,Hi=8,Wi=8,Z=3,Y=3,X=3,pad_d=1,pad_h=1", "pad_d, pad_h given without pad_w"),
     ],
 )
 def test_bad_problems_are_one_line_errors(text: str, bad: str) -> None:

@@ -21,6 +21,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.fields import GEMM_FIELD_NAMES, GEMM_FIELDS
 from ckspace.core.problem import ConvProblem
+from ckspace.core.problem_columns import ProblemColumns
 from ckspace.core.vocab import csv_cell
 
 Status = Literal["ok", "wrong", "crash", "timeout", "failed"]
@@ -98,20 +99,19 @@ def _cell(row: Mapping[str, str | None], name: str) -> str:
     return "" if value is None else value.strip()
 
 
+def measured_ndim(values: Mapping[str, int]) -> int:
+    """A measurement row's dimension count when it has no ``ndim`` cell (tile_engine's schema):
+    3D when ``Di`` or ``Z`` is filled, else 2D (its 2D files leave the depth cells empty)."""
+    return 3 if "Di" in values or "Z" in values else 2
+
+
 def problem_from_row(row: Mapping[str, str | None]) -> ConvProblem:
     """The problem of a row of either schema: ours names ``ndim``; tile_engine's is 3D when ``Di`` or
-    ``Z`` is filled and 2D otherwise. Bad values raise :class:`InvalidInputError`."""
-    values: dict[str, int] = {}
-    try:
-        for name in ("N", "C", "K", "G", "k_batch", "ndim", *(n for names in _SPATIAL.values() for n in names)):
-            text = _cell(row, name)
-            if text:
-                values[name] = int(text)
-        if "ndim" not in values:
-            values["ndim"] = 3 if (_cell(row, "Di") or _cell(row, "Z")) else 2
-    except ValueError as exc:
-        raise InvalidInputError(f"not an integer in a problem column ({exc})") from None
-    return ConvProblem.from_values(values)
+    ``Z`` is filled and 2D otherwise. Its columns are read as every problems CSV's are
+    (:class:`~ckspace.core.problem_columns.ProblemColumns`); a reader of a whole file checks the
+    header once with that class instead. Bad values raise :class:`InvalidInputError`."""
+    header = [name for name in row if isinstance(name, str)]
+    return ProblemColumns.of_header(header, "row").problem(row, 0, measured_ndim)  # type: ignore[arg-type]
 
 
 def has_config(row: Mapping[str, str | None]) -> bool:

@@ -32,7 +32,17 @@ SIZE_FIELDS: tuple[str, ...] = (
 PROBLEM_FIELDS: tuple[str, ...] = (*SIZE_FIELDS, "k_batch")
 """Every integer a problem is (its sizes and split-K's batch count): the order in which the
 selector's features and CK's problem checks read them."""
-_KEYS = (*SIZE_FIELDS[:10], *_SHORTHANDS, *SIZE_FIELDS[10:], "k_batch", "ndim")
+PROBLEM_KEYS: tuple[str, ...] = (*SIZE_FIELDS[:10], *_SHORTHANDS, *SIZE_FIELDS[10:], "k_batch", "ndim")
+"""Every key a problem is written with, in ``--problem`` text and as a problems CSV's columns
+(case-insensitive): the sizes, the shorthands ``stride``/``pad``/``dil`` for all dimensions, the
+per-dimension ``stride_h``..., ``k_batch`` and ``ndim``."""
+_BY_LOWER = {k.lower(): k for k in PROBLEM_KEYS}
+
+
+def problem_key(name: str) -> str | None:
+    """The key ``name`` spells (``Stride_H`` is ``stride_h``, ``n`` is ``N``), or None: the one
+    reading of a key, for ``--problem`` and for every problems CSV's header."""
+    return _BY_LOWER.get(name.strip().lower())
 
 
 _LACKING = "lacking_keys"
@@ -207,24 +217,30 @@ class ConvProblem(CheckedModel):
         """Read ``N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1``.
 
         Per-dimension keys (``stride_h``, ``pad_w``, ``dil_d``, ...) and the shorthands ``stride``,
-        ``pad`` and ``dil`` (all dimensions) are accepted; the dimension count follows from the keys
-        (``Di``/``Z`` make it 3D, ``Hi``/``Y`` 2D) or from ``ndim=``. Keys are case-insensitive.
+        ``pad`` and ``dil`` (all dimensions; a per-dimension key overrides its dimension) are
+        accepted; per-dimension keys of one kind give every dimension or come with the shorthand
+        (:func:`lacking_per_dimension`). The dimension count follows from the keys (``Di``/``Z``
+        make it 3D, ``Hi``/``Y`` 2D) or from ``ndim=``. Keys are case-insensitive, as a problems
+        CSV's columns are (:mod:`ckspace.core.problem_columns`).
         """
-        canonical = {k.lower(): k for k in _KEYS}
         values: dict[str, int] = {}
         for item in filter(None, (p.strip() for p in re.split(r"[,\s]+", str(text).strip()))):
             key, sep, value = item.partition("=")
-            name = canonical.get(key.strip().lower())
+            name = problem_key(key)
             if not sep:
                 raise InvalidInputError(f"problem {text!r}: {item!r} is not KEY=VALUE")
             if name is None:
-                raise InvalidChoiceError("problem key", key.strip(), _KEYS)
+                raise InvalidChoiceError("problem key", key.strip(), PROBLEM_KEYS)
             if name in values:
                 raise InvalidInputError(f"problem {text!r}: {name} is given twice")
             try:
                 values[name] = int(value.strip())
             except ValueError:
                 raise InvalidInputError(f"problem {text!r}: {name}={value.strip()!r} is not an integer") from None
+        ndim = values.get("ndim", _ndim_of(values))
+        lacking = lacking_per_dimension(values, _DIMS[3 - ndim :] if ndim in (1, 2, 3) else ())
+        if lacking:
+            raise InvalidInputError(f"problem {text!r}: {lacking}")
         return cls.from_values(values, text)
 
     @classmethod
@@ -245,6 +261,23 @@ class ConvProblem(CheckedModel):
             if message.startswith("ConvProblem lacks "):  # "problem 'N=1' lacks K, ...": the text is the subject
                 raise InvalidInputError(what + message.removeprefix("ConvProblem")) from None
             raise InvalidInputError(f"{what}: {message}") from None
+
+
+def lacking_per_dimension(keys, dims: tuple[str, ...] | str) -> str | None:
+    """Why keys that give a stride, pad or dilation for some of the problem's dimensions but not
+    all of them (and no shorthand for the rest) are refused, or None. A lone ``stride_h`` of a 2D
+    problem would otherwise leave ``stride_w`` at 1: a convolution other than the one meant,
+    without a word. ``dims`` are the problem's dimensions (``"hw"`` for 2D)."""
+    keys = set(keys)
+    for short in _SHORTHANDS:
+        given = [f"{short}_{d}" for d in dims if f"{short}_{d}" in keys]
+        if given and short not in keys and len(given) < len(dims):
+            missing = [f"{short}_{d}" for d in dims if f"{short}_{d}" not in keys]
+            return (
+                f"{', '.join(given)} given without {', '.join(missing)} (a {len(dims)}D problem: give every "
+                f"dimension's {short}_*, or {short} for all of them)"
+            )
+    return None
 
 
 def _ndim_of(keys) -> int:

@@ -2,7 +2,9 @@
 
 Problems come as CSV in the format of the problem lists MIOpen and upstream publish: a row per
 convolution with N, G, total C and K, spatial sizes and filter sizes, and optional stride, pad and
-dilation columns per dimension (``stride_h``, ``pad_d``, ...). A row is 3D when an ``ndim`` column
+dilation columns, for all dimensions or per dimension (``stride``, ``stride_h``, ``pad_d``, ...),
+read as ``--problem`` reads its keys (:mod:`ckspace.core.problem_columns` refuses a column it would
+misread, in one line). A row is 3D when an ``ndim`` column
 says so or when its depth columns (Di, Z, stride_d, pad_d, dil_d) are not the neutral 1/1/1/0/1
 those lists write for 2D shapes; else 2D. Identical problems are merged, their weights added, so a
 list that repeats a shape weighs it more (as a weight column does).
@@ -33,7 +35,8 @@ import numpy as np
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.inputs import read_input_text
-from ckspace.core.problem import SIZE_FIELDS, ConvProblem
+from ckspace.core.problem import ConvProblem
+from ckspace.core.problem_columns import ProblemColumns
 from ckspace.core.vocab import ScoreSource, Variant
 from ckspace.planning.plan import PlanInstance, shown_tflops
 from ckspace.select.candidates import Candidate
@@ -41,7 +44,6 @@ from ckspace.select.selector import Selector
 
 log = logging.getLogger(__name__)
 
-_REQUIRED = ("N", "C", "K", "Wi", "X")
 _DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
 
 
@@ -60,29 +62,31 @@ class Workload:
 
 def read_workload(path: Path, variant: Variant, weight_column: str | None = None) -> Workload:
     """The problems of a CSV (see the module docstring); bad rows are errors naming the row, and a
-    file that is no CSV text (:func:`~ckspace.core.inputs.read_input_text`) is one line naming it."""
+    file that is no CSV text (:func:`~ckspace.core.inputs.read_input_text`) is one line naming it.
+    Columns are read as ``--problem`` reads keys (:class:`~ckspace.core.problem_columns.ProblemColumns`)."""
     reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
-        columns = tuple(reader.fieldnames or ())
-        missing = [c for c in _REQUIRED if c not in columns]
+        layout = ProblemColumns.of_header(reader.fieldnames, path)
+        missing = layout.lacking()
         if missing:
+            columns = ", ".join(reader.fieldnames or ()) or "none"
+            raise CkspaceError(f"{path}: not a problems CSV (missing columns {', '.join(missing)}; it has {columns})")
+        if weight_column is not None and weight_column not in (reader.fieldnames or ()):
             raise CkspaceError(
-                f"{path}: not a problems CSV (missing columns {', '.join(missing)}; "
-                f"it has {', '.join(columns) or 'none'})"
+                f"{path}: no weight column {weight_column!r}; columns: {', '.join(reader.fieldnames or ())}"
             )
-        if weight_column is not None and weight_column not in columns:
-            raise CkspaceError(f"{path}: no weight column {weight_column!r}; columns: {', '.join(columns)}")
         merged: dict[ConvProblem, float] = {}
         skipped: list[str] = []
         rows = 0
         for number, row in enumerate(reader, start=2):
             rows += 1
+            layout.check_width(row, number)
             direction = (row.get("direction") or "").strip()
             if direction and direction != variant.value:
                 raise CkspaceError(f"{path}: line {number} is a {direction} problem; the plan is for {variant.value}")
             weight = _weight(row, weight_column, path, number)
             try:
-                problem = _problem(row, path, number)
+                problem = layout.problem(row, number, _ndim_of)
             except InvalidInputError as exc:
                 skipped.append(f"line {number}: {str(exc).rpartition(': ')[2]}")
                 continue
@@ -93,33 +97,23 @@ def read_workload(path: Path, variant: Variant, weight_column: str | None = None
         raise CkspaceError(f"{path}: no problems" + (f" ({skipped[0]})" if skipped else ""))
     if skipped:
         log.warning("%s: %d row(s) describe no convolution and are left out (%s)", path, len(skipped), skipped[0])
-    return Workload(tuple(merged), np.asarray(list(merged.values())), rows, weight_column, tuple(skipped))
+    weights = np.asarray(list(merged.values()))
+    if not weights.any():
+        raise CkspaceError(
+            f"{path}: every weight in column {weight_column!r} is 0: no problem counts, so every plan "
+            "is as good as any other; give some problem a positive weight"
+        )
+    return Workload(tuple(merged), weights, rows, weight_column, tuple(skipped))
 
 
-def _number(row: dict[str, str], key: str, path: Path, line: int) -> int | None:
-    text = (row.get(key) or "").strip()
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if value.is_integer():
-            return int(value)
-        raise CkspaceError(f"{path}: line {line}: {key}={text!r} is not an integer") from None
-
-
-def _problem(row: dict[str, str], path: Path, line: int) -> ConvProblem:
-    values = {k: v for k in SIZE_FIELDS if (v := _number(row, k, path, line)) is not None}
-    ndim = _number(row, "ndim", path, line)
-    if ndim is None:
-        ndim = 3 if any(values.get(k, neutral) != neutral for k, neutral in _DEPTH_NEUTRAL.items()) else 2
-    if ndim < 3:
-        values = {k: v for k, v in values.items() if k not in _DEPTH_NEUTRAL}
-    return ConvProblem.from_values({**values, "ndim": ndim})
+def _ndim_of(values: dict[str, int]) -> int:
+    """A problem list row's dimension count when it has no ``ndim`` cell: 3D when a depth cell is
+    not the neutral value 2D lists write, else 2D, whose neutral depth cells are dropped."""
+    if any(values.get(k, neutral) != neutral for k, neutral in _DEPTH_NEUTRAL.items()):
+        return 3
+    for key in _DEPTH_NEUTRAL:
+        values.pop(key, None)
+    return 2
 
 
 def _weight(row: dict[str, str], column: str | None, path: Path, line: int) -> float:

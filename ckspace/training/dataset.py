@@ -12,7 +12,7 @@ Two schemas are read, row by row (:mod:`ckspace.core.measurement` states both):
   first kernel name's variant and dtype, and its arch is ``--arch`` or the ``gfxNNN`` token of the
   file name (``benchmark_<variant>_<n>_<dtype>_<arch>.csv``). Every row counts as ``ok``.
 
-Problems are read by :func:`ckspace.core.measurement.problem_from_row` (dilations, split-K and
+Problems are read by :class:`ckspace.core.problem_columns.ProblemColumns` (dilations, split-K and
 1/2/3D included). A *problem* is one ``problem_idx`` of one file: repeated shapes stay separate
 problems (their spread is measurement noise the evaluation must live with) but share a *group*,
 the shape's text form, so cross-validation never splits them. Cleaning drops rows that are not
@@ -42,20 +42,26 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256
 from ckspace.core.inputs import decode_input, read_input
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, problem_from_row
+from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, measured_ndim
 from ckspace.core.problem import ConvProblem
+from ckspace.core.problem_columns import ProblemColumns
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 from ckspace.features.hardware import hardware_facts
 from ckspace.space.benchmark_names import config_from_any_name
 
 log = logging.getLogger(__name__)
 
-REQUIRED = ("kernel", "problem_idx", "N", "C", "K", "G", "Wi", "X", "stride_w", "pad_w", "latency_ms", "tflops")
+REQUIRED = ("kernel", "problem_idx", "latency_ms", "tflops")
+"""The columns a measurement CSV names exactly, beside its problem columns, which are read as
+``--problem`` reads keys (:class:`~ckspace.core.problem_columns.ProblemColumns`)."""
 TFLOPS_TOLERANCE = 0.01
 """Relative disagreement allowed between the row's TFLOPS and 2*MACs/latency before the row is
 called inconsistent (the upstream file agrees to ~1e-15)."""
 MIN_KERNELS_PER_PROBLEM = 2
 """A problem teaches the ranker something only when at least two kernels ran it correctly."""
+_DAMAGED = "row_of_another_length_than_the_header"
+"""Why a row whose cells do not match its file's header is dropped: which cell, kernel or problem
+it is cannot be told, so it is counted in the report of every cell its file holds rows of."""
 
 
 class DataCell(NamedTuple):
@@ -152,14 +158,18 @@ class _Read:
 
     files: dict[str, str]  # path -> sha256
     rows_read: int
-    cells: dict[DataCell, list[tuple[str, Row]]]
+    cells: dict[DataCell, list[tuple[str, int, Row]]]  # (path, line, row)
+    layouts: dict[str, ProblemColumns]  # path -> where its problem columns are
+    damaged: dict[str, int]  # path -> rows of another length than its header (counted, never read)
 
 
 def _read(paths: Sequence[str | Path], arch: str | None) -> _Read:
     """Read every file once and give each row its cell: ours from its columns, tile_engine's from
     its file (see the module doc)."""
     files: dict[str, str] = {}
-    cells: dict[DataCell, list[tuple[str, Row]]] = {}
+    cells: dict[DataCell, list[tuple[str, int, Row]]] = {}
+    layouts: dict[str, ProblemColumns] = {}
+    damaged: Counter[str] = Counter()
     rows_read = 0
     for raw_path in paths:
         path = Path(raw_path)
@@ -167,19 +177,26 @@ def _read(paths: Sequence[str | Path], arch: str | None) -> _Read:
         files[str(path)] = sha256(data)
         with _readable(path):
             reader = csv.DictReader(io.StringIO(decode_input(data, path, "--data"), newline=""))
+            layout = layouts[str(path)] = ProblemColumns.of_header(reader.fieldnames, path)
             missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
+            missing += layout.lacking()
             if missing:
                 raise CkspaceError(f"{path}: not a measurement CSV (missing columns {', '.join(missing)})")
             file_cell: DataCell | None = None
             for line, row in enumerate(reader, start=2):
                 rows_read += 1
+                try:
+                    layout.check_width(row, line)
+                except CkspaceError:  # a cut last line (an interrupted write), a stray comma
+                    damaged[str(path)] += 1
+                    continue
                 if has_config(row):
                     cell = _cell_of_columns(row, path, line)
                 else:
                     file_cell = file_cell or _tile_engine_cell(row, path, arch)
                     cell = file_cell
-                cells.setdefault(cell, []).append((str(path), row))
-    return _Read(files, rows_read, cells)
+                cells.setdefault(cell, []).append((str(path), line, row))
+    return _Read(files, rows_read, cells, layouts, dict(damaged))
 
 
 def _cell_of_columns(row: Row, path: Path, line: int) -> DataCell:
@@ -265,13 +282,16 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
     configs: dict[tuple, GemmConfig | None] = {}
     units: dict[tuple[str, str], dict[KernelKey, list[float]]] = {}  # (file, problem_idx) -> kernel -> tflops
     unit_problem: dict[tuple[str, str], ConvProblem] = {}
-    for path, row in rows:
+    for path in dict.fromkeys(path for path, _, _ in rows):
+        if read.damaged.get(path):
+            dropped[_DAMAGED] += read.damaged[path]
+    for path, line, row in rows:
         status = _status(row)
         statuses[status] += 1
         if status != "ok":
             dropped[f"status_{status}"] += 1
             continue
-        checked = _check_row(row, path, cell, peak, configs, unit_problem)
+        checked = _check_row(row, (path, line), read.layouts[path], cell, peak, configs, unit_problem)
         if isinstance(checked, str):
             dropped[checked] += 1
             continue
@@ -311,7 +331,7 @@ def _clean(cell: DataCell, read: _Read) -> Measurements:
     report = CleaningReport(
         files=read.files,
         rows_read=read.rows_read,
-        rows_other_cells=read.rows_read - len(rows),
+        rows_other_cells=read.rows_read - len(rows) - dropped[_DAMAGED],
         statuses=dict(statuses),
         rows_kept=int(np.sum(~np.isnan(tflops))),
         dropped=dict(dropped),
@@ -345,7 +365,8 @@ def _status(row: Row) -> str:
 
 def _check_row(
     row: Row,
-    path: str,
+    where: tuple[str, int],
+    layout: ProblemColumns,
     cell: DataCell,
     peak: float,
     configs: dict[tuple, GemmConfig | None],
@@ -362,7 +383,7 @@ def _check_row(
             configs[key] = None
     config = configs[key]
     try:
-        problem = problem_from_row(row)
+        problem = layout.problem(row, where[1], measured_ndim)
         latency, tflops = float(row["latency_ms"]), float(row["tflops"])
         non_zero = (row.get("non_zero") or "").strip()
         all_zero = bool(non_zero) and int(float(non_zero)) == 0
@@ -383,7 +404,7 @@ def _check_row(
         return "tflops_inconsistent_with_latency"
     if tflops > peak:
         return "above_arch_peak"
-    unit = (path, row["problem_idx"].strip())
+    unit = (where[0], row["problem_idx"].strip())
     if unit_problem.setdefault(unit, problem) != problem:
         return "problem_idx_with_two_shapes"
     return config, tflops
