@@ -61,6 +61,23 @@ would look for a real compiler and might compile for minutes) nor a small READY_
 write to, and close, a descriptor of the test process); RAY_ADDRESS is left out (a Ray client
 retries an address for a long time)."""
 
+_SHAPES = "1,64,64,56,56,3,3"
+PROBLEM_FILES = {
+    "problems.csv": f"N,C,K,Hi,Wi,Y,X,stride,pad,w\n{_SHAPES},1,1,2\n2,64,128,28,28,1,1,2,0,1\n",
+    "problems_stride_x.csv": f"N,C,K,Hi,Wi,Y,X,Stride_X,Stride_Y\n{_SHAPES},2,2\n",
+    "problems_padding.csv": f"N,C,K,Hi,Wi,Y,X,padding\n{_SHAPES},1\n",
+    "problems_lone_stride.csv": f"N,C,K,Hi,Wi,Y,X,stride_h\n{_SHAPES},2\n",
+    "problems_repeated.csv": f"N,C,K,Hi,Wi,Y,X,N\n{_SHAPES},4\n",
+    "problems_short_row.csv": f"N,C,K,Hi,Wi,Y,X,w\n{_SHAPES},1\n1,64,64\n",
+    "problems_output.csv": f"N,C,K,Hi,Wi,Y,X,Ho,Wo\n{_SHAPES},56,56\n",
+    "problems_zero_weights.csv": f"N,C,K,Hi,Wi,Y,X,w\n{_SHAPES},0\n",
+    "problems_3d_lacking.csv": "N,C,K,Di,Hi,Wi,Z,Y,X,pad_h,pad_w\n1,64,64,8,56,56,3,3,3,1,1\n",
+}
+"""Problems CSVs (issue 36 items 1, 7, 15, 16): one that is read, and one of each kind that must be
+refused in one line (a column in another vocabulary, a lone per-dimension column, a repeated
+column, a short row, an output size the sizes do not give, weights all 0, a 3D row lacking the
+depth of the per-dimension columns)."""
+
 _LOG_LINE = re.compile(r"^ckspace: (WARNING|NOTICE|INFO|DEBUG): ")
 
 
@@ -74,6 +91,8 @@ def build_world(root: Path) -> dict[str, str]:
     (root / "binary.bin").write_bytes(bytes(range(256)) * 8)
     (root / "latin1.csv").write_bytes(csv_text.encode() + "é,1\n".encode("latin-1"))
     (root / "deep.json").write_text(DEEP)
+    for name, text in PROBLEM_FILES.items():
+        (root / name).write_text(text)
     (root / "kernels.json").write_text('{"kernels": ' + DEEP + "}")
     (root / "empty.txt").write_bytes(b"")
     (root / FOREIGN).mkdir()
@@ -180,6 +199,7 @@ def build_world(root: Path) -> dict[str, str]:
         "new": "new_output",
         "new_model": "new_model",
         "dot": ".",
+        **{name.removesuffix(".csv"): name for name in PROBLEM_FILES},
         **trees,
     }
 
@@ -328,7 +348,8 @@ def run_cli(argv: list[str], env: Mapping[str, str] | None = None, limit: float 
 def contract_breaks(argv: list[str], outcome: Outcome) -> list[str]:
     """What ``outcome`` breaks of the contract: exit status 0, 1 or 2 (and 3, explain's "valid but
     not proposed by the rule set"); no traceback; a failure is one line on stderr (log lines of -v
-    and warnings aside)."""
+    and warnings aside); a problems CSV of :data:`PROBLEM_FILES` that must be refused never is
+    read (exit 0)."""
     breaks = []
     if outcome.status not in (0, 1, 2) and not (outcome.status == 3 and "explain" in argv):
         breaks.append(f"exit status {outcome.status}")
@@ -339,6 +360,9 @@ def contract_breaks(argv: list[str], outcome: Outcome) -> list[str]:
         breaks.append(f"a failure said {len(said)} lines: {said[:3]}")
     if outcome.status == 2 and said and not said[0].startswith("ckspace: error: "):
         breaks.append(f"a failure's line is not an error line: {said[0][:100]}")
+    given = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--problems"]
+    if outcome.status == 0 and any(value in PROBLEM_FILES and value != "problems.csv" for value in given):
+        breaks.append(f"a problems CSV that must be refused was read: {given}")
     return breaks
 
 

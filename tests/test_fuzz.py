@@ -213,6 +213,10 @@ VALID_LINES = [
     ["emit", *_SPACE[:-2], "--rule-set", "tiny", "--ck-root", "ck", "--out", "new_output"],
     ["build", "tree", "--arch", "gfx950", "--ck-root", "ck"],
     ["build", "tree", "--host-only"],
+    ["build", "tree", "--arch", "gfx942", "--ck-root", "ck"],  # a gfx950 tree: refused before any work
+    ["emit", "--arch", "gfx942", "--kernels", "names.txt", "--ck-root", "ck", "--out", "new_output"],  # gfx950 names
+    ["plan", *_CELL, "--problems", "problems.csv", "--weights", "w", "--budget", "2", "--rule-set", "tiny"],
+    ["plan", *_CELL, "--problems", "problems_stride_x.csv", "--budget", "2", "--rules-only"],
     ["bench", "tree", "--problems", "small_gfx950.csv", "--out", "new_results.csv", "--backend", "host"],
     ["train", "--data", "small_gfx950.csv", "--folds", "2", "--out", "new_model"],
     ["evaluate", "--data", "small_gfx950.csv", "--folds", "2", "--format", "json"],
