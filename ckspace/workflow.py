@@ -29,6 +29,7 @@ from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.emit.emitter import EmitResult, SelectorOptions, emit
 from ckspace.run.library import KernelLibrary
 from ckspace.space.listing import Kernel
+from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
 from ckspace.space.space import Space
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ def emit_tree(
     archs = sorted({r.arch for r in space.requests})
     if len(archs) != 1:
         raise CkspaceError(f"a tree is emitted for one arch, not {', '.join(archs)}")
+    if names is None:  # named kernels come from their own cells, whatever the rule set proposes
+        refuse_rule_set_without_kernels(space)
     kernels = space.kernels() if names is None else named_kernels(space, names, names_from)
     if not any(not k.depthwise for k in kernels):
         raise NoKernelError(

@@ -111,10 +111,11 @@ def _check(args: argparse.Namespace) -> None:
 
 def _space(args: argparse.Namespace, ndims: list[int], target):
     """The rule set's space in ``target`` (None with --candidates), refused at once when too large to
-    rank."""
+    rank or when the rule set holds no kernel of the direction (before any model loads)."""
     if args.candidates is not None:
         return None
     from ckspace.commands.select import CANDIDATE_LIMIT, table_rule_sets
+    from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
     from ckspace.space.space import Space
 
     space = Space(args.arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where, ck=target)
@@ -123,6 +124,7 @@ def _space(args: argparse.Namespace, ndims: list[int], target):
         "plan ranks",
         f"--where EXPR, a rule set with a table ({table_rule_sets()}) or --candidates FILE",
     )
+    refuse_rule_set_without_kernels(space)
     return space
 
 

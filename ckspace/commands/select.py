@@ -111,12 +111,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     target = target_from_args(args)  # one target for the registry and the selector's fallbacks
     space = None
     if not args.candidates:  # a registry too large to rank is refused first, before any model loads
+        from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
         from ckspace.space.space import Space
 
         space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full", ck=target)
         space.refuse_beyond(
             CANDIDATE_LIMIT, "select ranks", f"a rule set with a table ({table_rule_sets()}) or --candidates FILE"
         )
+        refuse_rule_set_without_kernels(space)  # before any model loads: one line, no warning
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
     pool = None
     if args.candidates:
