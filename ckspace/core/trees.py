@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.files import refuse_foreign, unique_temporary, writable_parent, write_atomic
+from ckspace.core.signals import signals_deferred
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.(?P<kind>tmp|old)")
 """The names ckspace gives what it writes before moving it into place (:func:`unique_temporary`,
@@ -147,7 +148,8 @@ def replace_directory(target: Path, fill: Callable[[Path], _Filled]) -> _Filled:
     the swap run under a lock on the parent directory, so concurrent writers of one ``target`` never
     take each other's staging for debris. Ctrl-C or SIGTERM at any moment leaves the old ``target``
     (or the new one) and no debris: the staging and the moved-aside ``.old`` are removed on the way
-    out, and a swap cut between its two renames is undone."""
+    out, with the signal held back until they are gone (:func:`~ckspace.core.signals.signals_deferred`),
+    and a swap cut between its two renames is undone."""
     parent_fd = _open_directory(target.parent, follow=True)  # a parent may be reached through a link
     staging = unique_temporary(target)
     retired = target.parent / f".{target.name}.{secrets.token_hex(6)}.old"
@@ -164,16 +166,15 @@ def replace_directory(target: Path, fill: Callable[[Path], _Filled]) -> _Filled:
                 os.replace(target, retired)
             os.replace(staging, target)
         return result
-    except BaseException:
-        if os.path.lexists(retired) and not os.path.lexists(target):
-            os.replace(retired, target)  # the swap was cut half-way: put the old one back
-        raise
     finally:
-        discard(staging)
-        discard(retired)
-        if staging_fd >= 0:
-            os.close(staging_fd)
-        os.close(parent_fd)
+        with signals_deferred():  # a signal cutting the clean-up short would leave the .old or the staging
+            if os.path.lexists(retired) and not os.path.lexists(target):
+                os.replace(retired, target)  # the swap was cut half-way: put the old one back
+            discard(staging)
+            discard(retired)
+            if staging_fd >= 0:
+                os.close(staging_fd)
+            os.close(parent_fd)
 
 
 def write_directory(directory: Path, contents: Mapping[str, bytes], owned: bool) -> None:
