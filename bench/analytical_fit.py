@@ -11,7 +11,10 @@ on the MI355X measurements (the ``mi355x-forward-bf16`` data set): ``memory_late
    objective mean + P10/2) on all problems, printing the fitted values;
 3. repeats the fit inside grouped 5-fold cross-validation (fit on four folds, score the fifth),
    so the held-out figures say how much the three constants learned the data rather than the
-   physics.
+   physics;
+4. states the model's *level*: predicted over measured TFLOPS at its picks, uncalibrated (the
+   baseline) and with ``analytical_level`` fitted on four folds and applied to the fifth
+   (``ckspace/training/calibration.py``), for several fold seeds, beside the shipped value.
 
     python3 bench/analytical_fit.py [--data CSV] [--sweeps N]
 
@@ -32,6 +35,7 @@ from ckspace.features import matrix as features
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.training import calibration
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency, summarize
@@ -116,6 +120,19 @@ def main() -> None:
         f"{'analytical, fit inside 5-fold CV':<34} mean {pct.mean():6.2f} %  P10 {np.percentile(pct, 10):6.2f} % "
         "(held-out problems only)"
     )
+    level(data, scores(data, shipped))
+
+
+def level(data, log2_tflops: np.ndarray) -> None:
+    """The model's level at its picks: uncalibrated, then calibrated inside grouped 5-fold CV."""
+    shipped = performance.constant("analytical_level")
+    print("uncalibrated:", calibration.figures(calibration.ratios(log2_tflops, data.tflops)).text())
+    fitted = calibration.fit_level(log2_tflops, data.tflops)
+    print(f"analytical_level fit on every problem: {fitted:.4f} (shipped {shipped})")
+    for seed in (0, 1, 2):
+        ratios, levels = calibration.held_out_ratios(log2_tflops, data.tflops, data.groups, 5, seed)
+        folds = ", ".join(f"{value:.3f}" for value in levels)
+        print(f"held out, fold seed {seed} (levels {folds}):", calibration.figures(ratios).text())
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from ckspace.features.matrix import (
     ConfigTable,
     feature_formulas,
 )
+from ckspace.features.performance import constant
 from ckspace.select.compiled import model_sources
 from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
@@ -378,7 +379,8 @@ def _cell_sources(
 
 
 def _feature_layout() -> dict[str, object]:
-    """The sizes of the feature vector's parts and where the analytical score sits in it."""
+    """The sizes of the feature vector's parts, where the analytical score sits in it and the level
+    that turns it into TFLOPS (:func:`~ckspace.features.performance.calibrated_tflops`)."""
     return {
         "n_features": len(FEATURE_NAMES),
         "n_formula_columns": len(FORMULA_COLUMNS),
@@ -386,6 +388,7 @@ def _feature_layout() -> dict[str, object]:
         "n_problem_values": len(PROBLEM_VALUES),
         "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
         "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE),
+        "analytical_level": c_double(constant("analytical_level")),
     }
 
 

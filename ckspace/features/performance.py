@@ -107,6 +107,15 @@ CONSTANTS: dict[str, Constant] = {
         "assumed: what one LDS barrier costs a block whose waves arrive in step (a larger cost fits the "
         "measurements worse: bench/analytical_fit.py)",
     ),
+    "analytical_level": Constant(
+        0.205,
+        "fit on the shared gfx950 forward bf16 measurements (ckspace/training/calibration.py): measured over "
+        "modelled TFLOPS at the model's picks, median; the model's cycles are ideal hardware's at the peak "
+        "clock. Held out (grouped 5-fold, seeds 0-2) predicted/measured: median 1.00, P10 0.72-0.73, P90 "
+        "1.33-1.35; uncalibrated 4.88 / 3.57 / 6.59. Assumed to carry to other CDNA archs and dtypes (what it "
+        "lumps -- clock under load, overheads the model omits -- is the software's and the clock's, not the "
+        "tile's); unchecked there. One factor: it never changes a pick, and the feature stays uncalibrated",
+    ),
     "registers_base": Constant(
         32.0,
         "assumed: VGPRs per lane a kernel needs beside its accumulators, fragments and prefetch buffers "
@@ -117,6 +126,13 @@ CONSTANTS: dict[str, Constant] = {
 
 def constant(name: str) -> float:
     return CONSTANTS[name].value
+
+
+def calibrated_tflops(log2_model_tflops: np.ndarray | float) -> np.ndarray | float:
+    """The TFLOPS the model predicts from its score (the ``log2_model_tflops`` feature, which
+    stays at the ideal hardware's level the trained models learned it at), calibrated to measured
+    TFLOPS by ``analytical_level``: the one conversion Python and the C dispatcher both state."""
+    return np.exp2(log2_model_tflops) * constant("analytical_level")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Engine, ScoreSource, Variant, parse_arch
+from ckspace.features import performance
 from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import (
     ANALYTICAL_FEATURE,
@@ -358,9 +359,10 @@ class Selector:
 
     def predicted_tflops(self, scored: Scored, rows: np.ndarray) -> np.ndarray:
         """The TFLOPS estimate of ``rows`` of a scored table: the regressor's (of the sibling,
-        times the analytical ratio, for an extrapolated row) or the analytical model's."""
+        times the analytical ratio, for an extrapolated row) or the analytical model's, calibrated
+        to measured TFLOPS (its score stays at the ideal hardware's level)."""
         if scored.source is ScoreSource.ANALYTICAL:
-            return np.exp2(scored.scores[rows])
+            return performance.calibrated_tflops(scored.scores[rows])
         log_tflops = self.log_tflops(np.ascontiguousarray(scored.matrix[rows]))
         through = scored.sibling_of[rows]
         at = np.flatnonzero(through >= 0)

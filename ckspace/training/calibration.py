@@ -1,0 +1,74 @@
+"""The analytical model's level: its predicted TFLOPS against measured ones, and the constant that
+calibrates them.
+
+The model counts the cycles of ideal hardware at its peak engine clock; a real kernel runs slower
+(the clock under matrix load, instruction overheads the model leaves out), by a factor that barely
+depends on the kernel: its *ranking* is good while its numbers are several times the measured
+ones. Ranking needs no level, but a user comparing cells, or the model's numbers with a trained
+model's, does. The level is fitted where it is read: at the model's pick of each problem (the
+kernel whose TFLOPS ``select`` shows), as the median of measured / modelled TFLOPS -- the median,
+so a few problems the model misjudges do not move it. It is one multiplicative constant, so it
+never changes a pick (``performance.CONSTANTS['analytical_level']``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+
+from ckspace.training.evaluation import fold_of_groups
+
+
+class LevelFigures(BaseModel):
+    """Predicted over measured TFLOPS at the picks: the median and the spread (P10, P90)."""
+
+    problems: int
+    median: float
+    p10: float
+    p90: float
+
+    def text(self) -> str:
+        spread = f"median {self.median:.2f}, P10 {self.p10:.2f}, P90 {self.p90:.2f}"
+        return f"predicted / measured TFLOPS at the picks: {spread} ({self.problems} problems)"
+
+
+def picks(scores: np.ndarray, tflops: np.ndarray) -> np.ndarray:
+    """Per problem, the best-scored kernel among the measured ones (``select``'s pick among them)."""
+    return np.argmax(np.where(np.isnan(tflops), -np.inf, scores), axis=1)
+
+
+def ratios(log2_tflops: np.ndarray, tflops: np.ndarray, level: float = 1.0) -> np.ndarray:
+    """Predicted (``level`` x 2^score) over measured TFLOPS of each problem's pick."""
+    rows = np.arange(len(tflops))
+    chosen = picks(log2_tflops, tflops)
+    return level * np.exp2(log2_tflops[rows, chosen]) / tflops[rows, chosen]
+
+
+def fit_level(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
+    """The level that centres the picks' ratios on 1: the median of measured over modelled."""
+    return float(np.exp(-np.median(np.log(ratios(log2_tflops, tflops)))))
+
+
+def figures(values: np.ndarray) -> LevelFigures:
+    return LevelFigures(
+        problems=len(values),
+        median=float(np.median(values)),
+        p10=float(np.percentile(values, 10)),
+        p90=float(np.percentile(values, 90)),
+    )
+
+
+def held_out_ratios(
+    log2_tflops: np.ndarray, tflops: np.ndarray, groups: tuple[str, ...], folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, list[float]]:
+    """Each problem's ratio under the level fitted on the other folds (grouped by shape, as
+    ``evaluate`` splits), and the folds' levels: how well one constant carries to unseen problems."""
+    fold = fold_of_groups(groups, folds, seed)
+    out = np.empty(len(tflops))
+    levels = []
+    for f in range(folds):
+        train, test = fold != f, fold == f
+        level = fit_level(log2_tflops[train], tflops[train])
+        levels.append(level)
+        out[test] = ratios(log2_tflops[test], tflops[test], level)
+    return out, levels

@@ -1,0 +1,73 @@
+"""The analytical model's level (issue 38: its TFLOPS were 4.9x the measured ones at its picks).
+
+Checked on the shipped MI355X measurements against a statement of the ratio written here (the
+measured TFLOPS of the best-scored measured kernel, computed problem by problem): the shipped
+``analytical_level`` is the median fit, and fitted on four folds it carries to the fifth within the
+issue's bounds (median 0.8-1.25, P10 >= 0.6, P90 <= 1.6)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ckspace.core.datasets import DATASETS
+from ckspace.features import performance
+from ckspace.features.hardware import hardware_facts
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.training import calibration
+from ckspace.training.dataset import load_cells
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    table = ConfigTable.build(data.configs)
+    hw = hardware_facts(data.arch)
+    j = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    scores = np.vstack([feature_matrix(p, data.variant, data.dtype, table, hw)[:, j] for p in data.problems])
+    return data, scores
+
+
+def _ratios_by_hand(scores: np.ndarray, tflops: np.ndarray, level: float) -> list[float]:
+    out = []
+    for p in range(len(tflops)):
+        best, best_score = None, -math.inf
+        for k in range(tflops.shape[1]):
+            if not math.isnan(tflops[p, k]) and scores[p, k] > best_score:
+                best, best_score = k, scores[p, k]
+        out.append(level * 2.0**best_score / tflops[p, best])
+    return out
+
+
+def test_ratios_are_the_picks_predicted_over_measured(shipped) -> None:
+    data, scores = shipped
+    assert calibration.ratios(scores, data.tflops, 0.3) == pytest.approx(_ratios_by_hand(scores, data.tflops, 0.3))
+
+
+def test_the_shipped_level_is_the_median_fit(shipped) -> None:
+    data, scores = shipped
+    fitted = calibration.fit_level(scores, data.tflops)
+    assert performance.constant("analytical_level") == pytest.approx(fitted, rel=0.01)
+    assert float(np.median(_ratios_by_hand(scores, data.tflops, fitted))) == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_level_carries_to_held_out_problems(shipped, seed: int) -> None:
+    """Issue 38's bounds on the calibrated model, held out; uncalibrated it is far outside them."""
+    data, scores = shipped
+    ratios, levels = calibration.held_out_ratios(scores, data.tflops, data.groups, 5, seed)
+    held = calibration.figures(ratios)
+    assert 0.8 <= held.median <= 1.25 and held.p10 >= 0.6 and held.p90 <= 1.6, held.text()
+    assert max(levels) / min(levels) < 1.1  # one constant: the folds agree on it
+    raw = calibration.figures(calibration.ratios(scores, data.tflops))
+    assert raw.median > 3.0, raw.text()
+
+
+def test_the_level_changes_no_pick(shipped) -> None:
+    """A single factor: the calibrated TFLOPS order the kernels as the score does."""
+    data, scores = shipped
+    calibrated = performance.calibrated_tflops(scores)
+    assert np.array_equal(calibration.picks(calibrated, data.tflops), calibration.picks(scores, data.tflops))
+    assert calibrated == pytest.approx(np.exp2(scores) * performance.constant("analytical_level"))
