@@ -8,8 +8,10 @@ import os
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
-from conftest import ORACLE_REVISION
+import pytest
+from conftest import ORACLE_REVISION, fake_ck
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import listed_configs, mutate
@@ -20,6 +22,7 @@ from ckspace.constraints.model import PROPOSALS
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell
 from ckspace.core.config import DepthwiseConfig, GemmConfig
+from ckspace.core.vocab import Specialization
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -141,3 +144,54 @@ def test_cli_explain_name_and_partial_json() -> None:
         env=env,
     )
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1 and "tile_q" in bad.stderr
+
+
+def _ck_with_a_broken_bwd_data_kernel(root: Path) -> Path:
+    """The fake CK tree, whose backward-data kernel reads ``GroupedConvTraitsType_::NDimSpatial_``
+    (a member its traits lack): the target refuses every non-default bwd_data specialization by the
+    CK rule ``ck_specialization``, as the 2025-11 CK does."""
+    fake_ck(root, explicit_gemm=False)
+    kernel = root / "include/ck_tile/ops/grouped_convolution/kernel/grouped_convolution_backward_data_kernel.hpp"
+    kernel.write_text("static constexpr index_t NDimSpatial = GroupedConvTraitsType_::NDimSpatial_;\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def broken_ck(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(_ck_with_a_broken_bwd_data_kernel(tmp_path_factory.mktemp("ck")))
+
+
+@cache
+def ck_space(ck: str | None, arch: str, variant: str, ndim: int, dtype: str) -> Space:
+    """One cell of rule set ``full`` (which runs every validity predicate) for the target ``ck``
+    (None: the rule space)."""
+    return Space(arch, variant, ndim, dtype, rule_set="full", rules_revision=ORACLE_REVISION, ck=ck)
+
+
+def _blamed_rules(space: Space, config) -> set[str]:
+    """The rules explain blames for ``config``, the rule set's proposals aside."""
+    (cell,) = space.explain(config).cells
+    return {b.constraint for b in cell.blame} - {PROPOSALS}
+
+
+def test_issue_36_item_3_a_kernel_the_ck_refuses_names_its_ck_rule(broken_ck: str) -> None:
+    """violated_rules answered [] where explain blamed ck_specialization: one answer for "why not"."""
+    space = ck_space(broken_ck, "gfx942", "bwd_data", 2, "bf16")
+    kernel = next(c for c in Space("gfx942", "bwd_data", 2, "bf16", rule_set="default", ck=broken_ck))
+    refused = kernel.model_copy(update={"specialization": Specialization.FILTER1X1_PAD0})
+    assert "ck_specialization" in space.violated_rules(refused)
+    assert set(space.violated_rules(refused)) == _blamed_rules(space, refused) == {"ck_specialization"}
+    assert space.violated_rules(kernel) == [] and _blamed_rules(space, kernel) == set()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_issue_36_item_3_violated_rules_are_the_rules_explain_blames(broken_ck: str, data) -> None:
+    """For drawn configs (kernels of ``full`` with one field changed) in a target with CK rules and
+    in the rule space, violated_rules names exactly the rules explain blames: validity and the
+    target's alike (the fake CK refuses most of them: only compv3, few warp GEMMs)."""
+    _, config = data.draw(listed_configs(("full",)))
+    mutated = mutate(data.draw, config)
+    ck = data.draw(st.sampled_from([broken_ck, None]))
+    space = ck_space(ck, mutated.arch, mutated.variant.value, mutated.ndim, mutated.dtype.value)
+    assert set(space.violated_rules(mutated)) == _blamed_rules(space, mutated)

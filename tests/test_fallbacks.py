@@ -23,8 +23,10 @@ CELLS = [("forward", "default"), ("bwd_data", "default"), ("bwd_weight", "defaul
 def _configs(variant: str, rule_set: str) -> tuple[Space, list]:
     """Twelve kernels of the cell, plus three widened to 16-wide vectors (the tables' widest: no
     kernel of these rule sets has them) and one that breaks tile rules (a measured kernel some rule
-    rejects), so that the widest caps and the rules a kernel already breaks are exercised."""
-    space = Space("gfx950", variant, ndim=2, dtype="bf16", rule_set=rule_set)
+    rejects), so that the widest caps and the rules a kernel already breaks are exercised. The rule
+    space (``ck=None``): ``vector_variants`` without a target keeps the validity rules alone, and
+    ``violated_rules`` names the target's rules too."""
+    space = Space("gfx950", variant, ndim=2, dtype="bf16", rule_set=rule_set, ck=None)
     configs = [k.config() for k in space.kernels() if not k.depthwise][:12]
     assert configs
     widest = max(VECTOR_WIDTHS)

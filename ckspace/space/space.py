@@ -327,37 +327,35 @@ class Space:
         return best_kernel(self.requests, self.cell_model, objective, maximize)
 
     def violated_rules(self, config: KernelConfig) -> list[str]:
-        """Names of the validity rules ``config`` breaks in its cell, in check order (proposal
-        membership aside): empty for a config the generator of this space's rules revision would
-        accept if proposed."""
-        from ckspace.constraints.classify import columns, rule_masks
+        """Names of the rules that keep ``config`` out of this space's target in its cell, in check
+        order, the rule set's proposals aside: the validity rules of this space's rules revision,
+        then the target's (what its CK cannot build, the known-wrong kernels). The target's are the
+        ones :meth:`cell_rules` gives the cell models, so ``explain`` blames the same rules. Empty
+        for a kernel of the target that the generator would emit if proposed."""
+        from ckspace.constraints.target_rules import target_rules
         from ckspace.constraints.validity import depthwise_rules, gemm_rules
         from ckspace.core.config import DepthwiseConfig
 
-        if isinstance(config, DepthwiseConfig):
-            rules, fields, row = depthwise_rules(), DEPTHWISE_FIELDS, config.row()
+        depthwise = isinstance(config, DepthwiseConfig)
+        if depthwise:
+            validity = depthwise_rules()
         else:
-            rules = gemm_rules(config.arch, config.variant, config.dtype, self.rules_revision)
-            fields, row = GEMM_FIELD_NAMES, config.row()
-        masks = rule_masks(rules, columns([row], fields), 1)
-        return [name for name, ok in masks.items() if not ok[0]]
+            validity = gemm_rules(config.arch, config.variant, config.dtype, self.rules_revision)
+        cell = Cell(config.variant, config.ndim, config.dtype)
+        return _broken([*validity, *target_rules(self.target, config.arch, cell)[1 if depthwise else 0]], config)
 
     def excluded_by(self, config: KernelConfig) -> list[str]:
         """Names of every rule that keeps ``config`` out of this space in its cell, the rule set's
-        proposals aside: validity rules (as :meth:`violated_rules`), then the target's (what its CK
-        cannot build, known-wrong kernels), the filters and the problem's checks. Empty: a kernel of
-        the space, or one the rule set does not propose."""
-        from ckspace.constraints.classify import satisfies_all
+        proposals aside: :meth:`violated_rules` (validity, then the target's), then the filters and
+        the problem's checks. Empty: a kernel of the space, or one the rule set does not propose."""
         from ckspace.core.config import DepthwiseConfig
 
         broken = self.violated_rules(config)
-        depthwise = isinstance(config, DepthwiseConfig)
-        fields = DEPTHWISE_FIELDS if depthwise else GEMM_FIELD_NAMES
+        kind = 1 if isinstance(config, DepthwiseConfig) else 0
         cell = Cell(config.variant, config.ndim, config.dtype)
         for request in self.requests:
             if request.arch == config.arch and cell in request.cells:
-                rules = self.cell_rules(request, cell)[1 if depthwise else 0]
-                broken += [r.name for r in rules if not satisfies_all([r], [config.row()], fields)[0]]
+                broken += _broken(self._query_rules(request, cell)[kind], config)
                 break
         return list(dict.fromkeys(broken))
 
@@ -396,3 +394,17 @@ class Space:
         """The cell's model with this space's extra rules (memoised): see
         :func:`ckspace.constraints.model.cell_model`."""
         return self._backend.cell_model(request, cell, depthwise)
+
+
+def _broken(rules: Iterable[Rule], config: KernelConfig) -> list[str]:
+    """Names of ``rules`` that ``config`` breaks, in their order, each rule as the cell models meet
+    it (:func:`~ckspace.constraints.rule.for_kind`: a rule on fields the config's kind lacks is
+    broken), evaluated on the config's row in one pass."""
+    from ckspace.constraints.classify import columns, rule_masks
+    from ckspace.constraints.rule import for_kind
+    from ckspace.core.config import DepthwiseConfig
+
+    depthwise = isinstance(config, DepthwiseConfig)
+    fields, kind = (DEPTHWISE_FIELDS, "depthwise") if depthwise else (GEMM_FIELD_NAMES, "GEMM")
+    masks = rule_masks([for_kind(rule, fields, kind) for rule in rules], columns([config.row()], fields), 1)
+    return [name for name, ok in masks.items() if not ok[0]]
