@@ -19,12 +19,14 @@ import hashlib
 import json
 import logging
 import os
+import re
 import stat
 import struct
 from pathlib import Path
 
-from ckspace.core.cachefiles import write_entry
+from ckspace.core.cachefiles import clear_folder, entries, summary, write_entry
 from ckspace.core.files import cache_dir
+from ckspace.core.trees import listed
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,20 @@ def object_key(
 
 def _path(key: str) -> Path:
     return object_cache_dir() / key[:2] / f"{key}.o"
+
+
+_SHARD = re.compile(r"[0-9a-f]{2}")
+
+
+def _shards() -> list[tuple[Path, re.Pattern[str]]]:
+    """The object cache's folders (``ab/``), each with the name of the objects it holds
+    (``ab<62 hex digits>.o``, see :func:`_path`): the names that prove a file ckspace's, where
+    ``CKSPACE_BUILD_CACHE`` may name a folder that holds other files too."""
+    return [
+        (folder, re.compile(rf"{folder.name}[0-9a-f]{{62}}\.o"))
+        for folder in listed(object_cache_dir())
+        if _SHARD.fullmatch(folder.name)
+    ]
 
 
 _damaged: set[Path] = set()
@@ -115,19 +131,10 @@ def store_bytes(key: str, data: bytes) -> None:
 
 def info() -> dict[str, object]:
     """Where the object cache is, how many objects it holds and their size in bytes."""
-    objects = [p for p in object_cache_dir().glob("??/*.o") if p.is_file()]
-    return {
-        "directory": str(object_cache_dir()),
-        "entries": len(objects),
-        "bytes": sum(p.stat().st_size for p in objects),
-    }
+    return summary(object_cache_dir(), [path for folder, name in _shards() for path in entries(folder, name)])
 
 
 def clear() -> int:
-    """Delete the cached objects (``??/*.o`` only, nothing else in the directory); returns how many."""
-    removed = 0
-    for path in object_cache_dir().glob("??/*.o"):
-        if path.is_file() and not path.is_symlink():
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
+    """Delete the cached objects and their writers' temporaries (by name, :func:`_shards`; nothing
+    else in the directory); returns how many objects were removed."""
+    return sum(clear_folder(folder, name) for folder, name in _shards())

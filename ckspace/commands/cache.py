@@ -3,7 +3,8 @@
 A damaged entry is rebuilt on its own (it never needs clearing); ``clear`` is for reclaiming space
 or starting cold, and removes the caches' own entries (cells, CK revisions, compiled selectors, and
 with ``--objects`` the compiled objects of ``build``, which take hours to make again), nothing else
-in the directory.
+in the directory: a file is the caches' when its name is one a cache gives its entries (or their
+temporaries), so a ``results.json`` or a ``mylib.o`` kept there stays.
 """
 
 from __future__ import annotations

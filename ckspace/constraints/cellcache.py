@@ -4,8 +4,10 @@ One JSON file per cell and rule set. The key lists everything that can change th
 ckspace version, the hash of the rule tables (revision deltas included), the rules revision, the
 arch, the rule set, the cell, and for rule sets
 whose cells depend on the whole request (the sampling ones) the request itself. Files are written
-atomically; an entry that does not parse, belongs to another key or fails its checksum, or
-anything but a file in its place, is rebuilt, never trusted (:mod:`ckspace.core.cachefiles`).
+atomically; an entry that does not parse, belongs to another key or fails its checksum, holds
+rows outside the fields' domains (a row of the wrong length, a code of no member) or flags other
+than 0 and 1, or anything but a file in its place, is rebuilt with a warning naming it, never
+trusted (:mod:`ckspace.core.cachefiles`).
 Reading the cache imports neither the solver nor numpy.
 """
 
@@ -13,13 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.core.cachefiles import clear_folder, folder_info, read_entry, write_entry
+from ckspace.core.cachefiles import clear_folder, entry_path, folder_info, read_entry, write_entry
 from ckspace.core.cells import Cell, CellResult, Request
+from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES, check_rows
 from ckspace.core.files import cache_dir, sha256
 from ckspace.core.tables import tables_hash
 
@@ -48,7 +50,7 @@ def cell_key(request: Request, cell: Cell, target: str | None = None) -> dict[st
 
 
 def _path(key: dict[str, Any]) -> Path:
-    return cache_dir() / "cells" / f"{sha256(json.dumps(key, sort_keys=True).encode())[:40]}.json"
+    return entry_path(cache_dir() / "cells", sha256(json.dumps(key, sort_keys=True).encode()))
 
 
 _read: dict[Path, tuple[tuple[int, int, int], CellResult]] = {}
@@ -74,10 +76,10 @@ def load(request: Request, cell: Cell) -> CellResult | None:
         if payload is None:
             return None
         result = CellResult(
-            gemm=_rows(payload["gemm"]),
-            gemm_valid=[bool(v) for v in _ints(payload["gemm_valid"])],
-            depthwise=_rows(payload["depthwise"]),
-            depthwise_valid=[bool(v) for v in _ints(payload["depthwise_valid"])],
+            gemm=_rows(payload["gemm"], GEMM_FIELD_NAMES, GEMM_BOUNDS),
+            gemm_valid=_flags(payload["gemm_valid"]),
+            depthwise=_rows(payload["depthwise"], DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS),
+            depthwise_valid=_flags(payload["depthwise_valid"]),
         )
         if len(result.gemm) != len(result.gemm_valid) or len(result.depthwise) != len(result.depthwise_valid):
             raise ValueError("rows and validity flags differ in length")
@@ -117,10 +119,10 @@ def load_flags(
         payload = _payload(path, key)
         if payload is None:
             return None
-        gemm, depthwise = _ints(payload["gemm_valid"]), _ints(payload["depthwise_valid"])
+        gemm, depthwise = _flags(payload["gemm_valid"]), _flags(payload["depthwise_valid"])
         if (len(gemm), len(depthwise)) != sizes:
             raise ValueError("flags and rows differ in length")
-        return [bool(v) for v in gemm], [bool(v) for v in depthwise]
+        return gemm, depthwise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("cache entry %s is stale or corrupt (%s): rebuilding", path, exc)
         return None
@@ -134,21 +136,22 @@ def store_flags(request: Request, cell: Cell, target: str, gemm: list[bool], dep
     )
 
 
-def _ints(values: object) -> list[int]:
-    """A list of plain integers, or ValueError (a hand-edited or foreign entry)."""
-    if not isinstance(values, list) or not set(map(type, values)) <= {int}:
-        raise ValueError("expected a list of integers")
-    return values
+def _flags(values: object) -> list[bool]:
+    """Validity flags as stored (a list of 0 and 1), or ValueError: a hand-edited or foreign entry
+    whose 7 or -1 would otherwise read as valid."""
+    if not isinstance(values, list) or not set(map(type, values)) <= {int} or not set(values) <= {0, 1}:
+        raise ValueError("expected a list of 0 and 1")
+    return list(map(bool, values))
 
 
-def _rows(values: object) -> list[tuple[int, ...]]:
-    """A list of rows of plain integers as tuples, or ValueError. The types are checked over all
-    rows at once (``set(map(type, ...))`` runs in C): a warm listing reads tens of thousands of
-    rows, and a per-value check in Python was most of a warm ``enumerate --count``."""
+def _rows(values: object, names: tuple[str, ...], bounds: dict[str, tuple[int, int]]) -> list[tuple[int, ...]]:
+    """A list of rows as tuples, each one plain integer per field of ``names`` within its domain
+    (:func:`~ckspace.core.fields.check_rows`), or ValueError naming the field and value: a row of
+    the wrong length or an unknown code would otherwise be used, and fail far from here (a name
+    indexes the row by field) or mean another config."""
     if not isinstance(values, list) or not set(map(type, values)) <= {list}:
         raise ValueError("expected a list of rows")
-    if not set(map(type, chain.from_iterable(values))) <= {int}:
-        raise ValueError("expected rows of integers")
+    check_rows(names, bounds, values)
     return list(map(tuple, values))
 
 
@@ -158,8 +161,8 @@ def info() -> dict[str, object]:
 
 
 def clear() -> int:
-    """Delete the cell cache's entries (only ``cells/*.json`` and stray temporary files: nothing
-    else under the cache directory); returns how many were removed."""
+    """Delete the cell cache's entries (only ``cells/<hex>.json`` and their writers' temporaries,
+    :func:`~ckspace.core.cachefiles.clear_folder`); returns how many were removed."""
     return clear_folder(cache_dir() / "cells")
 
 

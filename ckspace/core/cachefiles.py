@@ -3,7 +3,10 @@ costs time, never the answer.
 
 The cache directory is ckspace's own, and every entry lies at a name ckspace derives from a sha256
 key (``cells/<hex>.json``, ``ck/<hex>.json``, ``compiled-selectors/<hex>/``, ``objects/<hex>.o``),
-so whatever is at such a name is ckspace's to replace. An entry that cannot be used -- short,
+so whatever is at such a name is ckspace's to replace. The name is also all that proves a file
+ckspace's: ``cache clear`` and ``cache info`` count and remove only files so named and the
+temporaries of their writers, never another file a user keeps there (a ``results.json``, a
+``mylib.o``). An entry that cannot be used -- short,
 garbage, not UTF-8, JSON nested deeper than the parser recurses, or a fifo, a link or a directory
 in its place -- is a miss: the answer is computed again and the entry written anew, atomically. A
 fifo is never opened for reading in a way that waits for a writer.
@@ -19,6 +22,7 @@ import errno
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -26,7 +30,7 @@ from typing import Any
 
 from ckspace.core.files import unique_temporary
 from ckspace.core.inputs import file_kind, read_to_end
-from ckspace.core.trees import discard
+from ckspace.core.trees import TEMPORARY, discard, listed
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,14 @@ _CACHE_WIDE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPER
 the entry (its temporary removed by a ``cache clear`` meanwhile, a directory put in its place)."""
 
 _warned: set[str] = set()
+
+ENTRY = re.compile(r"[0-9a-f]{40}\.json")
+"""The name of an entry of a folder of JSON entries (``cells/``, ``ck/``): see :func:`entry_path`."""
+
+
+def entry_path(folder: Path, digest: str) -> Path:
+    """Where the JSON entry of the hex ``digest`` of its key lies in ``folder`` (its first 40 digits)."""
+    return folder / f"{digest[:40]}.json"
 
 
 def unusable(root: Path, why: str) -> None:
@@ -83,23 +95,47 @@ def read_json_entry(path: Path) -> Any:
         raise ValueError("JSON nested too deeply") from None
 
 
-def folder_info(folder: Path) -> dict[str, object]:
-    """Where a cache of ``<hex>.json`` entries is (``cells/``, ``ck/``), how many entries it holds
-    and their size in bytes."""
-    entries = [p for p in folder.glob("*.json") if p.is_file()] if folder.is_dir() else []
-    return {"directory": str(folder), "entries": len(entries), "bytes": sum(p.stat().st_size for p in entries)}
+def folder_info(folder: Path, entry: re.Pattern[str] = ENTRY) -> dict[str, object]:
+    """Where a cache of one folder is (``cells/``, ``ck/``), how many entries it holds and their
+    size in bytes."""
+    return summary(folder, entries(folder, entry))
 
 
-def clear_folder(folder: Path) -> int:
-    """Delete a cache's ``<hex>.json`` entries and the temporaries its writers left (nothing else
-    in the folder); returns how many were removed."""
+def entries(folder: Path, entry: re.Pattern[str] = ENTRY) -> list[Path]:
+    """A cache's entries in ``folder``: its regular files named as ``entry`` says."""
+    return [path for path in listed(folder) if entry.fullmatch(path.name) and _regular(path)]
+
+
+def summary(directory: Path, files: list[Path]) -> dict[str, object]:
+    """What ``cache info`` says of a cache: its directory, its entries' count and size in bytes."""
+    return {"directory": str(directory), "entries": len(files), "bytes": sum(map(_size, files))}
+
+
+def clear_folder(folder: Path, entry: re.Pattern[str] = ENTRY) -> int:
+    """Delete a cache's entries (regular files of ``folder`` named as ``entry`` says) and the
+    temporaries their writers left (:data:`~ckspace.core.trees.TEMPORARY` names of such entries),
+    nothing else: the name is what proves a file ckspace's. Returns how many entries were removed."""
     removed = 0
-    if folder.is_dir():
-        for path in [*folder.glob("*.json"), *folder.glob(".*.tmp")]:
-            if path.is_file() and not path.is_symlink():
-                path.unlink(missing_ok=True)
+    for path in listed(folder):
+        temporary = TEMPORARY.fullmatch(path.name)
+        ours = entry.fullmatch(path.name) or (temporary and entry.fullmatch(temporary["name"]))
+        if ours and _regular(path):
+            discard(path)
+            if not temporary:
                 removed += 1
     return removed
+
+
+def _regular(path: Path) -> bool:
+    """A regular file itself (a link, even to one, is not ckspace's: it never writes links)."""
+    return stat.S_ISREG(_mode(path))
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.lstat(path).st_size
+    except OSError:  # removed meanwhile
+        return 0
 
 
 def usable_folder(root: Path, folder: Path) -> bool:

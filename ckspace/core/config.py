@@ -11,18 +11,23 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 
 from ckspace.core.cells import Cell
 from ckspace.core.fields import (
+    DEPTHWISE_BOUNDS,
     DEPTHWISE_DEFAULTS,
     DEPTHWISE_FIELDS,
     DEPTHWISE_LAYOUT,
+    FIELD_KIND,
+    GEMM_BOUNDS,
     GEMM_DEFAULTS,
     GEMM_FIELD_NAMES,
     Row,
+    check_rows,
     decode,
     encode,
+    int_domain,
 )
 from ckspace.core.kernel_key import KernelKey
 from ckspace.core.naming import depthwise_name, gemm_name, parse_depthwise_name, parse_gemm_name
@@ -30,6 +35,17 @@ from ckspace.core.validation import CheckedModel
 from ckspace.core.vocab import Dtype, Epilogue, Layout, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 
 D: dict[str, Any] = GEMM_DEFAULTS
+
+
+def _in_domain(value: int, field: str, bounds: dict[str, tuple[int, int]]) -> int:
+    """``value`` of the integer ``field`` if it lies in the field's domain (``bounds``, the domains
+    the solver, the rules and the cache hold rows to); a ValueError that pydantic puts on one line
+    with the field and value otherwise. A config outside them is no kernel anyone can build, and its
+    numbers reach code that cannot take them (an int64 in the rules' evaluation overflows)."""
+    low, high = bounds[field]
+    if not low <= value <= high:
+        raise ValueError(f"out of range; valid: {int_domain(low, high)}")
+    return value
 
 
 class GemmConfig(CheckedModel):
@@ -42,18 +58,18 @@ class GemmConfig(CheckedModel):
     variant: Variant
     ndim: int = Field(ge=1, le=3)
     dtype: Dtype
-    tile_m: int = Field(gt=0)
-    tile_n: int = Field(gt=0)
-    tile_k: int = Field(gt=0)
-    wave_m: int = Field(gt=0)
-    wave_n: int = Field(gt=0)
-    wave_k: int = Field(gt=0)
-    warp_tile_m: int = Field(gt=0)
-    warp_tile_n: int = Field(gt=0)
-    warp_tile_k: int = Field(gt=0)
-    vec_a: int = Field(default=D["vec_a"], gt=0)
-    vec_b: int = Field(default=D["vec_b"], gt=0)
-    vec_c: int = Field(default=D["vec_c"], gt=0)
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    wave_m: int
+    wave_n: int
+    wave_k: int
+    warp_tile_m: int
+    warp_tile_n: int
+    warp_tile_k: int
+    vec_a: int = D["vec_a"]
+    vec_b: int = D["vec_b"]
+    vec_c: int = D["vec_c"]
     pipeline: Pipeline
     scheduler: Scheduler = D["scheduler"]
     epilogue: Epilogue = D["epilogue"]
@@ -61,7 +77,7 @@ class GemmConfig(CheckedModel):
     pad_n: bool = D["pad_n"]
     pad_k: bool = D["pad_k"]
     double_smem_buffer: bool = D["double_smem_buffer"]
-    num_groups_to_merge: int = Field(default=D["num_groups_to_merge"], gt=0)
+    num_groups_to_merge: int = D["num_groups_to_merge"]
     split_image: bool = D["split_image"]
     explicit_gemm: bool = D["explicit_gemm"]
     two_stage: bool = D["two_stage"]
@@ -69,11 +85,19 @@ class GemmConfig(CheckedModel):
     streamk_enabled: bool = D["streamk_enabled"]
     streamk_strategy: StreamKStrategy = D["streamk_strategy"]
     streamk_persistent: bool = D["streamk_persistent"]
-    num_wave_groups: int = Field(default=D["num_wave_groups"], gt=0)
+    num_wave_groups: int = D["num_wave_groups"]
     layout: Layout = D["layout"]
     tagged: bool = True
     """Whether the proposing rule set tagged the config with its dtype (upstream's WMMA rule reads
     the tag); a config a user writes down is tagged."""
+
+    @field_validator(*(f for f in GEMM_FIELD_NAMES if FIELD_KIND[f] is int))
+    @classmethod
+    def _integer_in_domain(cls, value: int, info: ValidationInfo) -> int:
+        """Every way to a validated config (the constructor, :meth:`replace`, :meth:`from_name`,
+        :meth:`from_fields`) holds its integers to :data:`~ckspace.core.fields.GEMM_BOUNDS`; the
+        enums and booleans are held to theirs by their types."""
+        return _in_domain(value, str(info.field_name), GEMM_BOUNDS)
 
     @property
     def block_per_cu(self) -> int:
@@ -107,7 +131,10 @@ class GemmConfig(CheckedModel):
 
     @classmethod
     def from_row(cls, arch: str, variant: Variant, ndim: int, dtype: Dtype, row: Row) -> GemmConfig:
-        """Build from a trusted row (rows come from the rule sets and the cache): no validation."""
+        """Build from a row of the rule sets, the cache or the solver: the row is checked against the
+        fields' domains (a code outside them would decode to no member, or the wrong one) and
+        pydantic's validation is skipped, which a listing of many configs cannot afford."""
+        check_rows(GEMM_FIELD_NAMES, GEMM_BOUNDS, [row])
         values: dict[str, Any] = {f: decode(f, v) for f, v in zip(GEMM_FIELD_NAMES, row, strict=True)}
         return cls.model_construct(arch=arch, variant=variant, ndim=ndim, dtype=dtype, **values)
 
@@ -138,20 +165,26 @@ class DepthwiseConfig(CheckedModel):
     ndim: Literal[2] = 2
     dtype: Dtype
     layout: Layout = DEPTHWISE_LAYOUT
-    tile_h: int = Field(gt=0)
-    tile_w: int = Field(gt=0)
-    filter: int = Field(gt=0)
-    stride_h: int = Field(gt=0)
-    stride_w: int = Field(gt=0)
-    pad_h: int = Field(ge=0)
-    pad_w: int = Field(ge=0)
-    nbatch: int = Field(gt=0)
-    sub_h: int = Field(gt=0)
-    sub_w: int = Field(gt=0)
-    in_vec: int = Field(gt=0)
-    out_vec: int = Field(gt=0)
-    block_size: int = Field(default=DEPTHWISE_DEFAULTS["block_size"], gt=0)
-    dilation: int = Field(default=DEPTHWISE_DEFAULTS["dilation"], gt=0)
+    tile_h: int
+    tile_w: int
+    filter: int
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    nbatch: int
+    sub_h: int
+    sub_w: int
+    in_vec: int
+    out_vec: int
+    block_size: int = DEPTHWISE_DEFAULTS["block_size"]
+    dilation: int = DEPTHWISE_DEFAULTS["dilation"]
+
+    @field_validator(*DEPTHWISE_FIELDS)
+    @classmethod
+    def _integer_in_domain(cls, value: int, info: ValidationInfo) -> int:
+        """The depthwise fields, all integers, held to :data:`~ckspace.core.fields.DEPTHWISE_BOUNDS`."""
+        return _in_domain(value, str(info.field_name), DEPTHWISE_BOUNDS)
 
     @property
     def name(self) -> str:
@@ -167,6 +200,8 @@ class DepthwiseConfig(CheckedModel):
 
     @classmethod
     def from_row(cls, arch: str, dtype: Dtype, row: Row) -> DepthwiseConfig:
+        """Build from a row, checked against the fields' domains (see :meth:`GemmConfig.from_row`)."""
+        check_rows(DEPTHWISE_FIELDS, DEPTHWISE_BOUNDS, [row])
         return cls.model_construct(arch=arch, dtype=dtype, **dict(zip(DEPTHWISE_FIELDS, row, strict=True)))
 
     @classmethod

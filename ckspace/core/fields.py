@@ -9,8 +9,10 @@ vectorised evaluator work on, and what the cache stores; the pydantic models of
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from functools import cache
+from itertools import chain
 from typing import NamedTuple
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
@@ -154,10 +156,15 @@ def parse_int(what: str, value: object, low: int, high: int) -> int:
     elif isinstance(value, int) and not isinstance(value, bool):
         number = value
     else:
-        raise InvalidInputError(f"{what} {value!r} is not an integer; valid: an integer from {low} to {high}")
+        raise InvalidInputError(f"{what} {value!r} is not an integer; valid: {int_domain(low, high)}")
     if not low <= number <= high:
-        raise InvalidInputError(f"{what} {number} is out of range; valid: an integer from {low} to {high}")
+        raise InvalidInputError(f"{what} {number} is out of range; valid: {int_domain(low, high)}")
     return number
+
+
+def int_domain(low: int, high: int) -> str:
+    """An integer field's domain in words: the one wording of every refusal of a value outside it."""
+    return f"an integer from {low} to {high}"
 
 
 def parse_field(name: str, value: object) -> int:
@@ -254,5 +261,28 @@ DEPTHWISE_BOUNDS: dict[str, tuple[int, int]] = {
     "block_size": (1, 1024),
     "dilation": (1, 8),
 }
+
+
+def check_rows(names: tuple[str, ...], bounds: Mapping[str, tuple[int, int]], rows: Sequence[Sequence[int]]) -> None:
+    """Refuse (:class:`InvalidInputError`, one line naming the field, the value and its domain) rows
+    that are not one plain integer per field of ``names``, each within its domain in ``bounds``. A row
+    outside the domains fails far from here (a kernel name indexes the row by field) or, worse, means
+    another config (a negative enum code picks a member from the end, 2 reads as true). The checks
+    run in C (``map``, ``zip``, ``set``) over all values at once, then in Python over each column's
+    few distinct values: a warm listing checks tens of thousands of cached rows this way."""
+    lengths = set(map(len, rows)) - {len(names)}
+    if lengths:
+        raise InvalidInputError(f"a row of {min(lengths)} values; valid: one for each of the {len(names)} fields")
+    if not rows:
+        return
+    if not set(map(type, chain.from_iterable(rows))) <= {int}:
+        name, value = next((n, v) for row in rows for n, v in zip(names, row, strict=True) if type(v) is not int)
+        raise InvalidInputError(f"{name} {value!r} is not an integer; valid: {int_domain(*bounds[name])}")
+    for name, column in zip(names, zip(*rows, strict=True), strict=True):
+        low, high = bounds[name]
+        outside = [v for v in set(column) if not low <= v <= high]
+        if outside:
+            raise InvalidInputError(f"{name} {min(outside)} is out of range; valid: {int_domain(low, high)}")
+
 
 _DEFAULT_ROW: Row = tuple(encode(f, GEMM_DEFAULTS[f]) if f in GEMM_DEFAULTS else 0 for f in GEMM_FIELD_NAMES)
