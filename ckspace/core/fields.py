@@ -263,6 +263,14 @@ DEPTHWISE_BOUNDS: dict[str, tuple[int, int]] = {
 }
 
 
+def _row_in_domain(names: tuple[str, ...], bounds: Mapping[str, tuple[int, int]], row: Sequence[int]) -> bool:
+    """Whether one row holds one plain integer per field, each in its domain: the cheap answer for a
+    single config (:meth:`GemmConfig.from_row`); the general check below says what is wrong."""
+    return len(row) == len(names) and all(
+        type(v) is int and bounds[n][0] <= v <= bounds[n][1] for n, v in zip(names, row, strict=True)
+    )
+
+
 def check_rows(names: tuple[str, ...], bounds: Mapping[str, tuple[int, int]], rows: Sequence[Sequence[int]]) -> None:
     """Refuse (:class:`InvalidInputError`, one line naming the field, the value and its domain) rows
     that are not one plain integer per field of ``names``, each within its domain in ``bounds``. A row
@@ -270,6 +278,8 @@ def check_rows(names: tuple[str, ...], bounds: Mapping[str, tuple[int, int]], ro
     another config (a negative enum code picks a member from the end, 2 reads as true). The checks
     run in C (``map``, ``zip``, ``set``) over all values at once, then in Python over each column's
     few distinct values: a warm listing checks tens of thousands of cached rows this way."""
+    if len(rows) == 1 and _row_in_domain(names, bounds, rows[0]):  # a config's own row: the usual case
+        return
     lengths = set(map(len, rows)) - {len(names)}
     if lengths:
         raise InvalidInputError(f"a row of {min(lengths)} values; valid: one for each of the {len(names)} fields")
