@@ -20,6 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ckspace.core.errors import CkspaceError
+from ckspace.core.signals import STOPPING, signals_deferred
 
 log = logging.getLogger(__name__)
 
@@ -36,56 +37,58 @@ class Instance(Protocol):
     def model_terms(self, top: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]: ...
 
 
-_STOPPING = (signal.SIGINT, signal.SIGTERM)
-
-
-def _start_deferring_signals(worker: threading.Thread) -> None:
-    """``worker.start()`` with SIGINT and SIGTERM held back until it has returned, then handled by
-    the caller's handlers as if they had just arrived. A handler that raised inside ``start()``
-    could do so before the thread existed or after it began its search, and neither "stop the
-    search" nor "wait for it" is safe to ask of a thread in between."""
-    held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _frame: held.append(signum)) for s in _STOPPING}
-    try:
-        worker.start()
-    finally:
-        for s, handler in previous.items():  # None: a handler not set from Python, taken as the default
-            signal.signal(s, signal.SIG_DFL if handler is None else handler)
-    for signum in held:  # now, with the caller's handlers back: inside the caller's guard
-        signal.raise_signal(signum)
-
-
 def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
     """``solver.solve(model)``, with Ctrl-C and SIGTERM left to the caller's handlers: CP-SAT's own
     SIGINT handling is off (``catch_sigint_signal``: it turned Ctrl-C into an early "time limit"
     answer, and could deadlock in its handler), the search runs on a thread that blocks those
     signals, and the calling (main) thread waits for it interruptibly. Whatever the handler raises
-    there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once
-    (``stop_search``) and propagates."""
+    there (KeyboardInterrupt, ckspace's SIGTERM exception) stops the search at once and propagates
+    once the search has returned (:func:`_stop`). A signal while the thread starts is held back
+    until it has (``Thread.start()`` cut short may leave a thread that neither stop nor wait can
+    be asked of), then handled inside the guard."""
     solver.parameters.catch_sigint_signal = False
     outcome: list = []
+    done = threading.Event()
 
     def search() -> None:
         try:  # the solver's own threads inherit this mask: every signal goes to the waiting thread
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(STOPPING))
             outcome.append(solver.solve(model))
         except BaseException as exc:
             outcome.append(exc)
+        finally:
+            done.set()
 
     if threading.current_thread() is not threading.main_thread():  # no signal reaches it: solve here
         return solver.solve(model)
     worker = threading.Thread(target=search, name="ckspace-cp-sat", daemon=True)
-    try:  # a signal held back while the thread started is handled here, inside the guard
-        _start_deferring_signals(worker)
-        while worker.is_alive():
-            worker.join(0.2)  # interruptible: a signal's handler runs here within this bound
+    try:
+        with signals_deferred():
+            worker.start()
+        done.wait()  # interruptible, and safe to interrupt, unlike Thread.join (see _stop)
+        worker.join()
     except BaseException:
-        solver.stop_search()
-        worker.join(5.0)
+        with signals_deferred():  # a second Ctrl-C must not cut the wait for the search short
+            _stop(solver, worker, done)
         raise
     if isinstance(outcome[0], BaseException):
         raise outcome[0]
     return outcome[0]
+
+
+def _stop(solver: cp_model.CpSolver, worker: threading.Thread, done: threading.Event) -> None:
+    """Stop the search and wait until the solver has returned: a process that exits while CP-SAT's
+    C++ thread is live dies with "terminate called without an active exception" (exit -6, seen on
+    every Ctrl-C of ``plan`` in its solve). The stop is asked again until it is heard, because CP-SAT
+    ignores one that comes before its search has begun. The wait is on ``done``, not on the
+    thread: in Python 3.11 a ``Thread.join`` cut short by a signal's exception marks the thread
+    stopped while it still runs, and every later join returns at once."""
+    if worker.ident is None:  # the signal came before the thread was started: no search to stop
+        return
+    solver.stop_search()
+    while not done.wait(0.1):
+        solver.stop_search()
+    worker.join()
 
 
 class PlanModel:
