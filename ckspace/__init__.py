@@ -1,13 +1,16 @@
 """ckspace: the exact, explainable space of AMD CK Tile grouped-convolution kernels.
 
 ``from ckspace import Space`` is the entry point. Heavy modules (pydantic models, numpy, the CP-SAT
-solver) load on first use, so that command-line answers served from the cache stay fast.
+solver) load on first use, so that command-line answers served from the cache stay fast. This module
+imports nothing when it loads: the ``ckspace`` command runs it before its signal handlers are in
+place (:mod:`ckspace.cli`), and a Ctrl-C during an import then would be a traceback.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+TYPE_CHECKING = False  # not typing's: see above
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 """The one statement of the version: packaging metadata reads it from here (pyproject.toml)."""
@@ -63,4 +66,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ckspace' has no attribute {name!r}")
+    from importlib import import_module
+
     return getattr(import_module(module), name)

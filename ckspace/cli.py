@@ -6,34 +6,34 @@ so a failing command prints nothing half-done. Ctrl-C and SIGTERM end quietly wi
 (every file ckspace writes is written whole or not at all). Answers served from the cache load
 neither numpy, pydantic nor the solver.
 
-Signals: :func:`main` installs its handlers first and imports the commands only after that, so a
-signal while they load ends as quietly as one later. At its top this module imports only the
-standard library, the package and its errors (all light), to keep short the time before ``main``
-runs. A signal that arrives before Python runs ``main`` at all (interpreter start-up, ``import
+Signals: :func:`main` installs its handlers first and imports everything else only after that (the
+commands, argparse, logging, ckspace's errors), so a signal while they load ends as quietly as one
+later. At its top this module imports nothing that Python has not loaded at start-up but ``signal``,
+and the package's ``__init__`` nothing at all: the console script's ``import ckspace.cli`` takes a
+tenth of the time it took when it loaded those too (a Ctrl-C then was a KeyboardInterrupt
+traceback). A signal that arrives before Python runs ``main`` at all (interpreter start-up, ``import
 ckspace.cli``) cannot be handled by ckspace: Python's defaults apply, death by the signal (a shell
 reports 130 or 143) or, for SIGINT once the interpreter has its own handler, a KeyboardInterrupt
 traceback (then exit status 1, or death by SIGINT). Nothing has been written then. ``python -m
-ckspace`` narrows that window (its ``__main__`` installs handlers before importing this module).
-Nor can a signal that arrives after ``main`` has returned, while the interpreter shuts down (it
-resets the handlers): death by the signal, with every file already written.
+ckspace`` narrows that window (its ``__main__`` installs handlers before importing this module). Nor
+can a signal that arrives after ``main`` has returned, while the interpreter shuts down (it resets
+the handlers): death by the signal, with every file already written.
 A test or supervisor that must not race start-up sets ``CKSPACE_TEST_READY_FD`` to an inherited
 file descriptor: ``main`` writes ``ready`` to it and closes it once its handlers are installed.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
-import io
-import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
 
 from ckspace import __version__
-from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+
+TYPE_CHECKING = False  # not typing's: importing typing before main would widen the window above
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 READY_FD = "CKSPACE_TEST_READY_FD"
 """Environment variable naming the descriptor :func:`main` reports readiness on (see above)."""
@@ -50,6 +50,9 @@ def _on_sigterm(signum: int, frame: object) -> None:
 def _parser() -> tuple[argparse.ArgumentParser, dict]:
     """The parser of every command, and the command modules by name. The commands are imported
     here, not at the top, so that :func:`main` has its signal handlers before they load."""
+    import argparse
+    import importlib
+
     from ckspace.commands import COMMANDS
     from ckspace.commands.common import format_choices, help_epilog
     from ckspace.commands.parsing import StrictParser
@@ -94,6 +97,8 @@ def _write(text: str) -> None:
     (JSON escapes, kernel names, field values), so such a character is in a text or markdown report
     (a path the user gave, a rule's prose), which reads well enough escaped, while failing would hide
     the report of work already done (emit's files are written) behind a status that says it failed."""
+    from ckspace.core.errors import CkspaceError
+
     try:
         encoding = sys.stdout.encoding or "utf-8"
         sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
@@ -127,6 +132,8 @@ def _tell_ready() -> None:
     """Write ``ready`` to the descriptor ``$CKSPACE_TEST_READY_FD`` names, and close it: from now
     on a signal ends the command quietly. The variable is removed, so the report is made once and
     no process ckspace starts inherits it."""
+    from ckspace.core.errors import InvalidInputError
+
     value = os.environ.pop(READY_FD, None)
     if value is None:
         return
@@ -141,6 +148,11 @@ def _tell_ready() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    import io
+    import logging
+
+    from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
+
     try:
         _tell_ready()
         parser, modules = _parser()
@@ -180,14 +192,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _fail(line: str, status: int) -> int:
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    from contextlib import suppress
+
+    with suppress(OSError, ValueError, AttributeError):  # no stderr to say it on: the status says it
         print(" ".join(line.split("\n")), file=sys.stderr)
     return status
 
 
 def _silence_stdout() -> None:
     """After EPIPE, point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
+    from contextlib import suppress
+
+    with suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
