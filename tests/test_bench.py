@@ -305,6 +305,57 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+HEADER = PROBLEMS.splitlines(keepends=True)[0]
+NORMAL = PROBLEMS.splitlines(keepends=True)[1]
+
+
+def _sweep_by_problem(standin: Path, tmp_path: Path, first: str, **env: str) -> dict[int, dict[str, str]]:
+    """A sweep of the good kernel over [``first``, a normal problem]: its rows by problem index."""
+    problems, kernels = _files(tmp_path, standin, [GOOD])
+    problems.write_text(HEADER + first + NORMAL)
+    out = tmp_path / "out.csv"
+    done = subprocess.run(
+        _command(standin, problems, kernels, out),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    assert len(rows) == 2
+    return {int(r["problem_idx"]): r for r in rows}
+
+
+def test_a_problem_beyond_memory_is_failed_with_its_bytes_and_the_sweep_goes_on(standin: Path, tmp_path: Path) -> None:
+    """issue 36 item 17: Hi=Wi=2^20 (32 TiB per bf16 activation) killed the worker with a
+    MemoryError and the sweep with it; its need is now held against the host's available memory
+    before anything is allocated: the pair is failed, naming the bytes, and the next problem runs."""
+    rows = _sweep_by_problem(standin, tmp_path, "1,16,16,1,1048576,1048576,3,3,1,1,1,1\n")
+    activation = 1 * 1048576 * 1048576 * 16 * 2  # N Hi Wi C, 2 bytes: dy and x of bwd_weight alike
+    assert rows[0]["status"] == "failed" and not rows[0]["latency_ms"]
+    assert f"A {activation} + B {activation}" in rows[0]["detail"] and "host memory" in rows[0]["detail"]
+    assert rows[1]["status"] == "ok" and float(rows[1]["latency_ms"]) > 0
+
+
+def test_a_worker_that_dies_preparing_a_problem_costs_only_that_problem(standin: Path, tmp_path: Path) -> None:
+    """issue 36 item 17: an allocation that passes the check and still kills the worker (here an
+    address-space limit of 640 MiB on the worker, which the check of available memory does not see;
+    on a real machine the OOM killer) records the problem's pairs as failed and runs the rest."""
+    limit = tmp_path / "limit"
+    limit.mkdir()
+    (limit / "sitecustomize.py").write_text(
+        "import resource, sys\n"
+        "if 'ckspace.run.worker' in sys.orig_argv:\n"
+        "    resource.setrlimit(resource.RLIMIT_AS, (640 << 20, 640 << 20))\n"
+    )
+    rows = _sweep_by_problem(standin, tmp_path, "1,16,16,1,8192,4096,1,1,1,1,0,0\n", PYTHONPATH=str(limit))
+    activation = 8192 * 4096 * 16 * 2  # 1 GiB: more than the worker may map
+    assert rows[0]["status"] == "failed"
+    assert f"A {activation} + B {activation}" in rows[0]["detail"] and "MemoryError" in rows[0]["detail"]
+    assert rows[1]["status"] == "ok" and float(rows[1]["latency_ms"]) > 0
+
+
 def test_a_ray_cluster_of_two_nodes_shares_the_work(standin: Path, tmp_path: Path) -> None:
     """A local Ray cluster started here, two nodes with one stand-in device each: every pair runs once,
     on either node, and the CSV is complete."""

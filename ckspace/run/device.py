@@ -1,7 +1,8 @@
 """Where a kernel's operands live and how its time is taken: an AMD GPU through AMD's HIP Python
 bindings, or host memory for stand-in libraries.
 
-A bench worker talks to one :class:`Device`: allocate, upload, zero, download, time a call. The
+A bench worker talks to one :class:`Device`: allocate, upload, zero, download, time a call, and
+say beforehand whether a problem's bytes fit in the memory free now (:meth:`Device.shortfall`). The
 GPU device uses ``hip-python`` (``from hip import hip``, the official bindings) for memory, a stream
 and events; it is created only inside the worker process that runs kernels, never in the process
 that starts workers, so a GPU is never initialised before a fork and a faulting kernel takes down
@@ -12,6 +13,7 @@ only its worker. The host device serves libraries whose ``ckspace_run`` computes
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
@@ -50,6 +52,25 @@ class Device(Protocol):
     @property
     def stream(self) -> int | None: ...
     def time_ms(self, call: Callable[[], int]) -> tuple[int, float]: ...
+    def shortfall(self, host: int, device: int) -> str | None: ...
+
+
+def host_available_bytes() -> int:
+    """The host memory that can be allocated now without swapping: Linux's ``MemAvailable``
+    estimate (free pages and the page cache it can drop); elsewhere the free physical pages."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _host_shortfall(nbytes: int, what: str = "") -> str | None:
+    available = host_available_bytes()
+    return None if nbytes <= available else f"{nbytes} bytes of host memory needed{what}, {available} available"
 
 
 def hip_module() -> Any:
@@ -148,6 +169,14 @@ class HipDevice:
         _check(hip, hip.hipEventSynchronize(self._stop), "hipEventSynchronize")
         return status, float(_check(hip, hip.hipEventElapsedTime(self._start, self._stop), "hipEventElapsedTime"))
 
+    def shortfall(self, host: int, device: int) -> str | None:
+        """Why ``device`` bytes on this GPU (its free memory now, ``hipMemGetInfo``) and ``host``
+        bytes on the host do not fit, or None when they do."""
+        free, _total = _check(self._hip, self._hip.hipMemGetInfo(), "hipMemGetInfo")
+        if device > free:
+            return f"{device} bytes of device memory needed, {free} free on {self.info.name}"
+        return _host_shortfall(host)
+
 
 class HostDevice:
     """Host memory for libraries whose ``ckspace_run`` computes on the CPU (stand-ins): numpy buffers
@@ -184,6 +213,11 @@ class HostDevice:
         start = time.perf_counter()
         status = call()
         return status, (time.perf_counter() - start) * 1e3
+
+    def shortfall(self, host: int, device: int) -> str | None:
+        """Why ``host`` plus ``device`` bytes do not fit in the host's available memory (this
+        device's buffers are host memory too), or None when they do."""
+        return _host_shortfall(host + device, " (the device's buffers are host memory)")
 
 
 def open_device(backend: Backend, index: int) -> Device:

@@ -1,10 +1,12 @@
 """Supervision of the bench workers: one batch of (kernel, problem) pairs run in worker processes
 (:mod:`ckspace.run.worker`) until every pair has an outcome.
 
-A page fault or a hang costs the pair in flight, not the sweep: the supervisor reads the worker's
-messages (``start`` and ``done`` per pair), records the pair a dying worker had in flight as
-``crash`` and one that outlives its time as ``timeout`` (killing the worker), and starts a new
-worker on the rest of the batch. Workers run in sessions of their own; every live one is known
+A page fault, a hang or an allocation beyond memory costs the pairs in flight, not the sweep: the
+supervisor reads the worker's messages (``prepare`` per problem, ``start`` and ``done`` per pair),
+records the pair a dying worker had in flight as ``crash``, the pairs of a problem whose operands it
+died preparing (a ``MemoryError``, the OOM killer's SIGKILL) as ``failed`` with the bytes they need,
+and what outlives its time as ``timeout`` (killing the worker), and starts a new worker on the rest
+of the batch. Workers run in sessions of their own; every live one is known
 here, so that an interrupted sweep ends them (:func:`kill_all`). The executors that feed batches to
 devices and the sweep that plans and writes are :mod:`ckspace.run.sweep`.
 """
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 
 from ckspace.core.errors import CkspaceError
 from ckspace.run.device import DeviceInfo
-from ckspace.run.worker import BatchJob, PairResult, PairSpec
+from ckspace.run.worker import BatchJob, PairResult, PairSpec, memory_need
 
 PREPARE_LIMIT_S = 900.0
 """How long a worker may go without starting a pair while it loads the library, opens the device
@@ -45,8 +47,9 @@ class Outcome:
 
 def supervise(job: BatchJob, timeout: float, device: str, env: dict[str, str] | None = None) -> Iterator[Outcome]:
     """Run ``job`` in worker processes until every pair has an outcome: a pair whose worker dies
-    is ``crash``, one that outlives ``timeout`` seconds is ``timeout`` (its worker is killed); the
-    batch then goes on after it in a new worker. A worker that dies before finishing any pair, twice
+    is ``crash``, one that outlives ``timeout`` seconds is ``timeout`` (its worker is killed), the
+    pairs of a problem whose preparation kills the worker are ``failed``; the batch then goes on
+    after them in a new worker. A worker that dies before finishing any pair, twice
     in a row, is a broken setup (library, device), not a kernel: that is an error."""
     remaining = list(job.pairs)
     info: DeviceInfo | None = None
@@ -96,9 +99,17 @@ class _Worker:
             stderr.seek(0)
             tail = stderr.read().decode(errors="replace").strip().splitlines()
             self.error = self.error or (tail[-1] if tail else _signal_text(proc.returncode))[:300]
-            if self._in_flight is not None:
-                why = _signal_text(proc.returncode) + (f": {tail[-1][:200]}" if tail and proc.returncode > 0 else "")
-                yield self._in_flight, PairResult(status="crash", detail=why)
+            why = _signal_text(proc.returncode) + (f": {tail[-1][:200]}" if tail and proc.returncode > 0 else "")
+            for index in self._in_flight:
+                yield index, self._lost(index, why)
+
+    def _lost(self, index: int, why: str) -> PairResult:
+        """The outcome of a pair in flight when its worker died: its kernel's crash, or, if the
+        worker was preparing the problem's operands, a pair that could not be run."""
+        if not self._preparing:
+            return PairResult(status="crash", detail=why)
+        need = memory_need(self.job.pairs[index], self.job.verify)
+        return PairResult(status="failed", detail=f"not run: the worker died preparing {need.text()}: {why}")
 
     def _read(self, proc: subprocess.Popen, read_fd: int) -> Iterator[DeviceInfo | tuple[int, PairResult]]:
         assert proc.stdin is not None
@@ -107,23 +118,21 @@ class _Worker:
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        self._in_flight: int | None = None
+        self._in_flight, self._preparing = range(0), False
         buffer, since = b"", time.monotonic()
         with os.fdopen(read_fd, "rb", buffering=0) as pipe, selectors.DefaultSelector() as selector:
             selector.register(pipe, selectors.EVENT_READ)
             while True:
-                limit = self.timeout if self._in_flight is not None else PREPARE_LIMIT_S
+                limit = self.timeout if self._in_flight and not self._preparing else PREPARE_LIMIT_S
                 left = limit - (time.monotonic() - since)
                 if left <= 0:
                     _kill(proc)
-                    if self._in_flight is not None:
-                        yield (
-                            self._in_flight,
-                            PairResult(status="timeout", detail=f"no result after {self.timeout:g} s"),
-                        )
-                        self._in_flight = None
-                    else:
+                    late = PairResult(status="timeout", detail=f"no result after {limit:g} s")
+                    for index in self._in_flight:
+                        yield index, late
+                    if not self._in_flight:
                         self.error = f"no pair started within {PREPARE_LIMIT_S:g} s"
+                    self._in_flight = range(0)
                     return
                 if not selector.select(left):
                     continue
@@ -137,10 +146,14 @@ class _Worker:
                     message = json.loads(line)
                     if "device" in message:
                         yield DeviceInfo(**message["device"])
+                    elif "prepare" in message:
+                        self._in_flight, self._preparing = range(*message["prepare"]), True
+                        since = time.monotonic()
                     elif "start" in message:
-                        self._in_flight, since = message["start"], time.monotonic()
+                        self._in_flight, self._preparing = range(message["start"], message["start"] + 1), False
+                        since = time.monotonic()
                     elif "done" in message:
-                        self._in_flight, since = None, time.monotonic()
+                        self._in_flight, since = range(0), time.monotonic()
                         yield message["done"], PairResult(**message["result"])
 
 

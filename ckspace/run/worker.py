@@ -1,26 +1,33 @@
 """The bench worker: one process that runs a batch of (kernel, problem) pairs on one device.
 
 ``python -m ckspace.run.worker FD`` reads a :class:`BatchJob` as JSON on standard input and
-writes JSON lines to file descriptor ``FD``: ``device`` once, then per pair ``start`` (the pair is
-in flight) and ``done`` with its :class:`PairResult`. The supervisor (:mod:`ckspace.run.sweep`)
-reads them: a pair that started and never finished is the one that crashed or hung its process.
+writes JSON lines to file descriptor ``FD``: ``device`` once, then per problem ``prepare`` (the
+range of pairs whose operands are being prepared), per pair ``start`` (the pair is in flight) and
+``done`` with its :class:`PairResult`. The supervisor (:mod:`ckspace.run.supervisor`) reads them: a
+pair that started and never finished is the one that crashed or hung its process, and pairs whose
+preparation never finished are the ones whose operands took the process down (out of memory).
 Messages go to their own pipe, not stdout, so whatever a kernel library prints cannot corrupt them.
 
 Pairs arrive ordered by problem, so a problem's operands are generated, uploaded and its CPU
 reference computed once for all the batch's kernels that run it: the whole reference, or for a big
-problem its values at sampled elements (:mod:`ckspace.verify.sampled`).
+problem its values at sampled elements (:mod:`ckspace.verify.sampled`). Before that, the bytes it
+needs are held against the memory free now (:func:`memory_need`, :meth:`Device.shortfall`): a
+problem too big for the device or the host is ``failed`` for its pairs, with the bytes, and the
+batch goes on, instead of the allocation killing the worker.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import logging
 import os
 import signal
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel
@@ -73,12 +80,53 @@ class PairResult(BaseModel):
     detail: str = ""
 
 
+class MemoryNeed(NamedTuple):
+    """The bytes a problem holds while its pairs run: its operands on the device, and on the host
+    the operands drawn there (a and b), the output read back (c) and the CPU reference's result."""
+
+    operands: ref.OperandBytes
+    reference: int
+
+    @property
+    def device(self) -> int:
+        return sum(self.operands)
+
+    @property
+    def host(self) -> int:
+        return sum(self.operands) + self.reference
+
+    def text(self) -> str:
+        a, b, c = self.operands
+        reference = f" + reference {self.reference}" if self.reference else ""
+        return f"operands A {a} + B {b} + C {c}{reference} bytes"
+
+
+def memory_need(spec: PairSpec, verify: bool) -> MemoryNeed:
+    """What preparing and running ``spec``'s problem holds (the reference only when it is computed
+    whole; values at sampled elements are a few kilobytes)."""
+    whole_reference = verify and not sampled.use_sampling(spec.problem, spec.variant)
+    c_elements = int(np.prod(ref.operand_shapes(spec.problem, spec.variant).c))
+    return MemoryNeed(
+        ref.operand_bytes(spec.problem, spec.variant, spec.dtype),
+        c_elements * np.dtype(np.float32).itemsize if whole_reference else 0,
+    )
+
+
+def problem_groups(pairs: Sequence[PairSpec]) -> Iterator[range]:
+    """The runs of consecutive pairs of one problem (its operands are prepared once for them), as
+    ranges of indices into ``pairs``."""
+    start = 0
+    for _, group in itertools.groupby(pairs, key=lambda p: (p.problem_idx, p.variant, p.dtype)):
+        stop = start + sum(1 for _ in group)
+        yield range(start, stop)
+        start = stop
+
+
 class _Prepared:
     """A problem's operands on the device and its CPU reference (whole or at sampled elements),
     shared by the batch's kernels."""
 
     def __init__(self, device: Device, spec: PairSpec, seed: int, verify: bool) -> None:
-        self.key = (spec.problem_idx, spec.variant, spec.dtype)
         a, b = ref.random_operands(spec.problem, spec.variant, spec.dtype, seed + spec.problem_idx)
         self.c_shape = ref.operand_shapes(spec.problem, spec.variant).c
         self.c_dtype = ref.numpy_dtype(spec.dtype)
@@ -169,17 +217,24 @@ def serve(job: BatchJob, send: Sender) -> None:
         supported, arch = library.device_supported()
         if not supported:
             raise CkspaceError(f"GPU {job.device} is {arch}; {library.path.name} holds kernels for {library.arch}")
-    prepared: _Prepared | None = None
-    for i, spec in enumerate(job.pairs):
-        if prepared is None or prepared.key != (spec.problem_idx, spec.variant, spec.dtype):
-            if prepared is not None:
-                prepared.release()
-            prepared = _Prepared(device, spec, job.seed, job.verify)
-        send({"start": i})
-        result = run_pair(library, device, prepared, spec, job)
-        send({"done": i, "result": result.model_dump()})
-    if prepared is not None:
-        prepared.release()
+    for group in problem_groups(job.pairs):
+        send({"prepare": [group.start, group.stop]})
+        first = job.pairs[group.start]
+        need = memory_need(first, job.verify)
+        if (short := device.shortfall(need.host, need.device)) is not None:
+            refused = PairResult(status="failed", detail=f"not run: {need.text()}; {short}")
+            log.warning("problem %d: %s", first.problem_idx, refused.detail)
+            for i in group:
+                send({"done": i, "result": refused.model_dump()})
+            continue
+        prepared = _Prepared(device, first, job.seed, job.verify)
+        try:
+            for i in group:
+                send({"start": i})
+                result = run_pair(library, device, prepared, job.pairs[i], job)
+                send({"done": i, "result": result.model_dump()})
+        finally:
+            prepared.release()
 
 
 class Sender:
