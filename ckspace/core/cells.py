@@ -7,10 +7,10 @@ generator call: an arch, a rule set and ordered lists of cells. A rule set answe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ckspace.core.fields import Row
 from ckspace.core.revisions import rules_revision as rules_revision_of
@@ -28,17 +28,26 @@ class Cell(NamedTuple):
         return f"{self.variant.value}/{self.ndim}d/{self.dtype.value}"
 
 
-def _unique(values: Iterable) -> tuple:
-    return tuple(dict.fromkeys(values))
+_T = TypeVar("_T")
+
+
+def _canonical(values: Iterable[_T], order: Sequence[_T]) -> tuple[_T, ...]:
+    """The distinct ``values`` in the canonical ``order``, whatever order they came in."""
+    wanted = set(values)
+    return tuple(value for value in order if value in wanted)
 
 
 @dataclass(frozen=True)
 class Request:
     """An upstream-style generator call.
 
-    Order matters and is kept as given: upstream emits cells variant-major, then ndim, then dtype,
-    and the sampling rule sets (full-tests, tiny) select from that emission order, so the same cell
-    can get a different subset in a different request. ``rule_set`` is a rule set's canonical name
+    Order matters to upstream, so ckspace fixes it: upstream emits cells variant-major, then ndim,
+    then dtype, each in the order its caller gives, and the sampling rule sets (full-tests, tiny)
+    select from that emission order, so upstream answers the same cells named in another order with
+    another subset. A request holds its parts in one canonical order, upstream's own CLI default
+    (forward, bwd_data, bwd_weight; ndims ascending; fp16, bf16, fp32; the order of the oracle's
+    combined calls), so an answer depends on which cells are asked together, never on the order
+    they were named in. ``rule_set`` is a rule set's canonical name
     (:func:`ckspace.constraints.rulesets.get_rule_set` validates user text); ``rules_revision`` names
     the upstream state of the validity rules (:mod:`ckspace.core.revisions`).
     """
@@ -60,14 +69,14 @@ class Request:
         dtypes: Iterable[object] | None = None,
         rules_revision: str | None = None,
     ) -> Request:
-        """Validate and order the parts (variant, ndim and dtype default to all values, the rules
-        revision to the newest merged one)."""
+        """Validate the parts and put them in the canonical order (variant, ndim and dtype default
+        to all values, the rules revision to the newest merged one)."""
         return cls(
             arch=parse_arch(arch),
             rule_set=rule_set,
-            variants=_unique(Variant.parse(v) for v in (variants or list(Variant))),
-            ndims=_unique(parse_ndim(n) for n in (ndims or NDIMS)),
-            dtypes=_unique(Dtype.parse(d) for d in (dtypes or list(Dtype))),
+            variants=_canonical((Variant.parse(v) for v in (variants or list(Variant))), list(Variant)),
+            ndims=_canonical((parse_ndim(n) for n in (ndims or NDIMS)), NDIMS),
+            dtypes=_canonical((Dtype.parse(d) for d in (dtypes or list(Dtype))), list(Dtype)),
             rules_revision=rules_revision_of(rules_revision).name,
         )
 

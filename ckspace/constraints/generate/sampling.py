@@ -2,7 +2,9 @@
 ``grouped_conv/grouped_config_rules_full_tests.py`` ``get_configs`` and ``get_tiny_configs``).
 
 Both select from the emission order of one ``full`` call over the whole request, so the result for a
-cell depends on the other cells requested, exactly as upstream.
+cell depends on the other cells requested, exactly as upstream; the request's parts are in their
+canonical order (:class:`~ckspace.core.cells.Request`), so it never depends on the order they were
+named in, as upstream's does.
 """
 
 from __future__ import annotations
