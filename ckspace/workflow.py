@@ -26,6 +26,7 @@ from ckspace.constraints.where import where_text
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
+from ckspace.core.naming import is_benchmark_name, parse_benchmark_name, parse_kernel_name
 from ckspace.emit.emitter import EmitResult, SelectorOptions, emit
 from ckspace.run.library import KernelLibrary
 from ckspace.space.listing import Kernel
@@ -96,6 +97,18 @@ def emit_tree(
         else None
     )
     return emit(kernels, Path(out), space.ck, arch=request.arch, request=described, selector=selector, force=force)
+
+
+def named_cells(names: Sequence[str]) -> tuple[list[str], list[int], list[str]]:
+    """The variants, ndims and dtypes ``names`` carry (ckspace and tile-engine benchmark names), in
+    the order they first appear: the request ``emit --kernels`` makes when not told one, so that a
+    plan's names are emitted without repeating the cell they were planned for."""
+    fields = [parse_benchmark_name(name) if is_benchmark_name(name) else parse_kernel_name(name) for name in names]
+
+    def carried(key: str) -> list:
+        return list(dict.fromkeys(getattr(f[key], "value", f[key]) for f in fields if key in f))
+
+    return carried("variant"), carried("ndim"), carried("dtype")
 
 
 def named_kernels(space: Space, names: Sequence[str], source: str = "names") -> list[Kernel]:

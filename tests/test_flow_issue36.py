@@ -84,3 +84,83 @@ def test_issue_36_item_5_emit_names_the_rule_sets_that_hold_the_direction(
     assert status == 2 and out == ""
     one_line_naming_default(err)
     assert not out_dir.exists()
+
+
+def test_issue_36_item_5_an_emit_a_filter_empties_is_still_a_negative_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 36 item 5: the rule set holds bwd_data kernels, the filter leaves none: exit 1, no
+    kernel to emit (a negative answer), not the rule-set refusal."""
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    argv = ["emit", "--arch", "gfx950", "--variant", "bwd_data", "--ndim", "2", "--dtype", "bf16", "--rule-set"]
+    status, _, err = run(
+        capsys, *argv, "default", "--where", "tile_m == 7", "--ck-root", str(ck), "--out", str(tmp_path / "x")
+    )
+    assert status == 1 and "no kernel to emit" in err and "rule sets that do" not in err
+
+
+PLAN_HEADER = "# ckspace plan {arch} forward bf16, budget 1: optimal\n# target: ...\n"
+KERNEL = "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16"
+
+
+def emit_argv(ck: Path, out_dir: Path, *args: str) -> list[str]:
+    return ["emit", "--arch", "gfx950", *args, "--ck-root", str(ck), "--out", str(out_dir)]
+
+
+def test_issue_36_item_4_emit_refuses_a_plan_for_another_arch(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 36 item 4: names carry no arch, so a gfx942 plan was emitted as gfx950 kernels; the
+    plan's header refuses it in one line naming both archs, before anything is written. The same
+    plan for gfx950 is emitted."""
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    plan = tmp_path / "plan.txt"
+    plan.write_text(PLAN_HEADER.format(arch="gfx942") + KERNEL + "\n")
+    out_dir = tmp_path / "tree"
+    status, out, err = run(capsys, *emit_argv(ck, out_dir, "--variant", "forward", "--kernels", str(plan)))
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "is a plan for gfx942, not --arch gfx950" in err and "--arch gfx942" in err
+    assert not out_dir.exists()
+    plan.write_text(PLAN_HEADER.format(arch="gfx950") + KERNEL + "\n")
+    assert run(capsys, *emit_argv(ck, out_dir, "--variant", "forward", "--kernels", str(plan)))[0] == 0
+
+
+def test_issue_36_item_4_build_refuses_a_tree_of_another_arch_before_any_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 36 item 4: building a gfx950 tree with --arch gfx942 compiled every kernel after one
+    warning; now one line names both archs and what to do, and no build directory is made."""
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    tree = tmp_path / "tree"
+    assert run(capsys, *emit_argv(ck, tree, "--variant", "forward", "--ndim", "2", "--dtype", "bf16"))[0] == 0
+    status, out, err = run(capsys, "build", str(tree), "--arch", "gfx942", "--ck-root", str(ck))
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert "was emitted for gfx950, not gfx942" in err and "--arch gfx950" in err
+    assert not (tree / "build").exists()
+
+
+def test_issue_36_items_6_and_21_emit_kernels_needs_no_variant_and_writes_the_dispatcher(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """issue 36 item 21: ``emit --kernels`` without --variant (nor --ndim, --dtype) takes the cell
+    from the names; item 6: the tree it writes has the dispatcher, the C API a planned library is
+    used through, without --with-selector. Without --kernels, --variant is still required, in one
+    line."""
+    import json
+
+    ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
+    plan = tmp_path / "plan.txt"
+    plan.write_text(PLAN_HEADER.format(arch="gfx950") + KERNEL + "\n")
+    tree = tmp_path / "tree"
+    status, out, _ = run(capsys, *emit_argv(ck, tree, "--kernels", str(plan)))
+    assert status == 0 and "dispatcher: 1 kernels behind ckspace_dispatch.h" in out
+    manifest = json.loads((tree / "manifest.json").read_text())
+    assert [k["name"] for k in manifest["kernels"]] == [KERNEL] and manifest["dispatcher"]["kernels"] == [KERNEL]
+    assert (manifest["request"]["variants"], manifest["request"]["ndims"], manifest["request"]["dtypes"]) == (
+        ["forward"],
+        [2],
+        ["bf16"],
+    )
+    assert (tree / "ckspace_dispatch.h").is_file()
+    status, out, err = run(capsys, *emit_argv(ck, tmp_path / "other"))
+    assert status == 2 and err.count("\n") == 1 and "--variant is required" in err

@@ -331,3 +331,28 @@ def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
     declared = set(re.findall(r"^[\w ]+?\**\s*(ckspace_\w+)\(", header, flags=re.M))
     assert {"ckspace_run", "ckspace_device_supported"} <= declared and len(declared) == 11
     assert exported == declared - {"ckspace_run", "ckspace_device_supported"}
+
+
+def test_issue_36_item_6_a_tree_without_the_dispatcher_says_how_to_get_its_c_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 36 item 6: a tree emitted without the dispatcher builds a library that exports
+    nothing to call; build says so instead of the CMake adoption line, and find_package fails with
+    what helps (re-emit with --with-selector), not 'rebuild it with ckspace build', which never
+    gives the header."""
+    base = tmp_path / "a dir ${x}"
+    ck = use_fake_toolchain(base, monkeypatch, base / "bin dir" / "fake clang")
+    tree = base / "tree"
+    assert main([*EMIT, "--ck-root", str(ck), "--out", str(tree)]) == 0
+    capsys.readouterr()
+    assert main(["build", str(tree), "--arch", "gfx950", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "no ckspace_dispatch.h: the tree has no C API, re-emit it with ckspace emit --with-selector" in out
+    assert "find_package" not in out
+    done = probe(tmp_path, tree / "build" / "gfx950", [], __version__)
+    assert done.returncode != 0
+    message = " ".join(done.stderr.split())  # CMake wraps its message
+    assert (
+        "ckspace_dispatch.h is missing: the tree has no C API, re-emit it with ckspace emit --with-selector" in message
+    )
+    assert "rebuild it" not in message

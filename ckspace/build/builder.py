@@ -175,14 +175,21 @@ def _checked(
     address: str | None,
 ) -> tuple[Manifest, CkRevision]:
     """The tree's manifest and the CK headers to compile against, once everything refused before a
-    compile is refused, in this order: the options, a tree without a manifest, sources that are
-    missing or edited (:func:`verify_sources`), an object cache that cannot be written, CK headers
-    other than the tree's. A tree emitted for another arch is compiled with a warning."""
+    compile is refused, in this order: the options, a tree without a manifest, a tree emitted for
+    another arch (its kernels were chosen by that arch's rules: compiled for this one, some would
+    not compile and the rest would be another arch's choice), sources that are missing or edited
+    (:func:`verify_sources`), an object cache that cannot be written, CK headers other than the
+    tree's."""
     if executor not in EXECUTORS:
         raise InvalidChoiceError("executor", executor, EXECUTORS)
     if address is not None and executor != "ray":
         raise InvalidInputError("--address names a Ray cluster; it needs --executor ray")
     manifest = _read_manifest(tree)
+    if manifest.arch != arch:
+        raise InvalidInputError(
+            f"{tree} was emitted for {manifest.arch}, not {arch}: build it with --arch {manifest.arch}, "
+            f"or re-emit it with --arch {arch} for {arch} kernels"
+        )
     if (jobs is not None and jobs < 1) or batch < 1:
         raise CkspaceError("--jobs and --batch must be at least 1")
     verify_sources(tree, manifest, allow_edited)
@@ -193,8 +200,6 @@ def _checked(
             f"{tree} was emitted for CK {manifest.ck_revision.label}, but the CK headers "
             f"found are {revision.label} ({revision.include_dir}); re-emit or pass --ck-root"
         )
-    if manifest.arch != arch:
-        log.warning("%s was emitted from the %s space; compiling for %s", tree, manifest.arch, arch)
     if manifest.hipdnn is not None:  # before the kernels compile, not after
         hipdnn.flatbuffers()
         hipdnn.host_cxx_compiler()

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.host_only:
         library = build_host(args.dir, args.allow_edited)
         out.write(f"library: {library}\n{adoption(library.parent, None)}\n")
-        if _has_plugin(args.dir):
+        if _manifest(args.dir).hipdnn is not None:
             out.write("hipDNN plugin: not built (it runs the kernels): build with --arch to link it\n")
         return 0
     if not args.arch:
@@ -87,7 +87,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"link failed: {report.link_error}\n")
     out.write(f"report: {args.dir / 'build' / report.arch / REPORT_NAME}\n")
     if report.library:
-        out.write(f"library: {report.library}\n{adoption(Path(report.library).parent, report.arch)}\n")
+        c_api = _manifest(args.dir).dispatcher is not None
+        out.write(f"library: {report.library}\n{adoption(Path(report.library).parent, report.arch, c_api)}\n")
     if report.plugin:
         out.write(
             f"hipDNN plugin: {report.plugin} (self-contained: copy it into the directory HIPDNN_PLUGIN_DIR names)\n"
@@ -97,9 +98,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if report.failed or report.link_error or report.plugin_error else 0
 
 
-def _has_plugin(tree: Path) -> bool:
-    """Whether the tree (its manifest already read by the build) was emitted --hipdnn-plugin."""
+def _manifest(tree: Path):
+    """The tree's manifest (already read by the build, so it is there): whether it was emitted
+    --hipdnn-plugin, and whether with the dispatcher that gives its library a C API."""
     from ckspace.core.inputs import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 
-    return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest").hipdnn is not None
+    return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest")

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_space_arguments, space_from_args
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 
 NAME = "emit"
 HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manifest.json)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_space_arguments(parser)
+    add_space_arguments(parser, variant_required=False)  # --kernels: the names carry it
     parser.add_argument("--out", required=True, help="output directory (new, empty, or an emitted tree)")
     parser.add_argument(
         "--force",
@@ -24,7 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--with-selector",
         action="store_true",
-        help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the rankers compiled to C",
+        help="also write the dispatcher: ckspace_dispatch.h (C API), its host sources and the rankers compiled "
+        "to C (always with --kernels: a planned library is linked through its C API)",
     )
     parser.add_argument(
         "--hipdnn-plugin",
@@ -42,9 +43,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--kernels",
         type=Path,
         metavar="FILE",
-        help="emit exactly these kernels of the target (names, one per line, '#' comments: the "
-        "output of `ckspace plan`; ckspace and tile-engine benchmark names); a kernel that "
-        "cannot be emitted fails the command, naming the rules that stop it",
+        help="emit exactly these kernels of the target, with the dispatcher (names, one per line, '#' "
+        "comments: the output of `ckspace plan`; ckspace and tile-engine benchmark names; --variant, "
+        "--ndim and --dtype default to the names'); a kernel that cannot be emitted fails the "
+        "command, naming the rules that stop it",
     )
     parser.add_argument(
         "--model",
@@ -57,15 +59,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.files import output_path
-    from ckspace.workflow import emit_tree
+    from ckspace.workflow import emit_tree, named_cells
 
     target = output_path(args.out, "--out")
-    space = space_from_args(args)
+    names = None
+    if args.kernels is not None:
+        names = _names_in(args.kernels, args.arch)
+        variants, ndims, dtypes = named_cells(names)
+        space = space_from_args(
+            args,
+            variant=None if args.variant else variants,
+            ndim=None if args.ndim else ndims,
+            dtype=None if args.dtype else dtypes,
+        )
+    elif args.variant is None:
+        raise InvalidInputError(
+            "--variant is required: forward, bwd_data, bwd_weight or all (or --kernels FILE, whose names carry it)"
+        )
+    else:
+        space = space_from_args(args)
     result = emit_tree(
         space,
         target,
-        names=_names_in(args.kernels) if args.kernels is not None else None,
-        with_selector=args.with_selector or args.hipdnn_plugin,
+        names=names,
+        with_selector=args.with_selector or args.hipdnn_plugin or names is not None,
         hipdnn_plugin=args.hipdnn_plugin,
         fallbacks=args.fallbacks,
         model=args.model,
@@ -98,11 +115,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _names_in(path: Path) -> list[str]:
-    """The kernel names of a ``--kernels`` file: one a line, ``#`` comments and blank lines skipped."""
+def _names_in(path: Path, arch: str) -> list[str]:
+    """The kernel names of a ``--kernels`` file: one a line, ``#`` comments and blank lines skipped.
+    Names carry no arch, so a plan's output for another arch is refused by its header: its kernels
+    were chosen by that arch's rules and models, and would be emitted as ``arch``'s."""
+    from ckspace.commands.plan import planned_arch
     from ckspace.core.inputs import read_input_text
+    from ckspace.core.vocab import parse_arch
 
     text = read_input_text(path, "--kernels")
+    planned = planned_arch(text)
+    if planned is not None and planned != parse_arch(arch):
+        raise InvalidInputError(
+            f"--kernels {path} is a plan for {planned}, not --arch {arch}: emit it with --arch {planned}, "
+            f"or plan again with --arch {arch}"
+        )
     names = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not names:
         raise CkspaceError(f"--kernels {path} names no kernel")

@@ -22,6 +22,9 @@ from ckspace.core.errors import CkspaceError
 NAME = "plan"
 HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"
 FORMATS = ("names", "json")
+HEADER = "# ckspace plan"
+"""How a plan's ``names`` output begins: ``# ckspace plan ARCH VARIANT DTYPE, ...``; names carry no
+arch, so ``emit --kernels`` reads the arch they were planned for here (:func:`planned_arch`)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -262,7 +265,7 @@ def _names_text(report: dict) -> str:
         else "no pruning"
     )
     lines = [
-        f"# ckspace plan {report['arch']} {report['variant']} {report['dtype']}, {goal}: {status}",
+        f"{HEADER} {report['arch']} {report['variant']} {report['dtype']}, {goal}: {status}",
         f"# target: {report['target']['note']}",
         f"# {len(report['kernels'])} kernels of {report['registry']} candidates and {report['fallback_variants']} "
         f"vector variants their fallbacks reach ({len(report['vector_variants'])} chosen); "
@@ -291,3 +294,9 @@ def _names_text(report: dict) -> str:
     ]
     lines += report["kernels"]
     return "\n".join(lines) + "\n"
+
+
+def planned_arch(text: str) -> str | None:
+    """The arch the kernels of a ``names`` output were planned for (None: the text is no plan's)."""
+    header = next((line for line in text.splitlines() if line.startswith(f"{HEADER} ")), None)
+    return None if header is None else header.removeprefix(f"{HEADER} ").split(" ", 1)[0]
