@@ -327,10 +327,10 @@ def _sweep_by_problem(standin: Path, tmp_path: Path, first: str, **env: str) -> 
     return {int(r["problem_idx"]): r for r in rows}
 
 
-def test_a_problem_beyond_memory_is_failed_with_its_bytes_and_the_sweep_goes_on(standin: Path, tmp_path: Path) -> None:
-    """issue 36 item 17: Hi=Wi=2^20 (32 TiB per bf16 activation) killed the worker with a
-    MemoryError and the sweep with it; its need is now held against the host's available memory
-    before anything is allocated: the pair is failed, naming the bytes, and the next problem runs."""
+def test_issue_36_item_17_a_problem_beyond_memory_is_failed_with_its_bytes(standin: Path, tmp_path: Path) -> None:
+    """Hi=Wi=2^20 (32 TiB per bf16 activation) killed the worker with a MemoryError and the sweep
+    with it; its need is now held against the host's available memory before anything is
+    allocated: the pair is failed, naming the bytes, and the next problem runs."""
     rows = _sweep_by_problem(standin, tmp_path, "1,16,16,1,1048576,1048576,3,3,1,1,1,1\n")
     activation = 1 * 1048576 * 1048576 * 16 * 2  # N Hi Wi C, 2 bytes: dy and x of bwd_weight alike
     assert rows[0]["status"] == "failed" and not rows[0]["latency_ms"]
@@ -338,10 +338,10 @@ def test_a_problem_beyond_memory_is_failed_with_its_bytes_and_the_sweep_goes_on(
     assert rows[1]["status"] == "ok" and float(rows[1]["latency_ms"]) > 0
 
 
-def test_a_worker_that_dies_preparing_a_problem_costs_only_that_problem(standin: Path, tmp_path: Path) -> None:
-    """issue 36 item 17: an allocation that passes the check and still kills the worker (here an
-    address-space limit of 640 MiB on the worker, which the check of available memory does not see;
-    on a real machine the OOM killer) records the problem's pairs as failed and runs the rest."""
+def test_issue_36_item_17_a_worker_dying_in_preparation_costs_only_its_problem(standin: Path, tmp_path: Path) -> None:
+    """An allocation that passes the check and still kills the worker (here an address-space limit
+    of 640 MiB on the worker, which the check of available memory does not see; on a real machine
+    the OOM killer) records the problem's pairs as failed and runs the rest."""
     limit = tmp_path / "limit"
     limit.mkdir()
     (limit / "sitecustomize.py").write_text(

@@ -46,7 +46,7 @@ def _listing(rule_set: str, parts: dict[str, tuple[str, ...]], capsys: pytest.Ca
 def test_issue_36_item_18_every_order_lists_the_same_kernels(
     rule_set: str, option: str, others: dict[str, tuple[str, ...]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """issue 36 item 18: `enumerate --rule-set tiny --rules-only` listed 32 kernels for one order
+    """`enumerate --rule-set tiny --rules-only` listed 32 kernels for one order
     of --variant and 27 for another (other kernels for other --ndim orders, and for --dtype orders
     in a narrower request). Every permutation of the option now lists the kernels of the canonical
     order, which over every cell are those of upstream's combined call in the oracle. (full-tests'
@@ -58,3 +58,13 @@ def test_issue_36_item_18_every_order_lists_the_same_kernels(
     if not others:
         lines = oracle_lines(f"{rule_set}__combined")
         assert canonical == sorted(name for line in lines if line["arch"] == "gfx950" for name in line["names"])
+
+
+def test_issue_36_item_18_enumerate_help_says_the_order_does_not_matter(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help says that upstream samples in the order it is given and that ckspace asks in one
+    order, naming it."""
+    with pytest.raises(SystemExit):
+        main(["enumerate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "The order of the --variant, --ndim and --dtype values does not matter" in text
+    assert "(forward, bwd_data, bwd_weight; 1, 2, 3; fp16, bf16, fp32)" in text

@@ -12,17 +12,29 @@ import csv
 import io
 import json
 import sys
+import textwrap
 from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, add_space_arguments, space_from_args, write_report
-from ckspace.core.vocab import csv_cell
+from ckspace.core.vocab import NDIMS, Dtype, Variant, csv_cell
 
 NAME = "enumerate"
 HELP = "count or list the kernels a rule set emits"
 FORMATS = ("names", "json", "jsonl", "csv")
+ORDER = (
+    "The order of the --variant, --ndim and --dtype values does not matter. The sampling rule sets "
+    "(full-tests, tiny) select from the emission order of the whole request, which upstream's "
+    "generator takes in the order its caller gives; ckspace always asks in the order of upstream's "
+    f"command line ({', '.join(v.value for v in Variant)}; {', '.join(map(str, NDIMS))}; "
+    f"{', '.join(d.value for d in Dtype)}), so every order lists the same kernels. Which cells are "
+    "asked together still matters: --variant all gives other subsets per cell than one variant."
+)
+"""Why a sampling rule set's answer depends on the cells asked but not on their order (the order
+itself is :class:`~ckspace.core.cells.Request`'s)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = f"{HELP}.\n\n{textwrap.fill(ORDER, 100, break_on_hyphens=False)}"
     add_space_arguments(parser)
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--count", action="store_true", help="print the number of kernels")
