@@ -254,3 +254,81 @@ def test_two_builds_of_one_tree_link_side_by_side(tmp_path: Path, monkeypatch: p
     host = tree / "build" / "host"
     assert (host / "libckspace_dispatch.so").is_file()
     assert not [p.name for p in host.iterdir() if p.name.endswith(".tmp")]
+
+
+# -- a full disk -------------------------------------------------------------------------------------------
+
+_ON_A_FULL_DISK = (
+    'mount -t tmpfs -o size="$1" ckspace-full "$2" && shift 2 && "$@" >/dev/null; s=$?; find "$0"; exit $s'
+)
+"""Mount a tmpfs of size $1 at $2, run the rest, list what is left on it ($0: the mount point again)."""
+
+
+def _on_a_full_disk(mount: Path, size: str, argv: list[str], env: dict[str, str]) -> tuple[int, str, list[str]]:
+    """``python -m ckspace argv`` with ``mount`` a tmpfs of ``size`` (a full disk once that is written)
+    in a mount namespace of its own, so the mount ends with the command whatever happens: the exit
+    status, stderr and the paths left on the tmpfs. Needs root (tests run as root here); skipped
+    where a mount namespace cannot be made."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to make a mount namespace")
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no mount namespace here: {probe.stderr.decode().strip()}")
+    mount.mkdir()
+    command = [sys.executable, "-m", "ckspace", *argv]
+    done = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", _ON_A_FULL_DISK, str(mount), size, str(mount), *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    return done.returncode, done.stderr, sorted(done.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "argv, written",
+    [
+        (
+            [
+                "emit",
+                "--arch",
+                "gfx950",
+                "--variant",
+                "forward",
+                "--ndim",
+                "2",
+                "--dtype",
+                "bf16",
+                "--rule-set",
+                "tiny",
+            ],
+            "tree",
+        ),
+        (["train", "--arch", "gfx950", "--folds", "2"], "model"),
+    ],
+    ids=["emit", "train"],
+)
+def test_issue36_item19_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, argv: list[str], written: str) -> None:
+    """issue 36 item 19: ``emit`` (files written one by one) and ``train`` (a model directory
+    filled and swapped in) on a disk that fills up. The write's ENOSPC carries no file name, so the
+    line said "No space left on device" and not where; it names the output file now, and nothing
+    half-written is left (the tree keeps the whole files written before)."""
+    from ckspace.core.datasets import DATASETS
+
+    data = tmp_path / "small.csv"
+    data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))
+    mount = tmp_path / "full"
+    out = mount / written
+    extra = ["--data", str(data)] if argv[0] == "train" else []
+    env = {**os.environ, "CKSPACE_CACHE_DIR": str(tmp_path / "cache")}
+    status, stderr, left = _on_a_full_disk(mount, "32k", [*argv, *extra, "--out", str(out)], env)
+    said = [line for line in stderr.splitlines() if not line.startswith("ckspace: NOTICE: ")]
+    assert status == 2 and len(said) == 1, stderr
+    prefix = f"ckspace: error: No space left on device: '{out}/"
+    assert said[0].startswith(prefix) and said[0].endswith("'"), said[0]
+    assert not [path for path in left if Path(path).name.startswith(".")], left

@@ -12,6 +12,8 @@ import hashlib
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from ckspace.core.errors import InvalidInputError
@@ -76,9 +78,20 @@ def unique_temporary(path: Path) -> Path:
     return path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Re-raise an ``OSError`` of the block as the same error naming ``path``: a write's ENOSPC (a
+    full disk) or EDQUOT carries no file name, and one of a temporary names that temporary, while the
+    one line the CLI prints of it must say which output could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc  # the errno's subclass
+
+
 def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder + os.replace);
-    refuses links and non-regular files (:func:`refuse_foreign`)."""
+    refuses links and non-regular files (:func:`refuse_foreign`). A failure names ``path``."""
     refuse_foreign(path, what)
     writable_parent(path.parent, what)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,10 +99,13 @@ def write_atomic(path: Path, data: bytes, what: str = "output") -> None:
     # (Ctrl-C, SIGTERM raised as an exception) at any moment leaves no temporary file behind.
     tmp = unique_temporary(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies: ordinary files
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
+        with naming(path):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies: ordinary files
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -101,26 +117,27 @@ def create_new(path: Path, data: bytes, what: str = "output") -> int:
     hard-linked as ``path``: a reader sees no file or the whole ``data``, and of two processes creating
     one path one wins and the other gets :class:`FileExistsError` (as it does for anything already
     there, a dangling link included). Where hard links are not supported: exclusive creation, then
-    one write."""
+    one write. A failure names ``path``."""
     refuse_foreign(path, what)
     writable_parent(path.parent, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = unique_temporary(path)
     fd = -1
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-        _write_all(fd, data)
-        try:
-            os.link(tmp, path, follow_symlinks=False)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
-                raise
-            os.close(fd)
-            fd = -1
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with naming(path):
+            fd = os.open(tmp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
             _write_all(fd, data)
+            try:
+                os.link(tmp, path, follow_symlinks=False)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+                    raise
+                os.close(fd)
+                fd = -1
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+                _write_all(fd, data)
     except BaseException:
         if fd >= 0:
             os.close(fd)

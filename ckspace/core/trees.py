@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.files import refuse_foreign, unique_temporary, writable_parent, write_atomic
+from ckspace.core.files import naming, refuse_foreign, unique_temporary, writable_parent, write_atomic
 from ckspace.core.signals import signals_deferred
 
 TEMPORARY = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.(?P<kind>tmp|old)")
@@ -196,6 +196,7 @@ def write_directory(directory: Path, contents: Mapping[str, bytes], owned: bool)
 
     def fill(staging: Path) -> None:
         for name, data in contents.items():
-            (staging / name).write_bytes(data)
+            with naming(directory / name):  # not the staging's name: the user knows the output's
+                (staging / name).write_bytes(data)
 
     replace_directory(directory, fill)
