@@ -215,3 +215,15 @@ def test_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: Path) -> None:
     )
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and "'Stride_X'" in run.stderr and "stride_w" in run.stderr
+
+
+@pytest.mark.parametrize("command", ["plan", "bench"])
+def test_help_lists_the_columns(command: str) -> None:
+    """Issue 36 item 1: ``--help`` says which columns a problems CSV has and how they are read."""
+    run = subprocess.run(
+        [sys.executable, "-m", "ckspace.cli", command, "--help"], capture_output=True, text=True, timeout=600
+    )
+    text = " ".join(run.stdout.split())
+    assert run.returncode == 0
+    for words in ("N, C, K, Wi, X required", "stride, pad, dil for every dimension", "stride_d/h/w", "refused"):
+        assert words in text, words

@@ -9,6 +9,7 @@ from typing import TextIO
 from ckspace.commands.common import data_set_help, problems_file
 from ckspace.core.datasets import Kind
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
+from ckspace.core.problem_columns import COLUMNS_HELP
 
 NAME = "bench"
 HELP = "run, verify and time a built library's kernels on problems (AMD GPU); one CSV row per pair"
@@ -23,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=problems_file,
         metavar="CSV",
-        help="problems (the CSV format of the problem lists: N,C,K,G,Hi,Wi,Y,X,... totals of channels), "
-        + data_set_help(Kind.PROBLEMS),
+        help=f"problems: a CSV in the format of the problem lists ({COLUMNS_HELP}; C and K are totals over the "
+        "groups), " + data_set_help(Kind.PROBLEMS),
     )
     parser.add_argument(
         "--out",

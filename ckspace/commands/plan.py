@@ -18,6 +18,7 @@ from ckspace.commands.common import (
 )
 from ckspace.core.datasets import Kind
 from ckspace.core.errors import CkspaceError
+from ckspace.core.problem_columns import COLUMNS_HELP
 
 NAME = "plan"
 HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"
@@ -36,8 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=problems_file,
         metavar="CSV",
-        help="the workload: a problems CSV (N, G, total C and K, Hi, Wi, Y, X, optional Di/Z, "
-        "stride/pad/dil columns; the format of MIOpen's and upstream's problem lists), " + data_set_help(Kind.PROBLEMS),
+        help=f"the workload: a problems CSV, the format of MIOpen's and upstream's problem lists ({COLUMNS_HELP}; "
+        "C and K are totals over the groups), " + data_set_help(Kind.PROBLEMS),
     )
     parser.add_argument("--weights", metavar="COLUMN", help="the column saying how much each problem counts")
     goal = parser.add_mutually_exclusive_group(required=True)

@@ -69,7 +69,8 @@ _FOREIGN: dict[str, str] = {
 COLUMNS_HELP = (
     "columns (any case, any order): N, C, K, Wi, X required; G, Hi, Y (2D), Di, Z (3D); stride, pad, dil "
     "for every dimension or stride_d/h/w, pad_d/h/w, dil_d/h/w for each; k_batch; ndim (else 3D when a depth "
-    "column is not 1/1/1/0/1); Do, Ho, Wo are checked; other columns are ignored"
+    "column is not 1/1/1/0/1); Do, Ho, Wo are checked; a column given twice or in another vocabulary (padding, "
+    "Stride_X, groups) is refused; other columns are ignored"
 )
 """What ``--help`` says of a problems CSV's columns (the rules of this module, in one line)."""
 
