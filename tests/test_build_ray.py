@@ -240,7 +240,7 @@ def test_ninja_and_ray_give_the_same_report(
     names = [k.name for k in emit(fake_kernels(7), tree, find_revision(), arch="gfx942", request={}).manifest.kernels]
     mark(tree, names[4], "BROKEN")
     reports = {}
-    for executor in ("ninja", "ray"):
+    for executor in ("local", "ray"):
         monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / f"objects-{executor}"))
         reports[executor] = build(
             tree,
@@ -251,10 +251,10 @@ def test_ninja_and_ray_give_the_same_report(
             executor=executor,
             address=ray_cluster if executor == "ray" else None,
         )
-    ninja, ray = reports["ninja"], reports["ray"]
+    ninja, ray = reports["local"], reports["ray"]
     assert (ninja.ok, ninja.failed, ninja.units) == (6, 1, 3 + 3)
     assert comparable(ray) == comparable(ninja)
-    assert cache_objects(tmp_path / "objects-ninja") == cache_objects(tmp_path / "objects-ray")
+    assert cache_objects(tmp_path / "objects-local") == cache_objects(tmp_path / "objects-ray")
 
 
 def test_cli_executor_choices_and_missing_ray(
@@ -263,7 +263,7 @@ def test_cli_executor_choices_and_missing_ray(
     tree = tmp_path / "tree"
     emit(fake_kernels(1), tree, find_revision(), arch="gfx942", request={})
     assert main(["build", str(tree), "--arch", "gfx942", "--executor", "slurm"]) == 2
-    assert capsys.readouterr().err.strip().endswith("unknown executor 'slurm'; valid: ninja, ray")
+    assert capsys.readouterr().err.strip().endswith("unknown executor 'slurm'; valid: local, ray")
     assert main(["build", str(tree), "--arch", "gfx942", "--address", "127.0.0.1:6379"]) == 2
     assert "needs --executor ray" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
@@ -330,5 +330,5 @@ def test_compile_sample_through_ray(tmp_path: Path, ray_cluster: str, monkeypatc
     ninja = build(tmp_path / "tree", "gfx942", jobs=2, batch=6)
     assert ninja.compiled_units == 0
     assert comparable(ray) == comparable(ninja)
-    assert json.loads((tmp_path / "tree" / "build" / "gfx942" / "report.json").read_text())["executor"] == "ninja"
+    assert json.loads((tmp_path / "tree" / "build" / "gfx942" / "report.json").read_text())["executor"] == "local"
     assert KernelLibrary(ninja.library).names == tuple(sorted(k.name for k in result.manifest.kernels))

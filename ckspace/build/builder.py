@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ckspace.build import hipdnn, objcache
-from ckspace.build.executor import Executor, Unit
+from ckspace.build.executor import Executor, Unit, executor_name
 from ckspace.build.ninja_executor import NinjaExecutor
 from ckspace.build.package import write_host_package, write_kernels_package
 from ckspace.build.report import REPORT_NAME, BuildReport, first_error, kernel_results
@@ -33,10 +33,11 @@ from ckspace.build.units import Planner
 from ckspace.core.ck import CkRevision
 from ckspace.core.ck_headers import find_revision
 from ckspace.core.compilers import identify
-from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError
+from ckspace.core.cpus import available_cpus
+from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_changed
 from ckspace.core.inputs import read_input, read_json_model
-from ckspace.core.progress import counting_bar
+from ckspace.core.progress import counted_steps
 from ckspace.core.trees import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.hipdnn import library_name
@@ -45,17 +46,14 @@ from ckspace.emit.rendering import REGISTRY_HEADER
 
 log = logging.getLogger(__name__)
 
-EXECUTORS = ("ninja", "ray")
-
 
 def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit], progress: bool, label: str) -> None:
     """Compile the cache misses among ``units`` with ``executor``; store their objects in the cache
     (atomically: a reader never sees half an object) and their logs under ``logs/``."""
     if not units:
         return
-    with counting_bar(enabled=progress) as bar:
-        task = bar.add_task(label, total=len(units))
-        results = executor.compile(stage, units, lambda n: bar.advance(task, n))
+    with counted_steps(label, sum(len(u.items) for u in units), bar=progress) as finished:
+        results = executor.compile(stage, units, lambda unit: finished(unit.items))
     for unit in units:
         result = results[unit.name]
         write_if_changed(build_dir / "logs" / f"{unit.name}.log", result.log.encode())
@@ -89,15 +87,16 @@ def build(
     ck_root: str | None = None,
     progress: bool = False,
     allow_edited: bool = False,
-    executor: str = "ninja",
+    executor: str = "local",
     address: str | None = None,
 ) -> BuildReport:
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring.
 
-    ``executor`` ``ninja`` compiles here, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
+    ``executor`` ``local`` compiles here with ninja, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
     on the Ray cluster at ``address`` (:func:`ckspace.build.cluster.connected` says which
     without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
+    executor = executor_name(executor)
     manifest, revision = _checked(
         tree,
         arch,
@@ -180,8 +179,6 @@ def _checked(
     not compile and the rest would be another arch's choice), sources that are missing or edited
     (:func:`verify_sources`), an object cache that cannot be written, CK headers other than the
     tree's."""
-    if executor not in EXECUTORS:
-        raise InvalidChoiceError("executor", executor, EXECUTORS)
     if address is not None and executor != "ray":
         raise InvalidInputError("--address names a Ray cluster; it needs --executor ray")
     manifest = _read_manifest(tree)
@@ -414,9 +411,9 @@ def _link_plugin(tree: Path, build_dir: Path, arch: str, toolchain: Toolchain, o
 
 
 def default_jobs() -> int:
-    """Half the cores: a CK Tile compile is memory- and cache-heavy, and two of them on two cores
-    gained little over one in our measurements (bench/build.py)."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    """One compile per CPU this process may run on (:func:`~ckspace.core.cpus.available_cpus`), as
+    build tools default to: half of them left one of two cores idle through a build of minutes."""
+    return available_cpus()
 
 
 def stderr_is_terminal() -> bool:

@@ -26,6 +26,9 @@ from ckspace.core.files import write_if_changed
 log = logging.getLogger(__name__)
 
 PLACEHOLDERS = ("$in", "$out")
+FINISHED = re.compile(r"\[\d+/\d+\] CXX tu/(\S+)\.cpp$")
+"""The line ninja prints (``NINJA_STATUS`` ``[%f/%t] `` then the rule's description) as a unit's
+compile finishes, when its output is not a terminal: it names the unit."""
 UNWRAPPED = 1 << 30
 """A line width no ninja file of ckspace reaches (see :func:`ninja_writer`)."""
 
@@ -74,22 +77,23 @@ def _write_ninja(path: Path, units: list[Unit], toolchain: Toolchain, includes: 
     write_if_changed(path, text.getvalue().encode())
 
 
-def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, total: int, advance: Callable[[int], None]) -> None:
+def _run_ninja(build_dir: Path, ninja_file: str, jobs: int, units: list[Unit], advance: Callable[[Unit], None]) -> None:
+    """Run ninja on ``ninja_file``, calling ``advance(unit)`` as each unit's compile finishes (by
+    ninja's status line, :data:`FINISHED`) and, once ninja has exited, for those it never named."""
     env = {**os.environ, "NINJA_STATUS": "[%f/%t] "}
     command = [ninja_binary(), "-C", str(build_dir), "-f", ninja_file, "-k", "0", "-j", str(jobs)]
     log.info("running %s", " ".join(command))
+    pending = {unit.name: unit for unit in units}
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
         assert proc.stdout is not None
-        done = 0
         for line in proc.stdout:
-            match = re.match(r"\[(\d+)/(\d+)\]", line)
-            if match and int(match.group(1)) > done:
-                advance(int(match.group(1)) - done)
-                done = int(match.group(1))
+            match = FINISHED.match(line.rstrip())
+            if match and match.group(1) in pending:
+                advance(pending.pop(match.group(1)))
             log.debug("ninja: %s", line.rstrip())
         proc.wait()
-    if done < total:
-        advance(total - done)
+    for unit in pending.values():
+        advance(unit)
 
 
 class NinjaExecutor:
@@ -101,13 +105,13 @@ class NinjaExecutor:
         self.includes = includes
         self.jobs = jobs
 
-    def compile(self, stage: str, units: list[Unit], advance: Callable[[int], None]) -> dict[str, UnitResult]:
+    def compile(self, stage: str, units: list[Unit], advance: Callable[[Unit], None]) -> dict[str, UnitResult]:
         for unit in units:
             write_if_changed(self.build_dir / "tu" / f"{unit.name}.cpp", unit.text.encode())
             (self.build_dir / "obj" / f"{unit.name}.o").unlink(missing_ok=True)
         (self.build_dir / "logs").mkdir(parents=True, exist_ok=True)
         _write_ninja(self.build_dir / f"{stage}.ninja", units, self.toolchain, self.includes)
-        _run_ninja(self.build_dir, f"{stage}.ninja", self.jobs, len(units), advance)
+        _run_ninja(self.build_dir, f"{stage}.ninja", self.jobs, units, advance)
         results = {}
         for unit in units:
             obj = self.build_dir / "obj" / f"{unit.name}.o"

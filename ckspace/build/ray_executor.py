@@ -44,7 +44,7 @@ class RayExecutor:
         ray.cloudpickle.register_pickle_by_value(ray_task)
         self.task = ray.remote(ray_task.compile_unit).options(num_cpus=1, max_retries=0, retry_exceptions=False)
 
-    def compile(self, stage: str, units: list[Unit], advance: Callable[[int], None]) -> dict[str, UnitResult]:
+    def compile(self, stage: str, units: list[Unit], advance: Callable[[Unit], None]) -> dict[str, UnitResult]:
         if not units:
             return {}
         common = set.intersection(*(set(u.files) for u in units)) if len(units) > 1 else set()
@@ -79,7 +79,7 @@ class RayExecutor:
                         f"# attempt 2 of {ATTEMPTS}:\n{text}"
                     )
                 results[unit.name] = UnitResult(object=obj, log=text)
-                advance(1)
+                advance(unit)
         return results
 
     def _outcome(self, ref: object) -> tuple[bytes | None, str]:

@@ -41,8 +41,10 @@ class BuildReport(BaseModel):
     ck_fingerprint: str
     batch: int
     jobs: int
-    executor: str = "ninja"
-    """What ran the compiles: ``ninja`` (this machine) or ``ray`` (a cluster)."""
+    executor: str = "local"
+    """What ran the compiles (:data:`~ckspace.build.executor.EXECUTORS`): ``local`` (ninja on this
+    machine) or ``ray`` (a cluster); a report written before the two were so named says ``ninja``
+    for ``local``."""
     units: int
     """Translation units: the batches, plus one per kernel of each failed batch."""
     compiled_units: int

@@ -38,7 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernels", type=Path, metavar="FILE", help="run only these kernels (names, one per line)")
     parser.add_argument("--resume", action="store_true", help="continue --out: skip the pairs it holds")
     parser.add_argument("--devices", metavar="0,1,...", help="GPUs to use, one worker each (default: all)")
-    parser.add_argument("--executor", default="local", help="local (default) or ray: batches as Ray tasks")
+    parser.add_argument(
+        "--executor",
+        default="local",
+        help="what runs the batches: local (this machine, the default) or ray (Ray tasks)",
+    )
     parser.add_argument(
         "--address", metavar="ADDR", help="with --executor ray: the cluster (default: RAY_ADDRESS or a local instance)"
     )
@@ -102,6 +106,7 @@ def _library(tree: Path) -> tuple[Path, dict]:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.build.builder import build_host, stderr_is_terminal
+    from ckspace.build.executor import EXECUTORS
     from ckspace.core.files import output_path
     from ckspace.core.vocab import Variant
     from ckspace.planning.workload import read_workload
@@ -111,8 +116,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.backend not in BACKENDS:
         raise InvalidChoiceError("--backend", args.backend, BACKENDS)
-    if args.executor not in ("local", "ray"):
-        raise InvalidChoiceError("--executor", args.executor, ("local", "ray"))
+    if args.executor not in EXECUTORS:
+        raise InvalidChoiceError("--executor", args.executor, EXECUTORS)
     if args.address and args.executor != "ray":
         raise InvalidInputError("--address is for --executor ray")
     for name, value, least in (("--warmup", args.warmup, 0), ("--repeat", args.repeat, 1), ("--batch", args.batch, 1)):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import CK_ROOT_DEFAULT
+from ckspace.core.cpus import available_cpus
 
 NAME = "build"
 HELP = "compile an emitted tree (batched, cached) into a shared library with a JSON report"
@@ -25,13 +26,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         default=None,
-        help="parallel compiles (default: cores / 2; with --executor ray: the cluster's CPUs)",
+        help=f"parallel compiles (default: the CPUs this process may use, {available_cpus()} here; "
+        "with --executor ray: the cluster's CPUs)",
     )
     parser.add_argument(
         "--executor",
-        default="ninja",
-        help="what runs the compiles: ninja (this machine, the default) or ray (a Ray cluster; "
-        "pip install 'ckspace[ray]', see the README's 'Building on many machines')",
+        default="local",
+        help="what runs the compiles: local (ninja on this machine, the default) or ray (a Ray cluster; "
+        "pip install 'ckspace[ray]', see the README's 'Building on many machines'); ninja, its old name, "
+        "still works",
     )
     parser.add_argument(
         "--address",

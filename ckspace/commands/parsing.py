@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ckspace.core.errors import CkspaceError
+from ckspace.commands.examples import examples_epilog
+from ckspace.core.errors import CkspaceError, did_you_mean
 
 
 def _converted(convert: Callable[[str], Any] | None, value: str) -> Any:
@@ -159,8 +160,19 @@ class StrictParser(argparse.ArgumentParser):
         return _Group(self, super().add_mutually_exclusive_group(**kwargs))
 
     def add_subparsers(self, **kwargs: Any) -> Any:
+        """argparse's, but each subcommand's help ends with its examples
+        (:func:`~ckspace.commands.examples.examples_epilog`, laid out as written): the one place
+        every command's parser is made, so no command module states its own."""
         action = super().add_subparsers(**kwargs)
         self.subcommands = action.choices
+        add_parser = action.add_parser
+
+        def add_command(name: str, **options: Any) -> argparse.ArgumentParser:
+            options.setdefault("epilog", examples_epilog(name))
+            options.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+            return add_parser(name, **options)
+
+        action.add_parser = add_command
         return action
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -173,6 +185,7 @@ class StrictParser(argparse.ArgumentParser):
         read is refused here, not returned: a subcommand's parser is called through this method, and
         only it knows its own options."""
         args = list(sys.argv[1:] if args is None else args)
+        self._refuse_unknown_command(args)
         try:
             namespace, extras = super().parse_known_args(args, namespace)
         except CkspaceError:
@@ -193,13 +206,40 @@ class StrictParser(argparse.ArgumentParser):
             own.append(token)
         return own
 
+    def _refuse_unknown_command(self, args: list[str]) -> None:
+        """Raise for a subcommand name that names none, with the closest: argparse would first
+        complain about an option it cannot place, so ``ckspace enumrate --arch gfx942`` said
+        ``unknown option --arch``, blaming the one word that was right."""
+        word = self._command_word(args)
+        if word is not None and word not in self.subcommands:
+            valid = ", ".join(self.subcommands)
+            raise CkspaceError(f"unknown command {word!r}{did_you_mean(word, self.subcommands)} (valid: {valid})")
+
+    def _command_word(self, args: list[str]) -> str | None:
+        """The word in the place of the subcommand's name: the first that is neither one of this
+        parser's options nor an option's value (None: the parser has no subcommands, the line has
+        no such word, or an option this parser does not know comes first, which is refused as
+        that)."""
+        if not self.subcommands:
+            return None
+        takes_value = {o: a.nargs != 0 for a in self.arguments for o in a.option_strings}
+        tokens = iter(args)
+        for token in tokens:
+            if token == "--":
+                return next(tokens, None)
+            if not token.startswith("-") or token == "-":
+                return token
+            name = token.partition("=")[0]
+            if name not in takes_value and not (name[:2] in takes_value and not name.startswith("--")):
+                return None
+            if takes_value.get(name) and "=" not in token:
+                next(tokens, None)
+        return None
+
     def _refuse_unknown_options(self, tokens: list[str]) -> None:
         """Raise for the first token argparse would read as an option this parser does not have
         (``-3`` is a number, ``-vv`` is -v twice, a token with a space is a value)."""
-        import difflib  # here, not at the top: 8 ms of every start, needed only for a mistake
-
         known = sorted({o for a in self.arguments for o in a.option_strings})
-        bare = {o.lstrip("-"): o for o in known}
         for token in tokens:
             name = token.partition("=")[0]
             if (
@@ -208,6 +248,5 @@ class StrictParser(argparse.ArgumentParser):
                 or (not name.startswith("--") and name[:2] in known)
             ):
                 continue
-            close = difflib.get_close_matches(name.lstrip("-"), bare, n=1, cutoff=0.7)
-            hint = f"; did you mean {bare[close[0]]}?" if close else ""
+            hint = did_you_mean(name, known)
             raise CkspaceError(f"unknown option {name} of {self.prog}{hint} (valid: {', '.join(known)})")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ckspace.constraints.expr import Expr, Field, Not, all_of, any_of, lift
 from ckspace.constraints.rule import Rule
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, did_you_mean
 from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_KIND, FIELD_KIND, GEMM_BOUNDS
 from ckspace.core.vocab import Predicate
 
@@ -135,8 +135,9 @@ class _Translator:
             try:
                 return kind.parse(word).code  # type: ignore[attr-defined]
             except CkspaceError:
-                valid = ", ".join(m.value for m in kind)  # type: ignore[attr-defined]
-                raise self.fail(node, f"{word!r} is not a {kind.label()} (valid: {valid})") from None
+                values = [m.value for m in kind]  # type: ignore[attr-defined]
+                hint = did_you_mean(word, values)
+                raise self.fail(node, f"{word!r} is not a {kind.label()}{hint} (valid: {', '.join(values)})") from None
         typed = self.value(node, 0)
         if not isinstance(typed.expr, type(lift(0))):
             raise self.fail(node, "list entries must be constants")
@@ -156,7 +157,9 @@ class _Translator:
             if enum_kind is not None:
                 code = self.literal(node, enum_kind)
                 return _Typed(lift(code), enum_kind, code, code)
-            raise self.fail(node, f"unknown field {node.id!r} (fields: {', '.join(sorted(FIELD_KINDS))})")
+            fields = sorted(FIELD_KINDS)
+            hint = did_you_mean(node.id, fields)
+            raise self.fail(node, f"unknown field {node.id!r}{hint} (fields: {', '.join(fields)})")
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool):
                 return _Typed(lift(int(node.value)), "bool", int(node.value), int(node.value))

@@ -18,15 +18,26 @@ class InvalidInputError(CkspaceError, ValueError):
     bad input, so also a ``ValueError`` for callers that catch the standard type."""
 
 
+def did_you_mean(value: object, choices: Iterable[object]) -> str:
+    """``; did you mean X?`` naming the choice ``value`` most resembles (difflib's ratio at least
+    0.6), else nothing: the hint every refusal of an unknown name ends with, so a typo is fixed
+    from the message rather than by reading the whole list of valid names."""
+    import difflib  # here, not at the top: milliseconds of every start, needed only for a mistake
+
+    close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 class InvalidChoiceError(InvalidInputError):
-    """A value is not one of the allowed choices; the message names both."""
+    """A value is not one of the allowed choices; the message names both, and the closest choice
+    (:func:`did_you_mean`)."""
 
     def __init__(self, what: str, value: object, choices: Iterable[object]) -> None:
         self.what = what
         self.value = value
         self.choices = tuple(choices)
         listed = ", ".join(str(c) for c in self.choices)
-        super().__init__(f"unknown {what} {value!r}; valid: {listed}")
+        super().__init__(f"unknown {what} {value!r}; valid: {listed}{did_you_mean(value, self.choices)}")
 
 
 class KernelNameError(InvalidInputError):

@@ -17,11 +17,11 @@ text, parameters aside), so it changes the time only.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from ckspace.core.cpus import available_cpus
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
@@ -53,15 +53,6 @@ MAX_DEFAULT_THREADS = 4
 """The most threads a fit uses unless told otherwise: a cell's data are a few thousand rows of a few
 dozen features, so each boosting round's work is short and threads beyond about four add more
 synchronisation than they take off the split search."""
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on: its affinity mask, not the machine's core count (a
-    container, ``taskset`` or a batch scheduler gives fewer)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity on this platform
-        return os.cpu_count() or 1
 
 
 def default_threads() -> int:

@@ -13,12 +13,14 @@ Every fit and every prediction runs on ``num_threads`` LightGBM threads (default
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
+from ckspace.core.progress import step_line
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.boosters import OBJECTIVES, design, fit, problem_features, thread_count
 from ckspace.training.dataset import Measurements
@@ -111,7 +113,10 @@ def cross_validate(
     ``num_threads``: LightGBM's threads for fitting and predicting (default
     :func:`~ckspace.training.boosters.default_threads`). ``progress`` is called once per fitted
     booster (:func:`cross_validation_steps` in all) with what was fitted, so a caller can show
-    progress without this module knowing how."""
+    progress without this module knowing how; without it (no bar: stderr is not a terminal), each
+    fold says a line when it is done (:func:`~ckspace.core.progress.step_line`), so that a piped
+    run of a minute is not silent."""
+    started = time.monotonic()
     threads = thread_count(num_threads)
     per_problem = problem_features(data)
     fold = fold_of_groups(data.groups, folds, seed)
@@ -129,7 +134,9 @@ def cross_validate(
             if progress is not None:
                 progress(f"fold {f + 1}/{folds} {objective}")
         single[test] = _mean_efficiency(relative[train])
-        log.info("fold %d: %d training, %d held-out problems", f, len(train), len(test))
+        if progress is None:
+            done = f"folds, {len(train)} training and {len(test)} held-out problems"
+            step_line(f"{data.cell.text()}: cross-validation", f + 1, folds, done, started)
     analytical = np.vstack([m[:, FEATURE_NAMES.index(ANALYTICAL_FEATURE)] for m in per_problem])
     random_scores, random_eff = random_expectation(data.tflops)
     scores = {obj: summarize(out, data.tflops) for obj, out in outputs.items()}
