@@ -41,7 +41,7 @@ def main() -> None:
     started = time.monotonic()
     with connected(args.address, purpose="bench/build.py") as ray:
         print(f"Ray: {describe(ray)}, connected in {time.monotonic() - started:.1f} s")
-        for executor, batch in (("ninja", 1), ("ninja", len(kernels)), ("ray", 1)):
+        for executor, batch in (("local", 1), ("local", len(kernels)), ("ray", 1)):
             with tempfile.TemporaryDirectory() as folder:
                 os.environ["CKSPACE_BUILD_CACHE"] = str(Path(folder) / "cache")
                 emit(kernels, Path(folder) / "tree", revision, arch=args.arch, request={"bench": "build"})

@@ -5,7 +5,7 @@ select → run::
 
     space = Space("gfx942", "forward", 2, "bf16", rule_set="default")
     emit_tree(space, "kernels")                             # ckspace emit --with-selector
-    library = build_library("kernels", "gfx942", jobs=8)    # ckspace build (ninja; executor="ray")
+    library = build_library("kernels", "gfx942", jobs=8)    # ckspace build (executor="local" or "ray")
     problem = ConvProblem.parse("N=8,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1")
     choice = library.select(problem, "forward", "bf16")     # ckspace_select; NoKernelError if none
     size = library.workspace_size(choice.kernel, problem, "forward", "bf16")
@@ -156,7 +156,7 @@ def build_library(
     host_only: bool = False,
     jobs: int | None = None,
     batch: int = 8,
-    executor: str = "ninja",
+    executor: str = "local",
     address: str | None = None,
     ck_root: str | None = None,
     partial: bool = False,

@@ -5,6 +5,7 @@ the tracker they answer)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from ckspace.core.ck_headers import find_revision
 from ckspace.emit.emitter import emit
 from ckspace.space.space import Space
 from ckspace.training import boosters
+from ckspace.workflow import build_library
 
 
 @pytest.fixture()
@@ -173,6 +175,8 @@ def test_issue36_item21_build_and_bench_name_their_executors_alike(
     from ckspace.build.executor import EXECUTORS  # here: a module-level import would hide the other tests' failures
 
     assert EXECUTORS == ("local", "ray")
+    for function in (builder.build, build_library):  # the Python flow's default needs no note either
+        assert inspect.signature(function).parameters["executor"].default == "local"
     bench = ["bench", str(tree), "--problems", "holdout-300", "--out", str(tree.parent / "results.csv")]
     for command in (["build", str(tree), "--arch", "gfx942"], bench):
         line = one_error_line([*command, "--executor", "locale"], capsys)
