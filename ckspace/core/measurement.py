@@ -28,7 +28,8 @@ Status = Literal["ok", "wrong", "crash", "timeout", "failed"]
 """How a pair ended: ``ok`` ran and matched the reference (or was not verified, ``--no-verify``);
 ``wrong`` ran and differed beyond the tolerance; ``crash`` took its process down (a signal or an
 abnormal exit); ``timeout`` did not finish in time; ``failed`` was refused by ``ckspace_run``
-(status code in ``detail``). Only ``ok`` rows are measurements."""
+(status code in ``detail``) or not run: its operands do not fit in the memory free, or the worker
+died preparing them (the bytes in ``detail``). Only ``ok`` rows are measurements."""
 STATUSES: tuple[str, ...] = get_args(Status)
 """The values of :data:`Status`, for readers that check a row's status."""
 
