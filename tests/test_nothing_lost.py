@@ -332,3 +332,60 @@ def test_issue36_item19_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, 
     prefix = f"ckspace: error: No space left on device: '{out}/"
     assert said[0].startswith(prefix) and said[0].endswith("'"), said[0]
     assert not [path for path in left if Path(path).name.startswith(".")], left
+
+
+# -- evaluate --plot ------------------------------------------------------------------------------------------
+
+
+def _evaluate_plot(tmp_path: Path, target: Path, monkeypatch: pytest.MonkeyPatch):
+    """``evaluate --plot target`` on a small CSV, with cross-validation made to fail the test: the
+    refusals below come before any work."""
+    from fuzz_world import run_cli
+
+    import ckspace.training.evaluation as evaluation
+    from ckspace.core.datasets import DATASETS
+
+    data = tmp_path / "small.csv"
+    data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))
+    monkeypatch.setattr(evaluation, "cross_validate", lambda *a, **k: pytest.fail("cross-validation ran first"))
+    argv = ["evaluate", "--data", str(data), "--arch", "gfx950", "--folds", "2", "--plot", str(target)]
+    return run_cli(argv)
+
+
+@pytest.mark.parametrize(
+    "name, content, says",
+    [
+        ("results.csv", b"kernel,tflops\na,1\n", "give a path ending in .png"),
+        ("plot", None, "give a path ending in .png"),
+        ("plot.png", b"kernel,tflops\na,1\n", "exists and is not a PNG"),
+    ],
+    ids=["an existing csv", "no suffix", "a png name holding text"],
+)
+def test_issue36_item13_evaluate_plot_never_replaces_a_file_it_did_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, content: bytes | None, says: str
+) -> None:
+    """issue 36 item 13: ``--plot`` over an existing CSV replaced it with a PNG (exit 0). A plot is
+    written only to a ``.png`` path that is new or already holds a PNG; anything else is one line
+    naming the path, before the cross-validation, and the file keeps every byte."""
+    target = tmp_path / name
+    if content is not None:
+        target.write_bytes(content)
+    outcome = _evaluate_plot(tmp_path, target, monkeypatch)
+    assert (outcome.status, len(outcome.stderr.splitlines())) == (2, 1), outcome.stderr
+    assert repr(str(target)) in outcome.stderr and says in outcome.stderr
+    assert (target.read_bytes() if content is not None else target.exists()) == (content or False)
+
+
+def test_issue36_item21_evaluate_plot_checks_matplotlib_before_the_cross_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 36 item 21: without matplotlib, ``--plot`` failed only after the whole cross-validation
+    had run; the check now comes first, in one line."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it raises ImportError
+    outcome = _evaluate_plot(tmp_path, tmp_path / "plot.png", monkeypatch)
+    assert (outcome.status, outcome.stderr) == (
+        2,
+        "ckspace: error: plots need matplotlib: pip install 'ckspace[plot]'\n",
+    )

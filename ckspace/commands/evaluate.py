@@ -24,7 +24,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     add_format_argument(parser, FORMATS)
     parser.add_argument(
-        "--plot", metavar="FILE.png", help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS"
+        "--plot",
+        metavar="FILE.png",
+        help="write sorted per-problem efficiency and predicted-vs-measured TFLOPS as a PNG (a new "
+        "path ending in .png, or a PNG to replace; anything else is refused before any work)",
     )
     parser.add_argument(
         "--plan-budgets",

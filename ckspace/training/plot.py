@@ -4,18 +4,48 @@ out-of-fold predicted vs measured TFLOPS."""
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
 
-from ckspace.core.errors import CkspaceError
+from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.files import refuse_foreign, write_atomic
 from ckspace.training.evaluation import CrossValidation
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+"""The first bytes of every PNG file: what a plot path that exists must hold to be replaced."""
+
 
 def check_plot_target(path: Path, option: str = "--plot") -> None:
-    """Refuse a plot path that is not a (new or) regular file before any work is done."""
-    refuse_foreign(Path(path), option)
+    """Refuse, before any work is done (the cross-validation takes minutes), what the plot could not
+    be written to: a path ckspace could not have written the PNG at, because it is not a regular
+    file (:func:`refuse_foreign`), its name does not end in ``.png``, or it exists and holds no PNG
+    (a CSV given by mistake would be replaced); and a missing matplotlib."""
+    path = Path(path)
+    refuse_foreign(path, option)
+    if path.suffix.lower() != ".png":
+        raise InvalidInputError(f"{option} {str(path)!r}: the plot is a PNG; give a path ending in .png")
+    if not _holds_no_file_or_a_png(path, option):
+        raise InvalidInputError(
+            f"{option} {str(path)!r} exists and is not a PNG; ckspace replaces only a plot, give another path"
+        )
+    _pyplot()
+
+
+def _holds_no_file_or_a_png(path: Path, option: str) -> bool:
+    """True when nothing is at ``path`` or its first bytes are a PNG's (read without following a
+    link or blocking; :func:`refuse_foreign` has made sure it is a regular file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return True
+    except OSError as exc:
+        raise InvalidInputError(f"{option} {str(path)!r}: {exc.strerror}") from None
+    try:
+        return os.read(fd, len(PNG_SIGNATURE)) == PNG_SIGNATURE
+    finally:
+        os.close(fd)
 
 
 def _pyplot():
