@@ -1,4 +1,4 @@
-"""The analytical model's level (issue 38: its TFLOPS were 4.9x the measured ones at its picks).
+"""The analytical model's level (its TFLOPS were 4.9x the measured ones at its picks).
 
 Checked on the shipped MI355X measurements against a statement of the ratio written here (the
 measured TFLOPS of the best-scored measured kernel, computed problem by problem): the shipped
@@ -55,7 +55,7 @@ def test_the_shipped_level_is_the_median_fit(shipped) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_level_carries_to_held_out_problems(shipped, seed: int) -> None:
-    """Issue 38's bounds on the calibrated model, held out; uncalibrated it is far outside them."""
+    """The learning issue's bounds on the calibrated model, held out; uncalibrated it is far outside them."""
     data, scores = shipped
     ratios, levels = calibration.held_out_ratios(scores, data.tflops, data.groups, 5, seed)
     held = calibration.figures(ratios)

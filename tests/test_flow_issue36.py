@@ -1,4 +1,4 @@
-"""Issue 36, items 4, 5, 6 and 21 (part): the emit/build/select/plan flow.
+"""The emit/build/select/plan flow: items 4, 5, 6 and 21 (part) of the third contract round.
 
 Item 5: a direction the chosen rule set holds no kernel of (``full`` has no bwd_data: quirk 14.1)
 is one line naming the rule sets that hold some, exit 2, alike in select, plan and emit.
@@ -33,7 +33,7 @@ def one_line_naming_default(err: str) -> None:
 
 
 def test_issue_36_item_5_the_holders_are_computed_from_the_rule_sets() -> None:
-    """issue 36 item 5: ``full`` holds no gfx950 bwd_data kernel, ``default`` does, and the list
+    """``full`` holds no gfx950 bwd_data kernel, ``default`` does, and the list
     says so for the same request; forward, which ``full`` holds, is not refused."""
     space = Space("gfx950", "bwd_data", 2, "bf16", "full", ck=None)
     holders = rule_sets_holding(space, space.requests[0])
@@ -44,7 +44,7 @@ def test_issue_36_item_5_the_holders_are_computed_from_the_rule_sets() -> None:
 
 
 def test_issue_36_item_5_a_filter_that_empties_the_space_is_not_a_wrong_rule_set() -> None:
-    """issue 36 item 5: ``default`` holds bwd_data kernels; a --where that leaves none is a negative
+    """``default`` holds bwd_data kernels; a --where that leaves none is a negative
     answer (the caller's), not a refusal naming other rule sets."""
     space = Space("gfx950", "bwd_data", 2, "bf16", "default", where="tile_m == 7", ck=None)
     assert space.count() == 0
@@ -52,7 +52,7 @@ def test_issue_36_item_5_a_filter_that_empties_the_space_is_not_a_wrong_rule_set
 
 
 def test_issue_36_item_5_select_names_the_rule_sets_that_hold_the_direction(capsys: pytest.CaptureFixture[str]) -> None:
-    """issue 36 item 5: select --variant bwd_data with the default rule set: one line, exit 2, no
+    """Select --variant bwd_data with the default rule set: one line, exit 2, no
     model warning first; with --rule-set default it answers."""
     base = ["select", "--arch", "gfx950", "--variant", "bwd_data", "--dtype", "bf16", "--rules-only"]
     status, out, err = run(capsys, *base, "--problem", BWD_DATA_PROBLEM)
@@ -65,7 +65,7 @@ def test_issue_36_item_5_select_names_the_rule_sets_that_hold_the_direction(caps
 def test_issue_36_item_5_plan_names_the_rule_sets_that_hold_the_direction(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 5: plan --variant bwd_data with the default rule set: the same line, exit 2."""
+    """Plan --variant bwd_data with the default rule set: the same line, exit 2."""
     base = ["plan", "--arch", "gfx950", "--variant", "bwd_data", "--dtype", "bf16", "--rules-only"]
     status, out, err = run(capsys, *base, "--problems", "validation-bwd-data", "--budget", "2")
     assert status == 2 and out == ""
@@ -75,7 +75,7 @@ def test_issue_36_item_5_plan_names_the_rule_sets_that_hold_the_direction(
 def test_issue_36_item_5_emit_names_the_rule_sets_that_hold_the_direction(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 5: emit --variant bwd_data with the default rule set: the same line, exit 2
+    """Emit --variant bwd_data with the default rule set: the same line, exit 2
     (it exited 1 as if the question had a negative answer), and nothing written."""
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     out_dir = tmp_path / "tree"
@@ -89,7 +89,7 @@ def test_issue_36_item_5_emit_names_the_rule_sets_that_hold_the_direction(
 def test_issue_36_item_5_an_emit_a_filter_empties_is_still_a_negative_answer(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 5: the rule set holds bwd_data kernels, the filter leaves none: exit 1, no
+    """The rule set holds bwd_data kernels, the filter leaves none: exit 1, no
     kernel to emit (a negative answer), not the rule-set refusal."""
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     argv = ["emit", "--arch", "gfx950", "--variant", "bwd_data", "--ndim", "2", "--dtype", "bf16", "--rule-set"]
@@ -110,7 +110,7 @@ def emit_argv(ck: Path, out_dir: Path, *args: str) -> list[str]:
 def test_issue_36_item_4_emit_refuses_a_plan_for_another_arch(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 4: names carry no arch, so a gfx942 plan was emitted as gfx950 kernels; the
+    """Names carry no arch, so a gfx942 plan was emitted as gfx950 kernels; the
     plan's header refuses it in one line naming both archs, before anything is written. The same
     plan for gfx950 is emitted."""
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
@@ -128,7 +128,7 @@ def test_issue_36_item_4_emit_refuses_a_plan_for_another_arch(
 def test_issue_36_item_4_build_refuses_a_tree_of_another_arch_before_any_work(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 4: building a gfx950 tree with --arch gfx942 compiled every kernel after one
+    """Building a gfx950 tree with --arch gfx942 compiled every kernel after one
     warning; now one line names both archs and what to do, and no build directory is made."""
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     tree = tmp_path / "tree"
@@ -142,7 +142,7 @@ def test_issue_36_item_4_build_refuses_a_tree_of_another_arch_before_any_work(
 def test_issue_36_items_6_and_21_emit_kernels_needs_no_variant_and_writes_the_dispatcher(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """issue 36 item 21: ``emit --kernels`` without --variant (nor --ndim, --dtype) takes the cell
+    """Item 21: ``emit --kernels`` without --variant (nor --ndim, --dtype) takes the cell
     from the names; item 6: the tree it writes has the dispatcher, the C API a planned library is
     used through, without --with-selector. Without --kernels, --variant is still required, in one
     line."""

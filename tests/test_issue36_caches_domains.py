@@ -1,4 +1,4 @@
-"""Issue 36, items 11, 12 and 14: caches remove and trust only what is theirs, configs hold their
+"""Items 11, 12 and 14 of the third contract round: caches remove and trust only what is theirs, configs hold their
 fields to the fields' domains.
 
 * Item 11: ``cache clear`` (every flavour, ``--objects`` included) removes only files whose names

@@ -336,7 +336,7 @@ def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
 def test_issue_36_item_6_a_tree_without_the_dispatcher_says_how_to_get_its_c_api(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """issue 36 item 6: a tree emitted without the dispatcher builds a library that exports
+    """A tree emitted without the dispatcher builds a library that exports
     nothing to call; build says so instead of the CMake adoption line, and find_package fails with
     what helps (re-emit with --with-selector), not 'rebuild it with ckspace build', which never
     gives the header."""

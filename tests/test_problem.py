@@ -329,7 +329,7 @@ def test_problem_text_round_trip_and_shorthands() -> None:
         ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=three", "not an integer"),
         ("N=0,C=64,K=64,Hi=8,Wi=8,Y=3,X=3", "N"),
         ("N=1,C=64,Hi=8,Wi=8,Y=3,X=3", "K"),
-        # issue 36 item 1: a lone per-dimension key would leave the others at their neutral value
+        # a lone per-dimension key would leave the others at their neutral value
         ("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,stride_h=2", "stride_h given without stride_w"),
         ("N=1,C=64,K=64,Di=8,Hi=8,Wi=8,Z=3,Y=3,X=3,pad_d=1,pad_h=1", "pad_d, pad_h given without pad_w"),
     ],

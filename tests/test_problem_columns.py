@@ -1,7 +1,7 @@
 """Every problems CSV is read as ``--problem`` reads its keys, and what it cannot read is refused
-(issue 36 items 1, 7, 15 and 16: columns spelt ``stride``/``pad``/``Stride_H`` were ignored, a
-repeated header was read with its last column, a short row was a traceback, all-zero weights
-were planned as "optimal").
+(items 1, 7, 15 and 16 of the third contract round, each test's name says its item: columns
+spelt ``stride``/``pad``/``Stride_H`` were ignored, a repeated header was read with its last
+column, a short row was a traceback, all-zero weights were planned as "optimal").
 
 The independent statement is ``ConvProblem.parse`` of the same keys as ``--problem`` text: a file
 that spells a problem's columns any way ``--problem`` accepts (any case, shorthands or
@@ -69,8 +69,10 @@ def spelt_problems(draw):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=spelt_problems(), extra=st.sampled_from(["idx", "pad_source", "note", "weight"]))
-def test_every_reader_reads_a_csv_as_problem_text_reads_its_keys(tmp_path: Path, drawn, extra: str) -> None:
-    """Issue 36 item 1: the workload reader (plan, bench) and the measurement reader (train,
+def test_issue_36_item_1_every_reader_reads_a_csv_as_problem_text_reads_its_keys(
+    tmp_path: Path, drawn, extra: str
+) -> None:
+    """The workload reader (plan, bench) and the measurement reader (train,
     evaluate) give the problem ``--problem`` gives for the same keys, however the file spells them."""
     keys, spelling, order = drawn
     expected = ConvProblem.parse(",".join(f"{k}={v}" for k, v in keys.items()))
@@ -105,8 +107,10 @@ def test_every_reader_reads_a_csv_as_problem_text_reads_its_keys(tmp_path: Path,
         ("conv_stride_h", "write stride_h"),
     ],
 )
-def test_a_column_in_another_vocabulary_is_refused_naming_it(tmp_path: Path, column: str, named: str) -> None:
-    """Issue 36 item 1: a column that states a convolution's parameter in a spelling ckspace does not
+def test_issue_36_item_1_a_column_in_another_vocabulary_is_refused_naming_it(
+    tmp_path: Path, column: str, named: str
+) -> None:
+    """A column that states a convolution's parameter in a spelling ckspace does not
     read would be ignored (every row stride 1, pad 0); it is refused with the key to write."""
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", column], [[1, 64, 64, 56, 56, 3, 3, 2]])
     with pytest.raises(CkspaceError) as info:
@@ -121,23 +125,24 @@ def test_a_column_in_another_vocabulary_is_refused_naming_it(tmp_path: Path, col
         # a lone per-dimension column would leave the other dimension at 1
         (["stride_h"], [2], "stride_h given without stride_w"),
         (["pad_w", "pad_d"], [1, 1], "pad_d, pad_w given without pad_h"),
-        # issue 36 item 15: a repeated header is read with its last column by the csv module
+        # item 15: a repeated header is read with its last column by the csv module
         (["N"], [4], "column 'N' is given twice"),
         (["x"], [5], "given twice ('X' and 'x')"),
         # an output size that the sizes do not give: the row states two convolutions
         (["Ho"], [56], "Ho=56 but the row's sizes give 54"),
     ],
 )
-def test_contradictory_columns_are_refused_in_one_line(tmp_path: Path, header, row, said: str) -> None:
-    """Issue 36 items 1 and 15."""
+def test_issue_36_items_1_and_15_contradictory_columns_are_refused_in_one_line(
+    tmp_path: Path, header, row, said: str
+) -> None:
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", *header], [[1, 64, 64, 56, 56, 3, 3, *row]])
     with pytest.raises(CkspaceError) as info:
         read_workload(path, Variant.FORWARD)
     assert said in str(info.value) and "\n" not in str(info.value)
 
 
-def test_a_3d_row_of_a_file_with_2d_stride_columns_is_refused(tmp_path: Path) -> None:
-    """Issue 36 item 1: a 3D row lacks the depth's stride when the file gives h and w only."""
+def test_issue_36_item_1_a_3d_row_of_a_file_with_2d_stride_columns_is_refused(tmp_path: Path) -> None:
+    """A 3D row lacks the depth's stride when the file gives h and w only."""
     path = _write(
         tmp_path / "p.csv",
         ["N", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X", "stride_h", "stride_w"],
@@ -147,8 +152,10 @@ def test_a_3d_row_of_a_file_with_2d_stride_columns_is_refused(tmp_path: Path) ->
         read_workload(path, Variant.FORWARD)
 
 
-def test_a_row_of_another_length_is_refused_by_plan_and_counted_by_the_measurement_reader(tmp_path: Path) -> None:
-    """Issue 36 item 7: a short row (here the cut last line of a file whose last column is
+def test_issue_36_item_7_a_row_of_another_length_is_refused_by_plan_and_counted_by_the_measurement_reader(
+    tmp_path: Path,
+) -> None:
+    """A short row (here the cut last line of a file whose last column is
     problem_idx) was a traceback in evaluate; plan's reader refuses the file naming the line, the
     measurement reader drops the row and says so in its cleaning report."""
     header = ["N", "C", "K", "Hi", "Wi", "Y", "X"]
@@ -181,15 +188,15 @@ def test_a_row_of_another_length_is_refused_by_plan_and_counted_by_the_measureme
     assert "Traceback" not in run.stderr and "distinct problem shape" in run.stderr
 
 
-def test_every_weight_zero_is_refused(tmp_path: Path) -> None:
-    """Issue 36 item 16: a workload whose weights are all 0 makes every plan 'optimal' at 0 %."""
+def test_issue_36_item_16_every_weight_zero_is_refused(tmp_path: Path) -> None:
+    """A workload whose weights are all 0 makes every plan 'optimal' at 0 %."""
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", "w"], [[1, 64, 64, 56, 56, 3, 3, 0]] * 2)
     with pytest.raises(CkspaceError, match="every weight in column 'w' is 0"):
         read_workload(path, Variant.FORWARD, "w")
 
 
-def test_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: Path) -> None:
-    """Issue 36 item 1 through the command: exit 2, one line naming the column, no plan made."""
+def test_issue_36_item_1_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: Path) -> None:
+    """Through the command: exit 2, one line naming the column, no plan made."""
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", "Stride_X"], [[1, 64, 64, 56, 56, 3, 3, 2]])
     run = subprocess.run(
         [
@@ -218,8 +225,8 @@ def test_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["plan", "bench"])
-def test_help_lists_the_columns(command: str) -> None:
-    """Issue 36 item 1: ``--help`` says which columns a problems CSV has and how they are read."""
+def test_issue_36_item_1_help_lists_the_columns(command: str) -> None:
+    """``--help`` says which columns a problems CSV has and how they are read."""
     run = subprocess.run(
         [sys.executable, "-m", "ckspace.cli", command, "--help"], capture_output=True, text=True, timeout=600
     )

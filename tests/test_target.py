@@ -262,7 +262,7 @@ def test_emit_kernels_fails_naming_every_kernel_it_cannot_emit(
                 root,
             ]
         )
-        == 2  # issue 36 item 5: full holds no bwd_data kernel, default does: bad input naming it
+        == 2  # full holds no bwd_data kernel, default does: bad input naming it
     )
     assert "rule sets that do: default" in capsys.readouterr().err and not (tmp_path / "empty").exists()
     assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--out", str(tmp_path / "r"), "--rules-only"]) == 2

@@ -1,4 +1,4 @@
-"""Issue 36 item 2: a tree's kernels are the selection pool, for Python, the CLI and C alike.
+"""A tree's kernels are the selection pool, for Python, the CLI and C alike.
 
 ``select --candidates TREE`` ranks the tree's kernels, and a candidate that fails only on vector
 alignment falls back to a narrower variant only when the tree holds it -- what the tree's generated
