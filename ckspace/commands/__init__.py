@@ -17,6 +17,7 @@ COMMANDS = (
     "probe",
     "train",
     "evaluate",
+    "learn",
     "select",
     "plan",
     "info",

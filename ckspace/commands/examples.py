@@ -105,6 +105,13 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "ckspace evaluate --data mi355x-forward-bf16 --plan-budgets 4,8 --format json",
         ),
     ),
+    "learn": (
+        (
+            "a model from 12 kernels and 700 pairs of a recording, instead of all 6,930",
+            "ckspace learn --arch gfx950 --variant forward --dtype bf16 --problems mi355x-forward-bf16 "
+            "--replay mi355x-forward-bf16 --budget-kernels 12 --budget-pairs 700 --out learnt",
+        ),
+    ),
     "select": (
         (
             "the best kernels for a problem",

@@ -1,0 +1,187 @@
+"""``ckspace learn``: a cell's selection model from few built kernels timed on many problems.
+
+The loop (:mod:`ckspace.training.learning`) starts from the analytical model, measures a covering
+batch, fits, and round by round builds and times where its picks are most likely wrong, by expected
+regret reduction per second, until a budget or a target regret stops it; then it trains the model
+as ``ckspace train`` does. ``--out DIR`` is that model directory (``ckspace select --model DIR``
+takes it) and holds the loop's record beside the model files: ``measurements.csv`` (bench's schema,
+every pair asked) and ``round.json`` (the round being measured). Running the same command again
+resumes: no pair is asked twice, and the same seed ends with the same model.
+
+The only measurer is ``--replay``: answers from a recorded measurement CSV. Measuring on a GPU runs
+through ``ckspace build`` and ``ckspace bench``, whose results ``ckspace train`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.commands.common import add_format_argument, data_set_help, write_report
+from ckspace.commands.train import bound_openmp, parse_threads
+from ckspace.core.datasets import DATASETS, Kind, argument_text, data_file
+from ckspace.core.errors import InvalidInputError
+
+NAME = "learn"
+HELP = (
+    "learn a cell's selection model by building few kernels and timing many problems, round by round "
+    "(replayed from a recording: real GPU measurement runs through build + bench)"
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", required=True, help="the GPU target of the model (e.g. gfx950)")
+    parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
+    parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
+    parser.add_argument(
+        "--problems",
+        required=True,
+        metavar="CSV",
+        help="the workload: a problems CSV (or a measurement CSV, read for its shapes), "
+        + data_set_help(Kind.PROBLEMS)
+        + f", or the shapes of a measurement data set ({', '.join(_names(Kind.MEASUREMENTS))})",
+    )
+    parser.add_argument(
+        "--replay",
+        required=True,
+        metavar="CSV",
+        help="measure by replaying this recording (ckspace bench's or tile-engine's CSV, "
+        + data_set_help(Kind.MEASUREMENTS)
+        + "); a pair it lacks is not measured, never invented, and builds and pairs cost what "
+        "the replay measurer states. This is the only measurer: real GPU measurement runs through "
+        "ckspace build + ckspace bench",
+    )
+    parser.add_argument("--budget-kernels", required=True, metavar="K", help="the most kernels to build, 1 or more")
+    parser.add_argument("--budget-pairs", required=True, metavar="P", help="the most pairs to time, 1 or more")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="the model directory, holding the loop's record too (measurements.csv, round.json); "
+        "an existing one is resumed",
+    )
+    parser.add_argument("--seed", default="0", help="seed of the estimates and of LightGBM, 0 to 2^31-1 (default: 0)")
+    parser.add_argument(
+        "--target-regret",
+        metavar="R",
+        help="stop once the estimated mean regret of the picks is below R percent (e.g. 2.5)",
+    )
+    parser.add_argument("--threads", metavar="N", help="threads LightGBM may use (as train's --threads)")
+    add_format_argument(parser, ("text", "json"))
+
+
+def _names(kind: Kind) -> list[str]:
+    return [name for name, d in DATASETS.items() if d.kind is kind]
+
+
+def _count(option: str, text: str) -> int:
+    """A budget: a whole number, 1 or more, else one line naming it."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidInputError(f"{option} {text!r}: give a whole number, 1 or more")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**31:
+        raise InvalidInputError(f"--seed {text!r}: a seed is a whole number, 0 to 2^31-1")
+    return value
+
+
+def _target(text: str | None) -> float | None:
+    """``--target-regret`` in percent, as a fraction."""
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 100:
+        raise InvalidInputError(f"--target-regret {text!r}: give a percentage above 0 and below 100, e.g. 2.5")
+    return value / 100.0
+
+
+def _problems_file(value: str) -> Path:
+    """A path, a problems data set, or a measurement data set (its shapes)."""
+    found = DATASETS.get(value)
+    if found is not None and found.kind is Kind.MEASUREMENTS and not os.path.lexists(value):
+        return found.path
+    return data_file(value, Kind.PROBLEMS)
+
+
+def _learn_directory(value: str) -> Path:
+    """``--out``: new, empty, or a directory this command wrote (it holds the record)."""
+    from ckspace.core.files import output_path, refuse_foreign
+    from ckspace.training.learning import RECORD_FILE
+
+    out = output_path(value, "--out")
+    refuse_foreign(out, "--out", "directory")
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {value!r} is a file; give a new directory or one ckspace learn wrote")
+    if out.is_dir() and os.listdir(out) and not (out / RECORD_FILE).is_file():
+        raise InvalidInputError(
+            f"--out {value!r} is a non-empty directory without {RECORD_FILE}: not one ckspace learn "
+            "wrote; give a new or empty directory, or the --out of the run to resume"
+        )
+    return out
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.vocab import Dtype, Variant, parse_arch
+    from ckspace.planning.workload import read_workload
+    from ckspace.run.results import ResultsFile
+    from ckspace.training.learning import RECORD_FILE, Budget, learn
+    from ckspace.training.measurer import ReplayMeasurer
+
+    arch, variant, dtype = parse_arch(args.arch), Variant.parse(args.variant), Dtype.parse(args.dtype)
+    budget = Budget(
+        kernels=_count("--budget-kernels", args.budget_kernels),
+        pairs=_count("--budget-pairs", args.budget_pairs),
+        target_regret=_target(args.target_regret),
+    )
+    seed, threads = _seed(args.seed), parse_threads(args.threads)
+    problems_path = _problems_file(args.problems)
+    replay_path = data_file(args.replay, Kind.MEASUREMENTS)
+    directory = _learn_directory(args.out)
+    bound_openmp(threads)
+    measurer = ReplayMeasurer.load(replay_path, arch, variant.value, dtype.value)
+    workload = read_workload(problems_path, variant)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / RECORD_FILE
+    command = shlex.join(
+        [
+            *("ckspace", "train", "--data", str(path), "--arch", arch, "--variant", variant.value),
+            *("--dtype", dtype.value, "--seed", str(seed), "--threads", str(threads), "--out", str(directory)),
+        ]
+    )
+    record = ResultsFile.open(path, path.exists(), workload.problems)
+    try:
+        report = learn(
+            measurer, record, workload.problems, workload.weights, budget, directory, seed, None, threads, command
+        )
+    finally:
+        record.close()
+    write_report(out, args.format, report, lambda r: _text(r, argument_text(replay_path)))
+    return 0
+
+
+def _text(report, replay: str) -> str:
+    regret = report.estimated_mean_regret
+    estimated = "none" if regret is None else f"{100.0 * regret:.2f} %"
+    return (
+        f"{report.rounds} rounds on {replay}, stopped by {report.stopped_by}: {report.kernels_built} kernels "
+        f"built, {report.pairs_timed} pairs timed ({report.pairs_not_measured} not measured), "
+        f"{report.measurement_seconds:.0f} s of builds and timing\n"
+        f"estimated mean regret of the picks ({report.estimate_source}): {estimated}\n"
+        f"model ({report.objective}) written to {report.model}\n"
+    )

@@ -1,0 +1,401 @@
+"""The learning loop: measure few kernels on many problems, learn, measure where picks are unsure.
+
+Building a kernel costs ~20 s of CPU; timing a pair on a built kernel costs milliseconds of GPU. So
+the loop builds few kernels and times many problems on them, round by round:
+
+1. Round 1 covers the workload: the kernels the analytical model ranks in the top 3 of the most
+   problems not yet covered (greedily), on problems spread evenly over the workload's FLOP counts.
+2. Each later round fits what is measured (:mod:`ckspace.training.acquisition`: the analytical
+   model's level first, a LightGBM regressor once :attr:`LearnSettings.fit_problems` problems have
+   two or more kernels measured), estimates each problem's regret and each pair's value, and
+   chooses the next batch by value per second of the :class:`~ckspace.training.measurer.Measurer`'s
+   costs.
+3. It stops when a budget (kernels built, pairs timed) is spent, when the estimated mean regret is
+   below a target, or when no pair is worth timing; then it trains the model on every measurement
+   exactly as ``ckspace train`` would on the same file (:func:`~ckspace.training.trainer.train_model`).
+
+The record is the measurement CSV, bench's schema (:mod:`ckspace.core.measurement`): a pair the
+measurer could not measure is a ``failed`` row whose detail says why, so it is never asked again.
+Before a round is measured its batch is written whole (``round.json``): a run stopped by its budget
+or interrupted inside a round resumes by finishing that batch, and every estimate depends only on
+the record and the seed, so a resumed run measures no pair twice and, with the same seed, ends with
+the same record and model as one that was never stopped. The planned batch does not depend on the
+budgets, except that no kernel is planned once the kernel budget is spent.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel
+
+from ckspace import __version__
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.files import write_atomic
+from ckspace.core.inputs import read_input_text, read_json_model
+from ckspace.core.measurement import COLUMNS, config_cells, config_from_row, problem_cells
+from ckspace.core.problem import ConvProblem
+from ckspace.core.progress import NOTICE
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
+from ckspace.training.acquisition import (
+    Costs,
+    Estimate,
+    analytical_mu,
+    centred_sigma,
+    choose_pairs,
+    lookahead,
+    regressor_mu,
+    shifted,
+)
+from ckspace.training.boosters import problem_features, thread_count
+from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
+from ckspace.training.measurer import Measurer
+from ckspace.training.trainer import train_model
+
+log = logging.getLogger(__name__)
+
+RECORD_FILE = "measurements.csv"
+ROUND_FILE = "round.json"
+
+
+class LearnSettings(BaseModel):
+    """How the loop sizes its rounds (the defaults are what ``ckspace learn`` uses)."""
+
+    initial_kernels: int = 4
+    initial_problems: int = 12
+    round_pairs: int = 32
+    round_kernels: int = 2
+    fit_problems: int = 20
+    """Problems with two or more kernels measured before LightGBM replaces the analytical model."""
+    samples: int = 64
+    """Draws per pair of the regret estimate."""
+
+
+class Budget(BaseModel):
+    """When the loop stops: kernels built, pairs timed, or an estimated mean regret (fraction)."""
+
+    kernels: int
+    pairs: int
+    target_regret: float | None = None
+
+
+class RoundPlan(BaseModel):
+    """One round's batch, written before it is measured: (problem index, kernel name) in order."""
+
+    round: int
+    pairs: list[tuple[int, str]]
+
+
+class LearnReport(BaseModel):
+    rounds: int
+    kernels_built: int
+    pairs_timed: int
+    pairs_not_measured: int
+    measurement_seconds: float
+    estimate_source: str
+    estimated_mean_regret: float | None
+    stopped_by: str
+    model: str
+    objective: str
+
+
+class Record(Protocol):
+    """Where measurement rows go (``ckspace.run.results.ResultsFile`` is one): already opened,
+    checked against the problems and locked by the caller."""
+
+    path: Path
+
+    def append(self, row: dict[str, str]) -> None: ...
+
+
+@dataclass
+class State:
+    """Every pair asked so far: ``values`` TFLOPS (NaN: not measured), ``tried`` asked at all."""
+
+    problems: tuple[ConvProblem, ...]
+    weights: np.ndarray
+    configs: tuple[GemmConfig, ...]
+    values: np.ndarray
+    tried: np.ndarray
+    built: list[int] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, problems: tuple[ConvProblem, ...], weights: np.ndarray, configs: tuple[GemmConfig, ...]) -> State:
+        shape = (len(problems), len(configs))
+        return cls(problems, weights, configs, np.full(shape, np.nan), np.zeros(shape, dtype=bool))
+
+    def note(self, p: int, k: int, tflops: float | None) -> None:
+        if k not in self.built:
+            self.built.append(k)
+        self.tried[p, k] = True
+        if tflops is not None:
+            self.values[p, k] = tflops
+
+    @property
+    def pairs(self) -> int:
+        return int(self.tried.sum())
+
+    def seconds(self, costs: Costs) -> float:
+        return len(self.built) * costs.build + self.pairs * costs.pair
+
+
+def measurement_row(p: int, problem: ConvProblem, config: GemmConfig, tflops: float | None, m: Measurer) -> dict:
+    """The record's row of one pair, in bench's schema: ``ok`` with its TFLOPS and the latency they
+    imply, or ``failed`` with why there is no measurement."""
+    latency = problem.flops / (tflops * 1e12) * 1e3 if tflops is not None else None
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(
+        kernel=config.name,
+        problem_idx=str(p),
+        **problem_cells(problem),
+        **config_cells(config),
+        latency_ms="" if latency is None else repr(latency),
+        tflops="" if tflops is None else repr(tflops),
+        status="ok" if tflops is not None else "failed",
+        device_name=m.device_name,
+        detail="" if tflops is not None else m.not_measured,
+        ckspace_version=__version__,
+    )
+    return row
+
+
+def read_record(path: Path, state: State) -> None:
+    """The pairs of an existing record into ``state``, in its row order. Rows of ``ok`` status are
+    measurements; any other status is a pair asked and not measured. The rows' problems were checked
+    by whoever opened the record; a kernel the measurer cannot build is a record of another run."""
+    column = {c.kernel_key(): k for k, c in enumerate(state.configs)}
+    for line, row in enumerate(csv.DictReader(io.StringIO(read_input_text(path, "record"), newline="")), start=2):
+        k = column.get(config_from_row(row).kernel_key())
+        if k is None:
+            raise CkspaceError(
+                f"{path} line {line}: kernel {row['kernel']} is not one the measurer can build; "
+                "this record is of another run, give another --out"
+            )
+        note = float(row["tflops"]) if row["status"] == "ok" else None
+        state.note(int(row["problem_idx"]), k, note)
+
+
+def initial_plan(log2_model: np.ndarray, state: State, settings: LearnSettings) -> list[tuple[int, int]]:
+    """Round 1 (see the module doc): each chosen kernel on each chosen problem."""
+    top3 = np.argsort(-log2_model, axis=1, kind="stable")[:, :3]
+    covered = np.zeros(len(state.problems), dtype=bool)
+    kernels: list[int] = []
+    for _ in range(min(settings.initial_kernels, len(state.configs))):
+        gain = [
+            -1.0 if k in kernels else float(state.weights[~covered & (top3 == k).any(axis=1)].sum())
+            for k in range(len(state.configs))
+        ]
+        k = int(np.argmax(gain))
+        kernels.append(k)
+        covered |= (top3 == k).any(axis=1)
+    by_flops = np.argsort([p.flops for p in state.problems], kind="stable")
+    spread = np.linspace(0, len(by_flops) - 1, min(settings.initial_problems, len(by_flops)))
+    problems = list(dict.fromkeys(by_flops[np.round(spread).astype(int)].tolist()))
+    return [(p, k) for k in kernels for p in problems]
+
+
+@dataclass
+class Loop:
+    """One run of the loop over a workload (see the module doc)."""
+
+    measurer: Measurer
+    record: Record
+    state: State
+    budget: Budget
+    settings: LearnSettings
+    seed: int
+    threads: int
+    per_problem: list[np.ndarray]
+    round_path: Path
+
+    @property
+    def costs(self) -> Costs:
+        return Costs(self.measurer.build_seconds, self.measurer.pair_seconds)
+
+    def data(self) -> Measurements:
+        """The state as the matrix the fitting functions take (every workload problem)."""
+        s = self.state
+        measured = int(np.count_nonzero(~np.isnan(s.values)))
+        report = CleaningReport(
+            files={str(self.record.path): ""},
+            rows_read=s.pairs,
+            rows_kept=measured,
+            dropped={"not_measured": s.pairs - measured},
+            problems=len(s.problems),
+            groups=len({p.text() for p in s.problems}),
+            kernels=len(s.configs),
+            problems_dropped=0,
+        )
+        cell = s.configs[0]
+        groups = tuple(p.text() for p in s.problems)
+        names = tuple(c.name for c in s.configs)
+        return Measurements(cell.arch, cell.variant, cell.dtype, s.problems, groups, names, s.configs, s.values, report)
+
+    def estimate(self) -> Estimate:
+        """This state's estimate (:mod:`ckspace.training.acquisition`), seeded by the seed and the
+        pairs asked so far: a resumed run estimates exactly what an unbroken one did."""
+        s = self.state
+        data = self.data()
+        fitted = np.count_nonzero((~np.isnan(s.values)).sum(axis=1) >= 2)
+        measured_groups = {g for g, v in zip(data.groups, s.values, strict=True) if not np.all(np.isnan(v))}
+        if fitted >= self.settings.fit_problems and len(measured_groups) >= 2:
+            mu, residual = regressor_mu(data, self.per_problem, self.seed, self.threads)
+            source, level = "lightgbm", 1.0
+        else:
+            mu, level = analytical_mu(self.log2_model(), s.values)
+            residual, source = np.log(s.values) - mu, "analytical"
+        sigma = centred_sigma(residual)
+        mu = shifted(mu, s.values)
+        failed = s.tried & np.isnan(s.values)
+        rng = np.random.default_rng([self.seed, s.pairs])
+        regret, value = lookahead(mu, sigma, s.values, failed, rng, self.settings.samples)
+        value *= (s.weights / s.weights.sum())[:, None]
+        return Estimate(source, level, sigma, mu, regret, value)
+
+    def log2_model(self) -> np.ndarray:
+        column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+        return np.vstack([m[:, column] for m in self.per_problem])
+
+    def plan(self, number: int, estimate: Estimate | None) -> RoundPlan:
+        """The batch of round ``number``: the covering round without an estimate, else the most
+        value per second (:func:`~ckspace.training.acquisition.choose_pairs`)."""
+        s = self.state
+        if estimate is None:
+            pairs = initial_plan(self.log2_model(), s, self.settings)
+        else:
+            new = min(self.settings.round_kernels, max(0, self.budget.kernels - len(s.built)))
+            pairs = choose_pairs(estimate.value, s.built, ~s.tried, new, self.settings.round_pairs, self.costs)
+        return RoundPlan(round=number, pairs=[(p, s.configs[k].name) for p, k in pairs])
+
+    def execute(self, plan: RoundPlan) -> None:
+        """Measure the plan's pairs not asked yet, a kernel's consecutive pairs in one call, within
+        the budgets; each answer is appended to the record as it comes."""
+        s = self.state
+        index = {c.name: k for k, c in enumerate(s.configs)}
+        todo = [(p, index[name]) for p, name in plan.pairs if not s.tried[p, index[name]]]
+        while todo and s.pairs < self.budget.pairs:
+            k = todo[0][1]
+            run = [p for p, kk in _leading(todo, k)]
+            todo = todo[len(run) :]
+            if k not in s.built:
+                if len(s.built) >= self.budget.kernels:
+                    continue
+                self.measurer.build([s.configs[k]])
+            run = run[: self.budget.pairs - s.pairs]
+            answers = self.measurer.measure([(s.problems[p], s.configs[k]) for p in run])
+            for p, tflops in zip(run, answers, strict=True):
+                self.record.append(measurement_row(p, s.problems[p], s.configs[k], tflops, self.measurer))
+                s.note(p, k, tflops)
+
+    def pending(self) -> RoundPlan | None:
+        """The round a previous run planned and did not finish, if any."""
+        if not self.round_path.exists():
+            return None
+        return read_json_model(RoundPlan, self.round_path, "round file")
+
+    def say(self, plan: RoundPlan, estimate: Estimate) -> None:
+        s = self.state
+        log.log(
+            NOTICE,
+            "round %d: %d/%d kernels built, %d/%d pairs timed (%d not measured), %s estimate "
+            "(sigma %.3f), estimated mean regret %.2f %%, %.0f s of builds and timing",
+            plan.round,
+            len(s.built),
+            self.budget.kernels,
+            s.pairs,
+            self.budget.pairs,
+            int(np.count_nonzero(s.tried & np.isnan(s.values))),
+            estimate.source,
+            estimate.sigma,
+            100.0 * estimate.mean_regret(s.weights),
+            s.seconds(self.costs),
+        )
+
+    def run(self) -> tuple[int, Estimate | None, str]:
+        """Rounds until a stop; returns the rounds done, the last estimate and why it stopped."""
+        s, plan = self.state, self.pending()
+        number = 0
+        if plan is not None:
+            number = plan.round
+            self.execute(plan)
+        estimate = self.estimate() if s.pairs else None
+        while True:
+            if estimate is not None and plan is not None:
+                self.say(plan, estimate)
+            stop = self.stop(estimate)
+            if stop:
+                return number, estimate, stop
+            number += 1
+            plan = self.plan(number, estimate)
+            if not plan.pairs:
+                return number - 1, estimate, "no pair is worth timing"
+            write_atomic(self.round_path, (plan.model_dump_json() + "\n").encode(), "round file")
+            self.execute(plan)
+            estimate = self.estimate()
+
+    def stop(self, estimate: Estimate | None) -> str:
+        """Why the loop stops now ('' to go on)."""
+        s, b = self.state, self.budget
+        if s.pairs >= b.pairs:
+            return "pairs budget"
+        if len(s.built) >= b.kernels and s.tried[:, s.built].all():
+            return "kernels budget"
+        if estimate is not None and b.target_regret is not None and estimate.mean_regret(s.weights) < b.target_regret:
+            return "target regret"
+        return ""
+
+
+def _leading(todo: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+    """The pairs of kernel ``k`` at the head of ``todo``."""
+    out = []
+    for pair in todo:
+        if pair[1] != k:
+            break
+        out.append(pair)
+    return out
+
+
+def learn(
+    measurer: Measurer,
+    record: Record,
+    problems: tuple[ConvProblem, ...],
+    weights: np.ndarray,
+    budget: Budget,
+    out: Path,
+    seed: int = 0,
+    settings: LearnSettings | None = None,
+    num_threads: int | None = None,
+    command: str = "",
+) -> LearnReport:
+    """Run the loop (see the module doc) with ``record`` (its existing rows resume it), then train
+    the model into ``out``, which holds the record and the round file as well."""
+    configs = measurer.kernels()
+    state = State.empty(problems, weights, configs)
+    read_record(record.path, state)
+    threads = thread_count(num_threads)
+    loop = Loop(measurer, record, state, budget, settings or LearnSettings(), seed, threads, [], Path(out) / ROUND_FILE)
+    loop.per_problem = problem_features(loop.data())
+    rounds, estimate, stopped = loop.run()
+    log.log(NOTICE, "stopped after round %d: %s; training the model on %d pairs", rounds, stopped, state.pairs)
+    cell = configs[0]
+    data = load_measurements([record.path], cell.arch, cell.variant, cell.dtype)
+    card, _ = train_model(data, Path(out), None, seed, command, force=True, num_threads=threads)
+    return LearnReport(
+        rounds=rounds,
+        kernels_built=len(state.built),
+        pairs_timed=state.pairs,
+        pairs_not_measured=int(np.count_nonzero(state.tried & np.isnan(state.values))),
+        measurement_seconds=state.seconds(loop.costs),
+        estimate_source=estimate.source if estimate is not None else "none",
+        estimated_mean_regret=estimate.mean_regret(state.weights) if estimate is not None else None,
+        stopped_by=stopped,
+        model=str(out),
+        objective=card.objective,
+    )

@@ -1,0 +1,113 @@
+"""What the learning loop measures through: a :class:`Measurer` builds kernels and times pairs.
+
+On a GPU the two costs differ by orders of magnitude: building a kernel is a compile of ~20 s of
+CPU, timing a (problem, kernel) pair on a built kernel is milliseconds of GPU plus the supervisor's
+set-up. The loop (:mod:`ckspace.training.learning`) trades them off, so a measurer states both
+(:attr:`Measurer.build_seconds`, :attr:`Measurer.pair_seconds`) before it is asked to do anything.
+
+:class:`ReplayMeasurer` answers from a recorded measurement CSV (either schema
+:mod:`ckspace.training.dataset` reads) instead of a GPU: the honest stand-in where there is none. A
+pair the recording lacks is *not measured* (``None``), never invented. A measurer that builds
+through ``ckspace build`` and times through ``ckspace bench``'s supervisor would sit beside it, above
+``run/`` (this layer cannot import it).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.kernel_key import KernelKey
+from ckspace.core.problem import ConvProblem
+from ckspace.training.dataset import Measurements, load_measurements
+
+log = logging.getLogger(__name__)
+
+REPLAY_BUILD_SECONDS = 22.0
+"""What building one kernel costs in replay: the CPU time of one gfx942 kernel's compile measured on
+this project's build machine (``ckspace build``, one kernel, warm headers), stated rather than
+replayed because a recording holds no compile times."""
+REPLAY_PAIR_SECONDS = 1.0
+"""What timing one pair costs in replay: an assumption, not a measurement (no GPU here). A pair's
+kernel runs milliseconds (3 warm-up and 10 timed runs by default); bench's worker set-up, operand
+upload and CPU check of the result dominate, and are taken as about a second."""
+
+Pair = tuple[ConvProblem, GemmConfig]
+
+
+class Measurer(ABC):
+    """Builds kernels and times (problem, kernel) pairs of one cell, and states what each costs."""
+
+    build_seconds: float
+    """The cost of building one kernel, known before it is built (the loop plans with it)."""
+    pair_seconds: float
+    """The cost of timing one pair on a built kernel, known before it is timed."""
+    device_name: str
+    """What the measurement rows name as their device."""
+    not_measured: str
+    """Why a pair this measurer answers ``None`` for has no measurement (a row's ``detail``)."""
+
+    @abstractmethod
+    def kernels(self) -> tuple[GemmConfig, ...]:
+        """The kernels this measurer can build: the loop's candidates."""
+
+    @abstractmethod
+    def build(self, kernels: Sequence[GemmConfig]) -> float:
+        """Build ``kernels``; returns the seconds it cost."""
+
+    @abstractmethod
+    def measure(self, pairs: Sequence[Pair]) -> list[float | None]:
+        """TFLOPS of each pair on its built kernel, ``None`` where the pair has no measurement."""
+
+
+class ReplayMeasurer(Measurer):
+    """Answers from a recording; builds cost :data:`REPLAY_BUILD_SECONDS` each."""
+
+    build_seconds = REPLAY_BUILD_SECONDS
+    pair_seconds = REPLAY_PAIR_SECONDS
+
+    def __init__(self, data: Measurements, label: str) -> None:
+        self._configs = data.configs
+        self._values = _recorded(data)
+        self._built: set[KernelKey] = set()
+        self.device_name = f"replay of {label}"
+        self.not_measured = f"not in the replay recording {label}"
+
+    @classmethod
+    def load(cls, path: Path, arch: str, variant: str, dtype: str) -> ReplayMeasurer:
+        """The recording of one cell in ``path`` (read and cleaned as ``ckspace train`` reads it)."""
+        return cls(load_measurements([path], arch, variant, dtype), Path(path).name)
+
+    def kernels(self) -> tuple[GemmConfig, ...]:
+        return self._configs
+
+    def build(self, kernels: Sequence[GemmConfig]) -> float:
+        self._built.update(c.kernel_key() for c in kernels)
+        return self.build_seconds * len(kernels)
+
+    def measure(self, pairs: Sequence[Pair]) -> list[float | None]:
+        out: list[float | None] = []
+        for problem, config in pairs:
+            key = config.kernel_key()
+            if key not in self._built:
+                raise CkspaceError(f"{config.name} is timed before it was built")
+            out.append(self._values.get((problem, key)))
+        return out
+
+
+def _recorded(data: Measurements) -> dict[tuple[ConvProblem, KernelKey], float]:
+    """Each recorded (shape, kernel) pair's TFLOPS; a shape the recording measured more than once
+    is answered by the median of its measurements, as the reader merges a pair's duplicate rows."""
+    values: dict[tuple[ConvProblem, KernelKey], list[float]] = {}
+    keys = [c.kernel_key() for c in data.configs]
+    for problem, line in zip(data.problems, data.tflops, strict=True):
+        for key, value in zip(keys, line.tolist(), strict=True):
+            if not np.isnan(value):
+                values.setdefault((problem, key), []).append(value)
+    return {pair: float(np.median(v)) for pair, v in values.items()}
