@@ -379,6 +379,8 @@ def learn(
     configs = measurer.kernels()
     state = State.empty(problems, weights, configs)
     read_record(record.path, state)
+    if state.built:  # a resumed run's measurer has built nothing yet (a GPU one finds them cached)
+        measurer.build([configs[k] for k in state.built])
     threads = thread_count(num_threads)
     loop = Loop(measurer, record, state, budget, settings or LearnSettings(), seed, threads, [], Path(out) / ROUND_FILE)
     loop.per_problem = problem_features(loop.data())

@@ -1,0 +1,159 @@
+"""The learning loop (``ckspace learn``) on the replay of the recorded MI355X measurements: the
+replay answers only what was recorded, the loop runs end to end into a model select loads, a run
+stopped by its budget resumes to the record and model of an unbroken run, its held-out picks are
+not worse than random sampling's at equal pairs, and bad input is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from learning_study import RECORDING, compare, recording, run_loop, split, write_problems
+
+from ckspace.cli import main
+from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
+from ckspace.core.problem import ConvProblem
+from ckspace.training.dataset import load_measurements
+from ckspace.training.learning import RECORD_FILE, ROUND_FILE, Budget, LearnSettings
+from ckspace.training.measurer import REPLAY_BUILD_SECONDS, ReplayMeasurer
+
+CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
+PROBLEM = "N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
+ROUND_ONE = LearnSettings().initial_kernels * LearnSettings().initial_problems
+"""The pairs of round 1 (every initial kernel on every initial problem)."""
+
+
+def learn_args(out: Path, kernels: int, pairs: int) -> list[str]:
+    return [
+        "learn",
+        *CELL,
+        "--problems",
+        "mi355x-forward-bf16",
+        "--replay",
+        "mi355x-forward-bf16",
+        "--budget-kernels",
+        str(kernels),
+        "--budget-pairs",
+        str(pairs),
+        "--out",
+        str(out),
+        "--threads",
+        "1",
+    ]
+
+
+def test_issue_38_item_1_replay_answers_recorded_pairs_and_invents_none() -> None:
+    data = recording()
+    measurer = ReplayMeasurer.load(RECORDING, "gfx950", "forward", "bf16")
+    assert measurer.kernels() == data.configs
+    first, second = data.configs[:2]
+    assert measurer.build([first, second]) == 2 * REPLAY_BUILD_SECONDS
+    unrecorded = ConvProblem.parse(PROBLEM)
+    assert unrecorded not in data.problems
+    answers = measurer.measure([(data.problems[0], first), (data.problems[5], second), (unrecorded, first)])
+    assert answers == [data.tflops[0, 0], data.tflops[5, 1], None]
+    with pytest.raises(CkspaceError, match="before it was built"):
+        measurer.measure([(data.problems[0], data.configs[2])])
+
+
+def test_issue_38_item_1_a_kernel_the_recording_lacks_is_not_measured() -> None:
+    data = recording()
+    measurer = ReplayMeasurer.load(RECORDING, "gfx950", "forward", "bf16")
+    other = GemmConfig(**{**data.configs[0].model_dump(), "tile_k": 2 * data.configs[0].tile_k})
+    assert other.kernel_key() not in {c.kernel_key() for c in data.configs}
+    measurer.build([other])
+    assert measurer.measure([(p, other) for p in data.problems[:3]]) == [None, None, None]
+
+
+def test_issue_38_items_2_3_loop_runs_end_to_end_and_select_takes_its_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "learnt"
+    assert main(learn_args(out, 6, 120)) == 0
+    captured = capsys.readouterr()
+    assert "round 1:" in captured.err and "round 2:" in captured.err  # a line per round
+    assert f"model (lambdarank) written to {out}" in captured.out or f"model (regression) written to {out}" in (
+        captured.out
+    )
+    record = load_measurements([out / RECORD_FILE], "gfx950", "forward", "bf16")
+    measured = int(np.count_nonzero(~np.isnan(record.tflops)))
+    assert measured <= 120 and len(record.configs) <= 6
+    lines = (out / RECORD_FILE).read_text().splitlines()[1:]
+    pairs = [tuple(line.split(",")[:2]) for line in lines]
+    assert len(pairs) == len(set(pairs)) <= 120  # no pair twice, within the budget
+    truth = recording()  # every measurement is the recording's
+    for p, problem in enumerate(record.problems):
+        for k, config in enumerate(record.configs):
+            if not np.isnan(record.tflops[p, k]):
+                row = truth.problems.index(problem)
+                assert record.tflops[p, k] == pytest.approx(truth.tflops[row, truth.configs.index(config)])
+    assert main(["select", *CELL, "--problem", PROBLEM, "--model", str(out), "--rules-only", "--top", "3"]) == 0
+    assert "grouped_conv" in capsys.readouterr().out
+
+
+def _model_files(out: Path) -> dict[str, bytes]:
+    return {name: (out / name).read_bytes() for name in (RECORD_FILE, "ranker.txt", "tflops.txt")}
+
+
+@pytest.mark.parametrize("first_budget", [ROUND_ONE, ROUND_ONE + 7], ids=["after_round_1", "inside_round_2"])
+def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, first_budget: int) -> None:
+    data = recording()
+    problems = write_problems(data, np.arange(60), tmp_path / "problems.csv")
+    total = Budget(kernels=8, pairs=ROUND_ONE + 70)
+    unbroken = run_loop(problems, total, 3, tmp_path / "unbroken")
+    stopped = run_loop(problems, Budget(kernels=8, pairs=first_budget), 3, tmp_path / "resumed")
+    assert stopped.pairs_timed == first_budget and stopped.stopped_by == "pairs budget"
+    assert (tmp_path / "resumed" / ROUND_FILE).is_file()
+    resumed = run_loop(problems, total, 3, tmp_path / "resumed")
+    assert resumed.pairs_timed == unbroken.pairs_timed == total.pairs
+    assert _model_files(tmp_path / "resumed") == _model_files(tmp_path / "unbroken")
+
+
+def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
+    """Held-out shapes (fold 0 of the grouped split, seed 0), 10 % of the training problems' pairs."""
+    result = compare(0, 0.1, 30, tmp_path)
+    loop, rand = result["loop"], result["random"]
+    print(f"loop mean {loop.mean:.2f} P10 {loop.p10:.2f}; random mean {rand.mean:.2f} P10 {rand.p10:.2f}")
+    assert loop.problems == rand.problems == len(split(recording(), 0)[1])
+    assert loop.mean >= rand.mean
+    assert result["loop_kernels"] < result["random_kernels"]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"--arch": "gfx999"}, "gfx999"),
+        ({"--variant": "sideways"}, "sideways"),
+        ({"--budget-pairs": "0"}, "--budget-pairs '0'"),
+        ({"--budget-kernels": "many"}, "--budget-kernels 'many'"),
+        ({"--replay": "no-such-data"}, "no-such-data"),
+        ({"--problems": "no-such-list"}, "no-such-list"),
+        ({"--seed": "-1"}, "--seed '-1'"),
+        ({"--target-regret": "150"}, "--target-regret '150'"),
+        ({"--dtype": "fp32"}, "fp32"),
+    ],
+)
+def test_issue_38_item_3_bad_input_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, str], named: str
+) -> None:
+    args = [*learn_args(tmp_path / "out", 4, 50), "--target-regret", "2", "--seed", "0"]
+    for option, value in change.items():
+        args[args.index(option) + 1] = value
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "Traceback" not in err
+    assert not (tmp_path / "out" / RECORD_FILE).exists()
+
+
+def test_issue_38_item_3_a_directory_of_others_is_refused_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "theirs"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(learn_args(out, 4, 50)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not one ckspace learn wrote" in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
