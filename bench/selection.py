@@ -3,9 +3,12 @@
 Registries: the model's 30 measured kernels, and every GEMM kernel of the ``full`` rule set for
 gfx950 forward 2D bf16. Problems: the 300 forward shapes of the benchmark set (the
 ``benchmark-forward-300`` data set). Each select sees a new problem (nothing per-problem is cached); the
-candidate columns are prepared once per registry, as a long-lived selector does. Also reported:
-LightGBM's own ``Booster.predict`` on the same feature matrix, against the direct C-API call the
-selector makes.
+candidate columns are prepared once per registry, as a long-lived selector does. The generated
+dispatcher's ``ckspace_select`` is timed twice: through ctypes, and from C itself by
+``selection_driver.c`` (compiled here with the host C compiler; it loads the library with dlopen and
+calls ``ckspace_select`` in a loop over the answered problems), the figure a host program sees.
+Also reported: LightGBM's own ``Booster.predict`` on the same feature matrix, against the direct
+C-API call the selector makes.
 
     python3 bench/selection.py [--repeats N]
 
@@ -17,15 +20,19 @@ from __future__ import annotations
 
 import argparse
 import csv
+import ctypes
 import itertools
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
-from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
+from ckspace.emit.dispatcher import HEADER, Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
 from ckspace.features.matrix import feature_matrix
 from ckspace.run.library import ConvProblemC, KernelLibrary
@@ -57,12 +64,33 @@ def report(label: str, ms: np.ndarray) -> None:
     )
 
 
-def dispatcher_for(configs: list) -> KernelLibrary:
-    """The generated dispatcher's host part for ``configs``, compiled with the host C compiler."""
+DRIVER = Path(__file__).with_name("selection_driver.c")
+
+
+def dispatcher_for(configs: list) -> tuple[KernelLibrary, str]:
+    """The generated dispatcher's host part for ``configs``, compiled with the host C compiler, and
+    its header's text."""
     library = Library.build(configs)
     files = dispatcher_sources(library, "gfx950", template_environment())
     sources = {path: data.decode() for path, data in files.items()}
-    return KernelLibrary(compile_library(sources, host_units(list(sources)), host_c_compiler()))
+    return KernelLibrary(compile_library(sources, host_units(list(sources)), host_c_compiler())), sources[HEADER]
+
+
+def timed_from_c(library: Path, header: str, structs: list[ConvProblemC], repeats: int) -> tuple[float, float]:
+    """(p50, p99) in microseconds of ``ckspace_select`` called from C by the driver."""
+    with tempfile.TemporaryDirectory(prefix="ckspace-bench-") as folder:
+        tmp = Path(folder)
+        (tmp / HEADER).write_text(header)
+        problems = tmp / "problems.bin"
+        problems.write_bytes(b"".join(bytes(s) for s in structs))
+        assert len(problems.read_bytes()) == len(structs) * ctypes.sizeof(ConvProblemC)
+        driver = tmp / "driver"
+        compiler = host_c_compiler()
+        subprocess.run([compiler, "-O2", f"-I{tmp}", "-o", str(driver), str(DRIVER), "-ldl"], check=True)
+        out = subprocess.run(
+            [str(driver), str(library), str(problems), str(repeats)], check=True, capture_output=True, text=True
+        ).stdout.split()
+    return float(out[1]), float(out[3])
 
 
 def main() -> None:
@@ -99,10 +127,13 @@ def main() -> None:
             "  Python select, LightGBM engine, k=5",
             timed(lambda p, candidates=candidates: reference.select(p, candidates, k=5), answered, args.repeats),
         )
-        dispatcher = dispatcher_for(candidates)
+        dispatcher, header = dispatcher_for(candidates)
         structs = [ConvProblemC.of(p, "forward", "bf16") for p in answered]
         compiled = timed(dispatcher.select_raw, structs, args.repeats)
         report("  compiled ckspace_select (via ctypes)", compiled)
+        p50, p99 = timed_from_c(dispatcher.path, header, structs, args.repeats)
+        print(f"{'  compiled ckspace_select (from C)':<48} p50 {p50:8.1f} us   p99 {p99:8.1f} us   (n={args.repeats})")
+        print(f"  ctypes' share of a call: {1 - p50 / (np.percentile(compiled, 50) * 1e3):.0%} at p50")
         print(f"  compiled vs Python select: {np.percentile(python, 50) / np.percentile(compiled, 50):.1f}x at p50")
         if len(candidates) == 30:
             prepared = reference.prepare(candidates)

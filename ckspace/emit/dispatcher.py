@@ -7,8 +7,9 @@ Beside the kernels, the emitted tree gets
   their rule expressions (:mod:`ckspace.constraints.cexpr`), the vector-width fallbacks
   (:mod:`ckspace.select.fallbacks`), the features rendered from their formulas
   (:mod:`ckspace.features.c_source`) and the selection loop;
-* ``ckspace_model/`` — each cell's ranker and regressor compiled to C by TL2cgen
-  (:mod:`ckspace.select.compiled`);
+* ``ckspace_model/`` — each cell's ranker as QuickScorer tables (:mod:`ckspace.select.forest`: the
+  same scores as TL2cgen's C, several times faster over a call's rows) and its regressor compiled to
+  C by TL2cgen (:mod:`ckspace.select.compiled`);
 * ``ckspace_dispatch_run.cpp`` — ``ckspace_run``, compiled with the kernels by a HIP compiler.
 
 Nothing here is written by hand per kernel or per rule: regenerate after any change. The Python
@@ -43,6 +44,7 @@ from ckspace.features.matrix import (
     CONFIG_FEATURES,
     FEATURE_NAMES,
     FORMULA_COLUMNS,
+    PROBLEM_FEATURES,
     PROBLEM_VALUES,
     ConfigTable,
     feature_formulas,
@@ -50,6 +52,7 @@ from ckspace.features.matrix import (
 from ckspace.features.performance import constant
 from ckspace.select.compiled import model_sources
 from ckspace.select.fallbacks import family_key, vector_variants
+from ckspace.select.forest import Forest, forest_c
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 from ckspace.select.support import ModelDomain, source_text
 
@@ -208,7 +211,7 @@ def dispatcher_sources(
     models = _cell_models(cells, arch, model_dirs)
     table = _kernel_table(library, cell_index, {cell: model[1] for cell, model in models.items() if model is not None})
     checks = _rule_checks(library, cell_index)
-    cell_context, files = _cell_sources(cells, models, hw)
+    cell_context, files = _cell_sources(cells, models, hw, table.pop("model_rows"))
     base = {"version": __version__}
     variants = [(v.value, v.code) for v in Variant]
     dtypes = [(d.value, d.code) for d in Dtype]
@@ -258,11 +261,12 @@ def _kernel_table(
     library: Library,
     cell_index: Mapping[tuple[Variant, Dtype], int],
     domains: Mapping[tuple[Variant, Dtype], ModelDomain],
-) -> dict[str, list]:
+) -> dict[str, object]:
     """The host C's kernel table: per kernel its cell, row and config features, its fallbacks (a
     range of ``fallbacks``), its other vector-width variants (a range of ``members``) and, when it
     lies outside its cell's model domain, the sibling inside it that its score is taken from (an
-    index into ``siblings``)."""
+    index into ``siblings``); kernels and siblings with their rows in their cell's ranker tables
+    (``model_rows``)."""
     table = ConfigTable.build(library.kernels)
     reasons = [
         domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None for c in library.kernels
@@ -291,6 +295,7 @@ def _kernel_table(
             {
                 "name": config.name,
                 "cell": cell_index[config.variant, config.dtype],
+                "block_values": table.block[i],
                 "ndim": config.ndim,
                 "candidate": int(library.candidate[i]),
                 "fallback_begin": begin,
@@ -304,19 +309,34 @@ def _kernel_table(
                 "source": source_text(cell_model, reasons[i]).replace("*/", "* /"),
             }
         )
+    sibling_entries = [
+        {
+            "name": c.name,
+            "cell": cell_index[c.variant, c.dtype],
+            "block_values": siblings.block[j],
+            "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
+            "block": [c_double(v) for v in siblings.block[j]],
+        }
+        for j, c in enumerate(siblings.configs)
+    ]
     return {
         "kernels": kernels,
         "fallbacks": flat,
         "members": members,
-        "siblings": [
-            {
-                "name": c.name,
-                "formula_columns": [c_double(v) for v in siblings.formula_columns[j]],
-                "block": [c_double(v) for v in siblings.block[j]],
-            }
-            for j, c in enumerate(siblings.configs)
-        ],
+        "siblings": sibling_entries,
+        "model_rows": _number_model_rows([*kernels, *sibling_entries]),
     }
+
+
+def _number_model_rows(entries: Sequence[dict]) -> dict[int, list]:
+    """Give each kernel and sibling (in that order) its ``model_row``, its row in its cell's ranker
+    tables, and return per cell the config blocks of those rows: the ranker applies the config
+    features' splits at generation (:func:`~ckspace.select.forest.forest_c`)."""
+    rows: dict[int, list] = {}
+    for entry in entries:
+        entry["model_row"] = len(rows.setdefault(entry["cell"], []))
+        rows[entry["cell"]].append(entry.pop("block_values"))
+    return rows
 
 
 def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int]) -> list[dict[str, object]]:
@@ -350,12 +370,14 @@ def _cell_sources(
     cells: Sequence[tuple[Variant, Dtype]],
     models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
     hw: HardwareFacts,
+    model_rows: Mapping[int, list],
 ) -> tuple[list[dict[str, object]], dict[str, bytes]]:
     """Per cell its context in the host C (features in C, whether a model ranks it) and the files
-    of its ranker and regressor compiled to C (:func:`~ckspace.select.compiled.model_sources`)."""
+    of its ranker (QuickScorer tables over the cell's ``model_rows``: :func:`~ckspace.select.forest.forest_c`)
+    and regressor (TL2cgen: :func:`~ckspace.select.compiled.model_sources`) in C."""
     files: dict[str, bytes] = {}
     cell_context = []
-    for variant, dtype in cells:
+    for index, (variant, dtype) in enumerate(cells):
         prefix = f"cks_{variant.value}_{dtype.value}"
         model = models[variant, dtype]
         texts = model[0] if model is not None else None
@@ -372,10 +394,19 @@ def _cell_sources(
             }
         )
         if texts is not None:
-            for role, name in (("ranker", RANKER_FILE), ("tflops", TFLOPS_FILE)):
-                for path, text in model_sources(texts[name], f"{prefix}_{role}", len(FEATURE_NAMES)).items():
-                    files[f"{MODEL_DIR}/{path}"] = text.encode()
+            forest = Forest.from_model_text(texts[RANKER_FILE])
+            files[f"{MODEL_DIR}/{prefix}_ranker.c"] = forest_c(
+                f"{prefix}_ranker", forest, _PROBLEM_SPAN, _CONFIG_SPAN, model_rows[index]
+            ).encode()
+            for path, text in model_sources(texts[TFLOPS_FILE], f"{prefix}_tflops", len(FEATURE_NAMES)).items():
+                files[f"{MODEL_DIR}/{path}"] = text.encode()
     return cell_context, files
+
+
+_PROBLEM_SPAN = range(len(PROBLEM_FEATURES))
+_CONFIG_SPAN = range(len(PROBLEM_FEATURES), len(PROBLEM_FEATURES) + len(CONFIG_FEATURES))
+"""Where a feature row holds the problem block (the same in every row of a call) and the config
+block (a kernel's, the same in every call)."""
 
 
 def _feature_layout() -> dict[str, object]:

@@ -3,7 +3,8 @@
 //
 // Host part of the dispatcher: the kernel table, CK's IsSupportedArgument checks rendered from
 // ckspace's rule expressions (ckspace.constraints.problem_rules), the features rendered from their
-// formulas (ckspace.features.matrix) and the rankers compiled by TL2cgen (ckspace_model/).
+// formulas (ckspace.features.matrix), and in ckspace_model/ the rankers as QuickScorer tables
+// (ckspace.select.forest) and the regressors compiled by TL2cgen.
 // Compile without contraction or fast-math (-ffp-contract=off): the features must be the doubles
 // the Python selector computes.
 #pragma STDC FP_CONTRACT OFF
@@ -42,6 +43,7 @@ typedef struct cks_kernel {
   int fallback_begin, fallback_end;  /* its family's fallbacks in FALLBACKS, widest first */
   int sibling;  /* outside its cell's model's training domain: its sibling in SIBLING_*, else -1 */
   int member_begin, member_end;  /* its other vector-width variants in MEMBERS (the vector rule) */
+  int model_row;  /* its row in its cell's ranker tables: the cell's kernels in table order, then its siblings */
   int64_t tile_m;
   int64_t tile_n;
   int64_t tile_k;
@@ -90,21 +92,21 @@ static const char* const NAMES[N_KERNELS] = {
    two: ckspace.select.support), or the analytical model (no model for the cell). */
 static const cks_kernel KERNELS[N_KERNELS] = {
   /* grouped_conv_bwd_data_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16: analytical */
-  { 3, 2, 1, 0, 0, -1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 3, 2, 1, 0, 0, -1, 0, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_bwd_data_fp16_nhwgc_3d_mem_cshuffle_intrawave_16x64x64_1x4x1_16x16x16: analytical */
-  { 2, 3, 1, 0, 0, -1, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 6, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 2, 3, 1, 0, 0, -1, 0, 0, 0, 16, 64, 64, 1, 4, 1, 16, 16, 16, 4, 8, 8, 6, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_bwd_weight_bf16_nhwgc_2d_mem_cshuffle_intrawave_128x32x32_1x1x1_32x32x16_vec8_8_1_gm8_2stage: analytical */
-  { 5, 2, 1, 0, 0, -1, 0, 0, 128, 32, 32, 1, 1, 1, 32, 32, 16, 8, 8, 1, 6, 0, 0, 1, 1, 1, 0, 8, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1 },
+  { 5, 2, 1, 0, 0, -1, 0, 0, 0, 128, 32, 32, 1, 1, 1, 32, 32, 16, 8, 8, 1, 6, 0, 0, 1, 1, 1, 0, 8, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_bwd_weight_fp16_nhwgc_3d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec8_8_4: analytical */
-  { 4, 3, 1, 0, 0, -1, 0, 0, 128, 128, 64, 2, 2, 1, 32, 32, 16, 8, 8, 4, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 4, 3, 1, 0, 0, -1, 0, 0, 0, 128, 128, 64, 2, 2, 1, 32, 32, 16, 8, 8, 4, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1: analytical */
-  { 1, 2, 1, 0, 0, -1, 0, 0, 128, 128, 64, 2, 2, 1, 16, 16, 32, 8, 8, 1, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 1, 2, 1, 0, 0, -1, 0, 0, 0, 128, 128, 64, 2, 2, 1, 16, 16, 32, 8, 8, 1, 2, 0, 0, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_fwd_bf16_nhwgc_2d_compv4_cshuffle_intrawave_128x128x32_1x2x1_32x32x16_vec1_1_8_dsb: analytical */
-  { 1, 2, 1, 0, 0, -1, 0, 0, 128, 128, 32, 1, 2, 1, 32, 32, 16, 1, 1, 8, 3, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 1, 2, 1, 0, 0, -1, 0, 0, 1, 128, 128, 32, 1, 2, 1, 32, 32, 16, 1, 1, 8, 3, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_fwd_fp16_nhwgc_2d_mem_cshuffle_intrawave_16x16x64_1x1x1_16x16x32_vec8_8_4_large_tensor: analytical */
-  { 0, 2, 1, 0, 0, -1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+  { 0, 2, 1, 0, 0, -1, 0, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
   /* grouped_conv_fwd_fp16_nhwgc_3d_mem_cshuffle_interwave_16x16x64_1x1x1_16x16x32_vec8_8_4_filter1x1_pad0: analytical */
-  { 0, 3, 1, 0, 0, -1, 0, 0, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1 },
+  { 0, 3, 1, 0, 0, -1, 0, 0, 1, 16, 16, 64, 1, 1, 1, 16, 16, 32, 8, 8, 4, 6, 1, 0, 1, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 1 },
 };
 
 static const int FALLBACKS[1] = { 0 };
@@ -142,6 +144,7 @@ static const double CONFIG_BLOCK[N_KERNELS][N_CONFIG_FEATURES] = {
 static const double SIBLING_FORMULA_COLUMNS[1][N_FORMULA_COLUMNS] = {
   { 0 },
 };
+static const int SIBLING_MODEL_ROW[1] = { 0 };
 static const double SIBLING_BLOCK[1][N_CONFIG_FEATURES] = {
   { 0 },
 };
@@ -2181,17 +2184,20 @@ static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* p
   double* sib_scores = sib_features + (size_t)n * N_FEATURES;
   int sib_row[N_KERNELS];  /* per row: its sibling's place among the siblings scored, or -1 */
   int sib_slot[1];  /* per sibling: its place, or -1 while unused */
+  int model_rows[N_KERNELS], sib_model_rows[N_KERNELS];  /* the rows' and siblings' rows in the ranker tables */
   int n_sib = 0;
   for (int j = 0; j < N_SIBLINGS; ++j) sib_slot[j] = -1;
   for (int r = 0; r < n; ++r) {
     for (int c = 0; c < N_FORMULA_COLUMNS; ++c) cfg[r * N_FORMULA_COLUMNS + c] = FORMULA_COLUMNS[rows[r]][c];
     for (int c = 0; c < N_CONFIG_FEATURES; ++c) block[r * N_CONFIG_FEATURES + c] = CONFIG_BLOCK[rows[r]][c];
     const int j = KERNELS[rows[r]].sibling;
+    model_rows[r] = KERNELS[rows[r]].model_row;
     sib_row[r] = -1;
     if (j < 0) continue;
     if (sib_slot[j] < 0) {  /* kernels sharing a sibling (a kernel's vector variants) score it once */
       for (int c = 0; c < N_FORMULA_COLUMNS; ++c) sib_cfg[n_sib * N_FORMULA_COLUMNS + c] = SIBLING_FORMULA_COLUMNS[j][c];
       for (int c = 0; c < N_CONFIG_FEATURES; ++c) sib_block[n_sib * N_CONFIG_FEATURES + c] = SIBLING_BLOCK[j][c];
+      sib_model_rows[n_sib] = SIBLING_MODEL_ROW[j];
       sib_slot[j] = n_sib++;
     }
     sib_row[r] = sib_slot[j];

@@ -1,0 +1,274 @@
+"""A booster's trees as QuickScorer tables in C: the ranker of the generated dispatcher.
+
+``ckspace_select`` ranks every kernel that runs a problem, so the ranker scores a few dozen to a few
+hundred rows per call. TL2cgen's C (:mod:`ckspace.select.compiled`) walks each tree as nested
+``if``s: about one mispredicted branch per tree and row, which made the tree walk most of a select
+call. QuickScorer (Lucchese et al., SIGIR 2015) reaches the same leaf without walking:
+
+* each tree's leaves are numbered left to right, and each split carries a mask of the leaves outside
+  its left subtree;
+* a row keeps, per tree, a word of live leaves; every split the row goes *right* at clears its mask
+  from that word, and the tree's exit leaf is then the lowest live bit (the exit leaf is never
+  cleared; a leaf left of it is cleared by the split where their paths part);
+* the splits of each feature sit sorted by threshold, so a row visits only the splits it goes right
+  at, one predictable loop per feature.
+
+Most splits need not be visited per row at all. The problem features are the same in every row of
+a call, so their splits are applied once per call; the config features are the same in every call
+for a kernel, so their splits are applied here, when the dispatcher is generated, into one word per
+tree and kernel (:func:`forest_c`'s ``config_rows``). Per row only the interaction features' splits
+are left.
+
+The leaves are the same as TL2cgen's, taken from the same Treelite model, and so is the test at a
+split: a value whose low 32 bits are all set reads as missing in TL2cgen's ``union Entry`` and takes
+the split's default branch; any other value goes left when it is ``<=`` the threshold (a NaN goes
+right). Each row's score adds the leaves in tree order to 0.0, then the base score, as TL2cgen
+does, so the scores are TL2cgen's to the bit (tests compare them).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ckspace.core.errors import CkspaceError
+from ckspace.features.c_source import c_double
+
+MAX_LEAVES = 64
+"""Leaves per tree a mask word holds; ckspace's boosters grow 15 (``num_leaves``)."""
+ROW_BLOCK = 8
+"""Rows scored together: their live words stay in the stack, and their leaf sums run interleaved
+(each row's sum is one chain of additions in tree order)."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of a tree: go left when ``row[feature] <= threshold`` (a missing value: when
+    ``default_left``); going right clears ``mask`` from the tree's live leaves."""
+
+    feature: int
+    threshold: float
+    default_left: bool
+    tree: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class Forest:
+    """A regression forest's leaves (per tree, left to right), its splits and its base score."""
+
+    leaves: tuple[tuple[float, ...], ...]
+    splits: tuple[Split, ...]
+    features: int
+    base_score: float
+
+    @classmethod
+    def from_model_text(cls, model_text: str) -> Forest:
+        """The forest of a LightGBM model file's text (checked by :mod:`ckspace.select.store`), read
+        by Treelite as TL2cgen reads it."""
+        import treelite
+
+        with tempfile.TemporaryDirectory(prefix="ckspace-forest-") as tmp:
+            path = Path(tmp) / "model.txt"
+            path.write_text(model_text)
+            try:
+                model = treelite.frontend.load_lightgbm_model(str(path))
+            except treelite.TreeliteError as exc:
+                first = (str(exc).strip().splitlines() or [""])[-1]
+                raise CkspaceError(f"Treelite refuses the model: {first}") from None
+        return cls.from_treelite_json(json.loads(model.dump_as_json(pretty_print=False)))
+
+    @classmethod
+    def from_treelite_json(cls, dump: dict) -> Forest:
+        """The forest of Treelite's JSON dump of a single-output model with numerical splits."""
+        if dump["num_target"] != 1 or list(dump["num_class"]) != [1] or dump["postprocessor"] != "identity":
+            raise CkspaceError("the ranker must be one raw-score output (no classes, no transformation)")
+        if dump["average_tree_output"]:
+            raise CkspaceError("the ranker must sum its trees, not average them")
+        leaves, splits = [], []
+        for t, tree in enumerate(dump["trees"]):
+            tree_leaves, tree_splits = _tree(tree["nodes"], t)
+            leaves.append(tree_leaves)
+            splits += tree_splits
+        return cls(tuple(leaves), tuple(splits), int(dump["num_feature"]), float(dump["base_scores"][0]))
+
+    def live_words(self, values: Mapping[int, float]) -> list[int]:
+        """Per tree, its leaves left live by the splits on the features of ``values`` (feature
+        index -> value), as the C clears them."""
+        live = [(1 << len(tree)) - 1 for tree in self.leaves]
+        for split in self.splits:
+            if split.feature in values and not goes_left(split, values[split.feature]):
+                live[split.tree] &= split.mask
+        return live
+
+    def word_bits(self) -> int:
+        """The narrowest unsigned C type's bits that hold every tree's leaves: smaller tables."""
+        most = max((len(tree) for tree in self.leaves), default=1)
+        return next(bits for bits in (8, 16, 32, 64) if most <= bits)
+
+
+def goes_left(split: Split, value: float) -> bool:
+    """TL2cgen's test: a value whose first four bytes (the ``int`` of its ``union Entry``) are -1
+    reads as missing and takes the default branch; any other goes left when ``<=`` the threshold."""
+    if struct.unpack("=i", struct.pack("=d", value)[:4])[0] == -1:
+        return split.default_left
+    return value <= split.threshold
+
+
+def _tree(nodes: list[dict], t: int) -> tuple[tuple[float, ...], list[Split]]:
+    """Tree ``t``'s leaf values left to right and its splits with their masks."""
+    by_id = {node["node_id"]: node for node in nodes}
+    leaves: list[float] = []
+    splits: list[Split] = []
+
+    def visit(node_id: int) -> range:  # the leaf numbers under the node
+        node = by_id[node_id]
+        if "leaf_value" in node:
+            leaves.append(float(node["leaf_value"]))
+            return range(len(leaves) - 1, len(leaves))
+        if node["node_type"] != "numerical_test_node" or node["comparison_op"] != "<=":
+            raise CkspaceError(f"tree {t}: only numerical '<=' splits are supported, not {node['node_type']}")
+        left = visit(node["left_child"])
+        right = visit(node["right_child"])
+        cleared = sum(1 << leaf for leaf in left)
+        test = (node["split_feature_id"], float(node["threshold"]), bool(node["default_left"]))
+        splits.append(Split(*test, t, ~cleared))
+        return range(left.start, right.stop)
+
+    visit(0)
+    if len(leaves) > MAX_LEAVES:
+        raise CkspaceError(f"tree {t} has {len(leaves)} leaves; the dispatcher's ranker takes at most {MAX_LEAVES}")
+    full = (1 << len(leaves)) - 1
+    return tuple(leaves), [Split(s.feature, s.threshold, s.default_left, s.tree, s.mask & full) for s in splits]
+
+
+def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_rows: Sequence[Sequence[float]]) -> str:
+    """A C translation unit exporting
+
+        void <prefix>_scores(const double* rows, const int* configs, long n, double* out)
+
+    the raw scores of ``n`` rows of ``forest.features`` doubles whose ``shared`` features are the
+    same in every row and whose ``config`` features are ``config_rows[configs[r]]`` (those splits are
+    applied here, once)."""
+    if shared.stop > config.start or config.stop > forest.features:
+        raise ValueError("the shared features come before the config features, both inside the row")
+    row_splits = sorted(
+        (s for s in forest.splits if s.feature not in shared and s.feature not in config),
+        key=lambda s: (s.feature, s.threshold, s.tree),
+    )
+    shared_splits = sorted((s for s in forest.splits if s.feature in shared), key=lambda s: (s.threshold, s.tree))
+    configs = [forest.live_words({f: row[f - config.start] for f in config}) for row in config_rows]
+    bits = forest.word_bits()
+    word = f"uint{bits}_t"
+    begin = [0] * (forest.features + 1)
+    for s in row_splits:
+        begin[s.feature + 1] += 1
+    for f in range(forest.features):
+        begin[f + 1] += begin[f]
+    row_features = sorted({s.feature for s in row_splits})
+    leaf_begin = [sum(len(t) for t in forest.leaves[:i]) for i in range(len(forest.leaves))]
+    constants = {
+        "WORD": word,
+        "TREES": len(forest.leaves),
+        "N_FEATURES": forest.features,
+        "N_SHARED_SPLITS": len(shared_splits),
+        "N_ROW_FEATURES": len(row_features),
+        "BASE_SCORE": c_double(forest.base_score),
+        "ROW_BLOCK": ROW_BLOCK,
+    }
+
+    def table(ctype: str, name: str, values: Sequence[str]) -> str:
+        return f"static const {ctype} {prefix}_{name}[{max(len(values), 1)}] = {{ {', '.join(values) or '0'} }};\n"
+
+    return (
+        "/* Generated by ckspace from a LightGBM model (ckspace.select.forest). Do not edit. */\n"
+        "#include <stdint.h>\n\n"
+        + "".join(f"#define {name} {value}\n" for name, value in constants.items())
+        + table("double", "LEAF", [c_double(v) for tree in forest.leaves for v in tree])
+        + table("int", "LEAF_BEGIN", [str(b) for b in leaf_begin])
+        + "/* the splits on the problem features, applied once per call */\n"
+        + table("int", "SHARED_FEATURE", [str(s.feature) for s in shared_splits])
+        + _split_tables(prefix, "SHARED_", shared_splits, bits)
+        + "/* the splits on the interaction features, per feature by threshold, applied per row */\n"
+        + table("int", "SPLIT_BEGIN", [str(b) for b in begin])
+        + table("int", "ROW_FEATURES", [str(f) for f in row_features])
+        + _split_tables(prefix, "", row_splits, bits)
+        + "/* per config row, each tree's leaves its config features' splits leave live */\n"
+        + f"static const {word} {prefix}_CONFIG_LIVE[{max(len(configs), 1)}][{len(forest.leaves)}] = {{\n"
+        + "".join(f"  {{ {', '.join(_hex(w, bits) for w in live)} }},\n" for live in configs or [[0]])
+        + "};\n"
+        + _FUNCTIONS.replace("PREFIX", prefix)
+    )
+
+
+def _split_tables(prefix: str, kind: str, splits: Sequence[Split], bits: int) -> str:
+    """The C tables of ``splits``: threshold, tree, default branch and mask, in their order."""
+    rows = (
+        ("double", "THRESHOLD", [c_double(s.threshold) for s in splits]),
+        ("int", "TREE", [str(s.tree) for s in splits]),
+        ("unsigned char", "DEFAULT_LEFT", [str(int(s.default_left)) for s in splits]),
+        (f"uint{bits}_t", "MASK", [_hex(s.mask, bits) for s in splits]),
+    )
+    return "".join(
+        f"static const {ctype} {prefix}_{kind}{name}[{max(len(values), 1)}] = {{ {', '.join(values) or '0'} }};\n"
+        for ctype, name, values in rows
+    )
+
+
+def _hex(word: int, bits: int) -> str:
+    return f"UINT{bits}_C({word:#x})" if bits == 64 else f"{word:#x}"
+
+
+_FUNCTIONS = """
+/* Whether TL2cgen's union Entry reads x as missing: its int member (over x's first bytes) is -1. */
+static int PREFIX_missing(double x) {
+  union { int missing; double fvalue; } entry;
+  entry.fvalue = x;
+  return entry.missing == -1;
+}
+
+/* Clear from live[] what the splits on feature f clear for the value x: the splits x goes right
+   at, the first ones by threshold (all of them for a NaN). */
+static void PREFIX_apply(int f, double x, WORD* live) {
+  int s = PREFIX_SPLIT_BEGIN[f];
+  const int end = PREFIX_SPLIT_BEGIN[f + 1];
+  if (PREFIX_missing(x)) {
+    for (; s < end; ++s) if (!PREFIX_DEFAULT_LEFT[s]) live[PREFIX_TREE[s]] &= PREFIX_MASK[s];
+    return;
+  }
+  for (; s < end && !(x <= PREFIX_THRESHOLD[s]); ++s) live[PREFIX_TREE[s]] &= PREFIX_MASK[s];
+}
+
+/* Raw scores of n rows of N_FEATURES features (row-major) that share their problem features and
+   take their config features from CONFIG_LIVE[configs[r]]: the leaf each row exits each tree at,
+   added in tree order to 0.0, then the base score (TL2cgen's sum). */
+void PREFIX_scores(const double* rows, const int* configs, long n, double* out) {
+  if (n <= 0) return;
+  WORD shared[TREES], live[ROW_BLOCK][TREES];
+  for (int t = 0; t < TREES; ++t) shared[t] = (WORD)~(WORD)0;
+  for (int s = 0; s < N_SHARED_SPLITS; ++s) {
+    const double x = rows[PREFIX_SHARED_FEATURE[s]];
+    const int left = PREFIX_missing(x) ? PREFIX_SHARED_DEFAULT_LEFT[s] : x <= PREFIX_SHARED_THRESHOLD[s];
+    if (!left) shared[PREFIX_SHARED_TREE[s]] &= PREFIX_SHARED_MASK[s];
+  }
+  for (long first = 0; first < n; first += ROW_BLOCK) {
+    const long m = n - first < ROW_BLOCK ? n - first : ROW_BLOCK;
+    for (long r = 0; r < m; ++r) {
+      const double* row = rows + (first + r) * N_FEATURES;
+      const WORD* config = PREFIX_CONFIG_LIVE[configs[first + r]];
+      for (int t = 0; t < TREES; ++t) live[r][t] = shared[t] & config[t];
+      for (int i = 0; i < N_ROW_FEATURES; ++i) {
+        PREFIX_apply(PREFIX_ROW_FEATURES[i], row[PREFIX_ROW_FEATURES[i]], live[r]);
+      }
+      out[first + r] = 0.0;
+    }
+    for (int t = 0; t < TREES; ++t)
+      for (long r = 0; r < m; ++r) out[first + r] += PREFIX_LEAF[PREFIX_LEAF_BEGIN[t] + __builtin_ctzll(live[r][t])];
+    for (long r = 0; r < m; ++r) out[first + r] += BASE_SCORE;
+  }
+}
+"""
