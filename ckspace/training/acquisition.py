@@ -55,9 +55,10 @@ class Estimate:
     mu: np.ndarray  # (problems, kernels) natural log TFLOPS, measured pairs at their measurement
     regret: np.ndarray  # (problems,) expected loss of the pick, fraction of the best
     value: np.ndarray  # (problems, kernels) expected regret reduction of timing the pair, weighted
+    weights: np.ndarray  # (problems,) each problem's share of the workload that can be measured
 
-    def mean_regret(self, weights: np.ndarray) -> float:
-        return float(np.average(self.regret, weights=weights))
+    def mean_regret(self) -> float:
+        return float(self.regret @ self.weights)
 
 
 def analytical_mu(log2_model: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float]:

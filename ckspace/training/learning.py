@@ -61,6 +61,11 @@ from ckspace.training.trainer import train_model
 
 log = logging.getLogger(__name__)
 
+LOST_AFTER = 1
+"""A problem whose first this many pairs all failed (and none ran) is not asked again and counts in
+no estimate: the measurer cannot run it (a replay has no recording of it, a GPU lacks the memory).
+One: each further ask of such a problem is a pair of the budget spent on nothing, and a problem
+whose first pair ran is never lost, whatever fails later."""
 RECORD_FILE = "measurements.csv"
 ROUND_FILE = "round.json"
 
@@ -254,10 +259,13 @@ class Loop:
         sigma = centred_sigma(residual)
         mu = shifted(mu, s.values)
         failed = s.tried & np.isnan(s.values)
+        lost = (failed.sum(axis=1) >= LOST_AFTER) & ~(s.tried & ~failed).any(axis=1)
+        failed[lost] = True
         rng = np.random.default_rng([self.seed, s.pairs])
         regret, value = lookahead(mu, sigma, s.values, failed, rng, self.settings.samples)
-        value *= (s.weights / s.weights.sum())[:, None]
-        return Estimate(source, level, sigma, mu, regret, value)
+        weights = np.where(lost, 0.0, s.weights)
+        weights = weights / weights.sum() if weights.any() else weights
+        return Estimate(source, level, sigma, mu, regret, value * weights[:, None], weights)
 
     def log2_model(self) -> np.ndarray:
         column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
@@ -314,7 +322,7 @@ class Loop:
             int(np.count_nonzero(s.tried & np.isnan(s.values))),
             estimate.source,
             estimate.sigma,
-            100.0 * estimate.mean_regret(s.weights),
+            100.0 * estimate.mean_regret(),
             s.seconds(self.costs),
         )
 
@@ -347,7 +355,7 @@ class Loop:
             return "pairs budget"
         if len(s.built) >= b.kernels and s.tried[:, s.built].all():
             return "kernels budget"
-        if estimate is not None and b.target_regret is not None and estimate.mean_regret(s.weights) < b.target_regret:
+        if estimate is not None and b.target_regret is not None and estimate.mean_regret() < b.target_regret:
             return "target regret"
         return ""
 
@@ -396,7 +404,7 @@ def learn(
         pairs_not_measured=int(np.count_nonzero(state.tried & np.isnan(state.values))),
         measurement_seconds=state.seconds(loop.costs),
         estimate_source=estimate.source if estimate is not None else "none",
-        estimated_mean_regret=estimate.mean_regret(state.weights) if estimate is not None else None,
+        estimated_mean_regret=estimate.mean_regret() if estimate is not None else None,
         stopped_by=stopped,
         model=str(out),
         objective=card.objective,
