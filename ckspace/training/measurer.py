@@ -30,9 +30,8 @@ from ckspace.training.dataset import Measurements, load_measurements
 log = logging.getLogger(__name__)
 
 REPLAY_BUILD_SECONDS = 22.0
-"""What building one kernel costs in replay: the CPU time of one gfx942 kernel's compile measured on
-this project's build machine (``ckspace build``, one kernel, warm headers), stated rather than
-replayed because a recording holds no compile times."""
+"""What building one kernel costs in replay: the measured CPU cost of compiling one gfx942 kernel on
+this project's machine, stated rather than replayed because a recording holds no compile times."""
 REPLAY_PAIR_SECONDS = 1.0
 """What timing one pair costs in replay: an assumption, not a measurement (no GPU here). A pair's
 kernel runs milliseconds (3 warm-up and 10 timed runs by default); bench's worker set-up, operand
