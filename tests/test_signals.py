@@ -181,14 +181,30 @@ def test_issue36_item10_a_signal_in_the_solve_returns_only_once_the_search_has(m
     ``Thread.join`` marked the thread stopped (Python 3.11) and the one ``stop_search`` could come
     before the search began, so the exception reached the CLI while CP-SAT's C++ thread ran, and the
     process died at exit ("terminate called without an active exception", -6). Now the stop is
-    asked until heard and the exception propagates once the solver has returned."""
+    asked until heard and the exception propagates once the solver has returned. The signal is
+    caught by another thread than the main one (the kernel picks any thread that does not block
+    it): the main thread must still handle it, within its bounded wait (a first version of the fix
+    waited unbounded and hung here)."""
     from ckspace.planning.plan_model import solve_interruptibly
 
     solver = _CpSatLike()
-    sender = threading.Thread(target=lambda: solver.entered.wait(600) and os.kill(os.getpid(), signal.SIGINT))
+    unanswered = threading.Event()
+
+    def watch() -> None:
+        if not solver.returned.wait(120):  # never handled: end the search so the test fails, not hangs
+            unanswered.set()
+            solver.release()
+
+    def send() -> None:
+        solver.entered.wait(600)
+        time.sleep(0.5)  # the moment: the main thread waiting for the search, not starting it
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # caught here, not by the main thread
+
+    sender, watchdog = threading.Thread(target=send), threading.Thread(target=watch)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         sender.start()
+        watchdog.start()
         with pytest.raises(KeyboardInterrupt):
             solve_interruptibly(solver, None)
         returned = solver.returned.is_set()
@@ -196,7 +212,8 @@ def test_issue36_item10_a_signal_in_the_solve_returns_only_once_the_search_has(m
         signal.signal(signal.SIGINT, previous)
         sender.join()
         solver.release()
-    assert (returned, solver.lost) == (True, 1)
+        watchdog.join()
+    assert (returned, solver.lost, unanswered.is_set()) == (True, 1, False)
 
 
 def test_issue36_item10_ctrl_c_during_plans_solve_exits_130_cleanly() -> None:

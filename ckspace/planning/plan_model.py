@@ -65,7 +65,8 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> i
     try:
         with signals_deferred():
             worker.start()
-        done.wait()  # interruptible, and safe to interrupt, unlike Thread.join (see _stop)
+        while not done.wait(0.2):  # bounded: a signal caught by another thread is handled within it
+            pass  # an Event, not Thread.join: safe to interrupt (see _stop)
         worker.join()
     except BaseException:
         with signals_deferred():  # a second Ctrl-C must not cut the wait for the search short
