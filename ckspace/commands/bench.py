@@ -9,7 +9,7 @@ from typing import TextIO
 from ckspace.commands.common import data_set_help, problems_file
 from ckspace.core.datasets import Kind
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
-from ckspace.core.problem_columns import COLUMNS_HELP
+from ckspace.core.problem_keys import COLUMNS_HELP
 
 NAME = "bench"
 HELP = "run, verify and time a built library's kernels on problems (AMD GPU); one CSV row per pair"

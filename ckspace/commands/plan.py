@@ -18,7 +18,7 @@ from ckspace.commands.common import (
 )
 from ckspace.core.datasets import Kind
 from ckspace.core.errors import CkspaceError
-from ckspace.core.problem_columns import COLUMNS_HELP
+from ckspace.core.problem_keys import COLUMNS_HELP
 
 NAME = "plan"
 HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"

@@ -17,32 +17,15 @@ from pydantic_core import PydanticCustomError
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.operands import OPERANDS
+from ckspace.core.problem_keys import DIMS, PROBLEM_KEYS, SHORTHANDS, SIZE_FIELDS, lacking_per_dimension, problem_key
 from ckspace.core.validation import CheckedModel, invalid_input
 from ckspace.core.vocab import Variant
 
-_DIMS = ("d", "h", "w")
 _SPATIAL_IN = {"d": "Di", "h": "Hi", "w": "Wi"}
 _FILTER = {"d": "Z", "h": "Y", "w": "X"}
-_SHORTHANDS = ("stride", "pad", "dil")
-SIZE_FIELDS: tuple[str, ...] = (
-    *("N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X"),
-    *(f"{what}_{dim}" for what in _SHORTHANDS for dim in _DIMS),
-)
-"""A problem's sizes, strides, pads and dilations in one order: the columns of a problem list."""
 PROBLEM_FIELDS: tuple[str, ...] = (*SIZE_FIELDS, "k_batch")
 """Every integer a problem is (its sizes and split-K's batch count): the order in which the
 selector's features and CK's problem checks read them."""
-PROBLEM_KEYS: tuple[str, ...] = (*SIZE_FIELDS[:10], *_SHORTHANDS, *SIZE_FIELDS[10:], "k_batch", "ndim")
-"""Every key a problem is written with, in ``--problem`` text and as a problems CSV's columns
-(case-insensitive): the sizes, the shorthands ``stride``/``pad``/``dil`` for all dimensions, the
-per-dimension ``stride_h``..., ``k_batch`` and ``ndim``."""
-_BY_LOWER = {k.lower(): k for k in PROBLEM_KEYS}
-
-
-def problem_key(name: str) -> str | None:
-    """The key ``name`` spells (``Stride_H`` is ``stride_h``, ``n`` is ``N``), or None: the one
-    reading of a key, for ``--problem`` and for every problems CSV's header."""
-    return _BY_LOWER.get(name.strip().lower())
 
 
 _LACKING = "lacking_keys"
@@ -112,7 +95,7 @@ class ConvProblem(CheckedModel):
         if "ndim" not in data:
             data = {**data, "ndim": _ndim_of(data)}
         ndim = data["ndim"]
-        dims = _DIMS[3 - ndim :] if ndim in (1, 2, 3) else _DIMS[2:]
+        dims = DIMS[3 - ndim :] if ndim in (1, 2, 3) else DIMS[2:]
         required = ["N", "C", "K", *(_SPATIAL_IN[d] for d in dims), *(_FILTER[d] for d in dims)]
         lacking = [key for key in required if key not in data]
         if lacking:
@@ -145,11 +128,11 @@ class ConvProblem(CheckedModel):
     @property
     def dims(self) -> tuple[str, ...]:
         """The spatial dimensions present, outermost first: ('h', 'w') for 2D."""
-        return _DIMS[3 - self.ndim :]
+        return DIMS[3 - self.ndim :]
 
     @property
     def dims_absent(self) -> tuple[str, ...]:
-        return _DIMS[: 3 - self.ndim]
+        return DIMS[: 3 - self.ndim]
 
     @property
     def Cg(self) -> int:
@@ -238,7 +221,7 @@ class ConvProblem(CheckedModel):
             except ValueError:
                 raise InvalidInputError(f"problem {text!r}: {name}={value.strip()!r} is not an integer") from None
         ndim = values.get("ndim", _ndim_of(values))
-        lacking = lacking_per_dimension(values, _DIMS[3 - ndim :] if ndim in (1, 2, 3) else ())
+        lacking = lacking_per_dimension(values, DIMS[3 - ndim :] if ndim in (1, 2, 3) else ())
         if lacking:
             raise InvalidInputError(f"problem {text!r}: {lacking}")
         return cls.from_values(values, text)
@@ -248,8 +231,8 @@ class ConvProblem(CheckedModel):
         values = dict(values)
         values.setdefault("ndim", _ndim_of(values))
         ndim = values["ndim"]
-        dims = _DIMS[3 - ndim :] if ndim in (1, 2, 3) else ()
-        for short in _SHORTHANDS:
+        dims = DIMS[3 - ndim :] if ndim in (1, 2, 3) else ()
+        for short in SHORTHANDS:
             if short in values:
                 value = values.pop(short)
                 for d in dims:
@@ -261,23 +244,6 @@ class ConvProblem(CheckedModel):
             if message.startswith("ConvProblem lacks "):  # "problem 'N=1' lacks K, ...": the text is the subject
                 raise InvalidInputError(what + message.removeprefix("ConvProblem")) from None
             raise InvalidInputError(f"{what}: {message}") from None
-
-
-def lacking_per_dimension(keys, dims: tuple[str, ...] | str) -> str | None:
-    """Why keys that give a stride, pad or dilation for some of the problem's dimensions but not
-    all of them (and no shorthand for the rest) are refused, or None. A lone ``stride_h`` of a 2D
-    problem would otherwise leave ``stride_w`` at 1: a convolution other than the one meant,
-    without a word. ``dims`` are the problem's dimensions (``"hw"`` for 2D)."""
-    keys = set(keys)
-    for short in _SHORTHANDS:
-        given = [f"{short}_{d}" for d in dims if f"{short}_{d}" in keys]
-        if given and short not in keys and len(given) < len(dims):
-            missing = [f"{short}_{d}" for d in dims if f"{short}_{d}" not in keys]
-            return (
-                f"{', '.join(given)} given without {', '.join(missing)} (a {len(dims)}D problem: give every "
-                f"dimension's {short}_*, or {short} for all of them)"
-            )
-    return None
 
 
 def _ndim_of(keys) -> int:
@@ -296,7 +262,7 @@ def _lacking(missing: list[str], given: object) -> str:
     keys of 2D and 3D are named too."""
     values = given if isinstance(given, dict) else {}
     ndim = values.get("ndim", 1)
-    if ndim == 1 and not set(values) & {"Di", "Hi", "Z", "Y", *(f"{p}_{d}" for p in _SHORTHANDS for d in "dh")}:
+    if ndim == 1 and not set(values) & {"Di", "Hi", "Z", "Y", *(f"{p}_{d}" for p in SHORTHANDS for d in "dh")}:
         return (
             f"ConvProblem lacks {', '.join(missing)} (read as 1D: no depth or height key; for 2D give Hi, Y too, "
             "for 3D Di, Hi, Z, Y)"

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.problem import PROBLEM_KEYS, ConvProblem, lacking_per_dimension, problem_key
+from ckspace.core.problem import ConvProblem
+from ckspace.core.problem_keys import PROBLEM_KEYS, lacking_per_dimension, problem_key
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("N", "C", "K", "Wi", "X")
 """The problem columns every problems CSV has: what every problem states (a 2D or 3D file has its
@@ -66,13 +67,6 @@ _FOREIGN: dict[str, str] = {
     "fil_h": "Y",
     "fil_w": "X",
 }
-COLUMNS_HELP = (
-    "columns (any case, any order): N, C, K, Wi, X required; G, Hi, Y (2D), Di, Z (3D); stride, pad, dil "
-    "for every dimension or stride_d/h/w, pad_d/h/w, dil_d/h/w for each; k_batch; ndim (else 3D when a depth "
-    "column is not 1/1/1/0/1); Do, Ho, Wo are checked; a column given twice or in another vocabulary (padding, "
-    "Stride_X, groups) is refused; other columns are ignored"
-)
-"""What ``--help`` says of a problems CSV's columns (the rules of this module, in one line)."""
 
 
 def foreign_column(name: str) -> str | None:
