@@ -102,7 +102,10 @@ def test_issue_36_item_11_cache_clear_removes_only_what_its_names_prove_ckspaces
     if ours:
         cells = [path for path in ours if path.parent.name == "cells" and not path.name.startswith(".")]
         assert info["cells"]["entries"] == len(cells) > 0
-        assert info["ck_revisions"]["entries"] == 1
+        # the CK revision entry is written when this process first reads the headers: it may have
+        # read them before this test (run_cli runs in-process), so count what is there
+        revisions = [path for path in ours if path.parent.name == "ck" and not path.name.startswith(".")]
+        assert info["ck_revisions"]["entries"] == len(revisions)
     cleared = run_cli(["cache", "clear", "--objects", "--cache-dir", str(cache)])
     assert cleared.status == 0 and cleared.stdout.endswith(" and 1 objects\n"), cleared
     assert {path: path.read_bytes() for path in foreign} == foreign
