@@ -314,7 +314,7 @@ def _on_a_full_disk(mount: Path, size: str, argv: list[str], env: dict[str, str]
     ids=["emit", "train"],
 )
 def test_issue36_item19_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, argv: list[str], written: str) -> None:
-    """issue 36 item 19: ``emit`` (files written one by one) and ``train`` (a model directory
+    """``emit`` (files written one by one) and ``train`` (a model directory
     filled and swapped in) on a disk that fills up. The write's ENOSPC carries no file name, so the
     line said "No space left on device" and not where; it names the output file now, and nothing
     half-written is left (the tree keeps the whole files written before)."""
@@ -364,7 +364,7 @@ def _evaluate_plot(tmp_path: Path, target: Path, monkeypatch: pytest.MonkeyPatch
 def test_issue36_item13_evaluate_plot_never_replaces_a_file_it_did_not_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, content: bytes | None, says: str
 ) -> None:
-    """issue 36 item 13: ``--plot`` over an existing CSV replaced it with a PNG (exit 0). A plot is
+    """``--plot`` over an existing CSV replaced it with a PNG (exit 0). A plot is
     written only to a ``.png`` path that is new or already holds a PNG; anything else is one line
     naming the path, before the cross-validation, and the file keeps every byte."""
     target = tmp_path / name
@@ -379,7 +379,7 @@ def test_issue36_item13_evaluate_plot_never_replaces_a_file_it_did_not_write(
 def test_issue36_item21_evaluate_plot_checks_matplotlib_before_the_cross_validation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 36 item 21: without matplotlib, ``--plot`` failed only after the whole cross-validation
+    """Without matplotlib, ``--plot`` failed only after the whole cross-validation
     had run; the check now comes first, in one line."""
     import sys
 

@@ -116,7 +116,7 @@ def _train(data: Path, out: Path) -> list[str]:
 def test_issue36_item8_a_signal_while_train_retires_the_old_model_leaves_no_old(
     signum: int, status: int, line: str, small_csv: Path, trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 36 item 8: the signal arrives just as ``train`` starts removing the previous model it
+    """The signal arrives just as ``train`` starts removing the previous model it
     has moved aside (``.model.<hex>.old``). Unfixed, the handler's exception cut that removal short
     and the ``.old`` stayed beside ``--out``; the retiring now runs to its end, then the signal ends
     the command as usual, with the new model whole at ``--out``."""
@@ -177,7 +177,7 @@ class _CpSatLike:
 
 
 def test_issue36_item10_a_signal_in_the_solve_returns_only_once_the_search_has(monkeypatch) -> None:
-    """issue 36 item 10: Ctrl-C while the search thread runs. Unfixed, the interrupted
+    """Ctrl-C while the search thread runs. Unfixed, the interrupted
     ``Thread.join`` marked the thread stopped (Python 3.11) and the one ``stop_search`` could come
     before the search began, so the exception reached the CLI while CP-SAT's C++ thread ran, and the
     process died at exit ("terminate called without an active exception", -6). Now the stop is
@@ -217,7 +217,7 @@ def test_issue36_item10_a_signal_in_the_solve_returns_only_once_the_search_has(m
 
 
 def test_issue36_item10_ctrl_c_during_plans_solve_exits_130_cleanly() -> None:
-    """issue 36 item 10, end to end: ``plan`` interrupted half a second into its first solve (the
+    """End to end: ``plan`` interrupted half a second into its first solve (the
     moment its log says the solve begins, then a moment in) ends with 130 and one line, no abort."""
     argv = ["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
     argv += ["--problems", "miopen-forward-300", "--budget", "8", "-v"]
@@ -243,7 +243,7 @@ _CONSOLE_SCRIPT = "from ckspace.cli import main\nsys.exit(main(['info']))\n"
 
 
 def test_issue36_item9_importing_the_entry_point_loads_nothing_before_main() -> None:
-    """issue 36 item 9: before ``main`` installs its handlers, a Ctrl-C is Python's (a
+    """Before ``main`` installs its handlers, a Ctrl-C is Python's (a
     KeyboardInterrupt traceback). What the console script imports before calling ``main`` is
     therefore ckspace's package and ``cli`` alone (``signal``, which installing a handler needs,
     aside): unfixed it was typing, argparse, logging and ckspace.core.errors too, about 10 ms."""
@@ -260,7 +260,7 @@ def test_issue36_item9_importing_the_entry_point_loads_nothing_before_main() -> 
 def test_issue36_item9_a_signal_while_the_entry_point_loads_ends_quietly(
     module: str, signum: int, status: int, line: str
 ) -> None:
-    """issue 36 item 9: the signal arrives as the console script's import of ``ckspace.cli`` loaded
+    """The signal arrives as the console script's import of ``ckspace.cli`` loaded
     ``module`` (unfixed: a KeyboardInterrupt traceback, or death by SIGTERM). Those load after
     ``main`` has its handlers now, so the command ends as a later signal would."""
     done = _run_python(_SIGNAL_ON_IMPORT.format(module=module, signum=int(signum)) + _CONSOLE_SCRIPT)
