@@ -73,8 +73,8 @@ PROBLEM_FILES = {
     "problems_zero_weights.csv": f"N,C,K,Hi,Wi,Y,X,w\n{_SHAPES},0\n",
     "problems_3d_lacking.csv": "N,C,K,Di,Hi,Wi,Z,Y,X,pad_h,pad_w\n1,64,64,8,56,56,3,3,3,1,1\n",
 }
-"""Problems CSVs (the contract's items 1, 7, 15, 16 of its third round): one that is read, and one of each kind that must be
-refused in one line (a column in another vocabulary, a lone per-dimension column, a repeated
+"""Problems CSVs (the contract's items 1, 7, 15, 16 of its third round): one that is read, and one of
+each kind that must be refused in one line (a column in another vocabulary, a lone per-dimension column, a repeated
 column, a short row, an output size the sizes do not give, weights all 0, a 3D row lacking the
 depth of the per-dimension columns)."""
 

@@ -30,6 +30,7 @@ def _rules_model(arch: str, variant: Variant, dtype: Dtype) -> CellModel:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gemm_configs())
+@pytest.mark.slow
 def test_each_gemm_rule_agrees_across_backends(config) -> None:
     model = _rules_model(config.arch, config.variant, config.dtype)
     row = config.row()

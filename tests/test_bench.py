@@ -88,6 +88,7 @@ def _stable(rows: list[dict[str, str]]) -> set[tuple]:
     return {tuple((k, v) for k, v in sorted(row.items()) if k not in TIMING) for row in rows}
 
 
+@pytest.mark.slow
 def test_every_pair_ends_ok_wrong_crash_or_timeout(standin: Path, tmp_path: Path) -> None:
     """Good, wrong, crashing and hanging kernels in one batch, then a good one after the culprits:
     the batch goes on after each crash and hang, every pair gets exactly one row."""
@@ -116,6 +117,7 @@ def test_every_pair_ends_ok_wrong_crash_or_timeout(standin: Path, tmp_path: Path
     assert "15 supported pairs" in done.stdout and "crash 3" in done.stdout and "timeout 3" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD, WRONG, CRASH, 4, 5])
     whole = tmp_path / "whole.csv"
@@ -147,6 +149,7 @@ def test_a_killed_sweep_resumed_writes_the_rows_of_an_uninterrupted_one(standin:
     assert len(rows) == 15 and _stable(rows) == _stable(_rows(whole))
 
 
+@pytest.mark.slow
 def test_two_devices_share_the_work(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD, 4, 5, 6])
     out = tmp_path / "out.csv"
@@ -175,6 +178,7 @@ def test_two_devices_share_the_work(standin: Path, tmp_path: Path) -> None:
         (["--variant", "forward"], "holds bwd_weight kernels only"),
     ],
 )
+@pytest.mark.slow
 def test_bad_options_are_one_line(standin: Path, tmp_path: Path, args: list[str], message: str) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
     done = subprocess.run(
@@ -185,6 +189,7 @@ def test_bad_options_are_one_line(standin: Path, tmp_path: Path, args: list[str]
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.slow
 def test_without_a_gpu_bench_says_what_is_missing(standin: Path, tmp_path: Path) -> None:
     """The HIP backend on this machine (no AMD GPU, perhaps no hip-python): one line, exit non-zero."""
     problems, kernels = _files(tmp_path, standin, [GOOD])
@@ -220,6 +225,7 @@ def test_a_gpu_probe_that_hangs_is_stopped_and_named(
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.slow
 def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
     foreign = tmp_path / "foreign.csv"
@@ -234,6 +240,7 @@ def test_a_foreign_or_mismatched_results_file_is_refused(standin: Path, tmp_path
     assert done.returncode == 2 and "problems file it was started with" in done.stderr
 
 
+@pytest.mark.slow
 def test_resume_of_a_foreign_csv_without_final_newline_refuses_it_untouched(standin: Path, tmp_path: Path) -> None:
     """A bug this fixes: the torn-row repair ran before the file was checked, deleting the foreign
     last line."""
@@ -253,6 +260,7 @@ def test_resume_of_a_foreign_csv_without_final_newline_refuses_it_untouched(stan
         assert path.read_bytes() == content
 
 
+@pytest.mark.slow
 def test_a_torn_last_row_is_dropped_on_resume(standin: Path, tmp_path: Path) -> None:
     problems, kernels = _files(tmp_path, standin, [GOOD])
     out = tmp_path / "out.csv"
@@ -264,6 +272,7 @@ def test_a_torn_last_row_is_dropped_on_resume(standin: Path, tmp_path: Path) -> 
     assert _stable(_rows(out)) == _stable([*csv.DictReader(whole.splitlines())])
 
 
+@pytest.mark.slow
 def test_worker_dies_with_its_supervisor(standin: Path, tmp_path: Path) -> None:
     """kill -9 of ckspace bench while a kernel hangs: the hung worker goes too."""
     problems, kernels = _files(tmp_path, standin, [HANG])
@@ -327,6 +336,7 @@ def _sweep_by_problem(standin: Path, tmp_path: Path, first: str, **env: str) -> 
     return {int(r["problem_idx"]): r for r in rows}
 
 
+@pytest.mark.slow
 def test_issue_36_item_17_a_problem_beyond_memory_is_failed_with_its_bytes(standin: Path, tmp_path: Path) -> None:
     """Hi=Wi=2^20 (32 TiB per bf16 activation) killed the worker with a MemoryError and the sweep
     with it; its need is now held against the host's available memory before anything is
@@ -338,6 +348,7 @@ def test_issue_36_item_17_a_problem_beyond_memory_is_failed_with_its_bytes(stand
     assert rows[1]["status"] == "ok" and float(rows[1]["latency_ms"]) > 0
 
 
+@pytest.mark.slow
 def test_issue_36_item_17_a_worker_dying_in_preparation_costs_only_its_problem(standin: Path, tmp_path: Path) -> None:
     """An allocation that passes the check and still kills the worker (here an address-space limit
     of 640 MiB on the worker, which the check of available memory does not see; on a real machine
@@ -356,6 +367,7 @@ def test_issue_36_item_17_a_worker_dying_in_preparation_costs_only_its_problem(s
     assert rows[1]["status"] == "ok" and float(rows[1]["latency_ms"]) > 0
 
 
+@pytest.mark.slow
 def test_a_ray_cluster_of_two_nodes_shares_the_work(standin: Path, tmp_path: Path) -> None:
     """A local Ray cluster started here, two nodes with one stand-in device each: every pair runs once,
     on either node, and the CSV is complete."""
@@ -418,6 +430,7 @@ TRAIN_PROBLEMS = "N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n" + "".join(
 )
 
 
+@pytest.mark.slow
 def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tmp_path: Path) -> None:
     """The loop closed: bench a bwd_weight cell (crashing and wrong kernels included), train on the
     CSV it wrote, and Selector.load uses the model; wrong and crashed rows are never training data."""

@@ -222,6 +222,7 @@ def _toolchain_or_skip() -> None:
     locate_ck()
 
 
+@pytest.mark.slow
 def test_compile_sample_for_gfx942(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every variant, 2D and 3D, every pipeline and scheduler and trait the CK supports: zero failures.
 

@@ -137,6 +137,7 @@ def cache_objects(cache: Path) -> dict[str, bytes]:
     return {str(p.relative_to(cache)): p.read_bytes() for p in cache.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_200_units_with_failures_and_killed_workers(
     tmp_path: Path, stand_in: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,6 +310,7 @@ def test_unreachable_cluster_is_one_line_and_quick(
     assert f"cannot connect to Ray at 127.0.0.1:{port}" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_compile_sample_through_ray(tmp_path: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CI compile sample compiled on the Ray cluster (for real, once), then built again by ninja
     from the objects Ray stored: the same report, and a library that lists every kernel."""

@@ -142,6 +142,7 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", list(DAMAGES))
+@pytest.mark.slow
 def test_a_damaged_compiled_selector_is_rebuilt_not_fatal(warm, tmp_path: Path, damage: str) -> None:
     cache, entry = _copy(warm, tmp_path)
     DAMAGES[damage](entry)
@@ -217,6 +218,7 @@ def _under_a_file(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("where", ["under_a_file", "proc"])
+@pytest.mark.slow
 def test_select_and_plan_answer_with_an_unwritable_cache(warm, tmp_path: Path, where: str) -> None:
     """Root writes through chmod, so the caches are put where nobody can write: under a regular file,
     and in /proc. Each command answers as with a cache, saying once why the cache is not used (the
@@ -233,6 +235,7 @@ def test_select_and_plan_answer_with_an_unwritable_cache(warm, tmp_path: Path, w
     assert not cache.exists()
 
 
+@pytest.mark.slow
 def test_without_a_writable_cache_the_selector_calls_lightgbm_or_compiles_privately(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -264,6 +267,7 @@ ENTRY_DAMAGES = {
 
 @pytest.mark.parametrize("damage", list(ENTRY_DAMAGES))
 @pytest.mark.parametrize("folder", ["cells", "ck"])
+@pytest.mark.slow
 def test_a_damaged_cell_or_ck_revision_entry_is_a_miss(tmp_path: Path, folder: str, damage: str) -> None:
     """Every entry of the folder damaged at once; a real process (a fifo must not hang it) answers
     as before and writes the entries anew."""
@@ -365,6 +369,7 @@ def test_concurrent_emits_leave_a_tree_matching_its_manifest(tmp_path: Path) -> 
     assert not _debris(tmp_path) and sorted(p.name for p in tmp_path.iterdir()) == ["cache", "tree"]
 
 
+@pytest.mark.slow
 def test_the_tree_lock_refuses_writers_and_readers_of_a_tree_in_use(tmp_path: Path) -> None:
     """The lock in-process, to hold it across a command: an emit is refused while another emit or a
     build holds the tree, a build while an emit does; builds share it. Nothing is left of the lock."""
@@ -385,6 +390,7 @@ def test_the_tree_lock_refuses_writers_and_readers_of_a_tree_in_use(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"] and not _debris(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_build_and_a_bench_of_one_tree_run_side_by_side(tmp_path: Path) -> None:
     """``build --host-only`` and ``bench --backend host`` (which builds the host part too, then runs
     the stand-in kernel library) of one tree at once: both succeed, one whole library, no temporary."""
@@ -468,6 +474,7 @@ def _blocked_at_rename(argv: list[str], at: int, tmp_path: Path) -> subprocess.P
     )
 
 
+@pytest.mark.slow
 def test_an_emit_killed_with_sigkill_can_be_run_again(tmp_path: Path) -> None:
     """Killed with a temporary written and not yet renamed (what SIGKILL mid-write leaves), the
     first emit of a tree leaves debris; the same emit run again succeeds, removes it and leaves a
@@ -483,6 +490,7 @@ def test_an_emit_killed_with_sigkill_can_be_run_again(tmp_path: Path) -> None:
     assert not _mismatches(out) and not _debris(tmp_path)
 
 
+@pytest.mark.slow
 def test_an_emit_killed_with_sigkill_once_writing_can_be_run_again(tmp_path: Path, monkeypatch) -> None:
     """The same, killed at whatever moment its first file appears (no instrumentation)."""
     out = tmp_path / "tree"
@@ -513,6 +521,7 @@ def test_a_directory_of_someone_else_is_still_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("at", [1, 30])
+@pytest.mark.slow
 def test_signals_leave_no_debris(tmp_path: Path, signum: int, status: int, at: int) -> None:
     """SIGINT or SIGTERM while a temporary is written and not yet moved into place: the command ends
     quietly and no temporary is left (the files written are whole); the same emit then completes."""

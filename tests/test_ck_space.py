@@ -14,6 +14,7 @@ def ck_space() -> Space:
     return Space("gfx942", rule_set="full", ck=None).for_ck(find_revision())
 
 
+@pytest.mark.slow
 def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
     from ckspace.constraints.ck_rules import ck_rules
     from ckspace.constraints.known_wrong import known_wrong_rules

@@ -303,6 +303,7 @@ def test_select_model_that_is_a_file_or_damaged(tmp_path) -> None:
     fails([*select, str(model)], "not a whole LightGBM model")
 
 
+@pytest.mark.slow
 def test_candidates_that_are_binary_or_a_fifo(tmp_path) -> None:
     select = [
         "select",

@@ -41,6 +41,7 @@ def base_arch(device_arch: str) -> str:
     return device_arch.split(":", 1)[0]
 
 
+@pytest.mark.slow
 def test_the_library_names_its_arch_and_matches_device_names() -> None:
     for arch in ("gfx942", "gfx950"):
         library = host_part(arch)

@@ -96,6 +96,7 @@ def agree(dispatcher: KernelLibrary, library: Library, selector: Selector, probl
     assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_same_pick_on_every_real_problem() -> None:
     library, dispatcher, selector = measured()
     with DATA.open(newline="") as handle:
@@ -105,6 +106,7 @@ def test_same_pick_on_every_real_problem() -> None:
         agree(dispatcher, library, selector, ConvProblem.from_values(dict(zip(KEYS, shape, strict=True))))
 
 
+@pytest.mark.slow
 def test_same_pick_and_estimate_where_the_model_extrapolates() -> None:
     """A forward bf16 library of the full rule set and the measured kernels on gfx950: most are outside
     the shipped model's domain (vector widths, pipelines, schedulers it never saw), so C and Python
@@ -132,6 +134,7 @@ def wider(a, b) -> bool:
     return all(x >= y for x, y in zip(a, b, strict=True)) and any(x > y for x, y in zip(a, b, strict=True))
 
 
+@pytest.mark.slow
 def test_the_vector_rule_binds_alike_in_c_and_python(tmp_path: Path) -> None:
     """A model whose card claims every vector width as seen (a copy of the shipped one) scores a
     kernel's vector variants alike -- it never saw them differ -- so the vector rule decides:
@@ -207,6 +210,7 @@ def hard_problems(draw) -> tuple[ConvProblem, Variant, Dtype]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hard_problems())
+@pytest.mark.slow
 def test_same_pick_on_drawn_problems(drawn: tuple[ConvProblem, Variant, Dtype]) -> None:
     problem, variant, dtype = drawn
     library, dispatcher = whole_arch()
@@ -285,6 +289,7 @@ def malformed_2d(draw) -> dict[str, int]:
 
 @settings(max_examples=600, deadline=None)
 @given(malformed_2d())
+@pytest.mark.slow
 def test_malformed_problems_are_refused_like_the_python_model(values: dict[str, int]) -> None:
     """C's problem check and ConvProblem's validation accept exactly the same 2D problems, over the
     whole int64 range: index_t bounds (2^31 - 1) per value, long_index_t (2^63 - 1) per tensor;
@@ -339,6 +344,7 @@ def test_the_largest_valid_tensors_are_accepted_and_one_more_element_refused() -
         assert (dispatcher.select_raw(raw)[0] != 3) == valid, values
 
 
+@pytest.mark.slow
 def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
     """A library whose candidates are the full rule set's vec-8 kernels and whose other kernels are
     fallbacks only: a problem with 4 channels per group runs on a narrower variant of the library,

@@ -46,6 +46,7 @@ def _values_and_model(sp: Space, config):
 
 @SETTINGS
 @given(st.data())
+@pytest.mark.slow
 def test_blame_is_right_sufficient_and_minimal(data) -> None:
     rule_set, config = data.draw(listed_configs())
     sp = space(config.arch, rule_set)
@@ -101,6 +102,7 @@ def test_not_proposed_is_told_apart_from_invalid() -> None:
     assert "rule_set" in kinds and cell.closest and "differ" in cell.closest[0]
 
 
+@pytest.mark.slow
 def test_cli_explain_name_and_partial_json() -> None:
     env = dict(os.environ)
     name = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv4_cshuffle_intrawave_16x16x32_1x1x1_16x16x32_vec1_1_1"

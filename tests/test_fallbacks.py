@@ -41,6 +41,7 @@ def _triple(config) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("variant, rule_set", CELLS)
+@pytest.mark.slow
 def test_vector_variants_are_every_valid_narrower_triple_widest_first(variant: str, rule_set: str) -> None:
     space, configs = _configs(variant, rule_set)
     for config, family in zip(configs, vector_variants(configs), strict=True):
@@ -60,6 +61,7 @@ def test_vector_variants_are_every_valid_narrower_triple_widest_first(variant: s
 
 
 @pytest.mark.parametrize("variant, rule_set", CELLS)
+@pytest.mark.slow
 def test_serving_variants_are_the_first_variant_for_each_channel_pair(variant: str, rule_set: str) -> None:
     _, configs = _configs(variant, rule_set)
     gemm = OPERANDS[configs[0].variant]

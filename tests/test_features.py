@@ -126,6 +126,7 @@ def sized_problems(draw) -> ConvProblem:
     st.sampled_from(list(Dtype)),
     st.sampled_from(["gfx942", "gfx950"]),
 )
+@pytest.mark.slow
 def test_every_feature_matches_the_plain_python_statement(problem, configs, variant, dtype, arch) -> None:
     """Each feature of each candidate, against tests/reference_features.py: every variant's GEMM,
     every dtype's element size and peak, both hardware sheets, tiles far larger than LDS holds."""

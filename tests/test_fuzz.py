@@ -301,6 +301,7 @@ def _repo_state() -> dict:
     return {path: entry for path, entry in snapshot(ROOT / "ckspace").items() if "__pycache__" not in path}
 
 
+@pytest.mark.slow
 def test_fuzz_command_lines_keep_the_contract(world) -> None:
     """The bounded run of every test run (about 30 s on 2 cores)."""
     _fuzz(world, int(os.environ.get("CKSPACE_FUZZ_CI_EXAMPLES", "300")))
@@ -333,6 +334,7 @@ def misspelt_lines(draw) -> tuple[list[str], str]:
     return argv, typo
 
 
+@pytest.mark.slow
 def test_a_misspelt_option_is_named_in_one_line(world) -> None:
     """Wherever it stands (before a required option, between an option and its value), the typo is
     what the one line names, with a real option as the hint when one is close."""
@@ -353,6 +355,7 @@ def test_a_misspelt_option_is_named_in_one_line(world) -> None:
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("delay", [0.0, 0.6, 1.5])
+@pytest.mark.slow
 def test_signals_end_quietly_and_leave_whole_files(tmp_path: Path, signum: int, status: int, delay: float) -> None:
     """A real process, signalled ``delay`` seconds after it reported its handlers installed: at
     some moment of an emit (0: while its modules load; later: enumerating or writing)."""

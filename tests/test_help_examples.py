@@ -47,6 +47,7 @@ def test_issue36_item21_every_example_in_help_parses(
 
 
 @pytest.mark.parametrize("command", CHEAP)
+@pytest.mark.slow
 def test_issue36_item21_the_cheap_examples_run(
     command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

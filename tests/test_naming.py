@@ -66,6 +66,7 @@ NOT_NAMED = {"arch", "tagged", "kind"}
     ("rule_set", "arch"),
     [("full", "gfx950"), ("full", "gfx1250"), ("default", "gfx942"), ("full-tests", "gfx1100"), ("tiny", "gfx90a")],
 )
+@pytest.mark.slow
 def test_every_listed_name_parses_back_to_its_config(rule_set: str, arch: str) -> None:
     kernels = Space(arch, rule_set=rule_set).kernels(raw=True)
     assert kernels

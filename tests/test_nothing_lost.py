@@ -208,6 +208,7 @@ def test_a_row_torn_anywhere_is_dropped(tmp_path: Path, keep: int) -> None:
     assert path.read_bytes() == _csv([_row(0)])
 
 
+@pytest.mark.slow
 def test_two_builds_of_one_tree_link_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two host-only builds (what every ``bench`` runs) of one tree at once both succeed and leave one
     whole library and no temporary: each links to a name of its own (it was the fixed
@@ -313,6 +314,7 @@ def _on_a_full_disk(mount: Path, size: str, argv: list[str], env: dict[str, str]
     ],
     ids=["emit", "train"],
 )
+@pytest.mark.slow
 def test_issue36_item19_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, argv: list[str], written: str) -> None:
     """``emit`` (files written one by one) and ``train`` (a model directory
     filled and swapped in) on a disk that fills up. The write's ENOSPC carries no file name, so the

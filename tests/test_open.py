@@ -126,6 +126,7 @@ def check_count_against_enumeration(space: Space) -> None:
 
 @FAST
 @given(narrowed_spaces())
+@pytest.mark.slow
 def test_count_equals_enumeration_on_random_narrowings(space: Space) -> None:
     check_count_against_enumeration(space)
 
@@ -137,6 +138,7 @@ def test_count_equals_enumeration_long_run(space: Space) -> None:
     check_count_against_enumeration(space)
 
 
+@pytest.mark.slow
 def test_count_of_a_whole_cell_and_arch_without_listing() -> None:
     cell = Space("gfx942", "forward", 2, "bf16", rule_set="open", ck=None)
     assert cell.count() > 10**9  # counted, never listed: listing would take hours
@@ -191,6 +193,7 @@ def test_sampling_is_uniform_chi_square() -> None:
     assert chi2 < critical, (chi2, critical)
 
 
+@pytest.mark.slow
 def test_stratified_sampling_takes_turns_over_strata() -> None:
     space = Space("gfx942", "forward", 2, "bf16", rule_set="open", ck=None)
     picked = space.sample(12, seed=5, stratify_by=["pipeline"])
@@ -209,6 +212,7 @@ def test_stratified_sampling_takes_turns_over_strata() -> None:
     dtype=st.sampled_from(list(Dtype)),
     seed=st.integers(0, 10**6),
 )
+@pytest.mark.slow
 def test_sampled_configs_satisfy_the_reference_rules(arch: str, variant: Variant, dtype: Dtype, seed: int) -> None:
     # the reference states the rules of the reproduced revision (the newer one widens the LDS budget)
     space = Space(arch, variant.value, 2, dtype.value, rule_set="open", rules_revision=ORACLE_REVISION, ck=None)
@@ -220,6 +224,7 @@ def test_sampled_configs_satisfy_the_reference_rules(arch: str, variant: Variant
         assert all(code in full[f] for f, code in zip(GEMM_FIELD_NAMES, config.row(), strict=True))
 
 
+@pytest.mark.slow
 def test_queries_work_unchanged() -> None:
     space = Space("gfx942", "forward", 2, "bf16", rule_set="open")
     config = next(iter(space))
@@ -240,6 +245,7 @@ def test_queries_work_unchanged() -> None:
     assert 0 < problem.count() < space.count()
 
 
+@pytest.mark.slow
 def test_open_rejects_what_it_cannot_answer() -> None:
     with pytest.raises(Exception, match="cannot share a Space"):
         Space("gfx942", rule_set=["open", "full"])

@@ -66,6 +66,7 @@ def nested_loop():
 
 @pytest.mark.parametrize("arch", arch_names())
 @pytest.mark.parametrize("rule_set", ["default", "full", "full-tests", "tiny"])
+@pytest.mark.slow
 def test_agrees_with_nested_loop(nested_loop, arch: str, rule_set: str) -> None:
     request = Request.build(arch, rule_set)
     expected = nested_loop.enumerate_request(

@@ -90,6 +90,7 @@ def run(command: list[str]) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_cmake_project_links_the_host_library_and_picks_as_python(emitted: Emitted, tmp_path: Path) -> None:
     """The consumer found through CMAKE_PREFIX_PATH=build/host links ckspace::dispatch_host, reads
     the package's variables, and its ckspace_select picks on every real problem what the Python
@@ -246,6 +247,7 @@ def kernel_build(emitted: Emitted, tmp_path_factory: pytest.TempPathFactory) -> 
         return KernelBuild(emitted.tree / "build" / "gfx950", discover("gfx950"), find_revision().include_dir)
 
 
+@pytest.mark.slow
 def test_compile_commands_hold_each_source_with_the_build_s_command(
     emitted: Emitted, kernel_build: KernelBuild
 ) -> None:
@@ -281,6 +283,7 @@ def test_compile_commands_hold_each_source_with_the_build_s_command(
     assert "-lckspace_kernels_gfx950" in (kernel_build.build_dir / "ckspace_kernels_gfx950.pc").read_text()
 
 
+@pytest.mark.slow
 def test_the_host_units_compile_with_their_compile_commands(emitted: Emitted, tmp_path: Path) -> None:
     """Each command of the host build's compile_commands.json, run by the shell in its directory, compiles
     its unit: the file is the real commands, not a description of them."""
@@ -293,6 +296,7 @@ def test_the_host_units_compile_with_their_compile_commands(emitted: Emitted, tm
         assert output.read_bytes().startswith(b"\x7fELF")
 
 
+@pytest.mark.slow
 def test_a_cmake_project_links_and_loads_a_library_that_needs_hip(
     emitted: Emitted, kernel_build: KernelBuild, tmp_path: Path
 ) -> None:

@@ -276,6 +276,7 @@ SPLIT_K_PROBLEMS = (
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=cell_id)
+@pytest.mark.slow
 def test_every_choice_matches_the_plain_python_statement(cell) -> None:
     """Deterministically, each combination of pipeline, scheduler, epilogue and specialisation
     with each of the other charged choices, on three tile shapes and split-K problems."""
@@ -406,6 +407,7 @@ def vector_inversions(cell: tuple, problem: ConvProblem) -> tuple[list[str], int
 
 
 @pytest.mark.parametrize("cell", NONEMPTY, ids=cell_id)
+@pytest.mark.slow
 def test_a_narrower_vector_is_slower_on_resnet50(cell) -> None:
     """Every narrower-vector variant the validity rules allow (a fallback of the target or not) of
     every kernel: narrower loads take more issue slots, narrower stores a longer epilogue."""

@@ -160,6 +160,7 @@ def run_plan(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
     return status, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -252,6 +253,7 @@ def test_plan_cli_min_efficiency_and_bad_input(capsys: pytest.CaptureFixture[str
         assert "no kernel set reaches 100.00 %" in err
 
 
+@pytest.mark.slow
 def test_evaluate_plans_against_hindsight(capsys: pytest.CaptureFixture[str]) -> None:
     """The hindsight plan is optimal on the measurements per fold, so no plan of the same budget
     can beat it on (a); every budget carries the JSON contract's fields."""

@@ -117,6 +117,7 @@ def _agreeing_verdicts(config: GemmConfig, problem: ConvProblem) -> dict[str, bo
 @pytest.mark.parametrize("variant", list(Variant))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_each_problem_rule_matches_the_reference_on_raw_configs(variant: Variant, data) -> None:
     """Every variant gets its own examples: a config from the raw domains (vector widths 1 to 16,
     3 and 6 too, every specialisation, split-K and merged-group settings) and a problem at the

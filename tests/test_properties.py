@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
 import reference_rules as ref
 from conftest import ORACLE_REVISION, load_nested_loop
 from hypothesis import HealthCheck, given, settings
@@ -145,12 +146,14 @@ def test_lds_edges_hold_the_limit_and_both_sides_of_it() -> None:
 
 @SETTINGS
 @given(st.sampled_from(RULE_SETS), gemm_configs())
+@pytest.mark.slow
 def test_completeness_raw_domain_configs(rule_set: str, config: GemmConfig) -> None:
     assert space(config.arch, rule_set).contains(config) == expected_membership(rule_set, config)
 
 
 @SETTINGS
 @given(st.data())
+@pytest.mark.slow
 def test_completeness_mutated_valid_configs(data) -> None:
     rule_set, config = data.draw(listed_configs())
     assert space(config.arch, rule_set).contains(config)

@@ -202,6 +202,7 @@ rules; every other pair is unchanged."""
 
 
 @pytest.mark.parametrize("rule_set", ["default", "full", "full-tests", "tiny"])
+@pytest.mark.slow
 def test_what_the_pr_changes_in_every_table_rule_set(rule_set: str) -> None:
     """Over every cell of every arch. ``full`` gains, on gfx1100, gfx1200 and gfx1201, its 9
     forward 2D configs per half dtype whose derived warp tile is 16x16x16 (tile_k 16): the floor
@@ -250,6 +251,7 @@ def test_diff_against_the_pr_revision(
         assert report["only_right"] == sorted(expected) and report["left_count"] == 0
 
 
+@pytest.mark.slow
 def test_open_gains_the_wave32_16x16x16_space() -> None:
     """Rule set ``open`` cannot be listed, so its counts say what changes: on gfx1100, gfx1200 and
     gfx1201 the only warp tile the lists allow is 16x16x16, which the floor of 32 rejected for every

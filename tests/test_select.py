@@ -140,6 +140,7 @@ def expected_runs(cfg: dict, p: dict) -> dict | None:
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(problem=st.one_of(problems(), boundary_problems(2)))
+@pytest.mark.slow
 def test_selection_runs_each_family_itself_or_its_widest_runnable_variant(
     selector: Selector, full_registry, problem: ConvProblem
 ) -> None:
@@ -331,6 +332,7 @@ def test_select_cli_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert "none of the 2 candidates" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     from ckspace.features.hardware import hardware_facts
     from ckspace.features.matrix import FEATURE_VERSION, ConfigTable, feature_matrix
@@ -372,6 +374,7 @@ def test_train_save_load_predicts_identically(tmp_path: Path) -> None:
     assert selector.select(PROBLEM, small.kernel_names).pick in own_names(small.kernel_names)
 
 
+@pytest.mark.slow
 def test_evaluate_cli_json_and_plot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     plot = tmp_path / "cv.png"
     assert (

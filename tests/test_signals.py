@@ -113,6 +113,7 @@ def _train(data: Path, out: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("signum, status, line", SIGNALS, ids=["SIGINT", "SIGTERM"])
+@pytest.mark.slow
 def test_issue36_item8_a_signal_while_train_retires_the_old_model_leaves_no_old(
     signum: int, status: int, line: str, small_csv: Path, trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,6 +217,7 @@ def test_issue36_item10_a_signal_in_the_solve_returns_only_once_the_search_has(m
     assert (returned, solver.lost, unanswered.is_set()) == (True, 1, False)
 
 
+@pytest.mark.slow
 def test_issue36_item10_ctrl_c_during_plans_solve_exits_130_cleanly() -> None:
     """End to end: ``plan`` interrupted half a second into its first solve (the
     moment its log says the solve begins, then a moment in) ends with 130 and one line, no abort."""

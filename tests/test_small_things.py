@@ -275,6 +275,7 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
     assert {row["two_stage"] for row in gemm} == {"0", "1"}
 
 
+@pytest.mark.slow
 def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsys) -> None:
     from standin_library import build_standin
 
@@ -448,6 +449,7 @@ def test_select_takes_an_emitted_tree_as_its_candidates(tmp_path: Path, capsys) 
     )
 
 
+@pytest.mark.slow
 def test_the_first_select_says_once_that_it_compiles_the_selector(tmp_path: Path) -> None:
     import json
 

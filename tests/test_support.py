@@ -217,6 +217,7 @@ def _shipped_configs(selector: Selector) -> list[dict]:
     return [config_from_any_name(n, "gfx950").model_dump() for n in selector.default_candidates]
 
 
+@pytest.mark.slow
 def test_select_and_plan_say_which_rows_are_extrapolated(tmp_path, capsys) -> None:
     problem = "N=4,C=128,K=128,Hi=28,Wi=28,Y=3,X=3,pad=1"
     assert (
@@ -320,6 +321,7 @@ def test_select_and_plan_say_which_rows_are_extrapolated(tmp_path, capsys) -> No
     assert f"{len(report['extrapolated'])} of the 2 chosen kernels are extrapolated" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_info_lists_the_shipped_models_with_their_domains(capsys) -> None:
     assert main(["info", "--format", "json"]) == 0
     models = json.loads(capsys.readouterr().out)["models"]

@@ -48,6 +48,7 @@ def known_wrong(config: GemmConfig) -> bool:
 
 
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950", "gfx90a"])
+@pytest.mark.slow
 def test_without_ck_the_target_is_the_rule_space_less_the_known_wrong_kernels(arch: str) -> None:
     rule_space = Space(arch, "bwd_weight", ck=None)
     target = Space(arch, "bwd_weight", ck=NO_CK)
@@ -315,6 +316,7 @@ def test_vector_fallbacks_stay_inside_the_target() -> None:
     "variant, problems, dtype",
     [("forward", "miopen-forward-300", "bf16"), ("bwd_weight", "validation-bwd-weight", "bf16")],
 )
+@pytest.mark.slow
 def test_plan_emit_build_select_is_one_target(
     variant: str, problems: str, dtype: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -421,6 +423,7 @@ def test_every_printed_name_is_accepted_and_means_the_same_config(arch: str, var
     assert sorted(emitted) == sorted(set(names)) and emitted[config.name] == config
 
 
+@pytest.mark.slow
 def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

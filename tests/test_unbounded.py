@@ -51,6 +51,7 @@ def test_plan_rule_set_open_is_refused_at_once_by_its_count(capsys, never_listed
     assert "rule set open holds 212,837,240 kernels" in err and "--where EXPR" in err and "full" in err, err
 
 
+@pytest.mark.slow
 def test_plan_rule_set_open_narrowed_by_where_is_planned(capsys, tmp_path: Path) -> None:
     workload = tmp_path / "w.csv"
     workload.write_text("N,G,C,K,Hi,Wi,Y,X\n1,1,64,128,56,56,3,3\n")
@@ -149,6 +150,7 @@ def _hard_workload(path: Path) -> None:
 @pytest.mark.parametrize(
     "signum, status, line", [(signal.SIGINT, 130, "ckspace: interrupted"), (signal.SIGTERM, 143, "ckspace: terminated")]
 )
+@pytest.mark.slow
 def test_a_signal_during_the_plan_solve_ends_plan_not_the_search(tmp_path: Path, signum, status, line) -> None:
     """Unfixed, CP-SAT caught SIGINT itself and ckspace reported "found no kernel set within its time
     limit" (exit 2), or handled the signal only once the search had ended. The signal is sent when the
