@@ -30,6 +30,7 @@ HELP = (
     "learn a cell's selection model by building few kernels and timing many problems, round by round "
     "(replayed from a recording: real GPU measurement runs through build + bench)"
 )
+FORMATS = ("text", "json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="stop once the estimated mean regret of the picks is below R percent (e.g. 2.5)",
     )
     parser.add_argument("--threads", metavar="N", help="threads LightGBM may use (as train's --threads)")
-    add_format_argument(parser, ("text", "json"))
+    add_format_argument(parser, FORMATS)
 
 
 def _names(kind: Kind) -> list[str]:
