@@ -69,6 +69,18 @@ HOST_SOURCE = "ckspace_dispatch.c"
 RUN_SOURCE = "ckspace_dispatch_run.cpp"
 MODEL_DIR = "ckspace_model"
 
+
+def _cell_prefix(variant: Variant, dtype: Dtype) -> str:
+    """The prefix of a cell's C functions and model files."""
+    return f"cks_{variant.value}_{dtype.value}"
+
+
+def ranker_source(variant: Variant, dtype: Dtype) -> str:
+    """Where a tree holds a cell's ranker (its QuickScorer tables in C): a cell ranked by a model
+    has this file, one ranked by the analytical score has none."""
+    return f"{MODEL_DIR}/{_cell_prefix(variant, dtype)}_ranker.c"
+
+
 FIELD_DOCS: dict[str, str] = {
     "variant": "CKSPACE_FORWARD, CKSPACE_BWD_DATA or CKSPACE_BWD_WEIGHT",
     "dtype": "CKSPACE_DTYPE_*",
@@ -378,7 +390,7 @@ def _cell_sources(
     files: dict[str, bytes] = {}
     cell_context = []
     for index, (variant, dtype) in enumerate(cells):
-        prefix = f"cks_{variant.value}_{dtype.value}"
+        prefix = _cell_prefix(variant, dtype)
         model = models[variant, dtype]
         texts = model[0] if model is not None else None
         function = f"{prefix}_features"
@@ -395,7 +407,7 @@ def _cell_sources(
         )
         if texts is not None:
             forest = Forest.from_model_text(texts[RANKER_FILE])
-            files[f"{MODEL_DIR}/{prefix}_ranker.c"] = forest_c(
+            files[ranker_source(variant, dtype)] = forest_c(
                 f"{prefix}_ranker", forest, _PROBLEM_SPAN, _CONFIG_SPAN, model_rows[index]
             ).encode()
             for path, text in model_sources(texts[TFLOPS_FILE], f"{prefix}_tflops", len(FEATURE_NAMES)).items():

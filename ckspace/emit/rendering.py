@@ -33,7 +33,7 @@ from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn
 from ckspace.emit.cxx import kernel_context
-from ckspace.emit.dispatcher import MODEL_DIR, RUN_SOURCE, Library, dispatcher_sources, host_units
+from ckspace.emit.dispatcher import RUN_SOURCE, Library, dispatcher_sources, host_units, ranker_source
 from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, HipdnnRecord, Manifest
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
@@ -277,6 +277,6 @@ def _model_sources(files: Mapping[str, bytes], library: Library) -> dict[str, st
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     out = {}
     for variant, dtype in cells:
-        ranker = files.get(f"{MODEL_DIR}/cks_{variant.value}_{dtype.value}_ranker/main.c")
+        ranker = files.get(ranker_source(variant, dtype))
         out[f"{variant.value} {dtype.value}"] = f"model {sha256(ranker)}" if ranker else "analytical"
     return out
