@@ -291,27 +291,12 @@ def _on_a_full_disk(mount: Path, size: str, argv: list[str], env: dict[str, str]
     return done.returncode, done.stderr, sorted(done.stdout.split())
 
 
+EMIT_TINY = "emit --arch gfx950 --variant forward --ndim 2 --dtype bf16 --rule-set tiny"
+
+
 @pytest.mark.parametrize(
     "argv, written",
-    [
-        (
-            [
-                "emit",
-                "--arch",
-                "gfx950",
-                "--variant",
-                "forward",
-                "--ndim",
-                "2",
-                "--dtype",
-                "bf16",
-                "--rule-set",
-                "tiny",
-            ],
-            "tree",
-        ),
-        (["train", "--arch", "gfx950", "--folds", "2"], "model"),
-    ],
+    [([*EMIT_TINY.split()], "tree"), (["train", "--arch", "gfx950", "--folds", "2"], "model")],
     ids=["emit", "train"],
 )
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from ckspace.planning.workload import read_workload
 from ckspace.training.dataset import load_measurements
 
 KERNEL = "grouped_conv_forward_bf16_2d_16x64x64_compv3"
+PLAN = "plan --arch gfx950 --variant forward --dtype bf16"
 
 
 def _write(path: Path, header: list[str], rows: list[list[object]]) -> Path:
@@ -199,23 +200,7 @@ def test_issue_36_item_1_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: P
     """Through the command: exit 2, one line naming the column, no plan made."""
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", "Stride_X"], [[1, 64, 64, 56, 56, 3, 3, 2]])
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ckspace.cli",
-            "plan",
-            "--arch",
-            "gfx950",
-            "--variant",
-            "forward",
-            "--dtype",
-            "bf16",
-            "--problems",
-            str(path),
-            "--budget",
-            "2",
-            "--rules-only",
-        ],
+        [sys.executable, "-m", "ckspace.cli", *PLAN.split(), "--problems", str(path), "--budget", "2", "--rules-only"],
         capture_output=True,
         text=True,
         timeout=600,
