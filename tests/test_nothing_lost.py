@@ -296,7 +296,7 @@ EMIT_TINY = "emit --arch gfx950 --variant forward --ndim 2 --dtype bf16 --rule-s
 
 @pytest.mark.parametrize(
     "argv, written",
-    [([*EMIT_TINY.split()], "tree"), (["train", "--arch", "gfx950", "--folds", "2"], "model")],
+    [(EMIT_TINY.split(), "tree"), (["train", "--arch", "gfx950", "--folds", "2"], "model")],
     ids=["emit", "train"],
 )
 @pytest.mark.slow
