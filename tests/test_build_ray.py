@@ -233,6 +233,7 @@ def test_a_unit_removes_the_folders_of_this_hosts_workers_that_are_gone(tmp_path
     assert ray_task.sweep(here, tmp_path) == []
 
 
+@pytest.mark.slow
 def test_ninja_and_ray_give_the_same_report(
     tmp_path: Path, stand_in: Path, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -159,6 +159,7 @@ def test_a_damaged_compiled_selector_is_rebuilt_not_fatal(warm, tmp_path: Path, 
         assert (again.returncode, again.stdout) == (0, warm[1]) and "damaged" not in again.stderr
 
 
+@pytest.mark.slow
 def test_cache_clear_removes_compiled_selectors(warm, tmp_path: Path) -> None:
     cache, entry = _copy(warm, tmp_path)
     folder = cache / "compiled-selectors"
@@ -330,6 +331,7 @@ def _emit(out: Path, *extra: str) -> list[str]:
     return ["emit", *SPACE, *extra, "--out", str(out)]
 
 
+@pytest.mark.slow
 def test_concurrent_emits_leave_a_tree_matching_its_manifest(tmp_path: Path) -> None:
     """Four emits of different spaces into one new ``--out`` at once: each succeeds or fails with
     one line naming the tree, and the tree matches the manifest of the one that wrote it last."""

@@ -54,6 +54,7 @@ def ck(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # -- nothing lost -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_train_refuses_a_foreign_directory_and_with_force_changes_only_model_files(tmp_path, small_csv) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -89,6 +90,7 @@ def test_train_never_replaces_a_file_a_device_or_a_link(tmp_path, small_csv) -> 
     assert not list((tmp_path / "target").iterdir())
 
 
+@pytest.mark.slow
 def test_train_out_dot_writes_a_model_and_leaves_no_debris(tmp_path, small_csv) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -104,6 +106,7 @@ def test_train_out_dot_writes_a_model_and_leaves_no_debris(tmp_path, small_csv) 
     assert [p.name for p in tmp_path.iterdir()] == ["work"]
 
 
+@pytest.mark.slow
 def test_evaluate_plot_never_replaces_a_device_and_writes_a_whole_png(tmp_path, small_csv) -> None:
     evaluate = ["evaluate", "--data", str(small_csv), "--arch", "gfx950", "--folds", "2", "--plot"]
     fails([*evaluate, "/dev/null"], "not a regular file")
@@ -270,6 +273,7 @@ def test_a_name_with_tile_zero_is_a_name_error() -> None:
     )
 
 
+@pytest.mark.slow
 def test_csv_files_that_are_not_utf8_are_one_line_and_a_bom_is_fine(tmp_path, small_csv) -> None:
     text = small_csv.read_text()
     (tmp_path / "binary.csv").write_bytes(bytes(range(256)) * 4)
@@ -333,6 +337,7 @@ def test_candidates_that_are_binary_or_a_fifo(tmp_path) -> None:
         '{"kernels": [{"config": {"tile_m": 1}}]}',
     ],
 )
+@pytest.mark.slow
 def test_candidates_manifest_of_the_wrong_shape(tmp_path, manifest: str) -> None:
     (tmp_path / "manifest.json").write_text(manifest)
     fails(
@@ -465,6 +470,7 @@ def test_enumerate_list_with_depthwise_names_feeds_select(tmp_path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_select_picks_and_fallbacks_are_names_explain_takes() -> None:
     picked = run_cli(
         [

@@ -150,6 +150,7 @@ def test_anything_else_is_one_line_naming_it_and_the_data_sets(command: str, opt
         data_file(value, kind)
 
 
+@pytest.mark.slow
 def test_info_lists_the_data_sets() -> None:
     info = json.loads(run_cli(["info", "--format", "json"]).stdout)["datasets"]
     assert list(info) == list(DATASETS)

@@ -54,6 +54,7 @@ def test_the_library_names_its_arch_and_matches_device_names() -> None:
 
 @settings(deadline=None)  # the first example builds the host part's selector (seconds on a busy machine)
 @given(st.text(alphabet="gfx0123456789a:+-", max_size=24))
+@pytest.mark.slow
 def test_arch_matching_equals_its_statement(device_arch: str) -> None:
     for arch in ("gfx942", "gfx950"):
         assert host_part(arch).runs_on(device_arch) == (base_arch(device_arch) == arch), (arch, device_arch)

@@ -219,6 +219,7 @@ def test_same_pick_on_drawn_problems(drawn: tuple[ConvProblem, Variant, Dtype]) 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hard_problems(), st.integers(0, 10_000))
+@pytest.mark.slow
 def test_is_supported_equals_the_python_rules(drawn: tuple[ConvProblem, Variant, Dtype], pick: int) -> None:
     problem, variant, dtype = drawn
     library, dispatcher = whole_arch()
@@ -364,6 +365,7 @@ def test_fallback_only_kernels_serve_what_their_families_cannot() -> None:
     assert picked(dispatcher, ConvProblem.parse("N=2,C=3,K=12,Hi=32,Wi=32,Y=3,X=3"), "forward", "bf16") is not None
 
 
+@pytest.mark.slow
 def test_emit_with_selector_and_host_only_build(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

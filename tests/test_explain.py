@@ -71,6 +71,7 @@ def test_blame_is_right_sufficient_and_minimal(data) -> None:
 
 @SETTINGS
 @given(listed_configs())
+@pytest.mark.slow
 def test_listed_configs_are_explained_valid(drawn) -> None:
     rule_set, config = drawn
     explanation = space(config.arch, rule_set).explain(config.name)

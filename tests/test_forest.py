@@ -58,6 +58,7 @@ def _library(text: str, forest: Forest, configs: np.ndarray) -> ctypes.CDLL:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_quickscorer_scores_are_tl2cgens(ranker_text: str, seed: int) -> None:
     forest = Forest.from_model_text(ranker_text)
     rows = _rows(forest, seed, 61)  # not a multiple of the row block

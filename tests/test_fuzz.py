@@ -308,6 +308,7 @@ def test_fuzz_command_lines_keep_the_contract(world) -> None:
 
 
 @pytest.mark.fuzz_long
+@pytest.mark.slow
 def test_fuzz_long(world) -> None:
     _fuzz(world, int(os.environ.get("CKSPACE_FUZZ_EXAMPLES", "3000")))
 

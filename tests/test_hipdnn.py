@@ -260,6 +260,7 @@ def declared_functions(header: Path) -> set[str]:
     return set(re.findall(r"^(?:hipdnnPluginStatus_t|void) (hipdnn\w+)\(", header.read_text(), flags=re.M))
 
 
+@pytest.mark.slow
 def test_the_plugin_exports_exactly_hipdnns_plugin_api(plugin: Plugin) -> None:
     """Its dynamic symbol table: the plugin API the ABI header declares, not the dispatcher's C API,
     not the stand-in's, FlatBuffers' or the C++ runtime's."""
@@ -605,6 +606,7 @@ def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None
         assert any(line.startswith(f"refused workspace size {status}: ") and said in line for line in lines), lines
 
 
+@pytest.mark.slow
 def test_split_k_runs_a_weight_gradient_through_the_reduction_split_k_ways(plugin: Plugin) -> None:
     """Every split the details offer runs to the reference (the stand-in adds each split's partial
     sums as the kernels do); a split of another direction, of 0, or asked with deterministic runs

@@ -58,6 +58,7 @@ def test_issue_38_item_1_replay_answers_recorded_pairs_and_invents_none() -> Non
         measurer.measure([(data.problems[0], data.configs[2])])
 
 
+@pytest.mark.slow
 def test_issue_38_item_1_a_kernel_the_recording_lacks_is_not_measured() -> None:
     data = recording()
     measurer = ReplayMeasurer.load(RECORDING, "gfx950", "forward", "bf16")
@@ -67,6 +68,7 @@ def test_issue_38_item_1_a_kernel_the_recording_lacks_is_not_measured() -> None:
     assert measurer.measure([(p, other) for p in data.problems[:3]]) == [None, None, None]
 
 
+@pytest.mark.slow
 def test_issue_38_items_2_3_loop_runs_end_to_end_and_select_takes_its_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -98,6 +100,7 @@ def _model_files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("first_budget", [ROUND_ONE, ROUND_ONE + 7], ids=["after_round_1", "inside_round_2"])
+@pytest.mark.slow
 def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, first_budget: int) -> None:
     data = recording()
     problems = write_problems(data, np.arange(60), tmp_path / "problems.csv")
@@ -111,6 +114,7 @@ def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, f
     assert _model_files(tmp_path / "resumed") == _model_files(tmp_path / "unbroken")
 
 
+@pytest.mark.slow
 def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
     """Held-out shapes (fold 0 of the grouped split, seed 0), 20 % of the training problems' pairs,
     on fewer kernels than random sampling touches. At 5 % and 10 % the loop is behind random

@@ -211,6 +211,7 @@ def test_arch_table_disagreements_are_reported_where_the_two_tables_differ(monke
     assert not [f for f in lint("tiny", "gfx950", ORACLE_REVISION) if f.code == "arch_tables_disagree"]
 
 
+@pytest.mark.slow
 def test_gfx1250s_arch_tables_disagree_until_pr12173() -> None:
     """The shipped arch table states where upstream's two arch tables disagree (gfx1250 only, at
     the oracle's commits); PR #12173 regenerates arch_specs_generated.py from arch_specs.json, so

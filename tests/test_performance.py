@@ -203,6 +203,7 @@ def assert_matches(problem: ConvProblem, configs: list[GemmConfig], variant: Var
     st.lists(gemm_configs(consistent=True), min_size=1, max_size=4),
     st.sampled_from(CELLS),
 )
+@pytest.mark.slow
 def test_model_matches_the_plain_python_statement(problem, configs, cell) -> None:
     """Drawn problems (split-K among them) and configs with every field drawn from its raw domain --
     every pipeline, scheduler, epilogue, specialisation, vector width, groups-to-merge, two-stage,
@@ -419,6 +420,7 @@ def test_a_narrower_vector_is_slower_on_resnet50(cell) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(layer_problems(), boundary_problems(ndim=2)), st.sampled_from(NONEMPTY))
+@pytest.mark.slow
 def test_a_narrower_vector_is_slower_on_drawn_problems(problem, cell) -> None:
     bad, _ = vector_inversions(cell, problem)
     assert not bad, f"{len(bad)} narrower variants not slower:\n" + "\n".join(bad[:20])

@@ -83,6 +83,7 @@ PAIRS = [
 @pytest.mark.parametrize("variant,rule_set", PAIRS)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=st.one_of(problems(), boundary_problems()))
+@pytest.mark.slow
 def test_for_problem_keeps_exactly_the_supported_kernels(variant, rule_set, problem) -> None:
     """Each (variant, rule set) draws its own problems, half of them at the rules' edges."""
     kernels = listed(variant, rule_set)

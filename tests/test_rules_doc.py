@@ -102,6 +102,7 @@ def _values(node: ast.expr) -> set[object]:
     return {node.value} if isinstance(node, ast.Constant) else set()
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_status_2() -> None:
     for args, bad in (
         (("--format", "xml"), "'xml'"),
@@ -115,6 +116,7 @@ def test_bad_input_is_one_line_and_exit_status_2() -> None:
     assert "markdown, json" in run("--format", "xml").stderr
 
 
+@pytest.mark.slow
 def test_ck_root_adds_the_revision_rules_with_the_features_they_read(tmp_path: Path) -> None:
     ck = fake_ck(tmp_path / "ck", explicit_gemm=False)
     out = run("--ck-root", str(ck), "--variant", "forward", "--format", "json")

@@ -118,6 +118,7 @@ def test_a_96_kib_fp16_compv3_tile_fits_gfx950_but_not_gfx942() -> None:
         ("gfx942", "full", {}),
     ],
 )
+@pytest.mark.slow
 def test_diff_against_the_oracle_revision(arch: str, rule_set: str, added: dict[str, int]) -> None:
     out = run(
         "diff",
@@ -158,6 +159,7 @@ def test_other_variants_and_archs_keep_their_kernels() -> None:
     )
 
 
+@pytest.mark.slow
 def test_lint_stops_reporting_the_quirk_a_revision_fixes() -> None:
     assert "lds_limit_arch_blind" in {f.code for f in lint("full", "gfx950", ORACLE_REVISION)}
     newer = lint("full", "gfx950", NEWER)

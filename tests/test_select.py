@@ -438,6 +438,7 @@ def _shapes(path: Path) -> list[ConvProblem]:
     return out
 
 
+@pytest.mark.slow
 def test_listed_numbers_agree_with_the_order(selector: Selector, full_registry) -> None:
     """On the real forward problems, no listed kernel shows a higher predicted TFLOPS than the one
     above it, and the scores fall down the list."""

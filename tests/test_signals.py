@@ -66,6 +66,7 @@ def test_python_m_ckspace_is_quiet_before_main_too(signum: int, status: int, lin
     assert (done.returncode, done.stderr, done.stdout) == (status, "", "")
 
 
+@pytest.mark.slow
 def test_after_the_ready_report_the_command_runs_to_its_end() -> None:
     process = start_ready(
         ["info", "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -269,6 +269,7 @@ def test_emit_kernels_fails_naming_every_kernel_it_cannot_emit(
     assert main(["emit", "--arch", "gfx950", "--variant", "forward", "--out", str(tmp_path / "r"), "--rules-only"]) == 2
 
 
+@pytest.mark.slow
 def test_select_prints_ckspace_names_for_benchmark_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     names = tmp_path / "names.txt"
     names.write_text("grouped_conv_forward_bf16_2d_64x64x64_compv3\ngrouped_conv_forward_bf16_2d_128x128x64_compv4\n")

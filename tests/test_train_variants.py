@@ -83,6 +83,7 @@ def fails(argv: list[str], *needles: str) -> str:
     crash=st.floats(0.0, 0.3),
     variants=st.sets(st.sampled_from(["forward", "bwd_data", "bwd_weight"]), min_size=1),
 )
+@pytest.mark.slow
 def test_rows_are_read_by_their_config_and_only_ok_rows_are_measurements(
     tmp_path_factory: pytest.TempPathFactory, seed: int, wrong: float, crash: float, variants: set[str]
 ) -> None:
@@ -128,6 +129,7 @@ def bwd_weight_model(bwd_weight: tuple[sm.Sweep, Path], work: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_card_records_the_cell_and_the_data(bwd_weight: tuple[sm.Sweep, Path], bwd_weight_model: Path) -> None:
     sweep, path = bwd_weight
     card = json.loads((bwd_weight_model / "card.json").read_text())
@@ -227,6 +229,7 @@ def test_emit_with_selector_takes_the_bwd_weight_model(
 
 
 # -- several cells --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_several_cells_train_into_the_models_layout(all_variants: tuple[sm.Sweep, Path], tmp_path: Path) -> None:
     _, path = all_variants
     text = ok(["train", "--data", str(path), "--folds", "2", "--out", str(tmp_path / "models")])
@@ -258,6 +261,7 @@ def test_several_cells_train_into_the_models_layout(all_variants: tuple[sm.Sweep
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_evaluate_reports_every_cell(all_variants: tuple[sm.Sweep, Path], tmp_path: Path) -> None:
     _, path = all_variants
     lines = ok(["evaluate", "--data", str(path), "--folds", "2", "--format", "json"]).splitlines()

@@ -127,12 +127,14 @@ def test_one_and_two_threads_fit_the_same_model_on_synthetic_rows() -> None:
     _same_model_for_any_thread_count(synthetic_design())
 
 
+@pytest.mark.slow
 def test_one_and_two_threads_fit_the_same_model_on_the_real_measurements(real) -> None:
     from ckspace.training.boosters import design
 
     _same_model_for_any_thread_count(design(real))
 
 
+@pytest.mark.slow
 def test_cross_validation_figures_do_not_depend_on_the_thread_count(real) -> None:
     from ckspace.training.evaluation import cross_validate
 
@@ -198,6 +200,7 @@ def test_on_a_terminal_the_bar_counts_each_step(monkeypatch: pytest.MonkeyPatch)
     assert "gfx950 forward bf16" in terminal.getvalue()
 
 
+@pytest.mark.slow
 def test_evaluate_prints_the_same_off_a_terminal_and_only_a_line_per_fold_on_stderr(real) -> None:
     argv = ["evaluate", "--data", str(DATA), "--folds", "2", "--threads", "1"]
     outcome = run_cli(argv)

@@ -77,6 +77,7 @@ def test_issue_36_item_2_select_on_a_tree_answers_as_its_dispatcher(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(problem=problems().filter(lambda p: p.ndim == 2))  # the tree's kernels are 2D
+@pytest.mark.slow
 def test_issue_36_item_2_python_picks_a_kernel_of_the_tree_as_c_does(tree, selector: Selector, problem) -> None:
     """Over drawn problems, the pick on the registry ``--candidates TREE`` reads (its candidates,
     its kernels as the pool) is a kernel of the tree and the C dispatcher's pick; with

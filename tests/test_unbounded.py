@@ -38,6 +38,7 @@ def _one_line(capsys: pytest.CaptureFixture[str], status: int) -> str:
     return captured.err
 
 
+@pytest.mark.slow
 def test_select_rule_set_open_is_refused_at_once_by_its_count(capsys, never_listed) -> None:
     err = _one_line(capsys, main(["select", *CELL, "--problem", PROBLEM, "--rule-set", "open"]))
     assert "rule set open holds 212,837,240 kernels" in err and "at most 100,000" in err, err
