@@ -71,3 +71,33 @@ def test_the_level_changes_no_pick(shipped) -> None:
     calibrated = performance.calibrated_tflops(scores)
     assert np.array_equal(calibration.picks(calibrated, data.tflops), calibration.picks(scores, data.tflops))
     assert calibrated == pytest.approx(np.exp2(scores) * performance.constant("analytical_level"))
+
+
+def test_a_pick_is_a_measured_kernel() -> None:
+    """An unmeasured kernel (NaN) is never the pick, however high its score."""
+    scores = np.array([[9.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    tflops = np.array([[np.nan, 10.0, 20.0], [30.0, np.nan, 40.0]])
+    assert calibration.picks(scores, tflops).tolist() == [2, 2]
+    assert calibration.ratios(scores, tflops).tolist() == pytest.approx([4.0 / 20.0, 16.0 / 40.0])
+
+
+def test_figures_are_the_median_and_the_tenth_and_ninetieth_percentiles() -> None:
+    held = calibration.figures(np.arange(1.0, 12.0))  # 1..11
+    assert (held.problems, held.median, held.p10, held.p90) == (11, 6.0, 2.0, 10.0)
+
+
+def test_each_folds_level_is_fitted_on_the_other_folds_only(shipped) -> None:
+    """Stated by hand: fold f's level is the median fit over the problems outside it, and a
+    problem's ratio uses its own fold's level; by default five folds of seed 0, as evaluate splits."""
+    from ckspace.training.evaluation import fold_of_groups
+
+    data, scores = shipped
+    ratios, levels = calibration.held_out_ratios(scores, data.tflops, data.groups)
+    fold = fold_of_groups(data.groups, 5, 0)
+    for f in range(5):
+        outside = fold != f
+        assert levels[f] == pytest.approx(calibration.fit_level(scores[outside], data.tflops[outside]))
+        inside = np.flatnonzero(fold == f)
+        expected = calibration.ratios(scores[inside], data.tflops[inside], levels[f])
+        assert ratios[inside] == pytest.approx(expected)
+    assert len(set(levels)) > 1  # the folds differ: none is fitted on everything

@@ -219,3 +219,13 @@ def test_issue_36_item_1_help_lists_the_columns(command: str) -> None:
     assert run.returncode == 0
     for words in ("N, C, K, Wi, X required", "stride, pad, dil for every dimension", "stride_d/h/w", "refused"):
         assert words in text, words
+
+
+def test_the_problem_keys_in_their_order() -> None:
+    """The keys ``--problem`` and a CSV's header take, in the order errors list them (stated here
+    apart from :mod:`ckspace.core.problem_keys`)."""
+    from ckspace.core.problem_keys import PROBLEM_KEYS
+
+    sizes = ["N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X"]
+    per_dimension = [f"{what}_{dim}" for what in ("stride", "pad", "dil") for dim in "dhw"]
+    assert list(PROBLEM_KEYS) == [*sizes, "stride", "pad", "dil", *per_dimension, "k_batch", "ndim"]
