@@ -229,3 +229,56 @@ def test_the_problem_keys_in_their_order() -> None:
     sizes = ["N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X"]
     per_dimension = [f"{what}_{dim}" for what in ("stride", "pad", "dil") for dim in "dhw"]
     assert list(PROBLEM_KEYS) == [*sizes, "stride", "pad", "dil", *per_dimension, "k_batch", "ndim"]
+
+
+HEADER = ["N", "C", "K", "Hi", "Wi", "Y", "X"]
+ROW = [1, 64, 64, 56, 56, 3, 3]
+
+
+def _read(tmp_path: Path, header: list[str], rows: list[list[object]]):
+    return read_workload(_write(tmp_path / "p.csv", header, rows), Variant.FORWARD).problems
+
+
+def test_issue_36_item_1_cells_read_as_integers_or_refused(tmp_path: Path) -> None:
+    """``56.0`` is 56 (spreadsheets write integers so), an empty cell is the key's default (G 1),
+    whatever column follows it; ``56.5`` and ``abc`` are no integers: the file is refused naming
+    the line and the value (a row of integers that make no convolution is left out instead)."""
+    (problem,) = _read(tmp_path, ["G", *HEADER], [["", 1, 64, 64, "56.0", 56, 3, 3]])
+    assert (problem.G, problem.Hi, problem.K) == (1, 56, 64)
+    for bad in ("56.5", "abc"):
+        with pytest.raises(CkspaceError, match=f"p\\.csv: line 2: Hi={bad!r} is not an integer"):
+            _read(tmp_path, HEADER, [[1, 64, 64, bad, 56, 3, 3]])
+
+
+def test_issue_36_item_1_per_dimension_columns_are_checked_in_the_header_and_in_each_row(tmp_path: Path) -> None:
+    """A lone ``stride_h`` column is refused from the header alone (before any row); a file of
+    ``stride_w`` only serves 1D rows and refuses a 2D one at its line."""
+    with pytest.raises(CkspaceError, match=r"p\.csv: columns stride_h given without stride_w"):
+        _read(tmp_path, [*HEADER, "stride_h"], [])
+    with pytest.raises(CkspaceError, match=r"p\.csv: line 2: stride_w given without stride_h"):
+        _read(tmp_path, [*HEADER, "stride_w"], [[*ROW, 2]])
+
+
+def test_issue_36_item_1_output_columns_are_checked_where_they_apply(tmp_path: Path) -> None:
+    """An empty output cell, and the depth's of a 2D row, say nothing; any other must agree, the
+    columns after them too."""
+    (problem,) = _read(tmp_path, [*HEADER, "Do", "Ho", "Wo"], [[*ROW, 7, "", 54]])
+    assert problem.output_size("w") == 54
+    with pytest.raises(CkspaceError, match="Wo=55 but the row's sizes give 54"):
+        _read(tmp_path, [*HEADER, "Do", "Ho", "Wo"], [[*ROW, 7, 54, 55]])
+
+
+def test_issue_36_item_7_a_long_row_is_named_with_its_cells(tmp_path: Path) -> None:
+    with pytest.raises(CkspaceError, match="line 2 has 9 cells, the header 7"):
+        _read(tmp_path, HEADER, [[*ROW, 1, 2]])
+
+
+def test_the_columns_of_a_file_are_a_value() -> None:
+    """Read once per file and shared by its rows: nothing may change them."""
+    from dataclasses import FrozenInstanceError
+
+    from ckspace.core.problem_columns import ProblemColumns
+
+    layout = ProblemColumns.of_header(HEADER, "p.csv")
+    with pytest.raises(FrozenInstanceError):
+        layout.width = 3  # type: ignore[misc]

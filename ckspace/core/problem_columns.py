@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ckspace.core.errors import CkspaceError, InvalidInputError
+from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.problem_keys import PROBLEM_KEYS, lacking_per_dimension, problem_key
 
@@ -150,9 +150,10 @@ class ProblemColumns:
     ) -> ConvProblem:
         """The row's problem. ``ndim_of`` gives the dimension count of a row without an ``ndim``
         cell (readers of problem lists and of measurements infer it differently) and may drop the
-        neutral cells of the dimensions it leaves out. A damaged row or one whose per-dimension
-        cells leave a dimension out is a :class:`CkspaceError` naming the line; values that make
-        no convolution are :class:`InvalidInputError` (a reader may skip those rows, and says so)."""
+        neutral cells of the dimensions it leaves out. A damaged row (a cell that is no integer,
+        another length than the header) or one whose per-dimension cells leave a dimension out is
+        a :class:`CkspaceError` naming the line; integers that make no convolution are
+        :class:`InvalidInputError` (a reader may skip those rows, and says so)."""
         self.check_width(row, line)
         values: dict[str, int] = {}
         for key in self.keys:
@@ -161,7 +162,7 @@ class ProblemColumns:
                 continue
             number = _integer(text)
             if number is None:
-                raise InvalidInputError(f"{self.source}: line {line}: {self.keys[key]}={text!r} is not an integer")
+                raise CkspaceError(f"{self.source}: line {line}: {self.keys[key]}={text!r} is not an integer")
             values[key] = number
         if "ndim" not in values:
             values["ndim"] = ndim_of(values)
@@ -195,7 +196,7 @@ def _integer(text: str) -> int | None:
     except ValueError:
         pass
     try:
-        value = float(text)
-    except (ValueError, OverflowError):
+        value = float(text)  # 1e400 is inf, not an error
+    except ValueError:
         return None
     return int(value) if value.is_integer() else None
