@@ -75,10 +75,10 @@ def test_the_level_changes_no_pick(shipped) -> None:
 
 def test_a_pick_is_a_measured_kernel() -> None:
     """An unmeasured kernel (NaN) is never the pick, however high its score."""
-    scores = np.array([[9.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
-    tflops = np.array([[np.nan, 10.0, 20.0], [30.0, np.nan, 40.0]])
-    assert calibration.picks(scores, tflops).tolist() == [2, 2]
-    assert calibration.ratios(scores, tflops).tolist() == pytest.approx([4.0 / 20.0, 16.0 / 40.0])
+    scores = np.array([[9.0, 1.0, 2.0], [0.0, 5.0, 4.0], [-1.0, -5.0, -3.0]])  # log2 TFLOPS: any sign
+    tflops = np.array([[np.nan, 10.0, 20.0], [30.0, np.nan, 40.0], [np.nan, 1.0, 2.0]])
+    assert calibration.picks(scores, tflops).tolist() == [2, 2, 2]
+    assert calibration.ratios(scores, tflops).tolist() == pytest.approx([4.0 / 20.0, 16.0 / 40.0, 0.125 / 2.0])
 
 
 def test_figures_are_the_median_and_the_tenth_and_ninetieth_percentiles() -> None:
