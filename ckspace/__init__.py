@@ -6,8 +6,6 @@ imports nothing when it loads: the ``ckspace`` command runs it before its signal
 place (:mod:`ckspace.cli`), and a Ctrl-C during an import then would be a traceback.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not typing's: see above
 if TYPE_CHECKING:
     from typing import Any
@@ -62,7 +60,7 @@ def __dir__() -> list[str]:
     return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ckspace' has no attribute {name!r}")

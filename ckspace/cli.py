@@ -22,14 +22,14 @@ A test or supervisor that must not race start-up sets ``CKSPACE_TEST_READY_FD`` 
 file descriptor: ``main`` writes ``ready`` to it and closes it once its handlers are installed.
 """
 
-from __future__ import annotations
-
 import os
 import signal
 import sys
 
 from ckspace import __version__
 
+# No `from __future__ import annotations` either: it imports the __future__ module before main;
+# annotations that name what loads later are strings.
 TYPE_CHECKING = False  # not typing's: importing typing before main would widen the window above
 if TYPE_CHECKING:
     import argparse
@@ -47,7 +47,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated()
 
 
-def _parser() -> tuple[argparse.ArgumentParser, dict]:
+def _parser() -> "tuple[argparse.ArgumentParser, dict]":
     """The parser of every command, and the command modules by name. The commands are imported
     here, not at the top, so that :func:`main` has its signal handlers before they load."""
     import argparse
@@ -78,7 +78,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict]:
     return parser, modules
 
 
-def _add_globals(parser: argparse.ArgumentParser, default: object) -> None:
+def _add_globals(parser: "argparse.ArgumentParser", default: object) -> None:
     """-v and --cache-dir, accepted before or after the subcommand (SUPPRESS: a subcommand's
     parser does not reset what the main parser read)."""
     parser.add_argument("-v", "--verbose", action="count", default=default, help="log progress (-vv: debug)")
@@ -107,7 +107,7 @@ def _write(text: str) -> None:
         raise CkspaceError("stdout is closed") from None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: "Sequence[str] | None" = None) -> int:
     """Run ``ckspace argv`` (default: the process's arguments); returns the exit status.
 
     Once its handlers are installed (its first lines), Ctrl-C ends the command with 130 and
@@ -147,7 +147,7 @@ def _tell_ready() -> None:
         ) from None
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: "Sequence[str] | None") -> int:
     import io
     import logging
 
