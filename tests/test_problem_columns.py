@@ -282,3 +282,41 @@ def test_the_columns_of_a_file_are_a_value() -> None:
     layout = ProblemColumns.of_header(HEADER, "p.csv")
     with pytest.raises(FrozenInstanceError):
         layout.width = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("spelling", ["bias", "Bias", "BIAS"])
+def test_issue_37_item_4_the_bias_column_is_read_by_the_census_reader_and_left_alone_by_the_others(
+    tmp_path: Path, spelling: str
+) -> None:
+    """``bias`` (any case) is a layer's, not the convolution's: plan's reader gives the same problems
+    with or without it (a ResNet list with a bias column still plans), and ``ProblemColumns.bias``
+    reads it row by row; no column is no bias."""
+    from ckspace.core.problem_columns import ProblemColumns
+
+    rows = [[*ROW, 1], [1, 64, 128, 28, 28, 1, 1, 0]]
+    with_bias = _read(tmp_path, [*HEADER, spelling], rows)
+    without = _read(tmp_path, HEADER, [row[:-1] for row in rows])
+    assert with_bias == without and len(with_bias) == 2
+    layout = ProblemColumns.of_header([*HEADER, spelling], "p.csv")
+    reads = [layout.bias(dict(zip([*HEADER, spelling], map(str, row), strict=True)), n) for n, row in enumerate(rows)]
+    assert reads == [True, False]
+    assert ProblemColumns.of_header(HEADER, "p.csv").bias(dict(zip(HEADER, map(str, ROW), strict=True)), 2) is False
+
+
+@pytest.mark.parametrize("cell", ["", "2", "yes", "true", "1.0", "-1"])
+def test_issue_37_item_4_a_bias_cell_other_than_0_or_1_is_one_line_naming_it(cell: str) -> None:
+    from ckspace.core.problem_columns import ProblemColumns
+
+    layout = ProblemColumns.of_header([*HEADER, "Bias"], "p.csv")
+    with pytest.raises(CkspaceError) as caught:
+        layout.bias(dict(zip([*HEADER, "Bias"], [*map(str, ROW), cell], strict=True)), 7)
+    assert str(caught.value) == f"p.csv: line 7: Bias={cell!r}; valid: 0 or 1 (whether the layer adds a bias)"
+
+
+def test_issue_37_item_4_plan_help_states_the_bias_column() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "ckspace.cli", "plan", "--help"], capture_output=True, text=True, timeout=600
+    )
+    assert "bias (0/1, the layer adds a bias: read by hipdnn census, ignored by the other readers)" in " ".join(
+        run.stdout.split()
+    )

@@ -15,7 +15,11 @@ one line naming the column:
   the row's sizes give: the row does not say which convolution it is.
 
 Columns that are none of these (``idx``, a weight, notes) are the file's own business and left
-alone. A row with fewer or more cells than the header is refused, naming its line.
+alone. A row with fewer or more cells than the header is refused, naming its line. The ``bias``
+column (:data:`~ckspace.core.problem_keys.BIAS`, any case) says whether a layer adds a bias; it is
+no part of the convolution, so :meth:`ProblemColumns.problem` never reads it and only the readers
+that build a framework's graphs ask :meth:`ProblemColumns.bias` (a cell other than 0 or 1 is refused
+there, naming its line).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
 from ckspace.core.problem import ConvProblem
-from ckspace.core.problem_keys import PROBLEM_KEYS, lacking_per_dimension, problem_key
+from ckspace.core.problem_keys import BIAS, BIAS_VALUES, PROBLEM_KEYS, lacking_per_dimension, problem_key
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("N", "C", "K", "Wi", "X")
 """The problem columns every problems CSV has: what every problem states (a 2D or 3D file has its
@@ -95,6 +99,8 @@ class ProblemColumns:
     keys: dict[str, str]
     outputs: dict[str, str]
     width: int
+    bias_column: str | None = None
+    """The header's name of the :data:`~ckspace.core.problem_keys.BIAS` column, if it has one."""
 
     @classmethod
     def of_header(cls, fieldnames: Sequence[str] | None, source: str | Path) -> ProblemColumns:
@@ -103,6 +109,7 @@ class ProblemColumns:
         seen: dict[str, str] = {}
         keys: dict[str, str] = {}
         outputs: dict[str, str] = {}
+        bias: str | None = None
         for name in names:
             folded = name.strip().lower()
             if folded in seen:
@@ -114,6 +121,8 @@ class ProblemColumns:
                 keys[key] = name
             elif folded in OUTPUT_COLUMNS:
                 outputs[OUTPUT_COLUMNS[folded]] = name
+            elif folded == BIAS:
+                bias = name
             elif (meant := foreign_column(name)) is not None:
                 raise CkspaceError(
                     f"{source}: column {name!r} is not a problem column (write {meant}); problem columns "
@@ -124,7 +133,7 @@ class ProblemColumns:
             if short not in keys and dims not in _PER_DIMENSION_SETS:
                 lacking = lacking_per_dimension(keys, "dhw" if "d" in dims else "hw")
                 raise CkspaceError(f"{source}: columns {lacking}")
-        return cls(str(source), keys, outputs, len(names))
+        return cls(str(source), keys, outputs, len(names), bias)
 
     def lacking(self) -> list[str]:
         """The :data:`REQUIRED_COLUMNS` the file has no column for."""
@@ -135,6 +144,20 @@ class ProblemColumns:
         column = self.keys.get(key)
         value = row.get(column) if column is not None else None
         return value.strip() if isinstance(value, str) else ""
+
+    def bias(self, row: Mapping[str | None, object], line: int) -> bool:
+        """Whether the row's layer adds a bias: its ``bias`` cell, 0 or 1 (no column: no bias); any
+        other cell, an empty one too, is one line naming it and the valid values."""
+        if self.bias_column is None:
+            return False
+        value = row.get(self.bias_column)
+        text = value.strip() if isinstance(value, str) else ""
+        if text in BIAS_VALUES:
+            return text == "1"
+        raise CkspaceError(
+            f"{self.source}: line {line}: {self.bias_column}={text!r}; valid: {' or '.join(BIAS_VALUES)} "
+            "(whether the layer adds a bias)"
+        )
 
     def check_width(self, row: Mapping[str | None, object], line: int) -> None:
         """A row of another length than the header is a damaged file (a truncated last line, a

@@ -21,6 +21,12 @@ PROBLEM_KEYS: tuple[str, ...] = (*SIZE_FIELDS[:10], *SHORTHANDS, *SIZE_FIELDS[10
 (case-insensitive): the sizes, the shorthands ``stride``/``pad``/``dil`` for all dimensions, the
 per-dimension ``stride_h``..., ``k_batch`` and ``ndim``."""
 _BY_LOWER = {k.lower(): k for k in PROBLEM_KEYS}
+BIAS = "bias"
+"""A problems CSV's column saying whether the layer adds a bias (0 or 1; no column: none). Not a
+problem key: the convolution is the same with or without it (kernels, plans and measurements do not
+change), but the graph a framework sends does (PyTorch fuses the bias as a second node), so only
+``hipdnn census`` reads it; every other reader of a problems CSV leaves it alone."""
+BIAS_VALUES = ("0", "1")
 
 
 def problem_key(name: str) -> str | None:
@@ -50,7 +56,8 @@ COLUMNS_HELP = (
     "columns (any case, any order): N, C, K, Wi, X required; G, Hi, Y (2D), Di, Z (3D); stride, pad, dil "
     "for every dimension or stride_d/h/w, pad_d/h/w, dil_d/h/w for each; k_batch; ndim (else 3D when a depth "
     "column is not 1/1/1/0/1); Do, Ho, Wo are checked; a column given twice or in another vocabulary (padding, "
-    "Stride_X, groups) is refused; other columns are ignored"
+    "Stride_X, groups) is refused; bias (0/1, the layer adds a bias: read by hipdnn census, ignored by the other "
+    "readers); other columns are ignored"
 )
 """What ``--help`` says of a problems CSV's columns: the rules of :mod:`ckspace.core.problem_columns`
 in one line, here so that ``--help`` reads it without loading pydantic."""
