@@ -10,9 +10,9 @@ this test reads all of that text and checks, with the same resolution a reader w
 * every dotted ``ckspace.x.y[.z]`` reference (and every ``:mod:``/``:func:``/``:class:``/... role,
   relative ones against the module they are written in) names something that exists: the longest
   prefix that is a module is imported, the rest looked up as attributes;
-* every path under ``ckspace/``, ``tests/``, ``docs/``, ``bench/``, ``scripts/`` or ``.ci/`` (and a
+* every path under ``ckspace/``, ``tests/``, ``docs/``, ``bench/``, ``scripts/``, ``examples/`` or ``.ci/`` (and a
   path written relative to the file that holds it, or to ``ckspace/``) exists;
-* the environment variables ``ckspace --help`` and the README document are exactly the ones the
+* the environment variables ``ckspace --help`` and docs/cli.md document are exactly the ones the
   code reads (found in the code's syntax tree, not by a pattern over its text);
 * nothing cites what a reader of the repository cannot open: an issue number of a tracker, or a
   document (``*.md``) that is not in the repository.
@@ -48,8 +48,10 @@ from ckspace.emit import hipdnn
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"
 README = ROOT / "README.md"
+CLI_DOC = ROOT / "docs" / "cli.md"
+"""The page whose **Environment** item lists every variable ckspace reads."""
 
-SCANNED = ("ckspace", "tests", "bench", "scripts", "docs")
+SCANNED = ("ckspace", "tests", "bench", "scripts", "docs", "examples")
 """The folders whose text is read, besides README.md and pyproject.toml (its import-linter
 contracts name modules too)."""
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".sh", ".j2", ".c", ".h", ".cpp", ".hpp", ".cfg", ""}
@@ -59,7 +61,7 @@ NOT_SCANNED = (ROOT / "tests" / "golden", Path(__file__).resolve())
 """Emitted files kept byte for byte as ``emit`` writes them (their text is the templates', which are
 read, and editing them by hand would only break the comparison), and this file, whose examples of
 broken references are broken on purpose."""
-PATH_ROOTS = ("ckspace", "tests", "docs", "bench", "scripts", ".ci")
+PATH_ROOTS = ("ckspace", "tests", "docs", "bench", "scripts", ".ci", "examples")
 """The top-level folders a path in the text is taken to start from."""
 
 
@@ -641,9 +643,9 @@ ENV_NAME = re.compile(r"`\$?([A-Z][A-Z0-9_]*)")
 
 
 def documented_by_readme(text: str) -> set[str]:
-    """The variables README's **Environment** item names in backticks (`X` or `$X...`)."""
+    """The variables docs/cli.md's **Environment** item names in backticks (`X` or `$X...`)."""
     item = re.search(r"^\* \*\*Environment\*\*:(.*?)(?=^\S|^\* |\Z)", text, flags=re.MULTILINE | re.DOTALL)
-    assert item, "README has an **Environment** item"
+    assert item, "docs/cli.md has an **Environment** item"
     return set(ENV_NAME.findall(item.group(1)))
 
 
@@ -651,9 +653,11 @@ def test_documented_environment_is_what_the_code_reads() -> None:
     read = read_by_the_code()
     assert {"CKSPACE_CACHE_DIR", "CK_ROOT", "CC"} <= read
     help_ = documented_by_help()
-    readme = documented_by_readme(README.read_text())
+    documented = documented_by_readme(CLI_DOC.read_text())
     assert help_ == read, f"--help lists {sorted(help_ - read)} that nothing reads; misses {sorted(read - help_)}"
-    assert readme == read, f"README lists {sorted(readme - read)} that nothing reads; misses {sorted(read - readme)}"
+    assert documented == read, (
+        f"docs/cli.md lists {sorted(documented - read)} that nothing reads; misses {sorted(read - documented)}"
+    )
 
 
 def test_the_environment_scan_sees_each_form_of_read() -> None:
