@@ -28,6 +28,7 @@ ARGUMENTS = {
     ("evaluate", "--data"): Kind.MEASUREMENTS,
     ("plan", "--problems"): Kind.PROBLEMS,
     ("bench", "--problems"): Kind.PROBLEMS,
+    ("hipdnn", "--problems"): Kind.PROBLEMS,
 }
 """Every command argument that reads a data set's kind of CSV, and the kind."""
 COMMAND_LINES = {
@@ -35,6 +36,7 @@ COMMAND_LINES = {
     "evaluate": ["evaluate", "--data"],
     "plan": ["plan", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--budget", "2", "--problems"],
     "bench": ["bench", "tree", "--out", "results.csv", "--problems"],
+    "hipdnn": ["hipdnn", "census", "plugin.so", "--problems"],
 }
 """A command line of each command, missing only the data set argument's value (last)."""
 
@@ -91,7 +93,15 @@ def test_each_problem_list_reads_as_a_workload(name: str) -> None:
         first = next(csv.DictReader(handle))
     variant = Variant.parse(first.get("direction", "forward"))
     workload = read_workload(DATASETS[name].path, variant)
-    assert workload.rows == DATASETS[name].rows and len(workload.problems) > 0.9 * workload.rows
+    assert workload.rows == DATASETS[name].rows
+    if name in LAYER_LISTS:  # a model's layers: identical blocks repeat their shapes
+        assert len(workload.problems) == LAYER_LISTS[name]
+    else:
+        assert len(workload.problems) > 0.9 * workload.rows
+
+
+LAYER_LISTS = {"torchvision-resnet50": 23, "torchvision-vgg16": 9}
+"""The problem lists that are a model's convolutions row by row, with their distinct shapes."""
 
 
 def test_plan_on_a_data_set_by_name() -> None:

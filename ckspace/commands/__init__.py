@@ -20,6 +20,7 @@ COMMANDS = (
     "learn",
     "select",
     "plan",
+    "hipdnn",
     "info",
     "cache",
 )

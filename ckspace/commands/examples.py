@@ -129,6 +129,17 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "--min-efficiency 0.9",
         ),
     ),
+    "hipdnn": (
+        (
+            "which of ResNet-50's convolutions the plugin serves in training, and why it declines the others",
+            "ckspace hipdnn census kernels/build/gfx942/libckspace_hipdnn_gfx942.so --problems torchvision-resnet50",
+        ),
+        (
+            "a channels-last model's forward passes only, and hipDNN's rules that prefer the plugin for them",
+            "ckspace hipdnn census kernels/build/gfx942/libckspace_hipdnn_gfx942.so --problems torchvision-vgg16 "
+            "--variant forward --memory-format channels_last --hipdnn-rules rules.json",
+        ),
+    ),
     "info": (
         ("what this machine has and what ckspace knows", "ckspace info"),
         ("the same as JSON", "ckspace info --format json"),

@@ -150,6 +150,26 @@ DATASETS: dict[str, Dataset] = {
             f"{GROUPED_CONV}/problems/bwd_weight_synthetic_extended.py",
             "4064d9fbc28ac30e90b32d9a0a92a0fdfbb84d39bd3dc54b1d3e679f36be2862",
         ),
+        Dataset(
+            "torchvision-resnet50",
+            Kind.PROBLEMS,
+            "torchvision_resnet50_problems.csv",
+            "the 53 convolutions of torchvision's ResNet-50 (the downsample 1x1 ones too, none with bias) at batch "
+            "32 on 224x224 images, one row per layer with its module name (23 distinct shapes)",
+            53,
+            "derived from pytorch/vision : torchvision/models/resnet.py (resnet50) by scripts/torchvision_problems.py",
+            "0b7d822b667c5887ca5542aaafe66857d486f8d5afde83be1cbefb02015ca968",
+        ),
+        Dataset(
+            "torchvision-vgg16",
+            Kind.PROBLEMS,
+            "torchvision_vgg16_problems.csv",
+            "the 13 convolutions of torchvision's VGG-16 (configuration D, every one with bias) at batch 32 on "
+            "224x224 images, one row per layer with its module name (9 distinct shapes)",
+            13,
+            "derived from pytorch/vision : torchvision/models/vgg.py (vgg16) by scripts/torchvision_problems.py",
+            "e9e61a0e8db27dca16874e141451766374e435615993232ed89aa5b64870bfe9",
+        ),
     )
 }
 """Every shipped data set by name, measurements first."""

@@ -1,0 +1,174 @@
+"""``ckspace hipdnn census``: before enabling hipDNN in PyTorch, which of a workload's
+convolutions a ckspace plugin would serve, and why it declines the others, asked of the plugin
+itself (:mod:`ckspace.run.census`); with ``--hipdnn-rules FILE``, the hipDNN heuristic config that
+routes the served ones to it (:mod:`ckspace.emit.hipdnn_rules`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from ckspace.commands.common import add_format_argument, data_set_help, one_of, problems_file, write_report
+from ckspace.core.datasets import Kind
+from ckspace.core.problem_keys import COLUMNS_HELP
+
+NAME = "hipdnn"
+HELP = "the hipDNN plugin: census asks it which of a workload's convolutions it serves, as PyTorch sends them"
+ACTIONS = ("census",)
+FORMATS = ("text", "json")
+DIRECTIONS = ("forward", "bwd_data", "bwd_weight")
+MEMORY_FORMATS = ("contiguous", "channels_last")
+DEFAULT_DTYPE = "bf16"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", type=one_of("hipdnn action", ACTIONS), choices=ACTIONS, help="census")
+    parser.add_argument("plugin", type=Path, metavar="PLUGIN", help="the plugin: libckspace_hipdnn_<arch>.so")
+    parser.add_argument(
+        "--problems",
+        required=True,
+        type=problems_file,
+        metavar="CSV",
+        help=f"the workload, one row per layer: a problems CSV ({COLUMNS_HELP}; a 'layer' column names the rows), "
+        + data_set_help(Kind.PROBLEMS),
+    )
+    parser.add_argument(
+        "--variant",
+        nargs="+",
+        action="extend",
+        metavar="V",
+        help="the directions asked: forward, bwd_data, bwd_weight or all (default: all three, what one training "
+        "step sends per layer; forward alone for inference)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default=DEFAULT_DTYPE,
+        help=f"the tensors' dtype: fp16, bf16 or fp32 (default: {DEFAULT_DTYPE}, what torch.autocast(dtype="
+        "torch.bfloat16) sends; fp32 is PyTorch's own default)",
+    )
+    parser.add_argument(
+        "--memory-format",
+        type=one_of("memory format", MEMORY_FORMATS),
+        choices=MEMORY_FORMATS,
+        default=MEMORY_FORMATS[0],
+        help="the layers' tensors: contiguous (PyTorch's default, NCHW) or channels_last (model and input "
+        ".to(memory_format=torch.channels_last)) (default: contiguous)",
+    )
+    parser.add_argument(
+        "--arch",
+        help="the device the stand-in HIP runtime reports to a plugin linked with HIP (default: the arch in the "
+        "plugin's engine names); no GPU is used",
+    )
+    parser.add_argument(
+        "--hipdnn-rules",
+        type=Path,
+        metavar="FILE",
+        help="also write hipDNN's heuristic config (HIPDNN_HEUR_CONFIG_PATH=FILE) preferring the plugin's engine "
+        "for every graph it serves",
+    )
+    add_format_argument(parser, FORMATS)
+
+
+def _variants(values: list[str] | None):
+    from ckspace.core.vocab import Variant
+
+    if not values:
+        return tuple(Variant)
+    if any(v.strip().lower() == "all" for v in values):
+        return tuple(Variant)
+    chosen = {Variant.parse(v) for v in values}
+    return tuple(v for v in Variant if v in chosen)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.errors import CkspaceError
+    from ckspace.core.files import write_atomic
+    from ckspace.core.vocab import Dtype, parse_arch
+    from ckspace.emit.hipdnn_rules import heuristic_config, render
+    from ckspace.emit.pytorch_graphs import MemoryFormat
+    from ckspace.run.census import Verdict, read_layers, run_census, totals
+
+    variants = _variants(args.variant)
+    dtype = Dtype.parse(args.dtype)
+    arch = parse_arch(args.arch) if args.arch is not None else None
+    if not args.plugin.is_file():
+        raise CkspaceError(
+            f"plugin {str(args.plugin)!r} is not a file (ckspace build links build/<arch>/libckspace_hipdnn_<arch>.so)"
+        )
+    layers = read_layers(args.problems)
+    census = run_census(args.plugin, layers, variants, dtype, MemoryFormat(args.memory_format), arch)
+    report = {
+        "plugin": census.plugin,
+        "engines": {name: str(engine) for engine, name in census.engines.items()},
+        "device": {"arch": census.arch, "stand_in_hip_runtime": census.standin},
+        "problems": str(args.problems),
+        "dtype": dtype.value,
+        "memory_format": census.memory_format.value,
+        "variants": [v.value for v in variants],
+        "layers": [
+            {
+                "line": item.line,
+                "layer": item.name,
+                "problem": item.layer.problem.text(),
+                "bias": item.layer.bias,
+                "graphs": {
+                    v.value: {"verdict": a.verdict.value, "engines": list(a.engines), "reason": a.reason}
+                    for v, a in answers.items()
+                },
+            }
+            for item, answers in zip(census.layers, census.answers, strict=True)
+        ],
+        **totals(census),
+    }
+    if args.hipdnn_rules is not None:
+        served = [
+            (v, a.engines[0], census.documents[i][v])
+            for i, answers in enumerate(census.answers)
+            for v, a in answers.items()
+            if a.verdict is Verdict.SERVED
+        ]
+        config = heuristic_config(served)
+        write_atomic(args.hipdnn_rules, render(config), "--hipdnn-rules")
+        report["hipdnn_rules"] = {"file": str(args.hipdnn_rules), "rules": len(config["engine_overrides"])}
+    write_report(out, args.format, report, _text, indent=1)
+    return 0
+
+
+def _text(report: dict) -> str:
+    lines = [
+        f"plugin {report['plugin']}: engines {', '.join(report['engines'])}",
+        (
+            f"device {report['device']['arch']} (a stand-in HIP runtime: no GPU used)"
+            if report["device"]["stand_in_hip_runtime"]
+            else "device: the plugin's own (it does not link the HIP runtime)"
+        ),
+        f"workload {report['problems']}: {len(report['layers'])} layers, {report['dtype']}, {report['memory_format']}, "
+        f"as PyTorch sends them: {' '.join(report['variants'])}",
+        "",
+    ]
+    for layer in report["layers"]:
+        lines.append(f"{layer['layer']}  {layer['problem']}" + ("  bias" if layer["bias"] else ""))
+        for variant, answer in layer["graphs"].items():
+            said = (
+                f"served by {', '.join(answer['engines'])}"
+                if answer["verdict"] == "served"
+                else (f"{answer['verdict']}: {answer['reason']}")
+            )
+            lines.append(f"  {variant:<11} {said}")
+    lines.append("")
+    lines.append("totals (layers):")
+    for variant, counts in report["directions"].items():
+        lines.append(
+            f"  {variant:<11} {counts['served']} served, {counts['declined']} declined"
+            + (f", {counts['crashed']} crashed the plugin" if counts["crashed"] else "")
+        )
+    if report["declined_by_reason"]:
+        lines.append("declined, by reason:")
+        for entry in report["declined_by_reason"]:
+            by = ", ".join(f"{v} {n}" for v, n in entry["by"].items())
+            lines.append(f"  {entry['count']:>4}  {entry['reason']}  ({by})")
+    if "hipdnn_rules" in report:
+        rules = report["hipdnn_rules"]
+        lines.append(f"wrote {rules['file']}: {rules['rules']} rules (export HIPDNN_HEUR_CONFIG_PATH={rules['file']})")
+    return "\n".join(lines) + "\n"
