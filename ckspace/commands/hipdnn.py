@@ -24,7 +24,14 @@ DEFAULT_DTYPE = "bf16"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", type=one_of("hipdnn action", ACTIONS), choices=ACTIONS, help="census")
-    parser.add_argument("plugin", type=Path, metavar="PLUGIN", help="the plugin: libckspace_hipdnn_<arch>.so")
+    parser.add_argument(
+        "plugin",
+        type=Path,
+        metavar="PLUGIN",
+        help="the plugin ckspace build linked (build/<arch>/libckspace_hipdnn_<arch>.so), or a tree emitted "
+        "--hipdnn-plugin, built or not: its plugin is linked without kernels for the census (seconds, no HIP "
+        "compiler; the same answers, which the host decides)",
+    )
     parser.add_argument(
         "--problems",
         required=True,
@@ -82,6 +89,7 @@ def _variants(values: list[str] | None):
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.core.datasets import argument_text
     from ckspace.core.errors import CkspaceError
     from ckspace.core.files import write_atomic
     from ckspace.core.vocab import Dtype, parse_arch
@@ -92,17 +100,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     variants = _variants(args.variant)
     dtype = Dtype.parse(args.dtype)
     arch = parse_arch(args.arch) if args.arch is not None else None
-    if not args.plugin.is_file():
-        raise CkspaceError(
-            f"plugin {str(args.plugin)!r} is not a file (ckspace build links build/<arch>/libckspace_hipdnn_<arch>.so)"
-        )
     layers = read_layers(args.problems)
-    census = run_census(args.plugin, layers, variants, dtype, MemoryFormat(args.memory_format), arch)
+    if args.plugin.is_dir():
+        from ckspace.run.census_plugin import census_plugin
+
+        plugin, built = census_plugin(args.plugin), f"{args.plugin}'s plugin, linked without kernels for the census"
+    elif args.plugin.is_file():
+        plugin, built = args.plugin, None
+    else:
+        raise CkspaceError(
+            f"plugin {str(args.plugin)!r} is neither a plugin file (ckspace build links "
+            "build/<arch>/libckspace_hipdnn_<arch>.so) nor a tree emitted --hipdnn-plugin"
+        )
+    census = run_census(plugin, layers, variants, dtype, MemoryFormat(args.memory_format), arch)
     report = {
         "plugin": census.plugin,
+        "census_only_build_of": str(args.plugin) if built else None,
         "engines": {name: str(engine) for engine, name in census.engines.items()},
         "device": {"arch": census.arch, "stand_in_hip_runtime": census.standin},
-        "problems": str(args.problems),
+        "problems": argument_text(args.problems),
         "dtype": dtype.value,
         "memory_format": census.memory_format.value,
         "variants": [v.value for v in variants],
@@ -137,7 +153,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def _text(report: dict) -> str:
     lines = [
-        f"plugin {report['plugin']}: engines {', '.join(report['engines'])}",
+        f"plugin {report['plugin']}"
+        + (f" ({report['census_only_build_of']}'s, linked without kernels)" if report["census_only_build_of"] else "")
+        + f": engines {', '.join(report['engines'])}",
         (
             f"device {report['device']['arch']} (a stand-in HIP runtime: no GPU used)"
             if report["device"]["stand_in_hip_runtime"]

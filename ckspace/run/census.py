@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 
 TIMEOUT = 120.0
 """Seconds the plugin may take over one graph before the census calls it hung."""
+STARTUP = 60.0
+"""Seconds more for the probe's first answer: Python's start and the plugin's loading."""
 _DEPTH_NEUTRAL = {"Di": 1, "Z": 1, "stride_d": 1, "pad_d": 0, "dil_d": 1}
 
 
@@ -196,7 +199,7 @@ def _ask(
         command.append(arch or "-")
         if preload is not None:
             command.append(str(preload))
-        lines, failure = _run(command, environment, timeout * max(1, count - start) + 60)
+        lines, failure = _run(command, environment, timeout)
         answered = 0
         for record in lines:
             kind = record.get("kind")
@@ -222,24 +225,45 @@ def _ask(
 
 
 def _run(command: list[str], environment: dict[str, str], timeout: float) -> tuple[list[dict], str | None]:
-    """The probe's JSON lines, and why it ended early (None: it finished)."""
+    """The probe's JSON lines, and why it ended early (None: it finished). Each line must come
+    within ``timeout`` seconds of the one before (the first within ``timeout`` plus the plugin's
+    loading): a graph the plugin takes longer over is a hang, and the probe is killed."""
+    lines: list[dict] = []
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment)
+    failure = None
+    stderr = b""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout, check=False)
-        stdout, stderr, code = done.stdout, done.stderr, done.returncode
-        failure = None
-        if code != 0:
-            failure = f"the plugin's process ended with {_status(code)}" + (
-                f": {stderr.strip().splitlines()[-1]}" if stderr.strip() else ""
-            )
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        failure = f"no answer within {timeout:g} s"
-    lines = []
-    for text in stdout.splitlines():
-        try:
-            lines.append(json.loads(text))
-        except json.JSONDecodeError:
-            continue  # the plugin's own prints
+        assert process.stdout is not None
+        fd = process.stdout.fileno()  # read raw: a buffered reader would hold lines select() cannot see
+        pending = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            wait = timeout + STARTUP
+            while True:
+                if not selector.select(wait):
+                    failure = f"no answer within {timeout:g} s"
+                    process.kill()
+                    break
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for text in complete:
+                    try:
+                        lines.append(json.loads(text))
+                    except (json.JSONDecodeError, UnicodeDecodeError):
+                        continue  # the plugin's own prints
+                    wait = timeout
+        _, stderr = process.communicate()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    if failure is None and process.returncode != 0:
+        said = stderr.decode(errors="replace").strip()
+        last = said.splitlines()[-1] if said else ""
+        failure = f"the plugin's process ended with {_status(process.returncode)}" + (f": {last}" if last else "")
     if failure is None and not any(r.get("kind") == "done" for r in lines):
         failure = "the plugin's process ended without finishing"
     return lines, failure

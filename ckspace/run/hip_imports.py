@@ -19,7 +19,7 @@ from ckspace.core.inputs import read_input
 
 HIP_RUNTIME = "libamdhip64"
 """The start of the HIP runtime's soname."""
-_SHT_DYNAMIC, _SHT_DYNSYM = 6, 11
+_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 2, 6, 11
 _SHT_VERSYM, _SHT_VERNEED = 0x6FFFFFFF, 0x6FFFFFFE
 _DT_NEEDED = 1
 
@@ -107,3 +107,28 @@ def _imports(data: bytes) -> Imports:
             name_version, file = versions.get((version or 0) & 0x7FFF, (None, None))
             undefined.append((_string(data, strings, name_at), name_version, file))
     return Imports(tuple(needed), tuple(undefined))
+
+
+def object_symbols(path: Path) -> tuple[set[str], set[str]]:
+    """The global symbols a relocatable object (``.o``) defines and those it leaves undefined."""
+    data = read_input(path, "object")
+    try:
+        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+            raise ValueError("not an ELF64 LE file")
+        (shoff,) = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+        defined: set[str] = set()
+        undefined: set[str] = set()
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != _SHT_SYMTAB:
+                continue
+            strings = sections[link][4]
+            for pos in range(offset, offset + size, entsize or 24):
+                name_at, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
+                if name_at == 0 or info >> 4 not in (1, 2):  # global or weak
+                    continue
+                (undefined if shndx == 0 else defined).add(_string(data, strings, name_at))
+        return defined, undefined
+    except (struct.error, IndexError, ValueError):
+        raise CkspaceError(f"{str(path)!r} is not a 64-bit little-endian ELF object") from None
