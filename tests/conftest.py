@@ -23,6 +23,7 @@ ORACLE_REVISION = "7cd53015"
 (reference_rules.py, nested_loop.py) pin."""
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(ROOT / "bench"))  # scripts whose functions tests reuse (bench/learning_study.py)
 
 from skip_policy import (  # noqa: E402 - the hooks CI's skip policy needs, registered with this conftest
     NO_C_COMPILER,

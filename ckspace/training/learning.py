@@ -54,10 +54,10 @@ from ckspace.training.acquisition import (
     regressor_mu,
     shifted,
 )
+from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
 from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
 from ckspace.training.measurer import Measurer
-from ckspace.training.trainer import train_model
 
 log = logging.getLogger(__name__)
 
@@ -396,7 +396,7 @@ def learn(
     log.log(NOTICE, "stopped after round %d: %s; training the model on %d pairs", rounds, stopped, state.pairs)
     cell = configs[0]
     data = load_measurements([record.path], cell.arch, cell.variant, cell.dtype)
-    card, _ = train_model(data, Path(out), None, seed, command, force=True, num_threads=threads)
+    card, _ = train_anchored(loop.data(), data, loop.per_problem, Path(out), seed, command, threads)
     return LearnReport(
         rounds=rounds,
         kernels_built=len(state.built),

@@ -1,0 +1,324 @@
+"""The learning loop's model: the analytical model as its first trees, corrections only where measured
+pairs show, out of fold, that they help.
+
+Why not the model ``ckspace train`` fits: from a few hundred measured pairs, a booster fitted from
+scratch overrides a good prior (on the MI355X recording, 10 % of the pairs gave picks at 93-96 % of
+the best where the analytical model alone reaches 97 %). So the loop's model is anchored:
+
+1. **Prior.** A regression booster on the analytical feature alone that reproduces the calibrated
+   analytical model, ``ln(level) + ln 2 * A`` (natural-log TFLOPS), as a staircase finer than
+   timing noise (:data:`PRIOR_STEP_LOG2`) over the analytical range of the workload widened by
+   :data:`PRIOR_MARGIN_LOG2`. A model directory holds trees only (the selector, the C dispatcher
+   and its QuickScorer tables read nothing else), and trees cannot hold a linear term, so the prior
+   is written as trees; fitted on a dense grid of the feature, not on measurements, it needs none.
+2. **Corrections.** Boosting continues from the prior on the measured pairs (lambdarank for the
+   ranker, regression for the TFLOPS regressor), with small trees, a slow rate and a strong L2
+   penalty (:data:`CORRECTION_PARAMS`), so each tree can move the prior's order a little.
+3. **Out-of-fold choice.** How many correction rounds (:data:`ROUNDS`, none among them) is chosen on
+   the measured problems by grouped cross-validation (by shape, as ``evaluate`` splits): the pick's
+   efficiency among each held-out problem's measured kernels. Corrections are kept only when their
+   mean gain over the prior alone exceeds the standard error of the per-problem gains: where the
+   evidence is thin, the model is the analytical model.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, FEATURE_VERSION
+from ckspace.select.store import ModelCard, save_model
+from ckspace.select.support import training_domain
+from ckspace.training.acquisition import shifted
+from ckspace.training.boosters import BASE_PARAMS, RELEVANCE_LEVELS, design, relevance
+from ckspace.training.calibration import fit_level
+from ckspace.training.dataset import Measurements
+from ckspace.training.evaluation import fold_of_groups
+from ckspace.training.metrics import Scores, per_problem_efficiency, summarize, tflops_error
+from ckspace.training.trainer import library_versions
+
+log = logging.getLogger(__name__)
+
+PRIOR_STEP_LOG2 = 0.0005
+"""Spacing of the prior's grid in log2 TFLOPS (0.035 %): its staircase is about this fine, well under
+the run-to-run noise of a timing (~2 %), so it rarely ties two kernels the analytical model orders."""
+PRIOR_MARGIN_LOG2 = 2.0
+"""How far beyond the workload's analytical range (log2 TFLOPS, a factor of 4 either way) the prior
+keeps its slope: problems a little smaller or faster than the workload's still rank by it."""
+PRIOR_ROUNDS = 400
+"""Trees of the prior (:data:`PRIOR_LEAVES` leaves each): enough for its staircase to reach the
+grid's resolution (checked by tests/test_learning.py against the analytical picks)."""
+PRIOR_LEAVES = 63
+"""Leaves per prior tree: the most the dispatcher's QuickScorer tables hold (64) less one."""
+PRIOR_DEPTH = 10
+"""The prior trees' deepest leaf: Treelite, which compiles trees to C for the selector and the
+dispatcher, numbers nodes heap-wise and refuses a tree deeper than about 30 levels, which a 1-D
+staircase grown leaf by leaf reaches."""
+PRIOR_PARAMS: dict[str, object] = {
+    "objective": "regression",
+    "learning_rate": 1.0,
+    "num_leaves": PRIOR_LEAVES,
+    "max_depth": PRIOR_DEPTH,
+    "min_data_in_leaf": 1,
+    "min_data_in_bin": 1,
+    "min_sum_hessian_in_leaf": 0.0,
+    "lambda_l2": 0.0,
+    "feature_fraction": 1.0,
+    "bagging_fraction": 1.0,
+    "bagging_freq": 0,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbosity": -1,
+}
+"""The prior's fit: an interpolation of a known function, so nothing is held back (no bagging, no
+penalty, a leaf per grid point if need be); every feature but the analytical one is masked."""
+CORRECTION_PARAMS: dict[str, object] = {
+    **BASE_PARAMS,
+    "learning_rate": 0.05,
+    "num_leaves": 7,
+    "min_data_in_leaf": 20,
+    "lambda_l2": 10.0,
+}
+"""The corrections' fit: trees of 7 leaves at a twentieth of their value each, leaves of 20 pairs
+or more, a strong L2 penalty: many rounds are needed to move the prior far."""
+ROUNDS = (0, 25, 75, 200)
+"""Correction rounds the out-of-fold choice weighs; 0 is the prior alone."""
+CHOICE_FOLDS = 5
+"""Folds of the out-of-fold choice (fewer when the measured problems have fewer shapes)."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the out-of-fold comparison chose, and what it saw (efficiencies among measured kernels)."""
+
+    ranker_objective: str
+    ranker_rounds: int
+    regressor_rounds: int
+    folds: int
+    prior: Scores | None
+    chosen: Scores | None
+    tflops_error: dict[int, float]
+
+    def text(self) -> str:
+        if self.prior is None or self.chosen is None:
+            return "too few measured shapes to cross-validate: the analytical model alone (calibrated)"
+        what = (
+            "the analytical model alone (calibrated)"
+            if self.ranker_rounds == 0
+            else f"the analytical model with {self.ranker_rounds} {self.ranker_objective} correction rounds"
+        )
+        return (
+            f"{what}: out of fold ({self.folds} folds by shape, picks among measured kernels) mean "
+            f"{self.chosen.mean:.2f} %, P10 {self.chosen.p10:.2f} % against the analytical model's "
+            f"{self.prior.mean:.2f} %, {self.prior.p10:.2f} %; TFLOPS from {self.regressor_rounds} regression "
+            "correction rounds"
+        )
+
+
+def analytical(per_problem: list[np.ndarray]) -> np.ndarray:
+    """The analytical feature (log2 TFLOPS) of every (problem, kernel)."""
+    column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    return np.vstack([m[:, column] for m in per_problem])
+
+
+def prior_booster(low: float, high: float, level: float, seed: int, threads: int):
+    """The calibrated analytical model as trees over ``[low, high]`` log2 TFLOPS (see the module doc)."""
+    import lightgbm as lgb
+
+    grid = np.arange(low, high + PRIOR_STEP_LOG2, PRIOR_STEP_LOG2)
+    features = np.zeros((grid.size, len(FEATURE_NAMES)))
+    column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    features[:, column] = grid
+    params = {
+        **PRIOR_PARAMS,
+        "max_bin": int(grid.size),
+        "interaction_constraints": [[column]],
+        "seed": seed,
+        "num_threads": threads,
+    }
+    label = math.log(level) + math.log(2.0) * grid
+    dataset = lgb.Dataset(features, label=label, feature_name=list(FEATURE_NAMES))
+    log.info("fitting the prior: %d grid points over [%.2f, %.2f] log2 TFLOPS", grid.size, low, high)
+    return lgb.train(params, dataset, num_boost_round=PRIOR_ROUNDS)
+
+
+PSEUDO_WEIGHT = 0.3
+"""The weight of an unmeasured pair in the corrections' fit, labelled by the prior (moved by its
+problem's median residual): the corrections learn the measured pairs and keep the prior's order
+everywhere else, unmeasured kernels beside measured ones included."""
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Every (problem, kernel) pair of some problems, in problem order, with the measurement where
+    there is one and the prior's estimate elsewhere (:func:`completed`), and each pair's weight."""
+
+    features: np.ndarray
+    log_tflops: np.ndarray
+    efficiency: np.ndarray
+    weight: np.ndarray
+    group_sizes: np.ndarray
+
+
+def completed(log_prior: np.ndarray, tflops: np.ndarray) -> np.ndarray:
+    """Natural-log TFLOPS of every pair: measured pairs their measurement, the others the prior moved
+    by their problem's median residual (a problem's level is learnt from any of its pairs)."""
+    return shifted(log_prior, tflops)
+
+
+def rows_of(index: np.ndarray, per_problem: list[np.ndarray], log_tflops: np.ndarray, tflops: np.ndarray) -> Rows:
+    """The pairs of the problems at ``index`` (``log_tflops``: :func:`completed`)."""
+    measured = ~np.isnan(tflops[index])
+    labels = log_tflops[index]
+    return Rows(
+        np.vstack([per_problem[i] for i in index]),
+        labels.ravel(),
+        np.exp(labels - labels.max(axis=1, keepdims=True)).ravel(),
+        np.where(measured, 1.0, PSEUDO_WEIGHT).ravel(),
+        np.full(len(index), labels.shape[1]),
+    )
+
+
+def corrected(prior, rows: Rows, objective: str, rounds: int, seed: int, threads: int):
+    """``prior`` with ``rounds`` correction trees fitted on ``rows`` (the prior itself for 0)."""
+    import lightgbm as lgb
+
+    if rounds == 0:
+        return prior
+    params = {**CORRECTION_PARAMS, "objective": objective, "seed": seed, "num_threads": threads}
+    if objective == "lambdarank":
+        params.update(lambdarank_truncation_level=10, label_gain=[float(2**i - 1) for i in range(RELEVANCE_LEVELS)])
+        label, group = relevance(rows.efficiency), rows.group_sizes
+    else:
+        label, group = rows.log_tflops, None
+    dataset = lgb.Dataset(rows.features, label=label, group=group, weight=rows.weight, feature_name=list(FEATURE_NAMES))
+    return lgb.train(params, dataset, num_boost_round=rounds, init_model=prior, keep_training_booster=False)
+
+
+def _staged(booster, prior_trees: int, features: np.ndarray, threads: int) -> dict[int, np.ndarray]:
+    """The booster's predictions after the prior and each of :data:`ROUNDS` correction rounds."""
+    return {r: booster.predict(features, num_iteration=prior_trees + r, num_threads=threads) for r in ROUNDS}
+
+
+def worth_it(gains: np.ndarray) -> bool:
+    """Whether per-problem out-of-fold gains over the prior are evidence: their mean exceeds its
+    standard error (two problems or more)."""
+    return len(gains) >= 2 and float(gains.mean()) > float(gains.std(ddof=1)) / math.sqrt(len(gains))
+
+
+def choose(
+    data: Measurements, per_problem: list[np.ndarray], log_tflops: np.ndarray, prior, seed: int, threads: int
+) -> Choice:
+    """The correction rounds of the ranker and the regressor, by grouped out-of-fold comparison (see
+    the module doc): every workload problem is in a fold; the held-out problems with a measurement
+    are scored, each pick among all kernels against :func:`completed` (a pick of an unmeasured
+    kernel is worth what the prior and its problem's measurements say it is)."""
+    folds = min(CHOICE_FOLDS, len(set(data.groups)))
+    scored = np.flatnonzero((~np.isnan(data.tflops)).sum(axis=1) >= 1)
+    if folds < 2 or len({data.groups[i] for i in scored}) < 2:
+        return Choice("regression", 0, 0, folds, None, None, {})
+    fold = fold_of_groups(data.groups, folds, seed)
+    everything = np.arange(len(data.problems))
+    ranked = {r: np.full(data.tflops.shape, np.nan) for r in ROUNDS}
+    logged = {r: np.full(data.tflops.shape, np.nan) for r in ROUNDS}
+    trees = prior.num_trees()
+    for f in range(folds):
+        train, test = everything[fold != f], everything[fold == f]
+        rows = rows_of(train, per_problem, log_tflops, data.tflops)
+        held = np.vstack([per_problem[i] for i in test])
+        for objective, out in (("lambdarank", ranked), ("regression", logged)):
+            booster = corrected(prior, rows, objective, max(ROUNDS), seed, threads)
+            for r, predicted in _staged(booster, trees, held, threads).items():
+                out[r][test] = predicted.reshape(len(test), -1)
+    truth = np.exp(log_tflops[scored])
+    base = per_problem_efficiency(ranked[0][scored], truth)
+    gains = {
+        (objective, r): per_problem_efficiency(out[r][scored], truth) - base
+        for objective, out in (("lambdarank", ranked), ("regression", logged))
+        for r in ROUNDS
+        if r
+    }
+    for key, g in gains.items():
+        log.info(
+            "out-of-fold gain of %s x %d: mean %.3f %%, standard error %.3f %%",
+            *key,
+            100 * g.mean(),
+            100 * g.std(ddof=1) / math.sqrt(len(g)),
+        )
+    worth = [key for key, g in gains.items() if worth_it(g)]
+    objective, rounds = max(worth, key=lambda key: gains[key].mean(), default=("regression", 0))
+    ok = ~np.isnan(data.tflops)
+    errors = {r: tflops_error(logged[r][ok], np.log(data.tflops[ok])) for r in ROUNDS}
+    regressor = min(ROUNDS, key=lambda r: (errors[r], r))
+    chosen = (ranked if objective == "lambdarank" else logged)[rounds][scored]
+    return Choice(
+        objective, rounds, regressor, folds, summarize(ranked[0][scored], truth), summarize(chosen, truth), errors
+    )
+
+
+def train_anchored(
+    data: Measurements,
+    record: Measurements,
+    per_problem: list[np.ndarray],
+    out: Path,
+    seed: int = 0,
+    command: str = "",
+    num_threads: int = 1,
+) -> tuple[ModelCard, Choice]:
+    """The anchored model of ``data`` (every workload problem and candidate kernel, NaN where not
+    measured; ``per_problem`` its feature matrices) written to ``out`` as ``ckspace train`` writes a
+    model; ``record`` is the record as ``train`` reads it (its files, rows and cleaning go into the
+    card)."""
+    log2_model = analytical(per_problem)
+    rows_any = ~np.all(np.isnan(data.tflops), axis=1)
+    level = fit_level(log2_model[rows_any], data.tflops[rows_any]) if rows_any.any() else 1.0
+    prior = prior_booster(
+        float(log2_model.min()) - PRIOR_MARGIN_LOG2,
+        float(log2_model.max()) + PRIOR_MARGIN_LOG2,
+        level,
+        seed,
+        num_threads,
+    )
+    log_tflops = completed(math.log(level) + math.log(2.0) * log2_model, data.tflops)
+    choice = choose(data, per_problem, log_tflops, prior, seed, num_threads)
+    rows = rows_of(np.arange(len(data.problems)), per_problem, log_tflops, data.tflops)
+    ranker = corrected(prior, rows, choice.ranker_objective, choice.ranker_rounds, seed, num_threads)
+    regressor = corrected(prior, rows, "regression", choice.regressor_rounds, seed, num_threads)
+    measured = np.flatnonzero((~np.isnan(data.tflops)).sum(axis=1) >= 1)
+    rows = design(data.subset(measured), [per_problem[i] for i in measured])
+    domain = training_domain(data.configs, data.problems, ranker, rows.features, rows.log_tflops, rows.problem)
+    objective = choice.ranker_objective
+    figures = {name: s.model_dump() for name, s in (("model", choice.chosen), ("analytical", choice.prior)) if s}
+    card = ModelCard(
+        arch=record.arch,
+        variant=record.variant.value,
+        dtype=record.dtype.value,
+        objective=objective,
+        objective_choice=choice.text(),
+        feature_version=FEATURE_VERSION,
+        data={Path(p).name: digest for p, digest in record.report.files.items()},
+        rows=record.report.rows_kept,
+        rows_by_status=record.report.statuses,
+        problems=record.report.problems,
+        distinct_shapes=record.report.groups,
+        cleaning=record.report.text(),
+        kernels=list(data.kernel_names),
+        cross_validation={
+            "folds": choice.folds,
+            "seed": seed,
+            "analytical_level": level,
+            "ranker_rounds": choice.ranker_rounds,
+            "regressor_rounds": choice.regressor_rounds,
+            "tflops_median_error_percent_by_rounds": {str(r): e for r, e in choice.tflops_error.items()},
+            **figures,
+        },
+        training_command=command,
+        library_versions=library_versions(),
+        files={},
+        domain=domain,
+    )
+    return save_model(out, ranker, regressor, card, force=True), choice
