@@ -101,3 +101,50 @@ def test_each_folds_level_is_fitted_on_the_other_folds_only(shipped) -> None:
         expected = calibration.ratios(scores[inside], data.tflops[inside], levels[f])
         assert ratios[inside] == pytest.approx(expected)
     assert len(set(levels)) > 1  # the folds differ: none is fitted on everything
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="not reached: 60 pairs fit held-out mean 96.10 %, P10 87.53 % against every pair's 96.83 %, 90.73 % "
+    "(2 sweeps from the start below); the covering round's picks among 5 kernels say too little of the "
+    "three constants. Strict: it fails the run once it passes, so the target is stated again",
+)
+def test_issue_38_sixty_pairs_fit_the_constants_as_well_as_every_pair() -> None:
+    """Calibration alone, no trees: the three fitted constants of the analytical model, searched
+    from a start far from the shipped values (each off by a factor of 2) on 60 pairs of the training
+    folds -- the loop's covering round: the 5 kernels the model ranks top for most problems, on 12
+    problems spread over the FLOP counts -- carry to the held-out fold (grouped 5-fold, seed 0)
+    within 0.3 points of mean and P10 of the same search on every pair of the training folds."""
+    import dataclasses
+
+    from analytical_fit import FITTED, fit, scores
+
+    from ckspace.training.evaluation import fold_of_groups
+    from ckspace.training.learning import LearnSettings, State, initial_plan
+    from ckspace.training.metrics import per_problem_efficiency
+
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    factors = dict(zip(FITTED, (2.0, 0.5, 2.0), strict=True))
+    start = {name: performance.constant(name) * factors[name] for name in FITTED}
+    fold = fold_of_groups(data.groups, 5, 0)
+    settings = LearnSettings(initial_kernels=5, initial_problems=12)
+    everything, few = np.zeros(len(data.problems)), np.zeros(len(data.problems))
+    for f in range(5):
+        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        sub = data.subset(train)
+        state = State.empty(sub.problems, np.ones(len(train)), sub.configs)
+        pairs = initial_plan(scores(sub, start), state, settings)
+        assert len(pairs) <= 60
+        thin = np.full(sub.tflops.shape, np.nan)
+        for p, k in pairs:
+            thin[p, k] = sub.tflops[p, k]
+        measured = np.unique([p for p, _ in pairs])
+        fitted_few = fit(dataclasses.replace(sub, tflops=thin), measured, 2, start)
+        fitted_all = fit(sub, np.arange(len(train)), 2, start)
+        everything[test] = per_problem_efficiency(scores(data, fitted_all)[test], data.tflops[test])
+        few[test] = per_problem_efficiency(scores(data, fitted_few)[test], data.tflops[test])
+    mean_all, p10_all = 100 * everything.mean(), 100 * np.percentile(everything, 10)
+    mean_few, p10_few = 100 * few.mean(), 100 * np.percentile(few, 10)
+    print(f"every pair: mean {mean_all:.2f} P10 {p10_all:.2f}; 60 pairs: mean {mean_few:.2f} P10 {p10_few:.2f}")
+    assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3
