@@ -15,7 +15,7 @@ from pathlib import Path
 import lightgbm
 import numpy as np
 import pytest
-from learning_study import RECORDING, compare, recording, run_loop, split, write_problems
+from learning_study import RECORDING, compare, recording, references, run_loop, split, write_problems
 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
@@ -29,7 +29,6 @@ from ckspace.training.calibration import fit_level
 from ckspace.training.dataset import load_measurements
 from ckspace.training.learning import RECORD_FILE, ROUND_FILE, Budget, LearnSettings
 from ckspace.training.measurer import REPLAY_BUILD_SECONDS, ReplayMeasurer
-from ckspace.training.metrics import summarize
 
 CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
 PROBLEM = "N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
@@ -129,13 +128,15 @@ def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, f
 @pytest.mark.slow
 def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
     """Held-out shapes (fold 0 of the grouped split, seed 0), 20 % of the training problems' pairs,
-    on fewer kernels than random sampling touches. At 5 % and 10 % the loop is behind random
-    sampling on some seeds (its first rounds build few kernels): ``python bench/learning_study.py``."""
+    on fewer kernels than random sampling touches: the loop's picks beat ``ckspace train``'s model
+    on as many random pairs in mean and P10, and are within 0.3 point of the analytical model's mean
+    (the other budgets and seeds: ``python bench/learning_study.py``)."""
     result = compare(0, 0.2, 30, tmp_path)
     loop, rand = result["loop"], result["random"]
     print(f"loop mean {loop.mean:.2f} P10 {loop.p10:.2f}; random mean {rand.mean:.2f} P10 {rand.p10:.2f}")
     assert loop.problems == rand.problems == len(split(recording(), 0)[1])
-    assert loop.mean >= rand.mean
+    assert loop.mean >= rand.mean and loop.p10 >= rand.p10
+    assert loop.mean >= references(0, tmp_path)["analytical"].mean - 0.3
     assert result["loop_kernels"] < result["random_kernels"]
 
 
@@ -188,8 +189,9 @@ def recorded_features():
 def test_issue_38_the_prior_trees_pick_as_the_analytical_model(recorded_features) -> None:
     """The prior (trees on the analytical feature alone) reproduces the calibrated analytical model
     within its grid's resolution, so its picks are the analytical model's: on the 231 recorded
-    problems at most 3 picks differ, each by a near-tie, and the efficiencies agree within 0.1 point."""
-    data, per_problem = recorded_features
+    problems at most 3 picks differ, each between kernels the analytical model sets under 0.5 %
+    (0.007 log2) apart."""
+    _, per_problem = recorded_features
     log2_model = anchored.analytical(per_problem)
     margin = anchored.PRIOR_MARGIN_LOG2
     prior = anchored.prior_booster(log2_model.min() - margin, log2_model.max() + margin, 0.2, 0, 1)
@@ -198,8 +200,8 @@ def test_issue_38_the_prior_trees_pick_as_the_analytical_model(recorded_features
     assert np.abs(predicted - (math.log(0.2) + math.log(2.0) * log2_model)).max() < 0.003
     differ = np.flatnonzero(np.argmax(predicted, axis=1) != np.argmax(log2_model, axis=1))
     assert len(differ) <= 3
-    exact, trees = summarize(log2_model, data.tflops), summarize(predicted, data.tflops)
-    assert abs(exact.mean - trees.mean) < 0.1 and abs(exact.p10 - trees.p10) < 0.5, (exact, trees)
+    gaps = log2_model.max(axis=1) - log2_model[np.arange(len(log2_model)), np.argmax(predicted, axis=1)]
+    assert np.all(gaps[differ] < 0.007), gaps[differ]
 
 
 @pytest.mark.slow
