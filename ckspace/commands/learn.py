@@ -2,8 +2,9 @@
 
 The loop (:mod:`ckspace.training.learning`) starts from the analytical model, measures a covering
 batch, fits, and round by round builds and times where its picks are most likely wrong, by expected
-regret reduction per second, until a budget or a target regret stops it; then it trains the model
-as ``ckspace train`` does. ``--out DIR`` is that model directory (``ckspace select --model DIR``
+regret reduction per second, until a budget or a target regret stops it; then it trains the model,
+anchored on the analytical model (:mod:`ckspace.training.anchored`), into a directory as ``ckspace
+train`` writes one. ``--out DIR`` is that model directory (``ckspace select --model DIR``
 takes it) and holds the loop's record beside the model files: ``measurements.csv`` (bench's schema,
 every pair asked) and ``round.json`` (the round being measured). Running the same command again
 resumes: no pair is asked twice, and the same seed ends with the same model.

@@ -11,8 +11,9 @@ the loop builds few kernels and times many problems on them, round by round:
    chooses the next batch by value per second of the :class:`~ckspace.training.measurer.Measurer`'s
    costs.
 3. It stops when a budget (kernels built, pairs timed) is spent, when the estimated mean regret is
-   below a target, or when no pair is worth timing; then it trains the model on every measurement
-   exactly as ``ckspace train`` would on the same file (:func:`~ckspace.training.trainer.train_model`).
+   below a target, or when no pair is worth timing; then it trains the model on every measurement,
+   anchored on the analytical model (:func:`~ckspace.training.anchored.train_anchored`: a model
+   directory as ``ckspace train`` writes one, which is the analytical model where the data are thin).
 
 The record is the measurement CSV, bench's schema (:mod:`ckspace.core.measurement`): a pair the
 measurer could not measure is a ``failed`` row whose detail says why, so it is never asked again.
