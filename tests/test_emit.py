@@ -95,15 +95,16 @@ def test_golden_sources(tmp_path: Path) -> None:
 
 def test_golden_dispatcher(tmp_path: Path) -> None:
     """The dispatcher of the golden configs (gfx942 has no shipped model: analytical ranking, so no
-    TL2cgen output here): header, host C and ckspace_run, and the hipDNN plugin over it (its schema,
-    hipDNN's ABI as it implements it, its C++), byte for byte."""
+    TL2cgen output here): header, host C, the layout conversion's element and ckspace_run, and the
+    hipDNN plugin over it (its schema, hipDNN's ABI as it implements it, its C++), byte for byte."""
     configs = golden_configs()
     selector = SelectorOptions(hipdnn_plugin=True)
     result = emit([kernel_of(c) for c in configs], tmp_path, AITER, arch="gfx942", request={}, selector=selector)
     assert result.manifest.dispatcher is not None
     assert set(result.manifest.dispatcher.models.values()) == {"analytical"}
     plugin = ("ckspace_hipdnn.fbs", "ckspace_hipdnn_api.h", "ckspace_hipdnn_plugin.cpp")
-    for name in ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_dispatch_run.cpp", *plugin):
+    dispatcher = ("ckspace_dispatch.h", "ckspace_dispatch.c", "ckspace_layout.h", "ckspace_dispatch_run.cpp")
+    for name in (*dispatcher, *plugin):
         produced = (tmp_path / name).read_text()
         expected = GOLDEN / name
         if os.environ.get("CKSPACE_UPDATE_GOLDEN"):
@@ -125,7 +126,7 @@ def test_rendering_alone_gives_the_golden_bytes(tmp_path: Path, monkeypatch: pyt
     records = [*tree.manifest.shared, *(r for k in tree.manifest.kernels for r in (k.header, k.source, k.wrapper))]
     assert all(sha256(tree.files[r.path]) == r.sha256 for r in records)
     golden = {p: tree.files[p] for p in tree.files if (GOLDEN / Path(p).name).is_file()}
-    assert len(golden) == 3 * len(kernels) + 3  # each kernel's three files and the dispatcher's three
+    assert len(golden) == 3 * len(kernels) + 4  # each kernel's three files and the dispatcher's four
     for path, data in golden.items():
         assert data == (GOLDEN / Path(path).name).read_bytes(), f"{path} differs from the golden file"
     result = emit(kernels, tmp_path / "out", AITER, arch="gfx942", request={"x": 1}, selector=SelectorOptions())

@@ -322,7 +322,8 @@ def test_a_cmake_project_links_and_loads_a_library_that_needs_hip(
 
 def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
     """The dynamic symbol table holds the functions ckspace_dispatch.h declares (less ckspace_run
-    and ckspace_device_supported, the HIP half a host-only build lacks) and nothing else: not the
+    and ckspace_device_supported, the HIP half a host-only build lacks; ckspace_strided_run is there,
+    answering that it cannot run) and nothing else: not the
     hidden helpers the HIP half calls, not the rankers TL2cgen generated, not the kernel table."""
     listed = subprocess.run(
         ["nm", "-D", "--defined-only", str(emitted.host_dir / "libckspace_dispatch.so")],
@@ -333,8 +334,25 @@ def test_the_host_library_exports_exactly_the_c_api(emitted: Emitted) -> None:
     exported = {line.split()[-1] for line in listed.splitlines() if line.strip()}
     header = (emitted.tree / "ckspace_dispatch.h").read_text()
     declared = set(re.findall(r"^[\w ]+?\**\s*(ckspace_\w+)\(", header, flags=re.M))
-    assert {"ckspace_run", "ckspace_device_supported"} <= declared and len(declared) == 11
+    assert {"ckspace_run", "ckspace_device_supported", "ckspace_strided_run"} <= declared and len(declared) == 15
     assert exported == declared - {"ckspace_run", "ckspace_device_supported"}
+
+
+def test_a_host_library_says_it_cannot_run_strided_tensors(emitted: Emitted) -> None:
+    """ckspace_strided_run is host code over the HIP half's ckspace_run and conversion kernel (weak
+    references): a host-only library loads and answers CKSPACE_UNSUPPORTED instead of running."""
+    import ctypes
+
+    from ckspace.emit.dispatcher import STATUSES
+    from ckspace.run.library import ConvProblemC
+
+    host = ctypes.CDLL(str(emitted.host_dir / "libckspace_dispatch.so"))
+    problem = ConvProblemC(variant=0, dtype=1, ndim=2, N=1, G=1, C=8, K=8, Di=1, Hi=4, Wi=4, Z=1, Y=1, X=1)
+    for field in ("stride_d", "stride_h", "stride_w", "dil_d", "dil_h", "dil_w", "k_batch"):
+        setattr(problem, field, 1)
+    unsupported = next(s.code for s in STATUSES if s.name == "UNSUPPORTED")
+    answer = host.ckspace_strided_run(0, ctypes.byref(problem), None, None, None, None, None, None, 0, None)
+    assert answer == unsupported
 
 
 def test_issue_36_item_6_a_tree_without_the_dispatcher_says_how_to_get_its_c_api(

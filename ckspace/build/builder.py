@@ -40,6 +40,7 @@ from ckspace.core.inputs import read_input, read_json_model
 from ckspace.core.progress import counted_steps
 from ckspace.core.trees import locked_directory
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
+from ckspace.emit.dispatcher import LAYOUT_HEADER
 from ckspace.emit.hipdnn import library_name
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.emit.rendering import REGISTRY_HEADER
@@ -292,8 +293,9 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
     for unit in units:
         source = tree / unit
         included = sorted(p for p in source.parent.glob(f"{source.stem}/*") if p.is_file())
+        headers = [tree / DISPATCH_HEADER, tree / LAYOUT_HEADER]
         key = objcache.object_key(
-            [read_input(p, "source") for p in (source, *included, tree / DISPATCH_HEADER)], identity, FLAGS, "host", ""
+            [read_input(p, "source") for p in (source, *included, *headers)], identity, FLAGS, "host", ""
         )
         cached = objcache.lookup(key)
         if cached is None:
@@ -336,7 +338,7 @@ def _dispatcher_objects(
         "dispatch_run",
         [],
         f'#include "{manifest.dispatcher.run_unit}"\n',
-        [manifest.dispatcher.run_unit, DISPATCH_HEADER, REGISTRY_HEADER],
+        [manifest.dispatcher.run_unit, DISPATCH_HEADER, LAYOUT_HEADER, REGISTRY_HEADER],
     )
     if planner.cached(unit) is None:
         _compile(runner, "dispatch", build_dir, [unit], progress, "compiling ckspace_run")

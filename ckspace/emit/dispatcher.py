@@ -54,19 +54,87 @@ from ckspace.select.compiled import model_sources
 from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.forest import Forest, forest_c
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
-from ckspace.select.support import ModelDomain, source_text
+from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain, source_text
 
 log = logging.getLogger(__name__)
 
-API_VERSION = 3
+API_VERSION = 4
 """``CKSPACE_API_VERSION``: raised whenever a C function's signature, a status code or
 ``ckspace_conv_problem`` changes (2: ``ckspace_run`` takes the caller's workspace; added
 ``ckspace_api_version``, ``ckspace_kernel_index``, ``ckspace_workspace_size``; 3: added
-``ckspace_arch``, ``ckspace_arch_matches``, ``ckspace_device_supported`` and ``CKSPACE_NO_DEVICE``)."""
+``ckspace_arch``, ``ckspace_arch_matches``, ``ckspace_device_supported`` and ``CKSPACE_NO_DEVICE``;
+4: added the strided run with an epilogue (``ckspace_strides``, ``ckspace_epilogue``,
+``ckspace_check_layout``, ``ckspace_strided_workspace_size``, ``ckspace_strided_run``,
+``CKSPACE_INVALID_LAYOUT``) and ``ckspace_select_explained`` with its ``CKSPACE_ESTIMATE_*``)."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """One status code of the C API: its macro's name (after ``CKSPACE_``), value, what the header
+    says of it and the words a caller prints."""
+
+    name: str
+    code: int
+    doc: str
+    text: str
+
+
+STATUSES: tuple[Status, ...] = (
+    Status("OK", 0, "success", "ok"),
+    Status(
+        "NO_KERNEL", 1, "no kernel of the library (nor a fallback) can run the problem", "no kernel can run the problem"
+    ),
+    Status("UNSUPPORTED", 2, "ckspace_run: this kernel cannot run this problem", "the kernel cannot run the problem"),
+    Status("INVALID_PROBLEM", 3, "the problem itself is malformed (see ckspace_conv_problem)", "malformed problem"),
+    Status("INVALID_KERNEL", 4, "kernel index out of range", "kernel index out of range"),
+    Status("LAUNCH_FAILED", 5, "ckspace_run: the kernel's launcher reported an error", "launch failed"),
+    Status(
+        "WORKSPACE_TOO_SMALL",
+        6,
+        "ckspace_run: fewer workspace bytes than ckspace_workspace_size",
+        "the workspace is smaller than ckspace_workspace_size (ckspace_strided_workspace_size for a strided run)",
+    ),
+    Status("NO_DEVICE", 7, "ckspace_device_supported: HIP reports no current device", "HIP reports no current device"),
+    Status(
+        "INVALID_LAYOUT",
+        8,
+        "ckspace_strided_run: strides or an epilogue the library does not serve (ckspace_check_layout)",
+        "strides or an epilogue the library does not serve",
+    ),
+)
+"""The C API's status codes, stated once: the header's macros, the plugin's words and
+:data:`ckspace.run.library.STATUS` are generated from them."""
+
+ESTIMATES: tuple[tuple[str, str], ...] = (
+    ("MODEL", "the cell's trained model"),
+    (
+        "EXTRAPOLATED",
+        "the model extrapolated beyond its training domain (the nearest kernel it saw, moved by the analytical ratio)",
+    ),
+    ("ANALYTICAL", "the analytical model, calibrated in level (no model for the cell)"),
+)
+"""Where ``ckspace_select_explained``'s predicted TFLOPS come from (``CKSPACE_ESTIMATE_<name>``,
+numbered in this order): :class:`~ckspace.core.vocab.ScoreSource`'s three sources."""
+
+ACTIVATIONS: tuple[tuple[str, str], ...] = (
+    ("NONE", "y = x"),
+    ("RELU", "y = x > 0 ? min(x, upper) : slope * x (ReLU; ReLU6 with upper 6; leaky with a slope)"),
+    ("SIGMOID", "y = 1 / (1 + exp(-x))"),
+    ("TANH", "y = tanh(x)"),
+    ("ELU", "y = x > 0 ? x : alpha * (exp(x) - 1)"),
+)
+"""The epilogue's activations (``CKSPACE_ACTIVATION_<name>``, numbered in this order), applied after
+the bias: what a hipDNN graph's pointwise nodes may ask after a convolution."""
+LAYOUT_ALIGNMENT = 256
+"""Bytes each staged tensor of a strided run is aligned to in the workspace."""
+MAX_RANK = 5
+"""Dims of a tensor of a strided run: N and C, then up to three spatial ones."""
 
 HEADER = "ckspace_dispatch.h"
 HOST_SOURCE = "ckspace_dispatch.c"
 RUN_SOURCE = "ckspace_dispatch_run.cpp"
+LAYOUT_HEADER = "ckspace_layout.h"
+"""The element of a layout conversion, one source for the GPU and the host stand-in."""
 MODEL_DIR = "ckspace_model"
 
 
@@ -238,6 +306,7 @@ def dispatcher_sources(
                 "dtypes": dtypes,
                 "problem": problem_checks(),
                 "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS],
+                **_strided_context(),
             }
         )
         .encode()
@@ -257,16 +326,30 @@ def dispatcher_sources(
                 "variants": variants,
                 "dtypes": dtypes,
                 **_feature_layout(),
+                **_strided_context(),
             }
         )
         .encode()
     )
+    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render(base).encode()
     files[RUN_SOURCE] = (
         environment.get_template("ckspace_dispatch_run.cpp.j2")
         .render({**base, "kernels": table["kernels"], "operand_map": operand_map()})
         .encode()
     )
     return files
+
+
+def _strided_context() -> dict[str, object]:
+    """What the header and the host C say of statuses, estimates and strided runs."""
+    return {
+        "statuses": STATUSES,
+        "estimates": ESTIMATES,
+        "activations": ACTIVATIONS,
+        "max_rank": MAX_RANK,
+        "alignment": LAYOUT_ALIGNMENT,
+        "tensor_of_operand": tensor_of_operand(),
+    }
 
 
 def _kernel_table(
@@ -402,6 +485,12 @@ def _cell_sources(
                 "dtype_code": dtype.code,
                 "features_function": function,
                 "score_scale": c_double(model[1].score_per_log2_tflops) if model else "0.0",
+                "problem_ranges": [
+                    (c_double(model[1].problems[name][0]), c_double(model[1].problems[name][1]))
+                    for name in PROBLEM_QUANTITIES
+                ]
+                if model
+                else [],
                 "features": features_c(function, feature_formulas(variant, dtype, hw)),
             }
         )
@@ -432,6 +521,7 @@ def _feature_layout() -> dict[str, object]:
         "problem_values": ", ".join(f"(double)p.{name}" for name in PROBLEM_VALUES),
         "analytical_index": FEATURE_NAMES.index(ANALYTICAL_FEATURE),
         "analytical_level": c_double(constant("analytical_level")),
+        "quantities": [_C_FACTORS[name] for name in PROBLEM_QUANTITIES],
     }
 
 
@@ -443,6 +533,12 @@ def operand_map() -> list[list[int]]:
         tensors = [gemm.a.tensor, gemm.b.tensor, gemm.c.tensor]
         rows.append([tensors.index(t) for t in ("In", "Wei", "Out")])
     return rows
+
+
+def tensor_of_operand() -> list[list[int]]:
+    """Per variant code, the tensor (0 = In, 1 = Wei, 2 = Out) of each GEMM operand (a, b, c):
+    :func:`operand_map` inverted."""
+    return [[row.index(operand) for operand in range(3)] for row in operand_map()]
 
 
 def host_units(files: Sequence[str]) -> list[str]:

@@ -24,7 +24,7 @@ import jinja2
 
 from ckspace import __version__
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.dispatcher import operand_map
+from ckspace.emit.dispatcher import ESTIMATES, STATUSES, tensor_of_operand
 
 SCHEMA = "ckspace_hipdnn.fbs"
 API_HEADER = "ckspace_hipdnn_api.h"
@@ -124,7 +124,9 @@ def plugin_sources(
             }
             for e in engines(arch, variants)
         ],
-        "operand_map": operand_map(),
+        "written": [row[2] for row in tensor_of_operand()],
+        "statuses": STATUSES,
+        "estimates": ESTIMATES,
         "dtypes": [(WIRE_DTYPES[d], f"CKSPACE_DTYPE_{d.value.upper()}") for d in served],
         "dtype_names": ", ".join(WIRE_DTYPES[d] for d in served),
     }

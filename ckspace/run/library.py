@@ -23,21 +23,12 @@ from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
 from ckspace.core.inputs import file_kind
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.dispatcher import API_VERSION, STRUCT_FIELDS
+from ckspace.emit.dispatcher import API_VERSION, STATUSES, STRUCT_FIELDS
 from ckspace.run.elf import exported_functions
 
 log = logging.getLogger(__name__)
 
-STATUS = {
-    0: "ok",
-    1: "no kernel can run the problem",
-    2: "the kernel cannot run the problem",
-    3: "malformed problem",
-    4: "kernel index out of range",
-    5: "launch failed",
-    6: "the workspace is smaller than ckspace_workspace_size",
-    7: "HIP reports no current device",
-}
+STATUS = {status.code: status.text for status in STATUSES}
 """The status codes of ``ckspace_dispatch.h``, as text."""
 DEVICE_NAME_BYTES = 256
 """The size of HIP's ``gcnArchName`` (with its NUL): what ``ckspace_device_supported`` may write."""

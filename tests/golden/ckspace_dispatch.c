@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ckspace_dispatch.h"
+#include "ckspace_layout.h"
 
 #define CKSPACE_EXPORT __attribute__((visibility("default")))
 #define N_KERNELS 8
@@ -2044,6 +2045,25 @@ static int cks_normalize(const ckspace_conv_problem* in, ckspace_conv_problem* p
   return 1;
 }
 
+/* The problem sizes a model card's domain records (ckspace.select.support.PROBLEM_QUANTITIES) of a
+   normalized problem: a problem beyond a model's is estimated by the model all the same, and said
+   to be extrapolated. */
+#define N_QUANTITIES 7
+static void cks_problem_quantities(const ckspace_conv_problem* p, double* q) {
+  const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
+  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
+  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
+  int64_t out[3];
+  for (int d = 0; d < 3; ++d) out[d] = (size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1) / stride[d] + 1;
+  q[0] = (double)(p->N);
+  q[1] = (double)(p->G);
+  q[2] = (double)(p->C / p->G);
+  q[3] = (double)(p->K / p->G);
+  q[4] = (double)(size[0]) * (double)(size[1]) * (double)(size[2]);
+  q[5] = (double)(filter[0]) * (double)(filter[1]) * (double)(filter[2]);
+  q[6] = (double)(out[0]) * (double)(out[1]) * (double)(out[2]);
+}
+
 static int cks_cell_of(const ckspace_conv_problem* p) {
   if (p->variant == 0 && p->dtype == 0) return 0;
   if (p->variant == 0 && p->dtype == 1) return 1;
@@ -2125,15 +2145,249 @@ __attribute__((visibility("hidden"))) int cks_run_checks(int kernel, const ckspa
   return CKSPACE_OK;
 }
 
-static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops);
+/* ---- strided tensors and an epilogue (ckspace_strided_run) ----------------------------------- */
+/* ckspace_run and the conversion launcher live in the HIP half (or a host stand-in); a --host-only
+   library has neither, and ckspace_strided_run says so instead of failing to load. */
+#pragma weak ckspace_run
+#pragma weak cks_launch_copy
 
-CKSPACE_EXPORT int ckspace_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops) {
-  if (kernel != NULL) *kernel = -1;  /* what a failure leaves (documented) */
-  if (predicted_tflops != NULL) *predicted_tflops = 0.0f;
-  return cks_select(problem, kernel, predicted_tflops);
+/* Per variant code, the tensor (0 input, 1 weight, 2 output) each GEMM operand (a, b, c) is; the
+   kernel writes operand c. */
+static const int TENSOR_OF_OPERAND[3][3] = {
+  { 0, 1, 2 },
+  { 2, 1, 0 },
+  { 2, 0, 1 },
+};
+#define CKS_ALIGN 256
+
+/* A strided run's plan: each tensor's logical dims, whether it is packed channels-last as given,
+   its element count, and where it is staged in the workspace (-1: not staged). */
+typedef struct cks_layout_plan {
+  int rank;
+  int64_t dims[3][CKSPACE_MAX_RANK];
+  int64_t elements[3];
+  int packed[3];
+  int64_t staged_at[3];
+  int64_t kernel_bytes, total_bytes;
+} cks_layout_plan;
+
+static int64_t cks_aligned(int64_t bytes) { return (bytes + CKS_ALIGN - 1) / CKS_ALIGN * CKS_ALIGN; }
+
+static int64_t cks_element_bytes(int64_t dtype) { return dtype == CKSPACE_DTYPE_FP32 ? 4 : 2; }
+
+/* The packed channels-last strides of logical dims (d0, d1, spatial...): d1 innermost, then the
+   spatial dims innermost first, d0 outermost. */
+static void cks_channels_last(const int64_t* dims, int rank, int64_t* strides) {
+  int64_t step = dims[1];
+  strides[1] = 1;
+  for (int d = rank - 1; d >= 2; --d) { strides[d] = step; step *= dims[d]; }
+  strides[0] = step;
 }
 
-static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops) {
+/* The order a conversion walks a tensor's logical dims in: channels-last, innermost first. */
+static void cks_walk_order(int rank, int* order) {
+  int i = 0;
+  order[i++] = 1;
+  for (int d = rank - 1; d >= 2; --d) order[i++] = d;
+  order[i] = 0;
+}
+
+/* Whether strides (of dims with extent > 1) equal the packed channels-last ones. */
+static int cks_is_packed(const int64_t* dims, int rank, const int64_t* strides) {
+  int64_t packed[CKSPACE_MAX_RANK];
+  cks_channels_last(dims, rank, packed);
+  for (int d = 0; d < rank; ++d)
+    if (dims[d] != 1 && strides[d] != packed[d]) return 0;
+  return 1;
+}
+
+/* Whether no two elements of a tensor share an address: its strides (of dims of extent > 1), in
+   increasing order, each at least the span of the dims below it; the last element's offset fits. */
+static int cks_one_to_one(const int64_t* dims, int rank, const int64_t* strides) {
+  int used[CKSPACE_MAX_RANK] = {0};
+  int64_t span = 1; /* elements the dims taken so far reach */
+  for (int taken = 0; taken < rank; ++taken) {
+    int next = -1;
+    for (int d = 0; d < rank; ++d)
+      if (!used[d] && dims[d] != 1 && (next < 0 || strides[d] < strides[next])) next = d;
+    if (next < 0) break;
+    used[next] = 1;
+    if (strides[next] < span) return 0;
+    if (strides[next] > (INT64_MAX / 2) / dims[next]) return 0; /* beyond any tensor */
+    span = strides[next] * dims[next];
+  }
+  return 1;
+}
+
+/* The logical dims of the problem's tensors (a normalized problem). */
+static void cks_tensor_dims(const ckspace_conv_problem* p, cks_layout_plan* plan) {
+  const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
+  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
+  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
+  plan->rank = (int)p->ndim + 2;
+  int64_t* in = plan->dims[0];
+  int64_t* wei = plan->dims[1];
+  int64_t* out = plan->dims[2];
+  in[0] = p->N; in[1] = p->C;
+  wei[0] = p->K; wei[1] = p->C / p->G;
+  out[0] = p->N; out[1] = p->K;
+  for (int i = 0; i < p->ndim; ++i) {
+    const int d = 3 - (int)p->ndim + i;
+    in[2 + i] = size[d];
+    wei[2 + i] = filter[d];
+    out[2 + i] = (size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1) / stride[d] + 1;
+  }
+  for (int t = 0; t < 3; ++t) {
+    plan->elements[t] = 1;
+    for (int d = 0; d < plan->rank; ++d) plan->elements[t] *= plan->dims[t][d]; /* bounded by cks_normalize */
+  }
+}
+
+/* The plan of a normalized problem, or CKSPACE_INVALID_LAYOUT with what is not served in *culprit
+   (0-2 a tensor, 3 the epilogue). kernel_bytes is the kernel's own workspace (set by the caller). */
+static int cks_plan_layout(const ckspace_conv_problem* p, const ckspace_strides* strides,
+                           const ckspace_epilogue* epilogue, cks_layout_plan* plan, int* culprit) {
+  cks_tensor_dims(p, plan);
+  const int written = TENSOR_OF_OPERAND[p->variant][2];
+  for (int t = 0; t < 3; ++t) {
+    const int64_t* s = strides == NULL ? NULL : t == 0 ? strides->input : t == 1 ? strides->weight : strides->output;
+    plan->packed[t] = 1;
+    if (s == NULL) continue;
+    *culprit = t;
+    for (int d = 0; d < plan->rank; ++d)
+      if (plan->dims[t][d] != 1 && s[d] < 0) return CKSPACE_INVALID_LAYOUT;
+    if (t == written && !cks_one_to_one(plan->dims[t], plan->rank, s)) return CKSPACE_INVALID_LAYOUT;
+    plan->packed[t] = cks_is_packed(plan->dims[t], plan->rank, s);
+  }
+  if (epilogue != NULL) {
+    *culprit = 3;
+    if (p->variant == CKSPACE_BWD_WEIGHT) return CKSPACE_INVALID_LAYOUT; /* a weight gradient takes none */
+    if (epilogue->activation < 0 || epilogue->activation >= 5) return CKSPACE_INVALID_LAYOUT;
+    if (epilogue->bias != NULL && epilogue->bias_stride < 0) return CKSPACE_INVALID_LAYOUT;
+  }
+  *culprit = -1;
+  return CKSPACE_OK;
+}
+
+/* Where each tensor not packed is staged, after the kernel's own workspace. */
+static void cks_place_staging(const ckspace_conv_problem* p, cks_layout_plan* plan) {
+  int64_t at = cks_aligned(plan->kernel_bytes);
+  for (int t = 0; t < 3; ++t) {
+    plan->staged_at[t] = -1;
+    if (plan->packed[t]) continue;
+    plan->staged_at[t] = at;
+    at += cks_aligned(plan->elements[t] * cks_element_bytes(p->dtype));
+  }
+  plan->total_bytes = at == cks_aligned(plan->kernel_bytes) ? plan->kernel_bytes : at;
+}
+
+CKSPACE_EXPORT int ckspace_check_layout(const ckspace_conv_problem* problem, const ckspace_strides* strides,
+                                        const ckspace_epilogue* epilogue, int* culprit) {
+  ckspace_conv_problem p;
+  cks_layout_plan plan;
+  int which = -1;
+  const int status = cks_normalize(problem, &p) ? cks_plan_layout(&p, strides, epilogue, &plan, &which)
+                                                : CKSPACE_INVALID_PROBLEM;
+  if (culprit != NULL) *culprit = status == CKSPACE_INVALID_LAYOUT ? which : -1;
+  return status;
+}
+
+CKSPACE_EXPORT int64_t ckspace_strided_workspace_size(int kernel, const ckspace_conv_problem* problem,
+                                                      const ckspace_strides* strides,
+                                                      const ckspace_epilogue* epilogue) {
+  ckspace_conv_problem p;
+  cks_layout_plan plan;
+  if (kernel < 0 || kernel >= N_KERNELS) return -CKSPACE_INVALID_KERNEL;
+  if (!cks_normalize(problem, &p)) return -CKSPACE_INVALID_PROBLEM;
+  int culprit;
+  const int status = cks_plan_layout(&p, strides, epilogue, &plan, &culprit);
+  if (status != CKSPACE_OK) return -status;
+  plan.kernel_bytes = cks_workspace_bytes(&KERNELS[kernel], &p);
+  cks_place_staging(&p, &plan);
+  return plan.total_bytes;
+}
+
+/* One conversion of tensor t between the caller's strides (`user`, NULL: packed) and packed
+   channels-last: to_packed gathers the caller's tensor, else the packed one is scattered to it. */
+static cks_copy cks_conversion(const ckspace_conv_problem* p, const cks_layout_plan* plan, int t, const int64_t* user,
+                               const void* src, void* dst, int to_packed) {
+  cks_copy job;
+  memset(&job, 0, sizeof job);
+  int order[CKSPACE_MAX_RANK];
+  int64_t packed[CKSPACE_MAX_RANK];
+  cks_walk_order(plan->rank, order);
+  cks_channels_last(plan->dims[t], plan->rank, packed);
+  job.n = plan->elements[t];
+  job.rank = plan->rank;
+  job.dtype = (int32_t)p->dtype;
+  for (int i = 0; i < plan->rank; ++i) {
+    const int d = order[i];
+    job.extent[i] = plan->dims[t][d];
+    const int64_t theirs = user != NULL ? user[d] : packed[d];
+    job.src_stride[i] = to_packed ? theirs : packed[d];
+    job.dst_stride[i] = to_packed ? packed[d] : theirs;
+  }
+  job.src = src;
+  job.dst = dst;
+  return job;
+}
+
+CKSPACE_EXPORT int ckspace_strided_run(int kernel, const ckspace_conv_problem* problem, const ckspace_strides* strides,
+                                       const ckspace_epilogue* epilogue, void* input, void* weight, void* output,
+                                       void* workspace, size_t workspace_bytes, void* stream) {
+  if (ckspace_run == NULL || cks_launch_copy == NULL) return CKSPACE_UNSUPPORTED;
+  ckspace_conv_problem p;
+  cks_layout_plan plan;
+  if (kernel < 0 || kernel >= N_KERNELS) return CKSPACE_INVALID_KERNEL;
+  if (!cks_normalize(problem, &p)) return CKSPACE_INVALID_PROBLEM;
+  if (!cks_supported(kernel, &p)) return CKSPACE_UNSUPPORTED;
+  int culprit;
+  int status = cks_plan_layout(&p, strides, epilogue, &plan, &culprit);
+  if (status != CKSPACE_OK) return status;
+  plan.kernel_bytes = cks_workspace_bytes(&KERNELS[kernel], &p);
+  cks_place_staging(&p, &plan);
+  if (plan.total_bytes > 0 && (workspace == NULL || (uint64_t)workspace_bytes < (uint64_t)plan.total_bytes))
+    return CKSPACE_WORKSPACE_TOO_SMALL;
+  void* theirs[3] = {input, weight, output};
+  const int64_t* user[3] = {strides ? strides->input : NULL, strides ? strides->weight : NULL,
+                            strides ? strides->output : NULL};
+  void* mine[3]; /* what the kernel reads and writes: the caller's tensor, or its staged copy */
+  const int written = TENSOR_OF_OPERAND[p.variant][2];
+  for (int t = 0; t < 3; ++t) {
+    mine[t] = plan.staged_at[t] < 0 ? theirs[t] : (char*)workspace + plan.staged_at[t];
+    if (t == written || plan.staged_at[t] < 0) continue;
+    const cks_copy gather = cks_conversion(&p, &plan, t, user[t], theirs[t], mine[t], 1);
+    if ((status = cks_launch_copy(&gather, stream)) != CKSPACE_OK) return status;
+  }
+  const int* operand = TENSOR_OF_OPERAND[p.variant];
+  status = ckspace_run(kernel, &p, mine[operand[0]], mine[operand[1]], mine[operand[2]],
+                       plan.kernel_bytes > 0 ? workspace : NULL, (size_t)plan.kernel_bytes, stream);
+  if (status != CKSPACE_OK) return status;
+  if (plan.staged_at[written] < 0 && epilogue == NULL) return CKSPACE_OK;
+  /* staged: scatter to the caller's strides; packed with an epilogue: in place */
+  cks_copy result = cks_conversion(&p, &plan, written, user[written], mine[written], theirs[written], 0);
+  if (epilogue != NULL) {
+    result.epilogue = 1;
+    result.op = *epilogue;
+  }
+  return cks_launch_copy(&result, stream);
+}
+
+static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops, int* estimate);
+
+CKSPACE_EXPORT int ckspace_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops) {
+  return ckspace_select_explained(problem, kernel, predicted_tflops, NULL);
+}
+
+CKSPACE_EXPORT int ckspace_select_explained(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops,
+                                            int* estimate) {
+  if (kernel != NULL) *kernel = -1;  /* what a failure leaves (documented) */
+  if (predicted_tflops != NULL) *predicted_tflops = 0.0f;
+  if (estimate != NULL) *estimate = -1;
+  return cks_select(problem, kernel, predicted_tflops, estimate);
+}
+
+static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops, int* estimate) {
   ckspace_conv_problem p;
   if (!cks_normalize(problem, &p)) return CKSPACE_INVALID_PROBLEM;
   const int cell = cks_cell_of(&p);
@@ -2203,47 +2457,54 @@ static int cks_select(const ckspace_conv_problem* problem, int* kernel, float* p
     sib_row[r] = sib_slot[j];
   }
   double tflops = 0.0;
-  int best = 0;
+  int best = 0, source = -1;
   switch (cell) {
   case 0:
     cks_forward_fp16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   case 1:
     cks_forward_bf16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   case 2:
     cks_bwd_data_fp16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   case 3:
     cks_bwd_data_bf16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   case 4:
     cks_bwd_weight_fp16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   case 5:
     cks_bwd_weight_bf16_features(values, cfg, block, n, features);
     for (int r = 0; r < n; ++r) scores[r] = features[r * N_FEATURES + 86];
     for (int r = 1; r < n; ++r) if (scores[r] > scores[best]) best = r;
+    source = CKSPACE_ESTIMATE_ANALYTICAL;
     tflops = exp2(scores[best]) * 0.205;  /* calibrated_tflops: measured level */
     break;
   }
   free(cfg);
   if (kernel != NULL) *kernel = rows[best];
   if (predicted_tflops != NULL) *predicted_tflops = (float)tflops;
+  if (estimate != NULL) *estimate = source;
   return CKSPACE_OK;
 }

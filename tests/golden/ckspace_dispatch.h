@@ -4,7 +4,7 @@
 // The C API of a ckspace kernel library: which kernels it holds, whether a kernel can run a
 // convolution, which kernel to run (CK's IsSupportedArgument checks, vector-width fallbacks and the
 // ranker, all generated from the rules, features and model the Python selector uses), and running
-// it. Everything but ckspace_run and ckspace_device_supported is host code: `ckspace build DIR
+// it. Everything but ckspace_run, ckspace_strided_run and ckspace_device_supported is host code: `ckspace build DIR
 // --host-only` builds it alone with an ordinary C compiler; the normal `ckspace build` links it
 // into the kernel library.
 #ifndef CKSPACE_DISPATCH_H
@@ -20,7 +20,7 @@ extern "C" {
 /* The version of this API: it changes whenever a function's signature, a status code or
    ckspace_conv_problem changes. ckspace_api_version() returns the version the library was built
    with; a caller compiled against this header checks it equals CKSPACE_API_VERSION. */
-#define CKSPACE_API_VERSION 3
+#define CKSPACE_API_VERSION 4
 
 /* ckspace_conv_problem.variant */
 #define CKSPACE_FORWARD 0
@@ -33,14 +33,27 @@ extern "C" {
 #define CKSPACE_DTYPE_FP32 2
 
 /* Status codes */
-#define CKSPACE_OK 0
-#define CKSPACE_NO_KERNEL 1        /* no kernel of the library (nor a fallback) can run the problem */
-#define CKSPACE_UNSUPPORTED 2      /* ckspace_run: this kernel cannot run this problem */
-#define CKSPACE_INVALID_PROBLEM 3  /* the problem itself is malformed (see ckspace_conv_problem) */
-#define CKSPACE_INVALID_KERNEL 4   /* kernel index out of range */
-#define CKSPACE_LAUNCH_FAILED 5    /* ckspace_run: the kernel's launcher reported an error */
-#define CKSPACE_WORKSPACE_TOO_SMALL 6  /* ckspace_run: fewer workspace bytes than ckspace_workspace_size */
-#define CKSPACE_NO_DEVICE 7        /* ckspace_device_supported: HIP reports no current device */
+#define CKSPACE_OK 0                  /* success */
+#define CKSPACE_NO_KERNEL 1           /* no kernel of the library (nor a fallback) can run the problem */
+#define CKSPACE_UNSUPPORTED 2         /* ckspace_run: this kernel cannot run this problem */
+#define CKSPACE_INVALID_PROBLEM 3     /* the problem itself is malformed (see ckspace_conv_problem) */
+#define CKSPACE_INVALID_KERNEL 4      /* kernel index out of range */
+#define CKSPACE_LAUNCH_FAILED 5       /* ckspace_run: the kernel's launcher reported an error */
+#define CKSPACE_WORKSPACE_TOO_SMALL 6 /* ckspace_run: fewer workspace bytes than ckspace_workspace_size */
+#define CKSPACE_NO_DEVICE 7           /* ckspace_device_supported: HIP reports no current device */
+#define CKSPACE_INVALID_LAYOUT 8      /* ckspace_strided_run: strides or an epilogue the library does not serve (ckspace_check_layout) */
+
+/* Where ckspace_select_explained's predicted TFLOPS come from */
+#define CKSPACE_ESTIMATE_MODEL 0        /* the cell's trained model */
+#define CKSPACE_ESTIMATE_EXTRAPOLATED 1 /* the model extrapolated beyond its training domain (the nearest kernel it saw, moved by the analytical ratio) */
+#define CKSPACE_ESTIMATE_ANALYTICAL 2   /* the analytical model, calibrated in level (no model for the cell) */
+
+/* The activation of a strided run's epilogue (ckspace_epilogue.activation), after the bias */
+#define CKSPACE_ACTIVATION_NONE 0    /* y = x */
+#define CKSPACE_ACTIVATION_RELU 1    /* y = x > 0 ? min(x, upper) : slope * x (ReLU; ReLU6 with upper 6; leaky with a slope) */
+#define CKSPACE_ACTIVATION_SIGMOID 2 /* y = 1 / (1 + exp(-x)) */
+#define CKSPACE_ACTIVATION_TANH 3    /* y = tanh(x) */
+#define CKSPACE_ACTIVATION_ELU 4     /* y = x > 0 ? x : alpha * (exp(x) - 1) */
 
 /* A grouped convolution. Channel counts are TOTALS over all groups (C = G * C per group), as
    frameworks state them. Spatial fields are named per dimension, outermost first: depth (d),
@@ -119,6 +132,11 @@ int ckspace_is_supported(int kernel, const ckspace_conv_problem* problem);
    *predicted_tflops = 0. Thread-safe, no allocation but one host buffer per call. */
 int ckspace_select(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops);
 
+/* ckspace_select, and where its estimate comes from: writes CKSPACE_ESTIMATE_MODEL,
+   CKSPACE_ESTIMATE_EXTRAPOLATED or CKSPACE_ESTIMATE_ANALYTICAL to *estimate (-1 on a failure).
+   Every estimate is a prediction, not a measurement. */
+int ckspace_select_explained(const ckspace_conv_problem* problem, int* kernel, float* predicted_tflops, int* estimate);
+
 /* The bytes of device memory ckspace_run needs as workspace to run the kernel on the problem: 0
    for most kernels; for a two-stage bwd_weight kernel, its fp32 weight gradient (G * K/G * C/G *
    filter elements of 4 bytes), which an element-wise kernel then converts to the weight's dtype
@@ -139,6 +157,66 @@ int64_t ckspace_workspace_size(int kernel, const ckspace_conv_problem* problem);
    compiler (`ckspace build`, not --host-only). */
 int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a, const void* b, void* c,
                 void* workspace, size_t workspace_bytes, void* stream);
+
+/* ---- Strided tensors and an epilogue: what frameworks hand over --------------------------------
+   The kernels read and write packed channels-last tensors (NHWGC-style). A framework's tensors may
+   be laid out otherwise -- PyTorch's default is packed NCHW -- and a forward convolution may be
+   followed by a per-channel bias and an activation. ckspace_strided_run runs the kernel on such
+   tensors: it gathers each tensor the kernel reads that is not packed channels-last into the
+   workspace, runs the kernel, and scatters its result to the caller's tensor (adding the bias and
+   applying the activation on the way); a packed channels-last result with an epilogue gets it in
+   place. The conversion kernels are generated beside the kernels (ckspace_layout.h), so the
+   workspace ckspace_strided_workspace_size asks is all the memory used: nothing is allocated. */
+
+/* Strides in elements of each tensor's logical dims, outermost first: the input (N, C, spatial),
+   the weight (K, C/G, filter), the output (N, K, spatial), spatial dims as the problem's ndim has
+   them (depth, height, width of a 3D problem; height, width of a 2D one): ndim + 2 used. A
+   dimension of extent 1 may have any stride. Any strides >= 0 are served for the tensors the
+   kernel reads; the tensor it writes must not overlap itself (each stride, in increasing order, at
+   least the span of the dimensions below it). */
+#define CKSPACE_MAX_RANK 5
+typedef struct ckspace_strides {
+  int64_t input[CKSPACE_MAX_RANK];
+  int64_t weight[CKSPACE_MAX_RANK];
+  int64_t output[CKSPACE_MAX_RANK];
+} ckspace_strides;
+
+/* What is applied to the convolution's result before it is stored: result + bias[c], then the
+   activation, in fp32, rounded once to the tensor's dtype. `bias` is a device array of one value
+   per channel of the written tensor (K forward, C bwd_data) in the problem's dtype, `bias_stride`
+   elements apart (NULL: no bias). Forward and bwd_data only. */
+typedef struct ckspace_epilogue {
+  const void* bias;
+  int64_t bias_stride;
+  int64_t activation; /* CKSPACE_ACTIVATION_* */
+  float upper;        /* RELU: the clip above (INFINITY: none) */
+  float slope;        /* RELU: the slope below 0 (0: plain ReLU) */
+  float alpha;        /* ELU: alpha */
+} ckspace_epilogue;
+
+/* CKSPACE_OK if ckspace_strided_run serves the problem with these strides (NULL: every tensor
+   packed channels-last) and epilogue (NULL: none), CKSPACE_INVALID_LAYOUT if not (writing what it
+   does not serve to *culprit unless NULL: 0 the input's strides, 1 the weight's, 2 the output's,
+   3 the epilogue; -1 when served), CKSPACE_INVALID_PROBLEM for a malformed problem. Host code. */
+int ckspace_check_layout(const ckspace_conv_problem* problem, const ckspace_strides* strides,
+                         const ckspace_epilogue* epilogue, int* culprit);
+
+/* The bytes of device workspace ckspace_strided_run needs: the kernel's own
+   (ckspace_workspace_size), then each tensor not packed channels-last staged, each part aligned to
+   256 bytes. Negative statuses as ckspace_workspace_size's, and
+   -CKSPACE_INVALID_LAYOUT. Host code. */
+int64_t ckspace_strided_workspace_size(int kernel, const ckspace_conv_problem* problem, const ckspace_strides* strides,
+                                       const ckspace_epilogue* epilogue);
+
+/* ckspace_run on the convolution's tensors as the caller lays them out: `input`, `weight` and
+   `output` are the convolution's tensors by role (forward writes output, bwd_data writes input,
+   bwd_weight writes weight; the others are read), with `strides` and `epilogue` as above.
+   `workspace` holds at least ckspace_strided_workspace_size bytes. Returns ckspace_run's statuses,
+   CKSPACE_INVALID_LAYOUT, or CKSPACE_UNSUPPORTED in a library without ckspace_run (--host-only).
+   Everything is queued on `stream`; nothing is allocated. */
+int ckspace_strided_run(int kernel, const ckspace_conv_problem* problem, const ckspace_strides* strides,
+                        const ckspace_epilogue* epilogue, void* input, void* weight, void* output, void* workspace,
+                        size_t workspace_bytes, void* stream);
 
 #ifdef __cplusplus
 }

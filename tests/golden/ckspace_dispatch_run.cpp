@@ -4,12 +4,16 @@
 // ckspace_run: the HIP half of the dispatcher, compiled with the kernels. It checks the problem
 // with the generated IsSupportedArgument checks, maps the implicit GEMM's operands a, b, c to the
 // convolution's input, weight and output for the kernel's variant, and calls the kernel's launcher.
+// cks_launch_copy is the conversion kernel of ckspace_strided_run (the host C plans the
+// conversions): each thread runs elements of ckspace_layout.h's cks_copy_element.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include <hip/hip_runtime.h>
 
 #include "ckspace_dispatch.h"
+#include "ckspace_layout.h"
 #include "ckspace_registry.hpp"
 
 #define CKSPACE_RUN_EXPORT __attribute__((visibility("default")))
@@ -89,6 +93,30 @@ void copy_name(const char* name, char* out, size_t size)
 }
 
 } // namespace
+
+namespace {
+
+constexpr int COPY_BLOCK = 256;
+constexpr int64_t COPY_BLOCKS_MAX = 65536; // a grid-stride loop covers the rest
+
+__global__ void __launch_bounds__(COPY_BLOCK) cks_copy_kernel(cks_copy job)
+{
+    const int64_t step = static_cast<int64_t>(gridDim.x) * COPY_BLOCK;
+    for(int64_t i = static_cast<int64_t>(blockIdx.x) * COPY_BLOCK + threadIdx.x; i < job.n; i += step)
+        cks_copy_element(&job, i);
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("hidden"))) int cks_launch_copy(const cks_copy* job, void* stream)
+{
+    const int64_t blocks = std::min<int64_t>((job->n + COPY_BLOCK - 1) / COPY_BLOCK, COPY_BLOCKS_MAX);
+    if(blocks == 0)
+        return CKSPACE_OK;
+    hipLaunchKernelGGL(cks_copy_kernel, dim3(static_cast<unsigned>(blocks)), dim3(COPY_BLOCK), 0,
+                       static_cast<hipStream_t>(stream), *job);
+    return hipGetLastError() == hipSuccess ? CKSPACE_OK : CKSPACE_LAUNCH_FAILED;
+}
 
 extern "C" CKSPACE_RUN_EXPORT int ckspace_device_supported(char* device_arch, size_t size)
 {

@@ -6,14 +6,18 @@
 // (ckspace_hipdnn_api.h) and nothing else. One engine per convolution direction the library holds;
 // a graph is applicable when it is one cross-correlation node whose problem the dispatcher can run
 // (ckspace_select: the same problem rules, vector-width fallbacks and ranking as every other
-// ckspace caller), in channels-last layout. Anything else is declined with the reason in the
-// last-error string and the log, so that hipDNN falls back to another engine. The knob
+// ckspace caller), optionally followed by pointwise nodes the library fuses (a per-channel bias ADD,
+// then one activation), on tensors of any strides the dispatcher's strided run serves (PyTorch's
+// packed NCHW as well as channels-last: ckspace_check_layout). Anything else is declined with the
+// reason in the last-error string and the log, so that hipDNN falls back to another engine. The knob
 // "ckspace.kernel" pins a kernel of the library by name; its default, "auto", runs the
 // dispatcher's pick; "ckspace.k_batch" (weight gradients) splits the reduction. Of hipDNN's global
 // knobs, "global.workspace_size_limit" declines a pick that needs more workspace and
-// "global.deterministic" declines a split run. Execution calls ckspace_run with the caller's
-// workspace and the handle's stream: the plugin allocates no device memory.
+// "global.deterministic" declines a split run. Execution calls ckspace_strided_run with the
+// caller's workspace (which holds any layout conversion) and the handle's stream: the plugin
+// allocates no device memory.
 #include <atomic>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -58,13 +62,8 @@ constexpr Engine ENGINES[] = {
 };
 constexpr uint32_t N_ENGINES = sizeof(ENGINES) / sizeof(ENGINES[0]);
 
-/* Which of the implicit GEMM's operands (0 = a, 1 = b, 2 = c) the input, weight and output are,
-   per variant code (ckspace_run's a, b, c). */
-constexpr int OPERAND_OF_TENSOR[3][3] = {
-    { 0, 1, 2 },
-    { 2, 1, 0 },
-    { 1, 2, 0 },
-};
+/* Which tensor (0 input, 1 weight, 2 output) each variant writes. */
+constexpr int WRITTEN[3] = { 2, 0, 1 };
 
 thread_local char last_error[HIPDNN_PLUGIN_ERROR_STRING_MAX_LENGTH] = "";
 std::atomic<hipdnnCallback_t> logger{nullptr};
@@ -112,22 +111,31 @@ const Engine* engine_for(int variant) {
 const char* status_text(int status) {
   switch (status) {
     case CKSPACE_OK: return "ok";
-    case CKSPACE_NO_KERNEL: return "no kernel";
-    case CKSPACE_UNSUPPORTED: return "unsupported";
-    case CKSPACE_INVALID_PROBLEM: return "invalid problem";
-    case CKSPACE_INVALID_KERNEL: return "invalid kernel";
+    case CKSPACE_NO_KERNEL: return "no kernel can run the problem";
+    case CKSPACE_UNSUPPORTED: return "the kernel cannot run the problem";
+    case CKSPACE_INVALID_PROBLEM: return "malformed problem";
+    case CKSPACE_INVALID_KERNEL: return "kernel index out of range";
     case CKSPACE_LAUNCH_FAILED: return "launch failed";
-    case CKSPACE_WORKSPACE_TOO_SMALL: return "workspace too small";
+    case CKSPACE_WORKSPACE_TOO_SMALL: return "the workspace is smaller than ckspace_workspace_size (ckspace_strided_workspace_size for a strided run)";
     case CKSPACE_NO_DEVICE: return "HIP reports no current device";
+    case CKSPACE_INVALID_LAYOUT: return "strides or an epilogue the library does not serve";
     default: return "unknown status";
   }
 }
 
-/* The convolution a graph asks for, as the dispatcher states problems, and the uids of its input,
-   weight and output. */
+const char* const ESTIMATE[] = { "model", "extrapolated", "analytical" };
+
+/* The convolution a graph asks for, as the dispatcher states problems: the strides of its tensors,
+   the epilogue of the pointwise nodes after it, and the uids of its input, weight and output (the
+   written one: the last pointwise node's output when nodes follow the convolution) and of the bias
+   (0: none). */
 struct Conv {
   ckspace_conv_problem problem{};
+  ckspace_strides strides{};
+  ckspace_epilogue epilogue{};
+  bool fused = false;  // pointwise nodes follow the convolution: the epilogue applies
   int64_t uid[3] = {0, 0, 0};  // input, weight, output
+  int64_t bias_uid = 0;
   const Engine* engine = nullptr;
 };
 
@@ -160,43 +168,128 @@ const wire::TensorAttributes* tensor_of(const wire::Graph& graph, int64_t uid) {
 
 const char* const ROLE[3] = {"input", "weight", "output"};
 
-/* a * b for a, b in [0, 2^63], held at 2^63 (beyond any int64 stride): never overflows. */
-__int128 capped_product(__int128 a, int64_t b) {
-  const __int128 limit = (__int128)1 << 63;
-  const __int128 product = a * b;
-  return product > limit ? limit : product;
+std::string joined(const flatbuffers::Vector<int64_t>& values) {
+  std::string text;
+  for (unsigned i = 0; i < values.size(); ++i) text += (i ? "," : "") + std::to_string(values.Get(i));
+  return text;
 }
 
-/* The packed channels-last strides of a tensor of logical dims (d0, d1, spatial...): the channel
-   dimension d1 innermost, then the spatial ones, d0 outermost. A dimension of extent 1 may have
-   any stride (frameworks leave them arbitrary): it never moves. */
-Why check_channels_last(const wire::TensorAttributes& t, const char* role) {
-  const auto& dims = *t.dims();
-  if (t.strides() == nullptr || t.strides()->size() != dims.size())
+bool same_dims(const wire::TensorAttributes& a, const wire::TensorAttributes& b) {
+  if (a.dims() == nullptr || b.dims() == nullptr || a.dims()->size() != b.dims()->size()) return false;
+  for (unsigned i = 0; i < a.dims()->size(); ++i)
+    if (a.dims()->Get(i) != b.dims()->Get(i)) return false;
+  return true;
+}
+
+/* A tensor's strides into `out` (its dims' count of them; strides are checked as a whole by
+   ckspace_check_layout once the problem is known). */
+Why read_strides(const wire::TensorAttributes& t, const char* role, int64_t* out) {
+  const unsigned rank = t.dims()->size();
+  if (t.strides() == nullptr || t.strides()->size() != rank)
     return format("the %s tensor (uid %lld) has %u strides for %u dims", role, (long long)t.uid(),
-                  t.strides() ? t.strides()->size() : 0u, dims.size());
-  const auto& strides = *t.strides();
-  const unsigned rank = dims.size();
-  std::vector<unsigned> order;  // innermost first
-  order.push_back(1);
-  for (unsigned d = rank - 1; d >= 2; --d) order.push_back(d);
-  order.push_back(0);
-  __int128 expected = 1;  // the graph's dims are arbitrary 64-bit integers: their product is capped
-  for (unsigned d : order) {
-    if (dims[d] != 1 && strides[d] != expected) {
-      std::string got, packed;
-      for (unsigned i = 0; i < rank; ++i) got += (i ? "," : "") + std::to_string(strides[i]);
-      __int128 s = 1;
-      std::vector<__int128> want(rank);
-      for (unsigned i : order) { want[i] = s; s = capped_product(s, dims[i]); }
-      for (unsigned i = 0; i < rank; ++i)
-        packed += (i ? "," : "") + (want[i] > INT64_MAX ? std::string("(beyond int64)") : std::to_string((int64_t)want[i]));
-      return format("the %s tensor (uid %lld) is not packed channels-last: strides [%s], channels-last "
-                    "is [%s] (NCHW-strided tensors are not served)",
-                    role, (long long)t.uid(), got.c_str(), packed.c_str());
+                  t.strides() ? t.strides()->size() : 0u, rank);
+  for (unsigned d = 0; d < rank; ++d) out[d] = t.strides()->Get(d);
+  return {};
+}
+
+/* Whether a node computes in a type the epilogue honours: it computes in FLOAT whatever the node
+   says, which is what FLOAT asks and more precise than the I/O type a bias ADD names. */
+bool epilogue_computes(wire::DataType type, wire::DataType io) {
+  return type == wire::DataType::UNSET || type == wire::DataType::FLOAT || type == io;
+}
+
+/* The pointwise nodes after the convolution node `conv_node`, whose written tensor is `from`: a
+   chain, each node reading the one before, of at most one bias ADD (of a tensor of dims
+   [1, channels, 1...]) and then at most one activation. Sets the epilogue and the uid of the
+   chain's last output in `last` (`from` when no node follows). */
+Why read_epilogue(const wire::Graph& graph, const wire::Node& conv_node, int variant, int64_t from, Conv& conv,
+                  int64_t& last) {
+  last = from;
+  const auto& nodes = *graph.nodes();
+  std::vector<bool> taken(nodes.size(), false);
+  for (unsigned i = 0; i < nodes.size(); ++i) taken[i] = nodes.Get(i) == &conv_node;
+  bool bias = false, activation = false;
+  conv.epilogue.activation = CKSPACE_ACTIVATION_NONE;
+  conv.epilogue.upper = INFINITY;
+  for (unsigned step = 1; step < nodes.size(); ++step) {
+    const wire::Node* node = nullptr;
+    const wire::PointwiseAttributes* a = nullptr;
+    for (unsigned i = 0; i < nodes.size() && node == nullptr; ++i) {
+      const wire::PointwiseAttributes* pw = taken[i] ? nullptr : nodes.Get(i)->attributes_as_PointwiseAttributes();
+      if (pw != nullptr && (pw->in_0_tensor_uid() == last || (pw->in_1_tensor_uid().has_value() && pw->in_1_tensor_uid().value() == last))) {
+        node = nodes.Get(i);
+        a = pw;
+        taken[i] = true;
+      }
     }
-    expected = capped_product(expected, dims[d]);
+    if (node == nullptr) {
+      for (unsigned i = 0; i < nodes.size(); ++i)
+        if (!taken[i])
+          return format("node '%s' (%s) is not a pointwise node reading the convolution's result (uid %lld); ckspace "
+                        "serves a convolution followed by a chain of pointwise nodes",
+                        nodes.Get(i)->name() ? nodes.Get(i)->name()->c_str() : "",
+                        wire::EnumNameNodeAttributes(nodes.Get(i)->attributes_type()), (long long)last);
+    }
+    const char* name = node->name() ? node->name()->c_str() : "";
+    const wire::DataType compute =
+        node->compute_data_type() != wire::DataType::UNSET ? node->compute_data_type() : graph.compute_data_type();
+    if (!epilogue_computes(compute, graph.io_data_type()))
+      return format("pointwise node '%s' computes in %s; ckspace's epilogue computes in FLOAT", name,
+                    wire::EnumNameDataType(compute));
+    if (a->in_2_tensor_uid().has_value() || a->axis_tensor_uid().has_value())
+      return format("pointwise node '%s' has a third input or an axis tensor", name);
+    const wire::PointwiseMode mode = a->operation();
+    if (variant == CKSPACE_BWD_WEIGHT)
+      return format("pointwise node '%s' (%s) follows a weight gradient; ckspace fuses pointwise nodes after forward "
+                    "and data-gradient convolutions only",
+                    name, wire::EnumNamePointwiseMode(mode));
+    if (mode == wire::PointwiseMode::ADD) {
+      if (bias) return format("pointwise node '%s' is a second ADD; ckspace fuses one bias", name);
+      if (activation) return format("pointwise node '%s' adds after the activation; ckspace adds the bias first", name);
+      if (!a->in_1_tensor_uid().has_value()) return format("pointwise node '%s' (ADD) has one input", name);
+      const int64_t other = a->in_0_tensor_uid() == last ? a->in_1_tensor_uid().value() : a->in_0_tensor_uid();
+      const wire::TensorAttributes* b = tensor_of(graph, other);
+      if (b == nullptr || b->dims() == nullptr) return format("the graph has no tensor of uid %lld (node '%s')", (long long)other, name);
+      if (b->virtual_()) return format("the tensor node '%s' adds (uid %lld) is virtual", name, (long long)other);
+      conv.bias_uid = other;
+      bias = true;
+    } else if (activation) {
+      return format("pointwise node '%s' is a second activation (%s); ckspace fuses one", name, wire::EnumNamePointwiseMode(mode));
+    } else if (mode == wire::PointwiseMode::RELU_FWD) {
+      if (a->relu_lower_clip().has_value() && a->relu_lower_clip().value() != 0.0f)
+        return format("pointwise node '%s' (RELU_FWD) clips below at %g; ckspace's ReLU clips at 0", name,
+                      (double)a->relu_lower_clip().value());
+      conv.epilogue.activation = CKSPACE_ACTIVATION_RELU;
+      if (a->relu_upper_clip().has_value()) conv.epilogue.upper = a->relu_upper_clip().value();
+      conv.epilogue.slope = a->relu_lower_clip_slope().has_value() ? a->relu_lower_clip_slope().value() : 0.0f;
+      activation = true;
+    } else if (mode == wire::PointwiseMode::SIGMOID_FWD) {
+      conv.epilogue.activation = CKSPACE_ACTIVATION_SIGMOID;
+      activation = true;
+    } else if (mode == wire::PointwiseMode::TANH_FWD) {
+      conv.epilogue.activation = CKSPACE_ACTIVATION_TANH;
+      activation = true;
+    } else if (mode == wire::PointwiseMode::ELU_FWD) {
+      conv.epilogue.activation = CKSPACE_ACTIVATION_ELU;
+      conv.epilogue.alpha = a->elu_alpha().has_value() ? a->elu_alpha().value() : 1.0f;
+      activation = true;
+    } else {
+      return format("pointwise node '%s' is %s; after a convolution ckspace fuses ADD (a per-channel bias), then "
+                    "RELU_FWD, SIGMOID_FWD, TANH_FWD or ELU_FWD",
+                    name, wire::EnumNamePointwiseMode(mode));
+    }
+    const wire::TensorAttributes* into = tensor_of(graph, last);
+    const wire::TensorAttributes* out = tensor_of(graph, a->out_0_tensor_uid());
+    if (out == nullptr || out->dims() == nullptr)
+      return format("the graph has no tensor of uid %lld (the output of node '%s')", (long long)a->out_0_tensor_uid(), name);
+    if (into != nullptr && !same_dims(*into, *out))
+      return format("pointwise node '%s' writes dims other than it reads (broadcast outputs are not served)", name);
+    if (last != from && into != nullptr && !into->virtual_())
+      return format("the tensor between pointwise nodes (uid %lld) is an output of the graph; ckspace writes the last node's only",
+                    (long long)last);
+    last = a->out_0_tensor_uid();
   }
+  conv.fused = last != from;
   return {};
 }
 
@@ -233,13 +326,22 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
   ckspace_conv_problem& p = conv.problem;
   conv.engine = engine_for(variant);
   if (conv.engine == nullptr) return "the library holds no kernel of this convolution direction";
-  const wire::TensorAttributes* t[3];
+  const int written = WRITTEN[variant];
+  int64_t last = uid[written];
+  if (Why why = read_epilogue(graph, node, variant, uid[written], conv, last); !why.empty()) return why;
+  const wire::TensorAttributes* t[3];  // the convolution's own tensors (its result may be virtual)
+  const wire::TensorAttributes* given[3];  // the tensors the caller hands over: the last node's output written
   for (int i = 0; i < 3; ++i) {
     t[i] = tensor_of(graph, uid[i]);
     if (t[i] == nullptr || t[i]->dims() == nullptr) return format("the graph has no %s tensor of uid %lld", ROLE[i], (long long)uid[i]);
-    if (t[i]->virtual_()) return format("the %s tensor (uid %lld) is virtual", ROLE[i], (long long)uid[i]);
-    conv.uid[i] = uid[i];
+    given[i] = i == written ? tensor_of(graph, last) : t[i];
+    conv.uid[i] = i == written ? last : uid[i];
+    if (given[i]->virtual_()) return format("the %s tensor (uid %lld) is virtual", ROLE[i], (long long)conv.uid[i]);
   }
+  if (conv.fused && !t[written]->virtual_())
+    return format("the convolution's result (uid %lld) is an output of the graph beside the pointwise nodes' (uid %lld); "
+                  "ckspace writes the last node's only",
+                  (long long)uid[written], (long long)last);
   const unsigned rank = t[0]->dims()->size();
   if (rank < 3 || rank > 5) return format("the input tensor has %u dims; the kernels are 1D, 2D or 3D (3 to 5 dims)", rank);
   for (int i = 1; i < 3; ++i)
@@ -250,9 +352,11 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
   for (int i = 0; i < 3; ++i)
     for (int64_t d : *t[i]->dims())
       if (d < 1) return format("the %s tensor (uid %lld) has a dimension of %lld", ROLE[i], (long long)uid[i], (long long)d);
+  if (conv.fused && !same_dims(*t[written], *given[written]))
+    return format("the graph's output (uid %lld) has dims other than the convolution's result", (long long)last);
   int dtype = -1;
   for (int i = 0; i < 3; ++i) {
-    wire::DataType type = t[i]->data_type() != wire::DataType::UNSET ? t[i]->data_type() : graph.io_data_type();
+    wire::DataType type = given[i]->data_type() != wire::DataType::UNSET ? given[i]->data_type() : graph.io_data_type();
     int here = dtype_of(type);
     if (here < 0)
       return format("the %s tensor is %s; the library's kernels are HALF, BFLOAT16", ROLE[i], wire::EnumNameDataType(type));
@@ -263,8 +367,32 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
       node.compute_data_type() != wire::DataType::UNSET ? node.compute_data_type() : graph.compute_data_type();
   if (compute != wire::DataType::FLOAT && compute != wire::DataType::UNSET)
     return format("the compute data type is %s; the kernels accumulate in FLOAT", wire::EnumNameDataType(compute));
+  int64_t* strides[3] = {conv.strides.input, conv.strides.weight, conv.strides.output};
   for (int i = 0; i < 3; ++i)
-    if (Why why = check_channels_last(*t[i], ROLE[i]); !why.empty()) return why;
+    if (Why why = read_strides(*given[i], ROLE[i], strides[i]); !why.empty()) return why;
+  if (conv.bias_uid != 0) {  // dims [1, channels, 1...] in the I/O type; one value per channel
+    const wire::TensorAttributes& b = *tensor_of(graph, conv.bias_uid);
+    const auto& dims = *b.dims();
+    const int64_t channels = t[written]->dims()->Get(1);
+    bool per_channel = dims.size() == rank && dims.Get(1) == channels;
+    for (unsigned d = 0; d < dims.size(); ++d) per_channel = per_channel && (d == 1 || dims.Get(d) == 1);
+    if (!per_channel) {
+      std::string ones;
+      for (unsigned d = 2; d < rank; ++d) ones += ",1";
+      return format("the bias (uid %lld) has dims [%s]; ckspace adds one value per channel: [1,%lld%s]", (long long)conv.bias_uid,
+                    joined(dims).c_str(), (long long)channels, ones.c_str());
+    }
+    const wire::DataType type = b.data_type() != wire::DataType::UNSET ? b.data_type() : graph.io_data_type();
+    if (dtype_of(type) != dtype)
+      return format("the bias (uid %lld) is %s; ckspace adds a bias of the tensors' type", (long long)conv.bias_uid,
+                    wire::EnumNameDataType(type));
+    if (b.strides() == nullptr || b.strides()->size() != dims.size())
+      return format("the bias (uid %lld) has %u strides for %u dims", (long long)conv.bias_uid,
+                    b.strides() ? b.strides()->size() : 0u, dims.size());
+    conv.epilogue.bias_stride = b.strides()->Get(1);
+    if (channels > 1 && conv.epilogue.bias_stride < 0)
+      return format("the bias (uid %lld) has a negative channel stride", (long long)conv.bias_uid);
+  }
   const auto& in = *t[0]->dims();
   const auto& wei = *t[1]->dims();
   const auto& out = *t[2]->dims();
@@ -305,6 +433,13 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
                     (long long)expected);
   }
   p.k_batch = 1;
+  int culprit = -1;
+  if (ckspace_check_layout(&p, &conv.strides, conv.fused ? &conv.epilogue : nullptr, &culprit) == CKSPACE_INVALID_LAYOUT) {
+    if (culprit < 0 || culprit > 2) return "the pointwise nodes ask an epilogue the library does not serve";
+    return format("the %s tensor (uid %lld) has strides [%s]; ckspace serves any strides >= 0, the written tensor's "
+                  "not overlapping itself",
+                  ROLE[culprit], (long long)conv.uid[culprit], joined(*given[culprit]->strides()).c_str());
+  }
   return {};
 }
 
@@ -315,11 +450,25 @@ Why read_graph(const hipdnnPluginConstData_t* data, Conv& conv) {
   if (!wire::VerifyGraphBuffer(verifier)) return "op_graph is not a serialized hipDNN Graph (FlatBuffers verification failed)";
   const wire::Graph& graph = *wire::GetGraph(data->ptr);
   const unsigned nodes = graph.nodes() ? graph.nodes()->size() : 0;
-  if (nodes != 1)
-    return format("the graph has %u nodes; ckspace serves a graph of one convolution node (a bias or "
-                  "activation makes a fused graph)",
-                  nodes);
-  const wire::Node& node = *graph.nodes()->Get(0);
+  if (nodes == 0) return "the graph has no nodes";
+  const wire::Node* found = nullptr;
+  unsigned convolutions = 0;
+  for (const wire::Node* n : *graph.nodes()) {
+    if (n == nullptr) return "the graph has an empty node";
+    const wire::NodeAttributes type = n->attributes_type();
+    if (type == wire::NodeAttributes::ConvolutionFwdAttributes || type == wire::NodeAttributes::ConvolutionBwdAttributes ||
+        type == wire::NodeAttributes::ConvolutionWrwAttributes) {
+      found = n;
+      ++convolutions;
+    }
+  }
+  if (convolutions > 1) return format("the graph has %u convolution nodes; ckspace serves one", convolutions);
+  if (found == nullptr) {
+    const wire::Node& first = *graph.nodes()->Get(0);
+    return format("node '%s' is not a convolution (attributes type %d)", first.name() ? first.name()->c_str() : "",
+                  static_cast<int>(first.attributes_type()));
+  }
+  const wire::Node& node = *found;
   const char* const no_attributes = "the convolution node has no attributes";
   switch (node.attributes_type()) {
     case wire::NodeAttributes::ConvolutionFwdAttributes: {
@@ -359,8 +508,21 @@ Why unserved(const hipdnnPluginConstData_t* graph, Conv& conv) {
   return read_graph(graph, conv);
 }
 
+/* What a pick's predicted TFLOPS are: the dispatcher's estimate and where it comes from (the
+   cell's model, the model extrapolated, or the calibrated analytical model), none for a pinned
+   kernel. */
+struct Estimate {
+  float tflops = 0.0f;
+  int source = -1;  // CKSPACE_ESTIMATE_*, -1: none
+};
+
+std::string estimate_text(const Estimate& e) {
+  if (e.source < 0 || e.source >= static_cast<int>(sizeof ESTIMATE / sizeof ESTIMATE[0])) return "no estimate (pinned by the knob)";
+  return format("predicted %.4g TFLOPS (an estimate: %s)", (double)e.tflops, ESTIMATE[e.source]);
+}
+
 /* The kernel to run: the knob's pick (checked to run the problem) or the dispatcher's. */
-hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel) {
+hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel, Estimate* estimate = nullptr) {
   if (pinned != nullptr && std::strcmp(pinned, KNOB_AUTO) != 0) {
     kernel = ckspace_kernel_index(pinned);
     if (kernel < 0)
@@ -370,8 +532,9 @@ hipdnnPluginStatus_t choose(const Conv& conv, const char* pinned, int& kernel) {
       return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "knob %s: kernel %s cannot run this convolution", KNOB, pinned);
     return HIPDNN_PLUGIN_STATUS_SUCCESS;
   }
-  float tflops = 0.0f;
-  const int status = ckspace_select(&conv.problem, &kernel, &tflops);
+  Estimate e;
+  const int status = ckspace_select_explained(&conv.problem, &kernel, &e.tflops, &e.source);
+  if (estimate != nullptr) *estimate = e;
   if (status == CKSPACE_INVALID_PROBLEM)
     return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE,
                 "the convolution lies beyond what the kernels index (CK Tile's 32-bit index_t and tensor sizes)");
@@ -492,6 +655,7 @@ flatbuffers::Offset<wire::Knob> split_k_knob(flatbuffers::FlatBufferBuilder& bui
 struct Resolved {
   Conv conv;
   int kernel = -1;
+  Estimate estimate;
   size_t workspace = 0;
 };
 
@@ -501,11 +665,12 @@ hipdnnPluginStatus_t resolve(const hipdnnPluginConstData_t* config, const hipdnn
   hipdnnPluginStatus_t status = read_config(config, engine_id, settings);
   if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = convolution_for(engine_id, graph, r.conv);
   if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = split(settings, r.conv);
-  if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = choose(r.conv, settings.pinned, r.kernel);
+  if (status == HIPDNN_PLUGIN_STATUS_SUCCESS) status = choose(r.conv, settings.pinned, r.kernel, &r.estimate);
   if (status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
-  const int64_t bytes = ckspace_workspace_size(r.kernel, &r.conv.problem);
+  const int64_t bytes = ckspace_strided_workspace_size(r.kernel, &r.conv.problem, &r.conv.strides,
+                                                       r.conv.fused ? &r.conv.epilogue : nullptr);
   if (bytes < 0)
-    return fail(HIPDNN_PLUGIN_STATUS_INTERNAL_ERROR, "ckspace_workspace_size: %s", status_text(static_cast<int>(-bytes)));
+    return fail(HIPDNN_PLUGIN_STATUS_INTERNAL_ERROR, "ckspace_strided_workspace_size: %s", status_text(static_cast<int>(-bytes)));
   if (settings.workspace_limit >= 0 && bytes > settings.workspace_limit)
     return fail(HIPDNN_PLUGIN_STATUS_NOT_APPLICABLE, "kernel %s needs %lld bytes of workspace, more than %s %lld",
                 ckspace_kernel_name(r.kernel), (long long)bytes, KNOB_WORKSPACE_LIMIT, (long long)settings.workspace_limit);
@@ -650,13 +815,16 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginGetEngineDetails(hi
     if (hipdnnPluginStatus_t status = convolution_for(engine_id, op_graph, conv); status != HIPDNN_PLUGIN_STATUS_SUCCESS)
       return status;
     int pick = -1;
-    if (hipdnnPluginStatus_t status = choose(conv, nullptr, pick); status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
+    Estimate estimate;
+    if (hipdnnPluginStatus_t status = choose(conv, nullptr, pick, &estimate); status != HIPDNN_PLUGIN_STATUS_SUCCESS)
+      return status;
     flatbuffers::FlatBufferBuilder builder(1024);
     std::vector<flatbuffers::Offset<flatbuffers::String>> names{builder.CreateString(KNOB_AUTO)};
     for (int k = 0; k < ckspace_kernel_count(); ++k)
       if (ckspace_is_supported(k, &conv.problem) == 1) names.push_back(builder.CreateString(ckspace_kernel_name(k)));
     const std::string description = std::string("the kernel to run, by its ckspace name; ") + KNOB_AUTO +
-                                     ": the dispatcher's pick (" + ckspace_kernel_name(pick) + " for this graph)";
+                                     ": the dispatcher's pick (" + ckspace_kernel_name(pick) + " for this graph, " +
+                                     estimate_text(estimate) + ")";
     auto constraint = wire::CreateStringConstraint(builder, 0, builder.CreateVector(names));
     auto knob = wire::CreateKnob(builder, builder.CreateString(KNOB), builder.CreateString(description),
                                  wire::KnobValue::StringValue,
@@ -708,8 +876,10 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginCreateExecutionCont
     Resolved r;
     if (hipdnnPluginStatus_t status = resolve(engine_config, op_graph, r); status != HIPDNN_PLUGIN_STATUS_SUCCESS) return status;
     *execution_context = new HipdnnEnginePluginExecutionContext{r};
-    log(HIPDNN_SEV_INFO, "%s: kernel %s, k_batch %lld, %zu workspace bytes", r.conv.engine->name,
-        ckspace_kernel_name(r.kernel), (long long)r.conv.problem.k_batch, r.workspace);
+    log(HIPDNN_SEV_INFO, "%s: kernel %s, %s, k_batch %lld, %s, %zu workspace bytes", r.conv.engine->name,
+        ckspace_kernel_name(r.kernel), estimate_text(r.estimate).c_str(), (long long)r.conv.problem.k_batch,
+        r.conv.fused ? (r.conv.bias_uid != 0 ? "bias and activation fused" : "activation fused") : "no pointwise nodes",
+        r.workspace);
     return HIPDNN_PLUGIN_STATUS_SUCCESS;
   });
 }
@@ -741,19 +911,23 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginExecuteOpGraph(hipd
   if (num_device_buffers > 0) REQUIRE(device_buffers);
   const Resolved& r = execution_context->resolved;
   void* tensor[3] = {nullptr, nullptr, nullptr};  // input, weight, output
-  for (int i = 0; i < 3; ++i) {
+  void* bias = nullptr;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t uid = i < 3 ? r.conv.uid[i] : r.conv.bias_uid;
+    if (uid == 0) continue;  // no bias
+    void*& slot = i < 3 ? tensor[i] : bias;
     for (uint32_t j = 0; j < num_device_buffers; ++j)
-      if (device_buffers[j].uid == r.conv.uid[i]) tensor[i] = device_buffers[j].ptr;
-    if (tensor[i] == nullptr)
-      return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "no device buffer for the %s tensor (uid %lld)", ROLE[i], (long long)r.conv.uid[i]);
+      if (device_buffers[j].uid == uid) slot = device_buffers[j].ptr;
+    if (slot == nullptr)
+      return fail(HIPDNN_PLUGIN_STATUS_BAD_PARAM, "no device buffer for the %s tensor (uid %lld)", i < 3 ? ROLE[i] : "bias",
+                  (long long)uid);
   }
-  void* operand[3];
-  const int* map = OPERAND_OF_TENSOR[r.conv.problem.variant];
-  for (int i = 0; i < 3; ++i) operand[map[i]] = tensor[i];
-  const int status = ckspace_run(r.kernel, &r.conv.problem, operand[0], operand[1], operand[2], workspace, r.workspace,
-                                 handle->stream);
+  ckspace_epilogue epilogue = r.conv.epilogue;
+  epilogue.bias = bias;
+  const int status = ckspace_strided_run(r.kernel, &r.conv.problem, &r.conv.strides, r.conv.fused ? &epilogue : nullptr,
+                                         tensor[0], tensor[1], tensor[2], workspace, r.workspace, handle->stream);
   if (status != CKSPACE_OK)
     return fail(status == CKSPACE_WORKSPACE_TOO_SMALL ? HIPDNN_PLUGIN_STATUS_BAD_PARAM : HIPDNN_PLUGIN_STATUS_INTERNAL_ERROR,
-                "ckspace_run(%s): %s", ckspace_kernel_name(r.kernel), status_text(status));
+                "ckspace_strided_run(%s): %s", ckspace_kernel_name(r.kernel), status_text(status));
   return HIPDNN_PLUGIN_STATUS_SUCCESS;
 }

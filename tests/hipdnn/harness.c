@@ -232,8 +232,18 @@ static int run(char** argv, int argc) {
   }
   buffers[n].uid = out_uid;
   buffers[n].ptr = calloc(out_bytes ? out_bytes : 1, 1);
-  void* workspace = workspace_size ? malloc(workspace_size) : NULL;
-  REFUSE(api.execute_op_graph(handle, context, workspace, buffers, (uint32_t)n + 1), "execute");
+  /* The workspace the plugin asked, then a guard: both filled with a pattern, so that what the run
+     wrote shows (the highest byte it changed) and a write past the workspace fails the run. */
+  enum { GUARD = 4096, PATTERN = 0xA5 };
+  unsigned char* workspace = malloc(workspace_size + GUARD);
+  memset(workspace, PATTERN, workspace_size + GUARD);
+  REFUSE(api.execute_op_graph(handle, context, workspace_size ? workspace : NULL, buffers, (uint32_t)n + 1), "execute");
+  size_t used = 0;
+  for (size_t i = 0; i < workspace_size + GUARD; ++i)
+    if (workspace[i] != PATTERN) used = i + 1;
+  if (used > workspace_size) die("the run wrote past the workspace it asked for", NULL);
+  printf("workspace used %zu\n", used);
+  free(workspace);
   write_file(out_path, buffers[n].ptr, out_bytes);
   REFUSE(api.destroy_execution_context(handle, context), "destroy execution context");
   REFUSE(api.destroy(handle), "destroy");

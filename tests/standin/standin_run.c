@@ -10,6 +10,9 @@
  * zeroed output in its own dtype (as CK's atomics do). Linked with --wrap=malloc,calloc,realloc,
  * the allocations the library makes are counted (standin_allocations) for the tests to see.
  *
+ * The conversions of ckspace_strided_run (cks_launch_copy) run ckspace_layout.h's cks_copy_element,
+ * the element function the library's GPU conversion kernel runs, in a loop on host memory.
+ *
  * ckspace_device_supported answers for a device of the arch CKSPACE_STANDIN_DEVICE_ARCH names (by
  * default the library's own), through the library's own ckspace_arch_matches.
  *
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "ckspace_dispatch.h"
+#include "ckspace_layout.h"
 
 #ifndef STANDIN_WRONG
 #define STANDIN_WRONG -1
@@ -258,5 +262,13 @@ int ckspace_run(int kernel, const ckspace_conv_problem* problem, const void* a, 
         if(ws != NULL || kernel == STANDIN_WRONG)
             store(c, e, kernel == STANDIN_WRONG ? 1.5f * value + 1.0f : value, dt);
     }
+    return CKSPACE_OK;
+}
+
+__attribute__((visibility("hidden"))) int cks_launch_copy(const cks_copy* job, void* stream)
+{
+    (void)stream;
+    for(int64_t i = 0; i < job->n; ++i)
+        cks_copy_element(job, i);
     return CKSPACE_OK;
 }
