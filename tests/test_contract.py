@@ -1,4 +1,4 @@
-"""Each example of the bad-input contract (README, *Bad input, outputs, caches and the
+"""Each example of the bad-input contract (docs/cli.md, *Bad input, outputs, caches and the
 environment*), as a test: nothing lost, nothing silently wrong, no traceback for a
 plausible mistake, cache entries that cannot break a run, names that pass between commands, and
 docs that say what the code does."""

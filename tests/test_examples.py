@@ -5,6 +5,7 @@ prints checked."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -37,7 +38,7 @@ def run_script(name: str, *arguments: str, cwd: Path) -> str:
 def test_examples_readme_lists_every_example() -> None:
     listed = (EXAMPLES / "README.md").read_text()
     examples = {p.name for p in EXAMPLES.iterdir() if p.name != "README.md" and not p.name.startswith((".", "_"))}
-    assert examples == {"select_kernel.py", "build_library.py", "cmake_consumer"}
+    assert examples == {"select_kernel.py", "build_library.py", "cmake_consumer", "hipdnn_census.sh"}
     for name in examples:
         assert f"`{name}" in listed, name
 
@@ -102,3 +103,29 @@ def test_the_cmake_consumer_links_a_library_through_its_package(tmp_path: Path) 
     expected = library.select(ConvProblem.parse("N=8,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1"), "forward", "bf16")
     assert lines[1] == f"pick: {expected.name}"
     assert re.fullmatch(r"predicted TFLOPS: [\d.]+, workspace: 0 bytes", lines[2])
+
+
+@pytest.mark.slow
+def test_the_hipdnn_census_says_what_the_plugin_serves_and_routes_it(tmp_path: Path) -> None:
+    """The script as a user runs it, on a CSV of their own with a bias column: the totals per
+    direction agree with the JSON it writes, and the rule file routes every served forward graph."""
+    (tmp_path / "layers.csv").write_text(
+        "layer,N,C,K,Hi,Wi,Y,X,pad,bias\nstem,8,3,64,56,56,3,3,1,1\nbody,8,64,64,56,56,3,3,1,1\nproj,8,64,256,56,56,1,1,0,0\n"
+    )
+    done = subprocess.run(
+        ["bash", str(EXAMPLES / "hipdnn_census.sh"), "layers.csv", "gfx942"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])},
+    )
+    assert done.returncode == 0, done.stderr
+    census = json.loads((tmp_path / "census.json").read_text())
+    for variant, counts in census["directions"].items():
+        assert f"  {variant:<10}  {counts['served']} served, {counts['declined']} declined" in done.stdout
+    assert census["directions"]["forward"] == {"served": 2, "declined": 1, "crashed": 0}  # C=3: no vector width
+    assert [layer["bias"] for layer in census["layers"]] == [True, True, False]
+    rules = json.loads((tmp_path / "rules.json").read_text())
+    served = sum(counts["served"] for counts in census["directions"].values())
+    assert 0 < len(rules["engine_overrides"]) <= served

@@ -1,4 +1,4 @@
-""" "Nothing lost" (README, *Bad input, outputs, caches and the environment*): what a hostile or
+""" "Nothing lost" (docs/cli.md, *Bad input, outputs, caches and the environment*): what a hostile or
 unlucky ``--out`` must never cost its owner.
 
 * ``bench --resume`` checks the whole file before it changes a byte: a foreign CSV (or one whose

@@ -573,7 +573,7 @@ def test_mem_stages_follow_ck_tiles_formula(tile, elem, threads, stages) -> None
 def test_the_model_ranks_the_measured_kernels_as_documented() -> None:
     """The figures the module states for its constants, on the MI355X measurements (231 problems x
     30 kernels): mean 97.6 %, P10 92.1 % of the best measured kernel, no ties. A changed constant or
-    term moves them; a deliberate change updates the docstring, the README and this test."""
+    term moves them; a deliberate change updates the docstring, docs/selection.md and this test."""
     from ckspace.training.dataset import load_measurements
     from ckspace.training.metrics import summarize
 

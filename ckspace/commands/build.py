@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--executor",
         default="local",
         help="what runs the compiles: local (ninja on this machine, the default) or ray (a Ray cluster; "
-        "pip install 'ckspace[ray]', see the README's 'Building on many machines'); ninja, its old name, "
+        "pip install 'ckspace[ray]', see docs/building.md, 'Building on many machines'); ninja, its old name, "
         "still works",
     )
     parser.add_argument(
