@@ -58,25 +58,33 @@ from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain, source_text
 
 log = logging.getLogger(__name__)
 
-API_VERSION = 4
+API_VERSION = 5
 """``CKSPACE_API_VERSION``: raised whenever a C function's signature, a status code or
 ``ckspace_conv_problem`` changes (2: ``ckspace_run`` takes the caller's workspace; added
 ``ckspace_api_version``, ``ckspace_kernel_index``, ``ckspace_workspace_size``; 3: added
 ``ckspace_arch``, ``ckspace_arch_matches``, ``ckspace_device_supported`` and ``CKSPACE_NO_DEVICE``;
 4: added the strided run with an epilogue (``ckspace_strides``, ``ckspace_epilogue``,
 ``ckspace_check_layout``, ``ckspace_strided_workspace_size``, ``ckspace_strided_run``,
-``CKSPACE_INVALID_LAYOUT``) and ``ckspace_select_explained`` with its ``CKSPACE_ESTIMATE_*``)."""
+``CKSPACE_INVALID_LAYOUT``) and ``ckspace_select_explained`` with its ``CKSPACE_ESTIMATE_*``;
+5: a library may hold several archs (:func:`fleet_dispatcher_sources`): ``ckspace_arch`` is their
+comma-separated list, every call answers for the current device's arch (its kernels, its model)
+and ``CKSPACE_NO_ARCH`` refuses a device of an arch the library lacks). A library of one arch is
+the API of version 4 unchanged and says 4 (:data:`ONE_ARCH_API_VERSION`): its header and sources
+are the same bytes as before."""
+ONE_ARCH_API_VERSION = 4
+"""What a library of one arch says: version 5 changed nothing for it."""
 
 
 @dataclass(frozen=True)
 class Status:
     """One status code of the C API: its macro's name (after ``CKSPACE_``), value, what the header
-    says of it and the words a caller prints."""
+    says of it and the words a caller prints; ``fleet``: only a library of several archs has it."""
 
     name: str
     code: int
     doc: str
     text: str
+    fleet: bool = False
 
 
 STATUSES: tuple[Status, ...] = (
@@ -100,6 +108,13 @@ STATUSES: tuple[Status, ...] = (
         8,
         "ckspace_strided_run: strides or an epilogue the library does not serve (ckspace_check_layout)",
         "strides or an epilogue the library does not serve",
+    ),
+    Status(
+        "NO_ARCH",
+        9,
+        "the current device's arch is none of ckspace_arch()'s (a library of several archs)",
+        "the current device's arch is not one the library was built for",
+        fleet=True,
     ),
 )
 """The C API's status codes, stated once: the header's macros, the plugin's words and
@@ -138,15 +153,21 @@ LAYOUT_HEADER = "ckspace_layout.h"
 MODEL_DIR = "ckspace_model"
 
 
-def _cell_prefix(variant: Variant, dtype: Dtype) -> str:
-    """The prefix of a cell's C functions and model files."""
-    return f"cks_{variant.value}_{dtype.value}"
+def _cell_prefix(variant: Variant, dtype: Dtype, unit: str | None = None) -> str:
+    """The prefix of a cell's C functions and model files (``unit``: the arch of a library of
+    several archs, whose cells are per arch)."""
+    return f"cks_{unit}_{variant.value}_{dtype.value}" if unit else f"cks_{variant.value}_{dtype.value}"
 
 
-def ranker_source(variant: Variant, dtype: Dtype) -> str:
+def ranker_source(variant: Variant, dtype: Dtype, unit: str | None = None) -> str:
     """Where a tree holds a cell's ranker (its QuickScorer tables in C): a cell ranked by a model
     has this file, one ranked by the analytical score has none."""
-    return f"{MODEL_DIR}/{_cell_prefix(variant, dtype)}_ranker.c"
+    return f"{MODEL_DIR}/{_cell_prefix(variant, dtype, unit)}_ranker.c"
+
+
+def arch_unit(arch: str) -> str:
+    """The host C of one arch of a library of several archs."""
+    return f"ckspace_dispatch_{arch}.c"
 
 
 FIELD_DOCS: dict[str, str] = {
@@ -283,61 +304,152 @@ def dispatcher_sources(
 ) -> dict[str, bytes]:
     """The dispatcher's files (path in the tree -> bytes) for ``library``: each modelled cell's
     ranker and regressor in C, the header, the host C and ``ckspace_run``."""
+    files, table = _host_sources(library, arch, environment, model_dirs, None)
+    files[HEADER] = _header(environment, arch, None)
+    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render({"version": __version__}).encode()
+    files[RUN_SOURCE] = _run_source(environment, table["kernels"])
+    return files
+
+
+def fleet_dispatcher_sources(
+    libraries: Mapping[str, Library],
+    environment: jinja2.Environment,
+    model_dirs: Mapping[str, Mapping[tuple[Variant, Dtype], Path]] = {},
+) -> dict[str, bytes]:
+    """The dispatcher of a library of several archs (``libraries``: each arch's kernels, as its
+    own target lists them). Each arch's host C (:func:`arch_unit`) is the one-arch dispatcher of
+    its kernels with its models and hardware facts, its C API renamed ``cks_<arch>_*`` and hidden;
+    ``ckspace_dispatch.c`` holds the library's kernel table (every kernel once, in name order: the
+    indices of the C API) and answers each call with the unit of the current device's arch,
+    mapping kernel indices between the two; ``ckspace_run`` launches the library's kernels, each
+    compiled for the archs that hold it."""
+    if len(libraries) < 2:
+        raise CkspaceError("a library of several archs needs two archs or more")
+    archs = sorted(libraries)
+    names = sorted({c.name for library in libraries.values() for c in library.kernels})
+    index = {name: i for i, name in enumerate(names)}
+    files: dict[str, bytes] = {}
+    units = []
+    for arch in archs:
+        unit_files, _ = _host_sources(libraries[arch], arch, environment, model_dirs.get(arch, {}), arch)
+        files.update(unit_files)
+        units.append({"arch": arch, "global": [index[c.name] for c in libraries[arch].kernels]})
+    local = [[-1] * len(names) for _ in archs]
+    for a, unit in enumerate(units):
+        for i, g in enumerate(unit["global"]):
+            local[a][g] = i
+    files[HOST_SOURCE] = (
+        environment.get_template("ckspace_dispatch_fleet.c.j2")
+        .render({"version": __version__, "names": names, "units": units, "local": local, "arch_list": ",".join(archs)})
+        .encode()
+    )
+    files[HEADER] = _header(environment, ",".join(archs), archs)
+    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render({"version": __version__}).encode()
+    files[RUN_SOURCE] = _run_source(environment, [{"name": name} for name in names])
+    return files
+
+
+FLEET_RENAMED: tuple[str, ...] = (
+    "ckspace_api_version",
+    "ckspace_arch",
+    "ckspace_arch_matches",
+    "ckspace_kernel_count",
+    "ckspace_kernel_name",
+    "ckspace_kernel_index",
+    "ckspace_workspace_size",
+    "ckspace_is_supported",
+    "ckspace_check_layout",
+    "ckspace_strided_workspace_size",
+    "ckspace_strided_run",
+    "ckspace_select",
+    "ckspace_select_explained",
+    "ckspace_run",
+    "cks_run_checks",
+)
+"""The functions an arch's unit of a library of several archs names ``cks_<arch>_<name>``: the C
+API it defines (hidden) and ``ckspace_run``, which ``ckspace_dispatch.c`` bridges to the library's."""
+
+
+def _header(environment: jinja2.Environment, arch: str, archs: Sequence[str] | None) -> bytes:
+    """``ckspace_dispatch.h`` of a library of ``arch`` (``archs``: the archs of a library of several)."""
+    context = _strided_context()
+    if archs is None:
+        context["statuses"] = [s for s in STATUSES if not s.fleet]
+    return (
+        environment.get_template("ckspace_dispatch.h.j2")
+        .render(
+            {
+                "version": __version__,
+                "api_version": API_VERSION if archs else ONE_ARCH_API_VERSION,
+                "arch": arch,
+                "archs": list(archs or []),
+                "variants": [(v.value, v.code) for v in Variant],
+                "dtypes": [(d.value, d.code) for d in Dtype],
+                "problem": problem_checks(),
+                "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS],
+                **context,
+            }
+        )
+        .encode()
+    )
+
+
+def _run_source(environment: jinja2.Environment, kernels: Sequence[Mapping[str, object]]) -> bytes:
+    return (
+        environment.get_template("ckspace_dispatch_run.cpp.j2")
+        .render({"version": __version__, "kernels": kernels, "operand_map": operand_map()})
+        .encode()
+    )
+
+
+def _host_sources(
+    library: Library,
+    arch: str,
+    environment: jinja2.Environment,
+    model_dirs: Mapping[tuple[Variant, Dtype], Path],
+    unit: str | None,
+) -> tuple[dict[str, bytes], dict[str, object]]:
+    """The host C of ``library`` (``unit``: as the arch's unit of a library of several archs) with
+    its models' files, and its kernel table."""
     if not library.kernels:
-        raise CkspaceError("the dispatcher needs at least one GEMM kernel; the request emitted none")
+        raise CkspaceError(
+            "the dispatcher needs at least one GEMM kernel; the request emitted none" + (f" for {arch}" if unit else "")
+        )
     hw = hardware_facts(arch)
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     cell_index = {cell: i for i, cell in enumerate(cells)}
     models = _cell_models(cells, arch, model_dirs)
     table = _kernel_table(library, cell_index, {cell: model[1] for cell, model in models.items() if model is not None})
     checks = _rule_checks(library, cell_index)
-    cell_context, files = _cell_sources(cells, models, hw, table.pop("model_rows"))
-    base = {"version": __version__}
+    cell_context, files = _cell_sources(cells, models, hw, table.pop("model_rows"), unit)
     variants = [(v.value, v.code) for v in Variant]
     dtypes = [(d.value, d.code) for d in Dtype]
-    files[HEADER] = (
-        environment.get_template("ckspace_dispatch.h.j2")
-        .render(
-            {
-                **base,
-                "api_version": API_VERSION,
-                "arch": arch,
-                "variants": variants,
-                "dtypes": dtypes,
-                "problem": problem_checks(),
-                "fields": [(f, FIELD_DOCS[f]) for f in STRUCT_FIELDS],
-                **_strided_context(),
-            }
-        )
-        .encode()
-    )
-    files[HOST_SOURCE] = (
+    strided = _strided_context()
+    if unit is None:
+        strided["statuses"] = [s for s in STATUSES if not s.fleet]
+    files[arch_unit(unit) if unit else HOST_SOURCE] = (
         environment.get_template("ckspace_dispatch.c.j2")
         .render(
             {
-                **base,
+                "version": __version__,
                 **table,
                 "fields": GEMM_FIELD_NAMES,
                 "checks": checks,
                 "cells": cell_context,
                 "helpers": C_HELPERS,
                 "arch": arch,
+                "unit": unit,
+                "renamed": FLEET_RENAMED,
                 "problem": problem_checks(),
                 "variants": variants,
                 "dtypes": dtypes,
                 **_feature_layout(),
-                **_strided_context(),
+                **strided,
             }
         )
         .encode()
     )
-    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render(base).encode()
-    files[RUN_SOURCE] = (
-        environment.get_template("ckspace_dispatch_run.cpp.j2")
-        .render({**base, "kernels": table["kernels"], "operand_map": operand_map()})
-        .encode()
-    )
-    return files
+    return files, table
 
 
 def _strided_context() -> dict[str, object]:
@@ -466,6 +578,7 @@ def _cell_sources(
     models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
     hw: HardwareFacts,
     model_rows: Mapping[int, list],
+    unit: str | None = None,
 ) -> tuple[list[dict[str, object]], dict[str, bytes]]:
     """Per cell its context in the host C (features in C, whether a model ranks it) and the files
     of its ranker (QuickScorer tables over the cell's ``model_rows``: :func:`~ckspace.select.forest.forest_c`)
@@ -473,7 +586,7 @@ def _cell_sources(
     files: dict[str, bytes] = {}
     cell_context = []
     for index, (variant, dtype) in enumerate(cells):
-        prefix = _cell_prefix(variant, dtype)
+        prefix = _cell_prefix(variant, dtype, unit)
         model = models[variant, dtype]
         texts = model[0] if model is not None else None
         function = f"{prefix}_features"
@@ -496,7 +609,7 @@ def _cell_sources(
         )
         if texts is not None:
             forest = Forest.from_model_text(texts[RANKER_FILE])
-            files[ranker_source(variant, dtype)] = forest_c(
+            files[ranker_source(variant, dtype, unit)] = forest_c(
                 f"{prefix}_ranker", forest, _PROBLEM_SPAN, _CONFIG_SPAN, model_rows[index]
             ).encode()
             for path, text in model_sources(texts[TFLOPS_FILE], f"{prefix}_tflops", len(FEATURE_NAMES)).items():
@@ -545,5 +658,6 @@ def host_units(files: Sequence[str]) -> list[str]:
     """The C translation units of the host part among a tree's files."""
     return [
         HOST_SOURCE,
+        *sorted(f for f in files if f.startswith("ckspace_dispatch_") and f.endswith(".c")),
         *sorted(f for f in files if f.startswith(f"{MODEL_DIR}/") and f.count("/") == 1 and f.endswith(".c")),
     ]

@@ -125,7 +125,7 @@ def plugin_sources(
             for e in engines(arch, variants)
         ],
         "written": [row[2] for row in tensor_of_operand()],
-        "statuses": STATUSES,
+        "statuses": [s for s in STATUSES if not s.fleet],
         "estimates": ESTIMATES,
         "dtypes": [(WIRE_DTYPES[d], f"CKSPACE_DTYPE_{d.value.upper()}") for d in served],
         "dtype_names": ", ".join(WIRE_DTYPES[d] for d in served),

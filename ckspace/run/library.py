@@ -23,7 +23,7 @@ from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
 from ckspace.core.inputs import file_kind
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.dispatcher import API_VERSION, STATUSES, STRUCT_FIELDS
+from ckspace.emit.dispatcher import API_VERSION, ONE_ARCH_API_VERSION, STATUSES, STRUCT_FIELDS
 from ckspace.run.elf import exported_functions
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ class KernelLibrary:
                 function = getattr(handle, name)
                 function.restype, function.argtypes = restype, argtypes
         version = handle.ckspace_api_version()
-        if version != API_VERSION:
+        if version not in (API_VERSION, ONE_ARCH_API_VERSION):  # 5 is 4 and several archs
             raise CkspaceError(
                 f"{self.path.name} has C API {version}, this ckspace speaks {API_VERSION}; re-emit and rebuild it"
             )
@@ -178,12 +178,18 @@ class KernelLibrary:
 
     @property
     def arch(self) -> str:
-        """The arch the library's kernels are compiled for (``ckspace_arch``)."""
+        """The arch the library's kernels are compiled for (``ckspace_arch``; a library of several
+        archs lists them, comma-separated)."""
         return self._lib.ckspace_arch().decode()
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """The archs the library's kernels are compiled for: one, or a library of several's."""
+        return tuple(self.arch.split(","))
 
     def runs_on(self, device_arch: str) -> bool:
         """Whether a device of HIP gcnArchName ``device_arch`` (``gfx942:sramecc+:xnack-``) runs the
-        library's kernels (``ckspace_arch_matches``: its arch, feature flags aside)."""
+        library's kernels (``ckspace_arch_matches``: its arch or one of its archs, feature flags aside)."""
         return bool(self._lib.ckspace_arch_matches(device_arch.encode()))
 
     def device_supported(self) -> tuple[bool, str]:

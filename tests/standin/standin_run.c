@@ -14,7 +14,8 @@
  * the element function the library's GPU conversion kernel runs, in a loop on host memory.
  *
  * ckspace_device_supported answers for a device of the arch CKSPACE_STANDIN_DEVICE_ARCH names (by
- * default the library's own), through the library's own ckspace_arch_matches.
+ * default the library's own, the first of a library of several archs), through the library's own
+ * ckspace_arch_matches; it is read at every call, so a test moves the "device" between archs.
  *
  * Per-kernel misbehaviour, chosen when the test compiles it:
  *   -DSTANDIN_WRONG=k   kernel k writes 1.5 * result + 1 (a kernel that computes wrong results)
@@ -202,14 +203,17 @@ void* __wrap_realloc(void* pointer, size_t size)
 long standin_allocations(void) { return __atomic_load_n(&allocations, __ATOMIC_RELAXED); }
 
 /* The stand-in's "current device" is of the arch CKSPACE_STANDIN_DEVICE_ARCH names (a gcnArchName;
-   empty: no device), else of the library's own arch with the feature flags a real device reports. */
+   empty: no device), else of the library's own arch (the first of several) with the feature flags
+   a real device reports. */
 int ckspace_device_supported(char* device_arch, size_t size)
 {
     char own[64];
     const char* name = getenv("CKSPACE_STANDIN_DEVICE_ARCH");
     if(name == NULL)
     {
-        snprintf(own, sizeof own, "%s:sramecc+:xnack-", ckspace_arch());
+        const char* archs = ckspace_arch(); /* a library of several archs lists them: the first */
+        const int length = (int)strcspn(archs, ",");
+        snprintf(own, sizeof own, "%.*s:sramecc+:xnack-", length, archs);
         name = own;
     }
     if(device_arch != NULL && size > 0)

@@ -1,0 +1,239 @@
+"""A library of several archs (one tree, one library, each arch's kernels and model): its C API
+answers for the current device's arch, as Python's Selector with that arch's kernels as the pool.
+
+The dispatcher of a gfx942 + gfx950 library is linked with the host stand-in of the HIP half
+(tests/standin/standin_run.c: its current device is of the arch CKSPACE_STANDIN_DEVICE_ARCH names),
+and a C program asks it on a stand-in device of each arch.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+from conftest import c_compiler
+from standin_library import STANDIN
+
+from ckspace.build.toolchain import export_flags
+from ckspace.core.datasets import DATASETS
+from ckspace.core.errors import NoKernelError
+from ckspace.core.problem import ConvProblem
+from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.dispatcher import (
+    API_VERSION,
+    HEADER,
+    ONE_ARCH_API_VERSION,
+    STATUSES,
+    STRUCT_FIELDS,
+    Library,
+    dispatcher_sources,
+    fleet_dispatcher_sources,
+    host_units,
+)
+from ckspace.emit.rendering import template_environment
+from ckspace.run.library import ConvProblemC, KernelLibrary
+from ckspace.select.compiled import FLAGS
+from ckspace.select.selector import Selector
+from ckspace.space.space import Space
+
+ARCHS = ("gfx942", "gfx950")
+CELLS = ((Variant.FORWARD, Dtype.BF16), (Variant.FORWARD, Dtype.FP16), (Variant.BWD_WEIGHT, Dtype.BF16))
+STATUS = {s.name: s.code for s in STATUSES}
+KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
+
+DRIVER = r"""
+/* Reads problems (the fields of ckspace_conv_problem in order, one problem a line) and prints, per
+   problem, ckspace_select's status, kernel index, kernel name and estimate source. */
+#include <stdio.h>
+#include <string.h>
+#include "ckspace_dispatch.h"
+
+int main(void) {
+  printf("arch %s api %d\n", ckspace_arch(), ckspace_api_version());
+  int64_t v[sizeof(ckspace_conv_problem) / sizeof(int64_t)];
+  const int n = (int)(sizeof v / sizeof v[0]);
+  for (;;) {
+    for (int i = 0; i < n; ++i)
+      if (scanf("%ld", &v[i]) != 1) return 0;
+    ckspace_conv_problem p;
+    memcpy(&p, v, sizeof p);
+    int kernel = -2, estimate = -2;
+    float tflops = -2.0f;
+    const int status = ckspace_select_explained(&p, &kernel, &tflops, &estimate);
+    const char* name = ckspace_kernel_name(kernel);
+    printf("%d %d %s %d %.9g\n", status, kernel, name ? name : "-", estimate, tflops);
+  }
+}
+"""
+
+
+@cache
+def libraries() -> dict[str, Library]:
+    """Each arch's kernels as its own rule space lists them (the default rule set: gfx950's hold
+    kernels gfx942's rules refuse)."""
+    out = {}
+    for arch in ARCHS:
+        configs = [
+            c
+            for c in Space(arch, ["forward", "bwd_weight"], 2, ["bf16", "fp16"], rule_set="default", ck=None)
+            if c.kind == "gemm" and (c.variant, c.dtype) in CELLS
+        ]
+        out[arch] = Library.build(configs)
+    return out
+
+
+def write(files: dict[str, bytes], root: Path) -> Path:
+    for path, data in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    return root
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The fleet tree's dispatcher linked with the stand-in HIP half as ``ckspace build`` links a
+    library (its exports the C API alone), and the C driver linked to it."""
+    root = tmp_path_factory.mktemp("fleet")
+    tree = write(fleet_dispatcher_sources(libraries(), template_environment()), root / "tree")
+    compiler = c_compiler()
+    objects = []
+    for source in [*(tree / unit for unit in host_units([str(p.relative_to(tree)) for p in tree.rglob("*")])), STANDIN]:
+        objects.append(str(root / f"{source.stem}.o"))
+        strict = ["-Werror=implicit-function-declaration", "-Werror=incompatible-pointer-types"]
+        subprocess.run([compiler, *FLAGS, *strict, f"-I{tree}", "-c", str(source), "-o", objects[-1]], check=True)
+    library = root / "libckspace_kernels_gfx942_gfx950.so"
+    wrap = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc"
+    subprocess.run([compiler, "-shared", *objects, *export_flags(root), wrap, "-o", str(library), "-lm"], check=True)
+    (root / "driver.c").write_text(DRIVER)
+    driver = root / "driver"
+    subprocess.run(
+        [compiler, f"-I{tree}", str(root / "driver.c"), str(library), f"-Wl,-rpath,{root}", "-o", str(driver)],
+        check=True,
+    )
+    return library, driver
+
+
+def problems() -> list[tuple[ConvProblem, Variant, Dtype]]:
+    """Real forward shapes (the measured gfx950 set, every fourth) in each cell, and odd ones."""
+    with DATASETS["mi355x-forward-bf16"].path.open(newline="") as handle:
+        shapes = sorted({tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)})
+    real = [ConvProblem.from_values(dict(zip(KEYS, shape, strict=True))) for shape in shapes[::4]]
+    odd = [
+        ConvProblem.parse("N=1,C=3,K=64,Hi=224,Wi=224,Y=7,X=7,stride=2,pad=3"),
+        ConvProblem.parse("N=2,C=6,K=10,Hi=9,Wi=9,Y=3,X=3"),
+        ConvProblem.parse("N=4,G=4,C=64,K=64,Hi=28,Wi=28,Y=3,X=3,pad=1"),
+    ]
+    return [(p, variant, dtype) for variant, dtype in CELLS for p in real + odd]
+
+
+def ask(driver: Path, device: str, asked: list[tuple[ConvProblem, Variant, Dtype]]) -> tuple[str, list[list[str]]]:
+    lines = []
+    for problem, variant, dtype in asked:
+        c = ConvProblemC.of(problem, variant, dtype)
+        lines.append(" ".join(str(getattr(c, f)) for f in STRUCT_FIELDS))
+    done = subprocess.run(
+        [str(driver)],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"CKSPACE_STANDIN_DEVICE_ARCH": device, "PATH": "/usr/bin:/bin"},
+    )
+    head, *rows = done.stdout.splitlines()
+    return head, [row.split() for row in rows]
+
+
+@pytest.mark.slow
+def test_each_arch_picks_as_python_with_that_arch_s_kernels(fleet: tuple[Path, Path]) -> None:
+    """On a stand-in gfx942 device the C program's picks are Python's Selector's for gfx942 with
+    gfx942's kernels as the pool; on a gfx950 device gfx950's (another model, more kernels). Some
+    problems get different picks on the two archs, and a gfx950-only kernel is picked there."""
+    _, driver = fleet
+    asked = problems()
+    picks: dict[str, list[str]] = {}
+    for arch in ARCHS:
+        head, rows = ask(driver, f"{arch}:sramecc+:xnack-", asked)
+        assert head == f"arch gfx942,gfx950 api {API_VERSION}"
+        library = libraries()[arch]
+        pool = list(library.kernels)
+        picks[arch] = []
+        for (problem, variant, dtype), (status, _, name, _, tflops) in zip(asked, rows, strict=True):
+            selector = Selector.load(arch, variant, dtype, engine="lightgbm", ck=None)
+            cell = [c for c in pool if (c.variant, c.dtype) == (variant, dtype)]
+            try:
+                expected = selector.select(problem, cell, k=1, pool=pool)
+            except NoKernelError:
+                assert int(status) == STATUS["NO_KERNEL"], (arch, problem.text())
+                picks[arch].append("-")
+                continue
+            assert int(status) == STATUS["OK"], (arch, problem.text())
+            assert name == expected.pick, (arch, variant.value, dtype.value, problem.text())
+            assert float(tflops) == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
+            picks[arch].append(name)
+    differ = [i for i, (a, b) in enumerate(zip(picks["gfx942"], picks["gfx950"], strict=True)) if a != b]
+    assert differ, "the two archs pick alike everywhere: the test would not see a wrong arch"
+    only_950 = {c.name for c in libraries()["gfx950"].kernels} - {c.name for c in libraries()["gfx942"].kernels}
+    assert only_950 and any(name in only_950 for name in picks["gfx950"])
+    assert not any(name in only_950 for name in picks["gfx942"])
+
+
+@pytest.mark.slow
+def test_a_device_the_library_lacks_is_refused(fleet: tuple[Path, Path]) -> None:
+    """A device of another arch gets CKSPACE_NO_ARCH, no device CKSPACE_NO_DEVICE; kernel -1."""
+    _, driver = fleet
+    asked = problems()[:2]
+    for device, status in (("gfx90a:sramecc+:xnack-", "NO_ARCH"), ("gfx9420", "NO_ARCH"), ("", "NO_DEVICE")):
+        _, rows = ask(driver, device, asked)
+        assert [row[:2] for row in rows] == [[str(STATUS[status]), "-1"]] * len(asked), device
+
+
+@pytest.mark.slow
+def test_the_library_api_maps_kernel_indices_between_archs(
+    fleet: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernel indices are the library's (every kernel once, name order); a gfx950-only kernel is
+    unsupported on a gfx942 device and supported on a gfx950 one; workspace needs no device; run
+    on the wrong arch is refused before anything runs."""
+    library_path, _ = fleet
+    library = KernelLibrary(library_path)
+    by_arch = libraries()
+    names = sorted({c.name for lib in by_arch.values() for c in lib.kernels})
+    assert library.names == tuple(names)
+    assert library.archs == ARCHS
+    assert library.runs_on("gfx942:xnack-") and library.runs_on("gfx950") and not library.runs_on("gfx90a")
+    only = sorted({c.name for c in by_arch["gfx950"].kernels} - {c.name for c in by_arch["gfx942"].kernels})
+    config = next(c for c in by_arch["gfx950"].kernels if c.name == only[0])
+    problem = ConvProblem.parse("N=2,C=256,K=256,Hi=28,Wi=28,Y=3,X=3,pad=1")
+    monkeypatch.setenv("CKSPACE_STANDIN_DEVICE_ARCH", "gfx950:sramecc+:xnack-")
+    assert library.is_supported(only[0], problem, config.variant, config.dtype)
+    assert library.workspace_size(only[0], problem, config.variant, config.dtype) == 0
+    monkeypatch.setenv("CKSPACE_STANDIN_DEVICE_ARCH", "gfx942:sramecc+:xnack-")
+    assert not library.is_supported(only[0], problem, config.variant, config.dtype)
+    problem_c = ConvProblemC.of(problem, config.variant, config.dtype)
+    index = library.index(only[0])
+    assert library.run_status(index, problem_c, 0, 0, 0, None, 0, None) == STATUS["UNSUPPORTED"]
+    monkeypatch.setenv("CKSPACE_STANDIN_DEVICE_ARCH", "gfx1100")
+    assert library.run_status(index, problem_c, 0, 0, 0, None, 0, None) == STATUS["NO_ARCH"]
+
+
+@pytest.mark.slow
+def test_only_the_c_api_is_exported(fleet: tuple[Path, Path]) -> None:
+    """The arch units' functions are hidden: the library's symbols are the one-arch library's."""
+    library_path, _ = fleet
+    symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library_path)], capture_output=True, text=True, check=True
+    ).stdout
+    exported = {line.split()[-1] for line in symbols.splitlines() if line.split()[1] in "TD"}
+    assert all(name.startswith("ckspace_") for name in exported), sorted(exported)
+    assert {"ckspace_select", "ckspace_arch", "ckspace_is_supported", "ckspace_strided_run"} <= exported
+
+
+def test_one_arch_headers_are_as_before() -> None:
+    """A one-arch library's header says API 4 and has no CKSPACE_NO_ARCH; a fleet's says 5 and has it."""
+    one = dispatcher_sources(libraries()["gfx942"], "gfx942", template_environment())[HEADER].decode()
+    many = fleet_dispatcher_sources(libraries(), template_environment())[HEADER].decode()
+    assert f"#define CKSPACE_API_VERSION {ONE_ARCH_API_VERSION}\n" in one and "NO_ARCH" not in one
+    assert f"#define CKSPACE_API_VERSION {API_VERSION}\n" in many and "#define CKSPACE_NO_ARCH 9" in many
