@@ -103,6 +103,17 @@ class ProblemColumns:
     """The header's name of the :data:`~ckspace.core.problem_keys.BIAS` column, if it has one."""
 
     @classmethod
+    def of_problems_header(cls, fieldnames: Sequence[str] | None, source: str | Path) -> ProblemColumns:
+        """:meth:`of_header` of a problems CSV, which must state every problem column: one line
+        naming the missing ones and the columns the file has."""
+        layout = cls.of_header(fieldnames, source)
+        missing = layout.lacking()
+        if missing:
+            have = ", ".join(fieldnames or ()) or "none"
+            raise CkspaceError(f"{source}: not a problems CSV (missing columns {', '.join(missing)}; it has {have})")
+        return layout
+
+    @classmethod
     def of_header(cls, fieldnames: Sequence[str] | None, source: str | Path) -> ProblemColumns:
         """The header's problem columns, or one line naming the column that would be misread."""
         names = list(fieldnames or ())

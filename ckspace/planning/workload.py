@@ -66,11 +66,7 @@ def read_workload(path: Path, variant: Variant, weight_column: str | None = None
     Columns are read as ``--problem`` reads keys (:class:`~ckspace.core.problem_columns.ProblemColumns`)."""
     reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
-        layout = ProblemColumns.of_header(reader.fieldnames, path)
-        missing = layout.lacking()
-        if missing:
-            columns = ", ".join(reader.fieldnames or ()) or "none"
-            raise CkspaceError(f"{path}: not a problems CSV (missing columns {', '.join(missing)}; it has {columns})")
+        layout = ProblemColumns.of_problems_header(reader.fieldnames, path)
         if weight_column is not None and weight_column not in (reader.fieldnames or ()):
             raise CkspaceError(
                 f"{path}: no weight column {weight_column!r}; columns: {', '.join(reader.fieldnames or ())}"

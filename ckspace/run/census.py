@@ -98,11 +98,7 @@ def read_layers(path: Path) -> list[NamedLayer]:
     reads problem lists."""
     reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
-        columns = ProblemColumns.of_header(reader.fieldnames, path)
-        missing = columns.lacking()
-        if missing:
-            have = ", ".join(reader.fieldnames or ()) or "none"
-            raise CkspaceError(f"{path}: not a problems CSV (missing columns {', '.join(missing)}; it has {have})")
+        columns = ProblemColumns.of_problems_header(reader.fieldnames, path)
         names = {n.strip().lower(): n for n in reader.fieldnames or ()}
         layers = []
         for line, row in enumerate(reader, start=2):

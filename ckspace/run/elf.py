@@ -8,14 +8,19 @@ as bytes here instead.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
 from ckspace.core.inputs import read_input
 
-_SHT_DYNSYM = 11
+SHT_SYMTAB, SHT_DYNAMIC, SHT_DYNSYM = 2, 6, 11
 _STB_GLOBAL = 1
 _STT_FUNC = 2
+
+Section = tuple[int, int, int, int, int, int, int, int, int, int]
+"""An ELF64 section header: name, type, flags, address, offset, size, link, info, alignment, entry
+size."""
 
 
 def exported_functions(path: Path) -> list[str]:
@@ -23,7 +28,11 @@ def exported_functions(path: Path) -> list[str]:
     file that is not one (truncated, or another file under the library's name) is one line."""
     data = read_input(path, "kernel library")
     try:
-        return _exported_functions(data)
+        return [
+            name
+            for name, info, shndx in symbols(data, sections(data), SHT_DYNSYM)
+            if shndx != 0 and info >> 4 == _STB_GLOBAL and info & 0xF == _STT_FUNC
+        ]
     except (struct.error, IndexError, ValueError):
         raise CkspaceError(
             f"kernel library {str(path)!r} is not a whole 64-bit little-endian ELF shared "
@@ -31,20 +40,30 @@ def exported_functions(path: Path) -> list[str]:
         ) from None
 
 
-def _exported_functions(data: bytes) -> list[str]:
+def sections(data: bytes) -> list[Section]:
+    """The section headers of an ELF64 little-endian file (ValueError for another file; a truncated
+    one raises struct.error or IndexError as it is read)."""
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise ValueError("not an ELF64 LE file")
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    names: list[str] = []
-    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-        if kind != _SHT_DYNSYM:
+    return [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+
+
+def string(data: bytes, base: int, offset: int) -> str:
+    """The NUL-terminated string at ``offset`` of the string table at ``base``."""
+    end = data.index(b"\0", base + offset)
+    return data[base + offset : end].decode()
+
+
+def symbols(data: bytes, headers: list[Section], kind: int) -> Iterator[tuple[str, int, int]]:
+    """Every named symbol of the symbol tables of type ``kind`` (:data:`SHT_DYNSYM`,
+    :data:`SHT_SYMTAB`), in table order: its name, its info byte (binding << 4 | type) and its
+    section index (0: undefined)."""
+    for _, section_kind, _, _, offset, size, link, _, _, entsize in headers:
+        if section_kind != kind:
             continue
-        str_offset = sections[link][4]
+        strings = headers[link][4]
         for pos in range(offset, offset + size, entsize or 24):
             name_at, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
-            if shndx != 0 and info >> 4 == _STB_GLOBAL and info & 0xF == _STT_FUNC:
-                end = data.index(b"\0", str_offset + name_at)
-                names.append(data[str_offset + name_at : end].decode())
-    return names
+            yield (string(data, strings, name_at) if name_at else ""), info, shndx

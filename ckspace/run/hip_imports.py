@@ -16,10 +16,10 @@ from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
 from ckspace.core.inputs import read_input
+from ckspace.run.elf import SHT_DYNAMIC, SHT_DYNSYM, SHT_SYMTAB, sections, string, symbols
 
 HIP_RUNTIME = "libamdhip64"
 """The start of the HIP runtime's soname."""
-_SHT_SYMTAB, _SHT_DYNAMIC, _SHT_DYNSYM = 2, 6, 11
 _SHT_VERSYM, _SHT_VERNEED = 0x6FFFFFFF, 0x6FFFFFFE
 _DT_NEEDED = 1
 
@@ -58,54 +58,41 @@ def read_imports(path: Path) -> Imports:
         raise CkspaceError(f"{str(path)!r} is not a 64-bit little-endian ELF shared object") from None
 
 
-def _string(data: bytes, base: int, offset: int) -> str:
-    end = data.index(b"\0", base + offset)
-    return data[base + offset : end].decode()
-
-
 def _imports(data: bytes) -> Imports:
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise ValueError("not an ELF64 LE file")
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    by_kind = {s[1]: s for s in sections}
+    headers = sections(data)
+    by_kind = {s[1]: s for s in headers}
     needed: list[str] = []
-    if _SHT_DYNAMIC in by_kind:
-        _, _, _, _, offset, size, link, _, _, _ = by_kind[_SHT_DYNAMIC]
-        strings = sections[link][4]
+    if SHT_DYNAMIC in by_kind:
+        _, _, _, _, offset, size, link, _, _, _ = by_kind[SHT_DYNAMIC]
+        strings = headers[link][4]
         for pos in range(offset, offset + size, 16):
             tag, value = struct.unpack_from("<qQ", data, pos)
             if tag == _DT_NEEDED:
-                needed.append(_string(data, strings, value))
+                needed.append(string(data, strings, value))
     versions: dict[int, tuple[str, str]] = {}  # version index -> (version name, file)
     if _SHT_VERNEED in by_kind:
         _, _, _, _, offset, _, link, info, _, _ = by_kind[_SHT_VERNEED]
-        strings = sections[link][4]
+        strings = headers[link][4]
         pos = offset
         for _ in range(info):
             _, count, file_at, aux, following = struct.unpack_from("<HHIII", data, pos)
-            file = _string(data, strings, file_at)
+            file = string(data, strings, file_at)
             entry = pos + aux
             for _ in range(count):
                 _, _, other, name_at, step = struct.unpack_from("<IHHII", data, entry)
-                versions[other] = (_string(data, strings, name_at), file)
+                versions[other] = (string(data, strings, name_at), file)
                 entry += step
             pos += following
     undefined: list[tuple[str, str | None, str | None]] = []
-    if _SHT_DYNSYM in by_kind:
-        _, _, _, _, offset, size, link, _, _, entsize = by_kind[_SHT_DYNSYM]
-        strings = sections[link][4]
-        versym = by_kind.get(_SHT_VERSYM)
-        for index, pos in enumerate(range(offset, offset + size, entsize or 24)):
-            name_at, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
-            if shndx != 0 or name_at == 0:
-                continue
-            version = None
-            if versym is not None:
-                (version,) = struct.unpack_from("<H", data, versym[4] + 2 * index)
-            name_version, file = versions.get((version or 0) & 0x7FFF, (None, None))
-            undefined.append((_string(data, strings, name_at), name_version, file))
+    versym = by_kind.get(_SHT_VERSYM)
+    for index, (name, _, shndx) in enumerate(symbols(data, headers, SHT_DYNSYM)):
+        if shndx != 0 or not name:
+            continue
+        version = None
+        if versym is not None:
+            (version,) = struct.unpack_from("<H", data, versym[4] + 2 * index)
+        name_version, file = versions.get((version or 0) & 0x7FFF, (None, None))
+        undefined.append((name, name_version, file))
     return Imports(tuple(needed), tuple(undefined))
 
 
@@ -113,22 +100,11 @@ def object_symbols(path: Path) -> tuple[set[str], set[str]]:
     """The global symbols a relocatable object (``.o``) defines and those it leaves undefined."""
     data = read_input(path, "object")
     try:
-        if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-            raise ValueError("not an ELF64 LE file")
-        (shoff,) = struct.unpack_from("<Q", data, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-        sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
         defined: set[str] = set()
         undefined: set[str] = set()
-        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
-            if kind != _SHT_SYMTAB:
-                continue
-            strings = sections[link][4]
-            for pos in range(offset, offset + size, entsize or 24):
-                name_at, info, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", data, pos)
-                if name_at == 0 or info >> 4 not in (1, 2):  # global or weak
-                    continue
-                (undefined if shndx == 0 else defined).add(_string(data, strings, name_at))
+        for name, info, shndx in symbols(data, sections(data), SHT_SYMTAB):
+            if name and info >> 4 in (1, 2):  # global or weak
+                (undefined if shndx == 0 else defined).add(name)
         return defined, undefined
     except (struct.error, IndexError, ValueError):
         raise CkspaceError(f"{str(path)!r} is not a 64-bit little-endian ELF object") from None

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, FEATURE_VERSION
+from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.select.store import ModelCard, save_model
 from ckspace.select.support import training_domain
 from ckspace.training.acquisition import shifted
@@ -39,7 +39,7 @@ from ckspace.training.calibration import fit_level
 from ckspace.training.dataset import Measurements
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import Scores, per_problem_efficiency, summarize, tflops_error
-from ckspace.training.trainer import library_versions
+from ckspace.training.trainer import model_card
 
 log = logging.getLogger(__name__)
 
@@ -293,32 +293,14 @@ def train_anchored(
     domain = training_domain(data.configs, data.problems, ranker, rows.features, rows.log_tflops, rows.problem)
     objective = choice.ranker_objective
     figures = {name: s.model_dump() for name, s in (("model", choice.chosen), ("analytical", choice.prior)) if s}
-    card = ModelCard(
-        arch=record.arch,
-        variant=record.variant.value,
-        dtype=record.dtype.value,
-        objective=objective,
-        objective_choice=choice.text(),
-        feature_version=FEATURE_VERSION,
-        data={Path(p).name: digest for p, digest in record.report.files.items()},
-        rows=record.report.rows_kept,
-        rows_by_status=record.report.statuses,
-        problems=record.report.problems,
-        distinct_shapes=record.report.groups,
-        cleaning=record.report.text(),
-        kernels=list(data.kernel_names),
-        cross_validation={
-            "folds": choice.folds,
-            "seed": seed,
-            "analytical_level": level,
-            "ranker_rounds": choice.ranker_rounds,
-            "regressor_rounds": choice.regressor_rounds,
-            "tflops_median_error_percent_by_rounds": {str(r): e for r, e in choice.tflops_error.items()},
-            **figures,
-        },
-        training_command=command,
-        library_versions=library_versions(),
-        files={},
-        domain=domain,
-    )
+    cross_validation = {
+        "folds": choice.folds,
+        "seed": seed,
+        "analytical_level": level,
+        "ranker_rounds": choice.ranker_rounds,
+        "regressor_rounds": choice.regressor_rounds,
+        "tflops_median_error_percent_by_rounds": {str(r): e for r, e in choice.tflops_error.items()},
+        **figures,
+    }
+    card = model_card(record, data.kernel_names, objective, choice.text(), cross_validation, command, domain)
     return save_model(out, ranker, regressor, card, force=True), choice

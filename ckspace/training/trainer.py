@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
 from ckspace.features.matrix import FEATURE_VERSION
 from ckspace.select.store import ModelCard, check_model_target, save_model
-from ckspace.select.support import training_domain
+from ckspace.select.support import ModelDomain, training_domain
 from ckspace.training.boosters import design, fit, thread_count
 from ckspace.training.dataset import Measurements
 from ckspace.training.evaluation import CrossValidation, choose_folds, cross_validate, cross_validation_steps
@@ -72,32 +72,48 @@ def train_model(
         if progress is not None:
             progress(f"final {cv.objective}")
     domain = training_domain(data.configs, data.problems, ranker, rows.features, rows.log_tflops, rows.problem)
-    card = ModelCard(
-        arch=data.arch,
-        variant=data.variant.value,
-        dtype=data.dtype.value,
-        objective=cv.objective,
-        objective_choice=_choice_text(cv),
+    cross_validation = {
+        "folds": folds,
+        "seed": seed,
+        "tflops_median_error_percent": cv.tflops_median_error,
+        **{name: s.model_dump() for name, s in cv.scores.items()},
+    }
+    card = model_card(data, data.kernel_names, cv.objective, _choice_text(cv), cross_validation, command, domain)
+    return save_model(out, ranker, regressor, card, force), cv
+
+
+def model_card(
+    record: Measurements,
+    kernels: Sequence[str],
+    objective: str,
+    objective_choice: str,
+    cross_validation: dict,
+    command: str,
+    domain: ModelDomain,
+) -> ModelCard:
+    """The card of a model trained on ``record`` (its cell, files, rows and cleaning) over
+    ``kernels``: what ``train`` and the learning loop both write beside their trees, so that every
+    model directory says the same things of itself."""
+    return ModelCard(
+        arch=record.arch,
+        variant=record.variant.value,
+        dtype=record.dtype.value,
+        objective=objective,
+        objective_choice=objective_choice,
         feature_version=FEATURE_VERSION,
-        data={Path(p).name: digest for p, digest in data.report.files.items()},
-        rows=data.report.rows_kept,
-        rows_by_status=data.report.statuses,
-        problems=data.report.problems,
-        distinct_shapes=data.report.groups,
-        cleaning=data.report.text(),
-        kernels=list(data.kernel_names),
-        cross_validation={
-            "folds": folds,
-            "seed": seed,
-            "tflops_median_error_percent": cv.tflops_median_error,
-            **{name: s.model_dump() for name, s in cv.scores.items()},
-        },
+        data={Path(p).name: digest for p, digest in record.report.files.items()},
+        rows=record.report.rows_kept,
+        rows_by_status=record.report.statuses,
+        problems=record.report.problems,
+        distinct_shapes=record.report.groups,
+        cleaning=record.report.text(),
+        kernels=list(kernels),
+        cross_validation=cross_validation,
         training_command=command,
         library_versions=library_versions(),
         files={},
         domain=domain,
     )
-    return save_model(out, ranker, regressor, card, force), cv
 
 
 def _choice_text(cv: CrossValidation) -> str:
