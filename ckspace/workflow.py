@@ -50,8 +50,10 @@ def emit_tree(
 ) -> EmitResult:
     """Write the CK Tile sources of ``space``'s kernels (or of the kernels ``names`` gives, see
     :func:`named_kernels`) and, ``with_selector``, the dispatcher (and, ``hipdnn_plugin``, a hipDNN
-    engine plugin over it: :mod:`ckspace.emit.hipdnn`), under ``out``. ``space`` is one
-    arch's, for CK headers it found (a rules-only space names kernels no CK may build)."""
+    engine plugin over it: :mod:`ckspace.emit.hipdnn`), under ``out``. ``space`` is for CK headers
+    it found (a rules-only space names kernels no CK may build); a space of several archs emits one
+    library of them (each arch's kernels as its target lists them, each compiled for its archs, the
+    dispatcher answering for the current device's arch)."""
     if space.target.rules_only:
         raise CkspaceError(
             "emit writes kernels the CK headers of the target can build: not with --rules-only "
@@ -62,9 +64,13 @@ def emit_tree(
             f"emit needs CK headers: none found (looked at {space.target.looked}); "
             "scripts/install-toolchain-gfx942.sh installs them, --ck-root PATH names them"
         )
-    archs = sorted({r.arch for r in space.requests})
-    if len(archs) != 1:
-        raise CkspaceError(f"a tree is emitted for one arch, not {', '.join(archs)}")
+    archs = list(dict.fromkeys(r.arch for r in space.requests))
+    if len(archs) > 1 and names is not None:
+        raise CkspaceError(
+            f"named kernels are one arch's (a plan's): emit them for one of {', '.join(archs)}, "
+            "or a space for several archs"
+        )
+    archs.sort()
     if names is None:  # named kernels come from their own cells, whatever the rule set proposes
         refuse_rule_set_without_kernels(space)
     kernels = space.kernels() if names is None else named_kernels(space, names, names_from)
@@ -80,7 +86,7 @@ def emit_tree(
         raise CkspaceError("the hipDNN plugin runs over the dispatcher: emit it with the selector")
     request = space.requests[0]
     described = {
-        "arch": request.arch,
+        "arch": ",".join(archs),
         "rule_set": request.rule_set,
         "variants": [v.value for v in request.variants],
         "ndims": list(request.ndims),
@@ -96,7 +102,7 @@ def emit_tree(
         if with_selector
         else None
     )
-    return emit(kernels, Path(out), space.ck, arch=request.arch, request=described, selector=selector, force=force)
+    return emit(kernels, Path(out), space.ck, arch=",".join(archs), request=described, selector=selector, force=force)
 
 
 def named_cells(names: Sequence[str]) -> tuple[list[str], list[int], list[str]]:
@@ -173,14 +179,14 @@ def build_library(
         raise CkspaceError("an arch is required to build kernels (or host_only=True for the dispatcher alone)")
     report = build(
         tree, arch, jobs=jobs, batch=batch, ck_root=ck_root, progress=progress, executor=executor, address=address
-    )
+    )  # arch: one, or several comma-separated for a tree emitted for several
     failed = [k for k in report.kernels if k.status != "ok"]
     if report.library is None or (failed and not partial):
         first = f" (first: {failed[0].name}: {failed[0].error})" if failed else ""
         raise CkspaceError(
             f"{len(failed)} of {len(report.kernels)} kernels of {tree} failed to compile{first}"
             + (f"; link: {report.link_error}" if report.link_error else "")
-            + f"; see {tree / 'build' / arch / 'logs'}"
+            + f"; see {tree / 'build' / report.arch / 'logs'}"
         )
     if failed:
         log.warning(

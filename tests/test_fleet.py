@@ -9,15 +9,18 @@ and a C program asks it on a stand-in device of each arch.
 from __future__ import annotations
 
 import csv
+import json
+import os
 import subprocess
 from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import c_compiler
+from conftest import c_compiler, fake_ck
 from standin_library import STANDIN
 
 from ckspace.build.toolchain import export_flags
+from ckspace.cli import main
 from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
@@ -33,6 +36,7 @@ from ckspace.emit.dispatcher import (
     fleet_dispatcher_sources,
     host_units,
 )
+from ckspace.emit.manifest import Manifest
 from ckspace.emit.rendering import template_environment
 from ckspace.run.library import ConvProblemC, KernelLibrary
 from ckspace.select.compiled import FLAGS
@@ -237,3 +241,183 @@ def test_one_arch_headers_are_as_before() -> None:
     many = fleet_dispatcher_sources(libraries(), template_environment())[HEADER].decode()
     assert f"#define CKSPACE_API_VERSION {ONE_ARCH_API_VERSION}\n" in one and "NO_ARCH" not in one
     assert f"#define CKSPACE_API_VERSION {API_VERSION}\n" in many and "#define CKSPACE_NO_ARCH 9" in many
+
+
+def emit_fleet(root: Path, archs: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> dict:
+    """``ckspace emit --arch ARCHS`` of forward bf16 2D (default rule set) on the fake CK headers."""
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
+    tree = root / "tree"
+    arguments = ["emit", "--arch", *archs, "--variant", "forward", "--ndim", "2", "--dtype", "bf16"]
+    assert main([*arguments, "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    return json.loads((tree / "manifest.json").read_text())
+
+
+def test_emit_of_two_archs_writes_each_kernel_once_and_says_its_archs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One tree: a kernel both archs list is emitted once (its header names both archs), the
+    manifest says which archs each kernel serves and each arch's dispatcher kernels are that arch's
+    own listing; a one-arch tree's manifest has no such fields (its bytes as before)."""
+    fleet_manifest = emit_fleet(tmp_path / "fleet", ARCHS, monkeypatch)
+    singles = {arch: emit_fleet(tmp_path / arch, (arch,), monkeypatch) for arch in ARCHS}
+    assert fleet_manifest["arch"] == "gfx942,gfx950" and fleet_manifest["archs"] == list(ARCHS)
+    listed = {arch: {k["name"] for k in singles[arch]["kernels"]} for arch in ARCHS}
+    assert {k["name"] for k in fleet_manifest["kernels"]} == listed["gfx942"] | listed["gfx950"]
+    for kernel in fleet_manifest["kernels"]:
+        assert kernel["archs"] == [arch for arch in ARCHS if kernel["name"] in listed[arch]]
+    assert any(len(k["archs"]) == 2 for k in fleet_manifest["kernels"])
+    assert fleet_manifest["dispatcher"]["archs"] == {arch: sorted(listed[arch]) for arch in ARCHS}
+    shared = next(k for k in fleet_manifest["kernels"] if len(k["archs"]) == 2)
+    header = (tmp_path / "fleet" / "tree" / shared["header"]["path"]).read_text()
+    assert 'TargetArch = "gfx942 gfx950"' in header
+    for manifest in singles.values():
+        assert "archs" not in manifest and "archs" not in manifest["dispatcher"]
+        assert all("archs" not in k for k in manifest["kernels"])
+    assert "ckspace_dispatch_gfx942.c" in fleet_manifest["dispatcher"]["host_units"]
+
+
+def test_bad_arch_lists_are_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
+    plan = tmp_path / "plan.txt"
+    plan.write_text("grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16\n")
+    arguments = ["--variant", "forward", "--ndim", "2", "--dtype", "bf16", "--out", str(tmp_path / "t")]
+    for argv, expected in (
+        (["--arch", "gfx942", "gfx1", *arguments], "unknown arch 'gfx1'"),
+        (
+            ["--arch", "gfx942", "gfx950", "--kernels", str(plan), *arguments],
+            "one arch's plan, not for --arch gfx942 gfx950",
+        ),
+    ):
+        capsys.readouterr()
+        assert main(["emit", *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and expected in error, error
+
+
+def test_a_two_arch_build_compiles_each_set_of_archs_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels of both archs compile together for both (the dispatcher with them, last); a kernel
+    of gfx950 alone compiles for gfx950 alone."""
+    from ckspace.build.builder import _compile_groups
+    from ckspace.build.toolchain import Toolchain
+
+    emit_fleet(tmp_path, ARCHS, monkeypatch)
+    manifest = Manifest.model_validate_json((tmp_path / "tree" / "manifest.json").read_bytes())
+    flags = ("-x", "hip", "--offload-arch=gfx942", "--offload-arch=gfx950", "-O3")
+    toolchain = Toolchain(
+        kind="clang", compiler="cc", version="v", identity="i", arch="gfx942_gfx950", compile_flags=flags, link_flags=()
+    )
+    groups = _compile_groups(manifest, toolchain, list(ARCHS))
+    assert [(t.arch, prefix) for t, prefix, _ in groups] == [
+        ("gfx950", "batch_gfx950_"),
+        ("gfx942_gfx950", "batch_gfx942_gfx950_"),
+    ]
+    assert groups[0][0].compile_flags == ("-x", "hip", "--offload-arch=gfx950", "-O3")
+    assert groups[1][0] is toolchain
+    archs_of = {k.name: k.archs for k in manifest.kernels}
+    assert all(archs_of[name] == ["gfx950"] for name in groups[0][2]) and groups[0][2]
+    assert all(archs_of[name] == list(ARCHS) for name in groups[1][2]) and groups[1][2]
+
+
+@pytest.mark.slow
+def test_a_two_arch_library_compiles_for_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gfx90a and gfx942 (the archs this machine's clang knows; gfx950 needs clang-22): three
+    kernels emitted once, compiled in one unit for both archs (one code object per arch in the
+    library's fat binary), linked, loaded; the dynamic symbol table holds the C API alone. Emitted
+    without the dispatcher: the selector knows no hardware facts of gfx90a."""
+    from conftest import skip_without_compiler
+    from skip_policy import NO_HIP_COMPILER
+
+    from ckspace.build.builder import build
+    from ckspace.build.toolchain import discover
+    from ckspace.core.errors import CkspaceError
+    from ckspace.run.elf import exported_functions
+
+    try:
+        discover("gfx90a"), discover("gfx942")
+    except CkspaceError as exc:
+        skip_without_compiler(f"{NO_HIP_COMPILER}: {exc}")
+    monkeypatch.setenv("CKSPACE_BUILD_CACHE", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    where = "tile_m == 16 and tile_n == 64"
+    arguments = ["--variant", "forward", "--ndim", "2", "--dtype", "bf16", "--rule-set", "default"]
+    assert main(["emit", "--arch", "gfx90a", "gfx942", *arguments, "--where", where, "--out", str(tree)]) == 0
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert len(manifest.kernels) == 3 and all(k.archs == ["gfx90a", "gfx942"] for k in manifest.kernels)
+
+    report = build(tree, "gfx942,gfx90a", jobs=1, batch=8)
+    assert report.ok == 3 and report.failed == 0 and report.link_error is None, report.kernels
+    assert report.arch == "gfx90a_gfx942" and report.units == 1
+    library = Path(report.library)
+    assert library == tree / "build" / "gfx90a_gfx942" / "libckspace_kernels_gfx90a_gfx942.so"
+    data = library.read_bytes()
+    assert b"amdgcn-amd-amdhsa--gfx90a" in data and b"amdgcn-amd-amdhsa--gfx942" in data
+    exported = set(exported_functions(library))
+    assert {f"ckspace_run_{k.name}" for k in manifest.kernels} <= exported  # each kernel once
+    assert all(name.startswith("ckspace_") for name in exported), sorted(exported)  # the C API alone
+    handle = KernelLibrary(library)
+    assert handle.names == tuple(k.name for k in manifest.kernels)
+    import ctypes
+
+    ctypes.CDLL(str(library))  # loads beside the HIP runtime
+    package = (library.parent / "ckspace_kernelsConfig.cmake").read_text()
+    assert 'set(ckspace_kernels_ARCH "gfx90a,gfx942")' in package
+    assert 'set(ckspace_kernels_TARGET "ckspace::kernels_gfx90a_gfx942")' in package
+
+
+def standin_fleet(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A gfx942 + gfx950 tree (fake CK headers) whose library is its host dispatcher linked with
+    the stand-in HIP half, where ``ckspace build`` would put it."""
+    emit_fleet(root, ARCHS, monkeypatch)
+    tree = root / "tree"
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.dispatcher is not None
+    build_dir = tree / "build" / "gfx942_gfx950"
+    build_dir.mkdir(parents=True)
+    sources = [str(tree / unit) for unit in manifest.dispatcher.host_units]
+    output = build_dir / "libckspace_kernels_gfx942_gfx950.so"
+    compiler = [c_compiler(), "-O2", "-shared", "-fPIC", f"-I{tree}"]
+    wrap = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc"  # the stand-in counts allocations
+    subprocess.run([*compiler, *sources, str(STANDIN), wrap, "-o", str(output), "-lm"], check=True)
+    return tree
+
+
+@pytest.mark.slow
+def test_bench_runs_the_device_arch_s_kernels_and_refuses_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a stand-in gfx942 device, bench plans and runs gfx942's kernels only (rows say gfx942);
+    on gfx950, gfx950's (some gfx942 lacks); a gfx90a device is refused in one line."""
+    import sys
+
+    tree = standin_fleet(tmp_path, monkeypatch)
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.dispatcher is not None and manifest.dispatcher.archs is not None
+    own = {arch: set(manifest.dispatcher.archs[arch]) for arch in ARCHS}
+    assert own["gfx950"] - own["gfx942"], "the fake CK gives both archs the same kernels: nothing to tell apart"
+    problems = tmp_path / "problems.csv"
+    problems.write_text("N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n2,64,64,1,6,6,3,3,1,1,1,1\n")
+    for device in (*ARCHS, "gfx90a"):
+        out = tmp_path / f"{device}.csv"
+        bench = ["bench", str(tree), "--problems", str(problems), "--out", str(out), "--backend", "host"]
+        done = subprocess.run(
+            [sys.executable, "-m", "ckspace", *bench, "--warmup", "0", "--repeat", "1", "--timeout", "30"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "CKSPACE_STANDIN_DEVICE_ARCH": f"{device}:sramecc+:xnack-"},
+        )
+        if device == "gfx90a":
+            assert done.returncode == 2
+            assert done.stderr.strip() == (
+                "ckspace: error: GPU 0 is gfx90a; libckspace_kernels_gfx942_gfx950.so holds kernels for gfx942, gfx950"
+            )
+            continue
+        assert done.returncode == 0, done.stderr
+        with out.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert rows and {row["status"] for row in rows} == {"ok"}
+        assert {row["kernel"] for row in rows} <= own[device] and {row["arch"] for row in rows} == {device}
+        if device == "gfx950":
+            assert {row["kernel"] for row in rows} & (own["gfx950"] - own["gfx942"])

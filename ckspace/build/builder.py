@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ckspace.build import hipdnn, objcache
@@ -28,7 +28,7 @@ from ckspace.build.executor import Executor, Unit, executor_name
 from ckspace.build.ninja_executor import NinjaExecutor
 from ckspace.build.package import write_host_package, write_kernels_package
 from ckspace.build.report import REPORT_NAME, BuildReport, first_error, kernel_results
-from ckspace.build.toolchain import Toolchain, discover, export_flags, host_compile_command
+from ckspace.build.toolchain import Toolchain, discover, discover_fleet, export_flags, for_archs, host_compile_command
 from ckspace.build.units import Planner
 from ckspace.core.ck import CkRevision
 from ckspace.core.ck_headers import find_revision
@@ -39,6 +39,7 @@ from ckspace.core.files import sha256, unique_temporary, write_atomic, write_if_
 from ckspace.core.inputs import read_input, read_json_model
 from ckspace.core.progress import counted_steps
 from ckspace.core.trees import locked_directory
+from ckspace.core.vocab import parse_arch
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.dispatcher import LAYOUT_HEADER
 from ckspace.emit.hipdnn import library_name
@@ -78,10 +79,22 @@ def _reading_tree(function):
     return run
 
 
+def arch_list(arch: str | Sequence[str]) -> list[str]:
+    """The archs of a build: one (``gfx942``), or a library of several (``gfx942,gfx950`` or a list),
+    each validated, sorted and once."""
+    names = arch.split(",") if isinstance(arch, str) else list(arch)
+    return sorted({parse_arch(name) for name in names})
+
+
+def arch_label(archs: Sequence[str]) -> str:
+    """The name of a library's build folder, files and package: its arch, or its archs joined by ``_``."""
+    return "_".join(archs)
+
+
 @_reading_tree
 def build(
     tree: Path,
-    arch: str,
+    arch: str | Sequence[str],
     *,
     jobs: int | None,
     batch: int,
@@ -91,16 +104,21 @@ def build(
     executor: str = "local",
     address: str | None = None,
 ) -> BuildReport:
-    """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring.
+    """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring. A tree
+    of several archs (``arch`` lists them: ``gfx942,gfx950``) is one library in
+    ``build/gfx942_gfx950/``: each kernel compiled for every arch that holds it (one
+    ``--offload-arch`` each), the kernels of one set of archs batched together.
 
     ``executor`` ``local`` compiles here with ninja, ``jobs`` at once (default: :func:`default_jobs`); ``ray``
     on the Ray cluster at ``address`` (:func:`ckspace.build.cluster.connected` says which
     without one), ``jobs`` units in flight (default: the cluster's CPUs)."""
     started = time.monotonic()
     executor = executor_name(executor)
+    archs = arch_list(arch)
+    label = arch_label(archs)
     manifest, revision = _checked(
         tree,
-        arch,
+        archs,
         jobs=jobs,
         batch=batch,
         ck_root=ck_root,
@@ -108,44 +126,53 @@ def build(
         executor=executor,
         address=address,
     )
-    toolchain = discover(arch)
+    toolchain = discover(archs[0]) if len(archs) == 1 else discover_fleet(archs)
     tree = tree.resolve()
-    build_dir = tree / "build" / arch
+    build_dir = tree / "build" / label
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-    planner = Planner(tree, toolchain, revision)
-    with _runner(executor, address, jobs, tree, build_dir, toolchain, revision) as (runner, jobs):
-        batches = planner.batches([k.name for k in manifest.kernels], batch)
-        _compile(runner, "build", build_dir, batches.misses, progress, f"compiling {arch}")
-        failed = planner.failed(batches.units)
-        singles = planner.singles(failed)
-        _compile(runner, "singles", build_dir, singles.misses, progress, "isolating failures")
-        dispatcher_objects = (
-            _dispatcher_objects(planner, build_dir, manifest, runner, progress)
-            if manifest.dispatcher is not None  # and beside at least one kernel
-            and any(planner.cached(u) for u in batches.units + singles.units)
-            else []
-        )
+    fresh: set[str] = set()
+    results: list = []
+    objects: list[str] = []
+    units = 0
+    dispatcher_objects: list[str] = []
+    groups = _compile_groups(manifest, toolchain, archs)
+    for group_toolchain, prefix, names in groups:
+        planner = Planner(tree, group_toolchain, revision)
+        with _runner(executor, address, jobs, tree, build_dir, group_toolchain, revision) as (runner, used_jobs):
+            batches = planner.batches(names, batch, prefix)
+            what = f"compiling {group_toolchain.arch}" if len(groups) == 1 else f"compiling for {group_toolchain.arch}"
+            _compile(runner, "build", build_dir, batches.misses, progress, what)
+            failed = planner.failed(batches.units)
+            singles = planner.singles(failed)
+            _compile(runner, "singles", build_dir, singles.misses, progress, "isolating failures")
+            group_fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
+            reported = [u for u in batches.units if u not in failed] + singles.units
+            group_results, group_objects = kernel_results(build_dir, planner, reported, group_fresh)
+            fresh |= group_fresh
+            results += group_results
+            objects += group_objects
+            units += len(batches.units) + len(singles.units)
+            if group_toolchain is toolchain and manifest.dispatcher is not None and objects:  # beside a kernel
+                dispatcher_objects = _dispatcher_objects(planner, build_dir, manifest, runner, progress)
+    results.sort(key=lambda r: r.name)
 
-    fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
-    reported = [u for u in batches.units if u not in failed] + singles.units
-    results, objects = kernel_results(build_dir, planner, reported, fresh)
-    library, link_error = _link(build_dir, arch, toolchain, sorted(objects + dispatcher_objects))
+    library, link_error = _link(build_dir, label, toolchain, sorted(objects + dispatcher_objects))
     plugin, plugin_error = None, None
     if library is not None and manifest.hipdnn is not None:
         try:
-            plugin = str(_link_plugin(tree, build_dir, arch, toolchain, sorted(objects + dispatcher_objects)))
+            plugin = str(_link_plugin(tree, build_dir, label, toolchain, sorted(objects + dispatcher_objects)))
         except CkspaceError as exc:
             plugin_error = str(exc)
     ok = sum(r.status == "ok" for r in results)
     report = BuildReport(
-        arch=arch,
+        arch=label,
         toolchain=toolchain,
         ck_revision=revision.label,
         ck_fingerprint=revision.fingerprint,
         batch=batch,
-        jobs=jobs,
+        jobs=used_jobs,
         executor=executor,
-        units=len(batches.units) + len(singles.units),
+        units=units,
         compiled_units=len(fresh),
         seconds=round(time.monotonic() - started, 2),
         ok=ok,
@@ -159,13 +186,41 @@ def build(
     )
     write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
     if library is not None:
-        write_kernels_package(tree, build_dir, Path(library), manifest, toolchain, revision.include_dir)
+        write_kernels_package(
+            tree,
+            build_dir,
+            Path(library),
+            manifest,
+            toolchain,
+            revision.include_dir,
+            [(t, names) for t, _, names in groups],
+        )
     return report
+
+
+def _compile_groups(
+    manifest: Manifest, toolchain: Toolchain, archs: Sequence[str]
+) -> list[tuple[Toolchain, str, list[str]]]:
+    """The kernels compiled together (toolchain, unit name prefix, kernel names): all of them with
+    ``toolchain`` for one arch; for several, the kernels of each set of archs with a toolchain for
+    that set, the set of all archs last (it compiles the dispatcher too)."""
+    names = [k.name for k in manifest.kernels]
+    if len(archs) == 1:
+        return [(toolchain, "batch", names)]
+    by_set: dict[tuple[str, ...], list[str]] = {}
+    for kernel in manifest.kernels:
+        by_set.setdefault(tuple(sorted(kernel.archs or archs)), []).append(kernel.name)
+    full = tuple(archs)
+    order = [*sorted((s for s in by_set if s != full), key=lambda s: (len(s), s)), full]
+    return [
+        (toolchain if s == full else for_archs(toolchain, s), f"batch_{arch_label(s)}_", by_set.get(s, []))
+        for s in order
+    ]
 
 
 def _checked(
     tree: Path,
-    arch: str,
+    archs: Sequence[str],
     *,
     jobs: int | None,
     batch: int,
@@ -183,10 +238,11 @@ def _checked(
     if address is not None and executor != "ray":
         raise InvalidInputError("--address names a Ray cluster; it needs --executor ray")
     manifest = _read_manifest(tree)
-    if manifest.arch != arch:
+    if sorted(manifest.arch_list) != list(archs):
+        emitted, asked = " ".join(sorted(manifest.arch_list)), " ".join(archs)
         raise InvalidInputError(
-            f"{tree} was emitted for {manifest.arch}, not {arch}: build it with --arch {manifest.arch}, "
-            f"or re-emit it with --arch {arch} for {arch} kernels"
+            f"{tree} was emitted for {emitted}, not {asked}: build it with --arch {emitted}, "
+            f"or re-emit it with --arch {asked} for {asked} kernels"
         )
     if (jobs is not None and jobs < 1) or batch < 1:
         raise CkspaceError("--jobs and --batch must be at least 1")

@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,12 +164,20 @@ def adoption(build_dir: Path, arch: str | None, c_api: bool = True) -> str:
 
 
 def write_kernels_package(
-    tree: Path, build_dir: Path, library: Path, manifest: Manifest, toolchain: Toolchain, ck_include: str
+    tree: Path,
+    build_dir: Path,
+    library: Path,
+    manifest: Manifest,
+    toolchain: Toolchain,
+    ck_include: str,
+    groups: Sequence[tuple[Toolchain, Sequence[str]]] | None = None,
 ) -> None:
     """The package of ``libckspace_kernels_<arch>.so`` and the compile commands of its sources: each
     kernel's own source and the dispatcher's run unit with the toolchain's command (the includes of
     the build's compiles: the tree and the CK headers), the dispatcher's host units with the host C
-    compiler's. A build compiles batches of kernels; a source alone is what tools are asked about."""
+    compiler's. A build compiles batches of kernels; a source alone is what tools are asked about.
+    A library of several archs is one package (``ckspace::kernels_gfx942_gfx950``, its ``ARCH``
+    the archs comma-separated); ``groups`` gives each set of its kernels the toolchain of their archs."""
     arch = toolchain.arch
     _write_package(
         build_dir,
@@ -176,14 +185,25 @@ def write_kernels_package(
             library,
             tree,
             *names_of(arch),
-            arch,
-            f"CK Tile grouped-convolution kernels for {arch} and their dispatcher, emitted by ckspace",
+            manifest.arch,
+            f"CK Tile grouped-convolution kernels for {', '.join(manifest.arch_list)} and their dispatcher, "
+            "emitted by ckspace",
         ),
     )
-    hip = [k.source.path for k in manifest.kernels]
-    if manifest.dispatcher is not None:
-        hip.append(manifest.dispatcher.run_unit)
-    rules = {"hip": (toolchain.compile_command(*PLACEHOLDERS, (str(tree), ck_include)), hip)}
+    run = [manifest.dispatcher.run_unit] if manifest.dispatcher is not None else []
+    include = (str(tree), ck_include)
+    if groups is None or len(groups) == 1:
+        hip = [*(k.source.path for k in manifest.kernels), *run]
+        rules = {"hip": (toolchain.compile_command(*PLACEHOLDERS, include), hip)}
+    else:
+        sources = {k.name: k.source.path for k in manifest.kernels}
+        rules = {
+            f"hip_{t.arch}": (
+                t.compile_command(*PLACEHOLDERS, include),
+                [sources[name] for name in names] + (run if t.arch == arch else []),
+            )
+            for t, names in groups
+        }
     if manifest.dispatcher is not None:
         rules.update(_host_rule(tree, manifest.dispatcher.host_units))
     write_compile_commands(tree, build_dir, rules)

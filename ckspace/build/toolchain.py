@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -64,6 +65,7 @@ class Toolchain(BaseModel):
     """The compiler's digest (:class:`~ckspace.core.compilers.CompilerIdentity`): what the object
     cache keys on."""
     arch: str
+    """The offload target; for a library of several archs their label (``gfx942_gfx950``)."""
     compile_flags: tuple[str, ...]
     link_flags: tuple[str, ...]
 
@@ -168,6 +170,37 @@ def discover(arch: str) -> Toolchain:
     if not any(shutil.which(n) for n in SYSTEM_CLANGS):
         refused.append(f"system clang ({', '.join(SYSTEM_CLANGS[:3])}, ..., clang++: none on PATH)")
     raise CkspaceError(f"no HIP compiler for {arch}; tried: " + "; ".join(refused) + f" ({toolchain_hint(arch)})")
+
+
+def discover_fleet(archs: Sequence[str]) -> Toolchain:
+    """One compiler for a library of several ``archs`` (:func:`discover` for each must find the
+    same one, with the same flags but the offload target): its toolchain for all of them
+    (:func:`for_archs` narrows it to the archs of a kernel)."""
+    found = [discover(arch) for arch in archs]
+    first = found[0]
+    for arch, toolchain in zip(archs[1:], found[1:], strict=True):
+        if toolchain.compiler != first.compiler or _without_offload(toolchain) != _without_offload(first):
+            raise CkspaceError(
+                f"no one HIP compiler for {', '.join(archs)}: {archs[0]} compiles with {first.compiler}, "
+                f"{arch} with {toolchain.compiler} (CKSPACE_CXX naming a compiler that knows them all builds it)"
+            )
+    return for_archs(first, archs)
+
+
+def for_archs(toolchain: Toolchain, archs: Sequence[str]) -> Toolchain:
+    """``toolchain`` compiling for each of ``archs`` (one ``--offload-arch`` each: one code object
+    per arch in each object, as hipcc's fat binaries hold them); its ``arch`` is their label."""
+    flags: list[str] = []
+    for flag in toolchain.compile_flags:
+        if flag.startswith("--offload-arch="):
+            flags += [f"--offload-arch={arch}" for arch in archs if f"--offload-arch={arch}" not in flags]
+        else:
+            flags.append(flag)
+    return toolchain.model_copy(update={"compile_flags": tuple(flags), "arch": "_".join(archs)})
+
+
+def _without_offload(toolchain: Toolchain) -> tuple[str, ...]:
+    return tuple(f for f in toolchain.compile_flags if not f.startswith("--offload-arch="))
 
 
 def _system_clang(path: str, arch: str, refused: list[str], *, explicit: bool) -> Toolchain | None:

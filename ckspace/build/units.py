@@ -58,9 +58,10 @@ class Planner:
         """``unit``'s object in the cache, or None."""
         return self.lookup(unit.key)
 
-    def batches(self, kernels: list[str], size: int) -> Round:
-        """``kernels`` ``size`` to a unit, in order: ``batch0000``, ``batch0001``, ..."""
-        return self._round(self._units(kernels, size, "batch"))
+    def batches(self, kernels: list[str], size: int, prefix: str = "batch") -> Round:
+        """``kernels`` ``size`` to a unit, in order: ``batch0000``, ``batch0001``, ... (``prefix``
+        names the kernels of one set of archs apart in a library of several)."""
+        return self._round(self._units(kernels, size, prefix))
 
     def failed(self, batches: list[Unit]) -> list[Unit]:
         """The batches of more than one kernel that have no object (after their compile: they failed)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TextIO
 
@@ -128,6 +129,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     devices = _devices(args.devices, args.backend)
     target = output_path(str(args.out), "--out")
     library, configs = _library(args.dir)
+    arch = None
+    if (manifest := _manifest_of(args.dir)).archs:  # a library of several archs: the devices' arch's kernels
+        arch = _devices_arch(manifest, library, args.backend, args.executor, devices)
+        configs = {k.name: k.gemm_config().model_copy(update={"arch": arch}) for k in manifest.kernels}
+        assert manifest.dispatcher is not None and manifest.dispatcher.archs is not None
+        configs = {name: configs[name] for name in manifest.dispatcher.archs[arch]}
     variants = sorted({c.variant.value for c in configs.values()})
     if args.variant is not None:
         variant = Variant.parse(args.variant)
@@ -171,6 +178,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ray_address=args.address,
         use_ray=args.executor == "ray",
         progress=stderr_is_terminal(),
+        arch=arch,
     )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
     out.write(
@@ -178,6 +186,42 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n"
     )
     return 0
+
+
+def _manifest_of(tree: Path):
+    from ckspace.core.inputs import read_json_model
+    from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+
+    return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest")
+
+
+def _devices_arch(manifest, library: Path, backend: str, executor: str, devices: list[int] | None) -> str:
+    """The arch of the devices a library of several archs is benched on: one of the library's, the
+    same for every device asked (its kernels and its pairs are that arch's), else one line."""
+    from ckspace.run import gpus
+
+    archs = manifest.arch_list
+    if backend == "host":  # the stand-in's device (tests/standin/standin_run.c): CKSPACE_STANDIN_DEVICE_ARCH
+        found = {0: os.environ.get("CKSPACE_STANDIN_DEVICE_ARCH", archs[0]).partition(":")[0]}
+    elif executor == "ray":
+        raise InvalidInputError(
+            f"{library.name} holds kernels for {', '.join(archs)}: bench it with --executor local on a GPU "
+            "of one of them (on a Ray cluster, each node's arch is not known here)"
+        )
+    else:
+        probed = gpus.probe_devices(gpus.PROBE_SECONDS)  # names end "(gfx942:sramecc+:xnack-)"
+        found = {d.index: d.name.rpartition("(")[2].rstrip(")").partition(":")[0] for d in probed}
+    asked = {i: found[i] for i in (devices if devices is not None else sorted(found)) if i in found}
+    kinds = sorted(set(asked.values()))
+    if len(kinds) > 1:
+        raise InvalidInputError(
+            "--devices: GPUs of several archs ("
+            + ", ".join(f"{i} {a}" for i, a in asked.items())
+            + "); bench one arch at a time"
+        )
+    if kinds and kinds[0] not in archs:
+        raise InvalidInputError(f"GPU {min(asked)} is {kinds[0]}; {library.name} holds kernels for {', '.join(archs)}")
+    return kinds[0] if kinds else archs[0]
 
 
 def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:

@@ -15,7 +15,13 @@ HELP = "compile an emitted tree (batched, cached) into a shared library with a J
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, help="a directory written by ckspace emit")
-    parser.add_argument("--arch", help="offload target, e.g. gfx942 (required unless --host-only)")
+    parser.add_argument(
+        "--arch",
+        nargs="+",
+        action="extend",
+        help="offload target, e.g. gfx942 (required unless --host-only); a tree emitted for several "
+        "archs is built for all of them at once into one library (--arch gfx942 gfx950)",
+    )
     parser.add_argument(
         "--host-only",
         action="store_true",
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     report = build(
         args.dir,
-        parse_arch(args.arch),
+        [parse_arch(arch) for arch in args.arch],
         jobs=args.jobs,
         batch=args.batch,
         ck_root=args.ck_root,

@@ -84,10 +84,21 @@ def add_rules_revision_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_space_arguments(parser: argparse.ArgumentParser, *, variant_required: bool = True) -> None:
+def add_space_arguments(
+    parser: argparse.ArgumentParser, *, variant_required: bool = True, several_archs: bool = False
+) -> None:
     """--arch, --variant, --ndim, --dtype, --rule-set, --rules-revision, --no-cache, --where, --problem,
-    --ck-root / --rules-only."""
-    parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
+    --ck-root / --rules-only. ``several_archs``: --arch takes one or more (a library of several archs)."""
+    if several_archs:
+        parser.add_argument(
+            "--arch",
+            required=True,
+            nargs="+",
+            action="extend",
+            help=f"GPU target(s), one library for several: {', '.join(arch_names())}",
+        )
+    else:
+        parser.add_argument("--arch", required=True, help=f"GPU target: {', '.join(arch_names())}")
     parser.add_argument(
         "--variant",
         required=variant_required,

@@ -14,7 +14,7 @@ HELP = "write CK Tile C++ sources (kernel headers, wrappers, registration, manif
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_space_arguments(parser, variant_required=False)  # --kernels: the names carry it
+    add_space_arguments(parser, variant_required=False, several_archs=True)  # --kernels: the names carry it
     parser.add_argument("--out", required=True, help="output directory (new, empty, or an emitted tree)")
     parser.add_argument(
         "--force",
@@ -64,7 +64,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     target = output_path(args.out, "--out")
     names = None
     if args.kernels is not None:
-        names = _names_in(args.kernels, args.arch)
+        if len(set(args.arch)) > 1:
+            raise InvalidInputError(
+                f"--kernels {args.kernels} is one arch's plan, not for --arch {' '.join(args.arch)}: give one --arch"
+            )
+        names = _names_in(args.kernels, args.arch[0])
         variants, ndims, dtypes = named_cells(names)
         space = space_from_args(
             args,
@@ -104,6 +108,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
         out.write(
             f"dispatcher: {len(manifest.dispatcher.kernels)} kernels behind ckspace_dispatch.h{extra} ({models})\n"
+        )
+    if manifest.dispatcher is not None and manifest.dispatcher.archs is not None:
+        shared = set.intersection(*(set(names) for names in manifest.dispatcher.archs.values()))
+        out.write(
+            "archs: "
+            + ", ".join(f"{arch} {len(names)} kernels" for arch, names in manifest.dispatcher.archs.items())
+            + f" ({len(shared)} of them shared, each compiled for every arch that holds it)\n"
         )
     if manifest.hipdnn is not None:
         out.write(

@@ -31,6 +31,9 @@ class EmittedKernel(BaseModel):
     header: FileRecord
     source: FileRecord
     wrapper: FileRecord
+    archs: list[str] | None = None
+    """In a library of several archs, the archs whose kernels it is (it is compiled for each);
+    absent in a tree of one arch."""
 
     def gemm_config(self) -> GemmConfig:
         """The kernel's config (its identity), from the recorded fields."""
@@ -61,6 +64,9 @@ class DispatcherRecord(BaseModel):
     """The C translation units of the host part (``ckspace build --host-only`` compiles these)."""
     run_unit: str
     """The HIP translation unit of ``ckspace_run``."""
+    archs: dict[str, list[str]] | None = None
+    """In a library of several archs, each arch's kernels (its ``ckspace_select`` ranks these);
+    absent in a tree of one arch."""
 
 
 class HipdnnRecord(BaseModel):
@@ -83,6 +89,9 @@ class Manifest(BaseModel):
 
     ckspace_version: str
     arch: str
+    """The arch, or the archs of a library of several, comma-separated (as ``ckspace_arch()``)."""
+    archs: list[str] | None = None
+    """The archs of a library of several (absent in a tree of one arch)."""
     request: dict[str, Any]
     ck_revision: CkRevision
     kernels: list[EmittedKernel]
@@ -95,7 +104,18 @@ class Manifest(BaseModel):
 
     def to_bytes(self) -> bytes:
         """``manifest.json`` as written: indented JSON with sorted keys, so equal trees give equal bytes."""
-        return (json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True) + "\n").encode()
+        data = self.model_dump(mode="json")
+        _drop_absent(data, "archs")  # a tree of one arch: the same bytes as before libraries of several
+        if data["dispatcher"] is not None:
+            _drop_absent(data["dispatcher"], "archs")
+        for kernel in data["kernels"]:
+            _drop_absent(kernel, "archs")
+        return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+
+    @property
+    def arch_list(self) -> list[str]:
+        """The archs the tree's kernels are for: one, or a library of several's."""
+        return self.archs or [self.arch]
 
     def files(self) -> list[str]:
         """Every file of the tree (manifest excluded)."""
@@ -103,3 +123,8 @@ class Manifest(BaseModel):
         for kernel in self.kernels:
             paths += [kernel.header.path, kernel.source.path, kernel.wrapper.path]
         return paths
+
+
+def _drop_absent(record: dict[str, Any], key: str) -> None:
+    if record.get(key) is None:
+        record.pop(key, None)

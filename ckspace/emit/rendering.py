@@ -33,7 +33,14 @@ from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn
 from ckspace.emit.cxx import kernel_context
-from ckspace.emit.dispatcher import RUN_SOURCE, Library, dispatcher_sources, host_units, ranker_source
+from ckspace.emit.dispatcher import (
+    RUN_SOURCE,
+    Library,
+    dispatcher_sources,
+    fleet_dispatcher_sources,
+    host_units,
+    ranker_source,
+)
 from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, HipdnnRecord, Manifest
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
@@ -147,27 +154,50 @@ def render_tree(
     selector: SelectorOptions | None = None,
 ) -> RenderedTree:
     """The tree of ``kernels`` for ``revision``; see the module docstring. ``request`` is recorded
-    in the manifest as given."""
+    in the manifest as given. ``arch`` is one arch, or several comma-separated (a library of several
+    archs: each arch's kernels are those listed for it, a kernel several archs list is emitted once
+    and the manifest says which archs it serves; :func:`~ckspace.emit.dispatcher.fleet_dispatcher_sources`)."""
+    archs = arch.split(",")
     configs, excluded, depthwise = buildable(kernels, revision)
-    fallback_only: frozenset[str] = frozenset()
+    by_arch = {a: [c for c in configs if c.arch == a] for a in archs}
+    fallback_only: dict[str, frozenset[str]] = {a: frozenset() for a in archs}
     if selector is not None and selector.fallbacks:
-        configs, fallback_only = with_fallbacks(configs, revision)
-    names = [c.name for c in configs]
-    if len(set(names)) != len(names):
-        raise CkspaceError("duplicate kernel names in the request (several archs or rule sets?)")
+        for a in archs:
+            by_arch[a], fallback_only[a] = with_fallbacks(by_arch[a], revision)
+    for a, members in by_arch.items():
+        names = [c.name for c in members]
+        if len(set(names)) != len(names):
+            raise CkspaceError(f"duplicate kernel names in the request for {a} (several rule sets?)")
+    served: dict[str, list[str]] = {}  # kernel name -> the archs that list it
+    union: dict[str, GemmConfig] = {}
+    for a in archs:
+        for config in by_arch[a]:
+            served.setdefault(config.name, []).append(a)
+            union.setdefault(config.name, config)
+    configs = [union[name] for name in sorted(union)]
+    fleet = len(archs) > 1
     base = {"version": __version__, "revision": revision}
-    files, emitted = _kernel_files(configs, base)
+    files, emitted = _kernel_files(configs, base, served if fleet else None)
     shared = _shared_files(configs, base)
     record = plugin = None
     if selector is not None:
-        dispatch, record = _dispatcher(configs, fallback_only, arch, selector.model)
+        if fleet:
+            dispatch, record = _fleet_dispatcher(by_arch, fallback_only, selector.model)
+        else:
+            dispatch, record = _dispatcher(configs, fallback_only[arch], arch, selector.model)
         shared.update(dispatch)
         if selector.hipdnn_plugin:
+            if fleet:
+                raise CkspaceError(
+                    f"the hipDNN plugin serves one arch: emit it for one of {', '.join(archs)} (a plugin of "
+                    "several archs is not written yet)"
+                )
             files_of_plugin, plugin = _hipdnn_plugin(configs, arch)
             shared.update(files_of_plugin)
     manifest = Manifest(
         ckspace_version=__version__,
         arch=arch,
+        archs=archs if fleet else None,
         request=dict(request),
         ck_revision=revision,
         kernels=emitted,
@@ -182,9 +212,11 @@ def render_tree(
 
 
 def _kernel_files(
-    configs: Sequence[GemmConfig], base: Mapping[str, Any]
+    configs: Sequence[GemmConfig], base: Mapping[str, Any], served: Mapping[str, list[str]] | None = None
 ) -> tuple[dict[str, bytes], list[EmittedKernel]]:
-    """Each kernel's header, compilation unit and dispatcher wrapper, and its manifest record."""
+    """Each kernel's header, compilation unit and dispatcher wrapper, and its manifest record
+    (``served``: in a library of several archs, the archs each kernel serves, which its header
+    names and its record lists)."""
     environment = template_environment()
     roles = (
         ("header", "{}.hpp", environment.get_template("kernel.hpp.j2")),
@@ -199,12 +231,22 @@ def _kernel_files(
     emitted: list[EmittedKernel] = []
     for config in configs:
         context = {**base, "k": kernel_context(config)}
+        if served is not None:
+            context["k"]["arch"] = " ".join(served[config.name])
         records = {}
         for role, pattern, template in roles:
             path = pattern.format(config.name)
             files[path] = data = template.render(context).encode()
             records[role] = FileRecord(path=path, sha256=sha256(data))
-        emitted.append(EmittedKernel(name=config.name, variant=config.variant.value, config=config.fields(), **records))
+        emitted.append(
+            EmittedKernel(
+                name=config.name,
+                variant=config.variant.value,
+                config=config.fields(),
+                archs=served[config.name] if served is not None else None,
+                **records,
+            )
+        )
     return files, emitted
 
 
@@ -243,6 +285,36 @@ def _dispatcher(
     return files, record
 
 
+def _fleet_dispatcher(
+    by_arch: Mapping[str, Sequence[GemmConfig]], fallback_only: Mapping[str, frozenset[str]], model: Path | None
+) -> tuple[dict[str, bytes], DispatcherRecord]:
+    """``--with-selector`` for several archs: each arch's library of its own kernels, one dispatcher."""
+    empty = [a for a, members in by_arch.items() if not members]
+    if empty:
+        raise CkspaceError(
+            f"no kernel to emit for {', '.join(empty)}: a library of several archs needs kernels of each"
+        )
+    libraries = {a: Library.build(members, fallback_only[a]) for a, members in by_arch.items()}
+    model_dirs = {a: _model_dirs(model, library, a) for a, library in libraries.items()}
+    if model is not None and not any(model_dirs.values()):
+        raise CkspaceError(f"--model {model} is for none of the archs {', '.join(by_arch)}")
+    files = fleet_dispatcher_sources(libraries, template_environment(), model_dirs)
+    names = sorted({c.name for library in libraries.values() for c in library.kernels})
+    record = DispatcherRecord(
+        kernels=names,
+        fallback_only=sorted(set.intersection(*(set(f) for f in fallback_only.values())) & set(names)),
+        models={
+            f"{a} {cell}": source
+            for a, library in libraries.items()
+            for cell, source in _model_sources(files, library, a).items()
+        },
+        host_units=host_units(list(files)),
+        run_unit=RUN_SOURCE,
+        archs={a: [c.name for c in library.kernels] for a, library in libraries.items()},
+    )
+    return files, record
+
+
 def _hipdnn_plugin(configs: Sequence[GemmConfig], arch: str) -> tuple[dict[str, bytes], HipdnnRecord]:
     """``--hipdnn-plugin``: the plugin's files and their manifest record."""
     variants = sorted({c.variant for c in configs}, key=lambda v: v.code)
@@ -257,13 +329,16 @@ def _hipdnn_plugin(configs: Sequence[GemmConfig], arch: str) -> tuple[dict[str, 
     return files, record
 
 
-def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dtype], Path]:
-    """``--model`` as the model of its cell, which must be one of the library's."""
+def _model_dirs(model: Path | None, library: Library, arch: str | None = None) -> dict[tuple[Variant, Dtype], Path]:
+    """``--model`` as the model of its cell, which must be one of the library's (``arch``: the
+    library is that arch's part of a library of several, and a model of another arch is not its)."""
     if model is None:
         return {}
     from ckspace.select.store import load_model
 
     _, _, card = load_model(model)
+    if arch is not None and card.arch != arch:
+        return {}
     cell = (Variant.parse(card.variant), Dtype.parse(card.dtype))
     if cell not in {(c.variant, c.dtype) for c in library.kernels}:
         raise CkspaceError(
@@ -272,11 +347,12 @@ def _model_dirs(model: Path | None, library: Library) -> dict[tuple[Variant, Dty
     return {cell: model}
 
 
-def _model_sources(files: Mapping[str, bytes], library: Library) -> dict[str, str]:
-    """Per cell what ranks it (the manifest's ``dispatcher.models``)."""
+def _model_sources(files: Mapping[str, bytes], library: Library, unit: str | None = None) -> dict[str, str]:
+    """Per cell what ranks it (the manifest's ``dispatcher.models``; ``unit``: of that arch's part
+    of a library of several archs)."""
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     out = {}
     for variant, dtype in cells:
-        ranker = files.get(ranker_source(variant, dtype))
+        ranker = files.get(ranker_source(variant, dtype, unit))
         out[f"{variant.value} {dtype.value}"] = f"model {sha256(ranker)}" if ranker else "analytical"
     return out

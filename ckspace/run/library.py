@@ -70,6 +70,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "ckspace_api_version": (ctypes.c_int, []),
     "ckspace_arch": (ctypes.c_char_p, []),
     "ckspace_arch_matches": (ctypes.c_int, [ctypes.c_char_p]),
+    "ckspace_use_arch": (ctypes.c_int, [ctypes.c_char_p]),
     "ckspace_device_supported": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t]),
     "ckspace_kernel_count": (ctypes.c_int, []),
     "ckspace_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -186,6 +187,19 @@ class KernelLibrary:
     def archs(self) -> tuple[str, ...]:
         """The archs the library's kernels are compiled for: one, or a library of several's."""
         return tuple(self.arch.split(","))
+
+    def use_arch(self, arch: str) -> None:
+        """Make a ``--host-only`` library of several archs answer for ``arch`` (it has no device to
+        ask: ``ckspace_use_arch``); a library of one arch answers for its own, and one with kernels
+        for its current device's. :class:`InvalidInputError` for an arch the library lacks."""
+        if "ckspace_use_arch" not in self._exports:
+            if arch not in self.archs:
+                raise InvalidInputError(f"{self.path.name} holds kernels for {self.arch}, not {arch}")
+            return
+        if self.has_run:
+            raise CkspaceError(f"{self.path.name} runs kernels: the current device's arch decides, not use_arch")
+        if not self._lib.ckspace_use_arch(arch.encode()):
+            raise InvalidInputError(f"{self.path.name} holds kernels for {', '.join(self.archs)}, not {arch!r}")
 
     def runs_on(self, device_arch: str) -> bool:
         """Whether a device of HIP gcnArchName ``device_arch`` (``gfx942:sramecc+:xnack-``) runs the

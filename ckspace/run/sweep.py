@@ -73,7 +73,7 @@ def plan_pairs(
         )
     pairs = []
     for index, name in enumerate(names):
-        if wanted is not None and name not in wanted:
+        if (wanted is not None and name not in wanted) or name not in configs:  # configs: the device arch's
             continue
         config = configs[name]
         for idx, problem in enumerate(problems):
@@ -274,12 +274,14 @@ def run_sweep(
     ray_address: str | None = None,
     use_ray: bool = False,
     progress: bool = False,
+    arch: str | None = None,
 ) -> SweepSummary:
     """Plan the pairs, skip those done, run the rest, append their rows; see the module docstring.
 
     The pairs are planned with the tree's host-only dispatcher (``host_path``: the same kernel table
     and checks, no HIP), so this process never loads the HIP runtime; only workers load
-    ``library_path``."""
+    ``library_path``. ``arch``: the devices' arch, of a library of several archs (``configs`` are
+    that arch's kernels; the host-only dispatcher answers for it)."""
     started = time.monotonic()
     if not KernelLibrary(library_path).has_run:  # read from its symbol table: nothing loaded
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
@@ -291,6 +293,8 @@ def run_sweep(
             "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)"
         )
     host = KernelLibrary(host_path)
+    if arch is not None:
+        host.use_arch(arch)
     pairs = plan_pairs(host, configs, problems, kernels)
     results = ResultsFile.open(out, resume, problems)
     todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]
