@@ -235,6 +235,7 @@ def test_only_the_c_api_is_exported(fleet: tuple[Path, Path]) -> None:
     assert {"ckspace_select", "ckspace_arch", "ckspace_is_supported", "ckspace_strided_run"} <= exported
 
 
+@pytest.mark.slow
 def test_one_arch_headers_are_as_before() -> None:
     """A one-arch library's header says API 4 and has no CKSPACE_NO_ARCH; a fleet's says 5 and has it."""
     one = dispatcher_sources(libraries()["gfx942"], "gfx942", template_environment())[HEADER].decode()
@@ -421,3 +422,84 @@ def test_bench_runs_the_device_arch_s_kernels_and_refuses_another(
         assert {row["kernel"] for row in rows} <= own[device] and {row["arch"] for row in rows} == {device}
         if device == "gfx950":
             assert {row["kernel"] for row in rows} & (own["gfx950"] - own["gfx942"])
+
+
+@pytest.mark.slow
+def test_one_cmake_package_serves_each_arch_with_its_own_picks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package ``ckspace build`` writes beside a library of two archs (one package, one
+    target): a C++ program found through it picks, on a stand-in device of each arch, what Python's
+    Selector of that arch picks with that arch's kernels as its pool."""
+    from cmake_project import configure_and_build_consumer, without_library_path
+
+    from ckspace import __version__
+    from ckspace.build.package import write_kernels_package
+    from ckspace.build.toolchain import Toolchain
+    from ckspace.core.files import sha256
+
+    tree = standin_fleet(tmp_path, monkeypatch)
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.dispatcher is not None and manifest.dispatcher.archs is not None
+    build_dir = tree / "build" / "gfx942_gfx950"
+    toolchain = Toolchain(
+        kind="clang", compiler="c++", version="v", identity="i", arch="gfx942_gfx950", compile_flags=(), link_flags=()
+    )
+    write_kernels_package(tree, build_dir, build_dir / "libckspace_kernels_gfx942_gfx950.so", manifest, toolchain, "ck")
+    consumer = configure_and_build_consumer(build_dir, "ckspace::kernels_gfx942_gfx950", tmp_path)
+    pc = (build_dir / "ckspace_kernels_gfx942_gfx950.pc").read_text()
+    assert "arch=gfx942,gfx950\n" in pc and "-lckspace_kernels_gfx942_gfx950" in pc
+    asked = [p for p, variant, dtype in problems() if (variant, dtype) == (Variant.FORWARD, Dtype.BF16)]
+    lines = []
+    for problem in asked:
+        struct = ConvProblemC.of(problem, "forward", "bf16")
+        lines.append(" ".join(f"{name}={getattr(struct, name)}" for name in STRUCT_FIELDS))
+    (tmp_path / "problems.txt").write_text("\n".join(lines) + "\n")
+    configs = {k.name: k.gemm_config() for k in manifest.kernels}
+    picks = {}
+    for arch in ARCHS:
+        done = subprocess.run(
+            [str(consumer), str(tmp_path / "problems.txt")],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**without_library_path(), "CKSPACE_STANDIN_DEVICE_ARCH": arch},
+        )
+        head, count, *answers = done.stdout.splitlines()
+        assert head == f"package {__version__} gfx942,gfx950 {sha256((tree / 'manifest.json').read_bytes())}"
+        assert count == f"kernels {len(manifest.kernels)}"
+        pool = [configs[name].model_copy(update={"arch": arch}) for name in manifest.dispatcher.archs[arch]]
+        selector = Selector.load(arch, "forward", "bf16", engine="lightgbm", ck=None)
+        picks[arch] = []
+        for problem, answer in zip(asked, answers, strict=True):
+            index, name, tflops = answer.split()
+            try:
+                expected = selector.select(problem, pool, k=1, pool=pool)
+            except NoKernelError:
+                assert (index, name) == ("-1", "none"), problem.text()
+                continue
+            assert name == expected.pick and manifest.dispatcher.kernels[int(index)] == name, (arch, problem.text())
+            assert float(tflops) == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
+            picks[arch].append(name)
+    assert picks["gfx942"] != picks["gfx950"]
+
+
+@pytest.mark.slow
+def test_a_host_only_library_of_two_archs_answers_for_the_arch_it_is_told(tmp_path: Path) -> None:
+    """No HIP half, no device: NO_DEVICE until ckspace_use_arch names one of its archs; then it
+    picks as that arch's Selector; another arch is refused in one line."""
+    from ckspace.core.errors import InvalidInputError
+    from ckspace.select.compiled import compile_library
+
+    files = fleet_dispatcher_sources(libraries(), template_environment())
+    sources = {path: data.decode() for path, data in files.items()}
+    library = KernelLibrary(compile_library(sources, host_units(list(sources)), c_compiler()))
+    problem = ConvProblem.parse("N=8,C=256,K=256,Hi=56,Wi=56,Y=3,X=3,pad=1")
+    with pytest.raises(InvalidInputError, match=r"^ckspace_select: HIP reports no current device$"):
+        library.select(problem, "forward", "bf16")
+    with pytest.raises(InvalidInputError, match=r"holds kernels for gfx942, gfx950, not 'gfx90a'$"):
+        library.use_arch("gfx90a")
+    for arch in ARCHS:
+        library.use_arch(arch)
+        pool = list(libraries()[arch].kernels)
+        cell = [c for c in pool if (c.variant, c.dtype) == (Variant.FORWARD, Dtype.BF16)]
+        expected = Selector.load(arch, "forward", "bf16", engine="lightgbm", ck=None).select(problem, cell, pool=pool)
+        assert library.select(problem, "forward", "bf16").name == expected.pick
