@@ -89,7 +89,7 @@ def build_standin_plugin(tree: Path) -> Path:
     build_dir = tree / "build" / "standin"
     build_dir.mkdir(parents=True, exist_ok=True)
     plugin = hipdnn.plugin_object(tree, build_dir)
-    output = build_dir / library_name(manifest.arch)
+    output = build_dir / library_name(manifest.label)
     objects = []
     for source in [*(tree / unit for unit in manifest.dispatcher.host_units), STANDIN]:
         objects.append(str(build_dir / f"{source.stem}.o"))

@@ -503,3 +503,38 @@ def test_a_host_only_library_of_two_archs_answers_for_the_arch_it_is_told(tmp_pa
         cell = [c for c in pool if (c.variant, c.dtype) == (Variant.FORWARD, Dtype.BF16)]
         expected = Selector.load(arch, "forward", "bf16", engine="lightgbm", ck=None).select(problem, cell, pool=pool)
         assert library.select(problem, "forward", "bf16").name == expected.pick
+
+
+@pytest.mark.slow
+def test_one_hipdnn_plugin_serves_each_arch_s_device_with_that_arch_s_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin over a gfx942 + gfx950 library (over the stand-in HIP half): each arch's engines,
+    named and hashed as its one-arch plugin's; a graph on a gfx942 device is offered the gfx942
+    engine, on gfx950 the gfx950 one, on a gfx90a device none, naming the archs it serves."""
+    from standin_library import build_standin_plugin
+    from test_hipdnn import HARNESS, P2, Plugin, applicability, flatc, graph, harness
+
+    from ckspace.emit import hipdnn
+
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
+    tree = tmp_path / "tree"
+    arguments = ["--variant", "forward", "--ndim", "2", "--dtype", "bf16", "--rule-set", "default"]
+    assert main(["emit", "--arch", *ARCHS, *arguments, "--hipdnn-plugin", "--out", str(tree)]) == 0
+    manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+    assert manifest.hipdnn is not None and manifest.hipdnn.plugin == "ckspace_hipdnn_gfx942_gfx950"
+    assert manifest.hipdnn.engines == {
+        e.name: e.id for arch in ARCHS for e in hipdnn.engines(arch, [Variant.FORWARD])
+    }  # the one-arch plugins' names and ids: stable as archs come and go
+    runner = tmp_path / "harness"
+    subprocess.run([c_compiler(), "-O2", str(HARNESS), "-o", str(runner), "-ldl", "-lpthread"], check=True)
+    plugin = Plugin(tree, manifest, build_standin_plugin(tree), runner, tmp_path)
+    assert plugin.library.name == "libckspace_hipdnn_gfx942_gfx950.so"
+    listed = {int(line.split()[1]): line.split()[2] for line in harness(plugin, "check") if line.startswith("engine ")}
+    assert listed == {v: k for k, v in manifest.hipdnn.engines.items()}
+    graphs = [flatc(plugin, "fwd", graph(P2, "forward", "bf16"))]
+    for arch in ARCHS:
+        expected = manifest.hipdnn.engines[f"CKSPACE_{arch.upper()}_CONV_FWD"]
+        assert applicability(plugin, graphs, device=f"{arch}:sramecc+:xnack-") == [str(expected)]
+    refused = "not applicable: the device is gfx90a:xnack-; this plugin's kernels are for gfx942,gfx950"
+    assert applicability(plugin, graphs, device="gfx90a:xnack-") == [f"none: {refused}"]

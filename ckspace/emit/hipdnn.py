@@ -17,7 +17,7 @@ serves PyTorch with no change to PyTorch. Beside the dispatcher, the tree gets
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import jinja2
@@ -75,6 +75,7 @@ class Engine:
 
     name: str
     variant: Variant
+    arch: str = ""
 
     @property
     def id(self) -> int:
@@ -94,14 +95,30 @@ def engines(arch: str, variants: Sequence[Variant]) -> list[Engine]:
     """The engines of a library of ``variants`` for ``arch``: the arch is in each name, so that
     plugins of two archs in one process keep apart (hipDNN drops an engine whose id an earlier
     plugin already provides)."""
-    return [Engine(f"CKSPACE_{arch.upper()}_CONV_{_DIRECTION[v]}", v) for v in Variant if v in variants]
+    return [Engine(f"CKSPACE_{arch.upper()}_CONV_{_DIRECTION[v]}", v, arch) for v in Variant if v in variants]
+
+
+def fleet_engines(archs: Mapping[str, Sequence[Variant]]) -> list[Engine]:
+    """The engines of a plugin over a library of several archs (``archs``: each arch's directions):
+    each arch's own, as its one-arch plugin names them. An engine's id is its name's hash, so
+    adding or removing an arch leaves the other archs' engine ids as they were (a rule file or a
+    cache keyed by engine id stays valid), and a one-arch plugin of an arch the fleet's holds
+    offers the same ids: hipDNN keeps the first plugin it loads of two that offer one id, so load
+    one or the other for an arch, not both."""
+    return [e for arch in sorted(archs) for e in engines(arch, archs[arch])]
 
 
 def plugin_sources(
-    arch: str, variants: Sequence[Variant], dtypes: Sequence[Dtype], environment: jinja2.Environment
+    arch: str,
+    variants: Sequence[Variant],
+    dtypes: Sequence[Dtype],
+    environment: jinja2.Environment,
+    fleet: Mapping[str, Sequence[Variant]] | None = None,
 ) -> dict[str, bytes]:
-    """The plugin's files (path in the tree -> bytes) for a library of ``variants`` and ``dtypes``."""
+    """The plugin's files (path in the tree -> bytes) for a library of ``variants`` and ``dtypes``
+    (``fleet``: a library of several archs, each arch's directions; ``arch`` is then their label)."""
     served = [d for d in Dtype if d in dtypes]
+    listed = fleet_engines(fleet) if fleet else engines(arch, variants)
     context = {
         "version": __version__,
         "api_version": ENGINE_API_VERSION,
@@ -121,11 +138,13 @@ def plugin_sources(
                 "name": e.name,
                 "id_hex": f"0x{e.id & 0xFFFFFFFFFFFFFFFF:016x}",
                 "variant_macro": f"CKSPACE_{e.variant.value.upper()}",
+                "arch": e.arch,
             }
-            for e in engines(arch, variants)
+            for e in listed
         ],
+        "fleet": sorted(fleet) if fleet else [],
         "written": [row[2] for row in tensor_of_operand()],
-        "statuses": [s for s in STATUSES if not s.fleet],
+        "statuses": [s for s in STATUSES if fleet or not s.fleet],
         "estimates": ESTIMATES,
         "dtypes": [(WIRE_DTYPES[d], f"CKSPACE_DTYPE_{d.value.upper()}") for d in served],
         "dtype_names": ", ".join(WIRE_DTYPES[d] for d in served),

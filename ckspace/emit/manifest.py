@@ -117,6 +117,12 @@ class Manifest(BaseModel):
         """The archs the tree's kernels are for: one, or a library of several's."""
         return self.archs or [self.arch]
 
+    @property
+    def label(self) -> str:
+        """What the tree's library, build folder and plugin are named by: its arch, or its archs
+        joined by ``_`` (``gfx942_gfx950``)."""
+        return "_".join(self.arch_list)
+
     def files(self) -> list[str]:
         """Every file of the tree (manifest excluded)."""
         paths = [f.path for f in self.shared]

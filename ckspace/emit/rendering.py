@@ -187,12 +187,7 @@ def render_tree(
             dispatch, record = _dispatcher(configs, fallback_only[arch], arch, selector.model)
         shared.update(dispatch)
         if selector.hipdnn_plugin:
-            if fleet:
-                raise CkspaceError(
-                    f"the hipDNN plugin serves one arch: emit it for one of {', '.join(archs)} (a plugin of "
-                    "several archs is not written yet)"
-                )
-            files_of_plugin, plugin = _hipdnn_plugin(configs, arch)
+            files_of_plugin, plugin = _hipdnn_plugin(configs, arch, by_arch if fleet else None)
             shared.update(files_of_plugin)
     manifest = Manifest(
         ckspace_version=__version__,
@@ -315,14 +310,24 @@ def _fleet_dispatcher(
     return files, record
 
 
-def _hipdnn_plugin(configs: Sequence[GemmConfig], arch: str) -> tuple[dict[str, bytes], HipdnnRecord]:
-    """``--hipdnn-plugin``: the plugin's files and their manifest record."""
+def _hipdnn_plugin(
+    configs: Sequence[GemmConfig], arch: str, by_arch: Mapping[str, Sequence[GemmConfig]] | None = None
+) -> tuple[dict[str, bytes], HipdnnRecord]:
+    """``--hipdnn-plugin``: the plugin's files and their manifest record (``by_arch``: each arch's
+    kernels of a library of several archs, whose plugin has each arch's engines)."""
     variants = sorted({c.variant for c in configs}, key=lambda v: v.code)
     dtypes = sorted({c.dtype for c in configs}, key=lambda d: d.code)
-    files = hipdnn.plugin_sources(arch, variants, dtypes, template_environment())
+    fleet = (
+        {a: sorted({c.variant for c in members}, key=lambda v: v.code) for a, members in by_arch.items()}
+        if by_arch is not None
+        else None
+    )
+    label = "_".join(by_arch) if by_arch is not None else arch
+    files = hipdnn.plugin_sources(label, variants, dtypes, template_environment(), fleet)
+    listed = hipdnn.fleet_engines(fleet) if fleet else hipdnn.engines(arch, variants)
     record = HipdnnRecord(
-        plugin=hipdnn.plugin_name(arch),
-        engines={e.name: e.id for e in hipdnn.engines(arch, variants)},
+        plugin=hipdnn.plugin_name(label),
+        engines={e.name: e.id for e in listed},
         schema_file=hipdnn.SCHEMA,
         source=hipdnn.SOURCE,
     )

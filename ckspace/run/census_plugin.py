@@ -89,7 +89,7 @@ def census_plugin(tree: Path) -> Path:
         write_if_changed(build / name, text.encode())
         objects.append(build / name.replace(".c", ".o"))
         _compile(compiler, tree, build / name, objects[-1])
-    output = build / library_name(manifest.arch)
+    output = build / library_name(manifest.label)
     cxx = host_cxx_compiler()
     link(lambda path: [cxx, "-shared", *map(str, objects), *export_flags(build), "-o", path, "-lm"], output)
     log.info("linked the census-only plugin %s", output)
