@@ -295,6 +295,20 @@ def test_bad_arch_lists_are_refused_in_one_line(
         assert main(["emit", *argv]) == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and expected in error, error
+    emit_fleet(tmp_path / "fleet", ARCHS, monkeypatch)
+    tree = str(tmp_path / "fleet" / "tree")
+    for argv, expected in (  # the tree may follow --arch's words
+        (
+            ["--arch", "gfx942", tree],
+            f"{tree} was emitted for gfx942 gfx950, not gfx942: build it with --arch gfx942 gfx950",
+        ),
+        ([tree, "--arch", "gfx942", "gfx1"], "unknown arch 'gfx1'"),
+        (["--arch", "gfx942", "gfx950"], "the tree to build is missing: ckspace build DIR --arch ARCH [ARCH ...]"),
+    ):
+        capsys.readouterr()
+        assert main(["build", *argv]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and expected in error, error
 
 
 def test_a_two_arch_build_compiles_each_set_of_archs_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ HELP = "compile an emitted tree (batched, cached) into a shared library with a J
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", type=Path, help="a directory written by ckspace emit")
+    parser.add_argument("dir", type=Path, nargs="?", help="a directory written by ckspace emit")
     parser.add_argument(
         "--arch",
         nargs="+",
@@ -61,9 +61,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.build.builder import build, build_host, stderr_is_terminal
     from ckspace.build.package import adoption
     from ckspace.build.report import REPORT_NAME
-    from ckspace.core.errors import CkspaceError
-    from ckspace.core.vocab import parse_arch
+    from ckspace.core.errors import CkspaceError, InvalidInputError
+    from ckspace.core.vocab import arch_names, parse_arch
 
+    if args.dir is None:  # `build --arch gfx942 DIR`: --arch takes several, the last word is the tree
+        if not args.arch or args.arch[-1].strip().lower() in arch_names():
+            raise InvalidInputError("the tree to build is missing: ckspace build DIR --arch ARCH [ARCH ...]")
+        args.dir = Path(args.arch.pop())
     if args.host_only:
         library = build_host(args.dir, args.allow_edited)
         out.write(f"library: {library}\n{adoption(library.parent, None)}\n")

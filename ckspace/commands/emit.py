@@ -62,6 +62,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.workflow import emit_tree, named_cells
 
     target = output_path(args.out, "--out")
+    args.arch = list(dict.fromkeys(args.arch))  # an arch named twice is one arch
     names = None
     if args.kernels is not None:
         if len(set(args.arch)) > 1:
