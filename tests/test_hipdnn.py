@@ -51,7 +51,7 @@ from ckspace.cli import main
 from ckspace.core.errors import NoKernelError
 from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit import hipdnn
+from ckspace.emit import hipdnn, pytorch_graphs
 from ckspace.emit.manifest import Manifest
 from ckspace.select.selector import Selector
 
@@ -70,9 +70,9 @@ UIDS = {
 fprop x 1, w 2, y 3; dgrad dy 1, w 2, dx 3; wgrad dy 1, x 2, dw 3."""
 BIAS_UID = 4
 """PyTorch's uid of the bias of a convolution with bias (``UID_BIAS``)."""
-CONV_RESULT_UID = 100
+CONV_RESULT_UID = 5
 """The uid of the convolution's virtual result when a pointwise node follows: PyTorch sets none and
-hipDNN's frontend numbers it; any uid the graph does not use otherwise."""
+hipDNN's frontend numbers it; the least uid PyTorch leaves free, as the census sends it."""
 WRITTEN = {"forward": "output", "bwd_data": "input", "bwd_weight": "weight"}
 ATTRIBUTES = {
     "forward": (
@@ -501,6 +501,31 @@ def test_applicability_equals_the_python_problem_rules(plugin: Plugin, drawn: li
         assert (answer == str(engine_id(plugin, variant))) == expected, (p, variant, dtype, form, answer)
         if not expected:
             assert answer.startswith("none: ")
+
+
+def normalized(document: dict) -> dict:
+    """A graph as hipDNN reads it: tensors by uid, nodes in order, names left out."""
+    tensors = {
+        t["uid"]: (t["dims"], t["strides"], t["data_type"], bool(t.get("virtual", False))) for t in document["tensors"]
+    }
+    nodes = [(n["attributes_type"], n["compute_data_type"], n["attributes"]) for n in document["nodes"]]
+    types = {k: document.get(k) for k in ("compute_data_type", "intermediate_data_type", "io_data_type")}
+    return {"tensors": tensors, "nodes": nodes, **types}
+
+
+@settings(max_examples=150, deadline=None)
+@given(drawn=problems(), memory_format=st.sampled_from(list(MEMORY_FORMATS)), bias=st.booleans())
+def test_the_harness_sends_the_graphs_the_census_sends(drawn: tuple, memory_format: str, bias: bool) -> None:
+    """The graphs these tests play hipDNN with and the ones ``hipdnn census`` builds as PyTorch's
+    Conv_hipdnn.cpp does (ckspace/emit/pytorch_graphs.py) are the same graphs: uids, dims, strides
+    of each memory format (PyTorch runs 1D convolutions contiguous), types, the bias node and its
+    tensor -- two statements of PyTorch's rules, each checking the other."""
+    p, variant, dtype = drawn
+    bias = bias and variant == "forward"  # PyTorch sends a bias with forward graphs only
+    fmt = pytorch_graphs.memory_format_used(pytorch_graphs.MemoryFormat(memory_format), p["ndim"])
+    layer = pytorch_graphs.Layer(ConvProblem(**{k: v for k, v in p.items() if k != "ndim"}, ndim=p["ndim"]), bias)
+    theirs = pytorch_graphs.graph(layer, Variant(variant), Dtype(dtype), fmt)
+    assert normalized(graph(p, variant, dtype, memory_format=fmt.value, bias=bias)) == normalized(theirs)
 
 
 # -- execution -----------------------------------------------------------------------------------
