@@ -22,56 +22,53 @@ vector variants) is computed once per candidate list and reused (:mod:`ckspace.s
 per problem the work is a few dozen numpy operations over all candidates at once, two tree-ensemble
 calls and no validation. The generated C dispatcher (:mod:`ckspace.emit.dispatcher`) implements
 these same steps.
+
+What computes the features and the scores is the selector's :class:`~ckspace.select.scorers.Scorer`
+(the trees compiled to C, LightGBM, or the analytical model; :mod:`ckspace.select.scorers`): the
+rule above is stated once, here, whatever the engine.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ckspace.constraints.problem_rules import problem_values
 from ckspace.core.config import GemmConfig
-from ckspace.core.errors import InvalidChoiceError, InvalidInputError
+from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.naming import is_depthwise_name
 from ckspace.core.problem import ConvProblem
 from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Engine, ScoreSource, Variant, parse_arch
 from ckspace.features import performance
 from ckspace.features.hardware import HardwareFacts, hardware_facts
-from ckspace.features.matrix import (
-    ANALYTICAL_FEATURE,
-    FEATURE_NAMES,
-    PROBLEM_VALUES,
-    ConfigTable,
-    assemble,
-    feature_formulas,
-    feature_program,
-)
+from ckspace.features.matrix import ConfigTable
 from ckspace.select import feasibility
 from ckspace.select.candidates import Candidate, CandidateSet, Rows, Support
-from ckspace.select.compiled import CompiledSelector, host_c_compiler
-from ckspace.select.predictor import FastPredictor
+from ckspace.select.compiled import CompiledSelector
+from ckspace.select.scorers import (
+    ANALYTICAL_COLUMN,
+    AnalyticalScorer,
+    CompiledScorer,
+    Scorer,
+    SelectorError,
+    model_scorer,
+)
 from ckspace.select.scoring import Scored, vector_rule
 from ckspace.select.selection import Ranked, Selection
-from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, ModelCard, load_model, model_texts, shipped_model_dir
+from ckspace.select.store import ModelCard, load_model, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
 
 log = logging.getLogger(__name__)
-
-_ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 
 ENGINES = ("auto", Engine.COMPILED.value, Engine.LIGHTGBM.value)
 """What :meth:`Selector.load` takes as its ``engine``: an :class:`~ckspace.core.vocab.Engine` that
 scores with a model, or ``auto`` (compiled when it can be)."""
 
-
-class SelectorError(InvalidInputError):
-    """Bad input to the selector: no candidates, a candidate of another cell, a bad ``k``, a
-    model of another cell (a ``ValueError`` too)."""
+__all__ = ["ENGINES", "Selector", "SelectorError"]
 
 
 class Selector:
@@ -83,35 +80,44 @@ class Selector:
         variant: Variant,
         dtype: Dtype,
         hw: HardwareFacts,
+        scorer: Scorer | None = None,
+        card: ModelCard | None = None,
+        target: Target | None = None,
         ranker: object | None = None,
         regressor: object | None = None,
-        card: ModelCard | None = None,
-        num_threads: int = 1,
-        compiled: CompiledSelector | None = None,
-        target: Target | None = None,
     ) -> None:
+        """``scorer``: what computes features and scores (:mod:`ckspace.select.scorers`; the
+        analytical model when not given). ``card``: the model's card, whose training domain the
+        selector extrapolates outside of (required with a scorer of ``source`` ``model``).
+        ``ranker``, ``regressor``: the model's boosters as loaded, kept for inspection."""
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
         self.target = target if target is not None else resolve_target(AUTO)
         """The target the vector fallbacks stay inside (:mod:`ckspace.core.target`)."""
+        self.scorer = scorer if scorer is not None else AnalyticalScorer(variant, dtype, hw)
+        """What computes the features and the scores (:class:`~ckspace.select.scorers.Scorer`)."""
+        if self.scorer.source is ScoreSource.MODEL and card is None:
+            raise SelectorError("a trained model's scorer needs the model's card (its training domain)")
         self.card = card
         self.ranker, self.regressor = ranker, regressor
-        self.source = ScoreSource.MODEL if ranker is not None else ScoreSource.ANALYTICAL
-        self.engine = (
-            Engine.COMPILED if compiled is not None else Engine.LIGHTGBM if ranker is not None else Engine.ANALYTICAL
-        )
-        """What computes the scores: the trees compiled to C, LightGBM's C API, or the roofline."""
-        self._rank: Callable[[np.ndarray], np.ndarray] | None = None
-        self._log_tflops: Callable[[np.ndarray], np.ndarray] | None = None
-        self.compiled = compiled
-        if compiled is not None:
-            self._rank, self._log_tflops = compiled.rank, compiled.log_tflops
-        elif ranker is not None:
-            self._rank, self._log_tflops = FastPredictor(ranker, num_threads), FastPredictor(regressor, num_threads)
         self._prepared: dict[tuple, CandidateSet] = {}
-        self._program = feature_program(variant, dtype, hw)
         self.domain = card.domain if card is not None else None
         """The model's training domain (None without a model)."""
         self._families: dict[tuple, int] = {}
+
+    @property
+    def source(self) -> ScoreSource:
+        """Where the scores come from: a trained model, or the analytical model."""
+        return self.scorer.source
+
+    @property
+    def engine(self) -> Engine:
+        """What computes the scores: the trees compiled to C, LightGBM's C API, or the roofline."""
+        return self.scorer.engine
+
+    @property
+    def compiled(self) -> CompiledSelector | None:
+        """The compiled model when the engine is ``compiled``."""
+        return self.scorer.compiled if isinstance(self.scorer, CompiledScorer) else None
 
     @classmethod
     def load(
@@ -147,63 +153,41 @@ class Selector:
             log.warning(
                 "no model for %s %s %s: ranking by the analytical performance model", arch, variant.value, dtype.value
             )
-            return cls(arch, variant, dtype, hw, num_threads=num_threads, target=target)
+            return cls(arch, variant, dtype, hw, target=target)
         ranker, regressor, card = load_model(directory)
         if (card.arch, card.variant, card.dtype) != (arch, variant.value, dtype.value):
             raise SelectorError(
                 f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
                 f"not {arch} {variant.value} {dtype.value}"
             )
-        compiled = None
-        if engine != "lightgbm":
-            compiler = host_c_compiler()
-            if compiler is None and engine == "compiled":
-                raise SelectorError("engine 'compiled' needs a C compiler ($CC, cc, gcc or clang); none was found")
-            if compiler is not None:
-                texts = model_texts(directory, card)
-                # without a cache to keep it, compiling costs each run seconds LightGBM does not
-                compiled = CompiledSelector.build(
-                    feature_formulas(variant, dtype, hw),
-                    texts[RANKER_FILE],
-                    texts[TFLOPS_FILE],
-                    ranker.num_feature(),
-                    compiler,
-                    uncached=engine == "compiled",
-                    model=f"{card.arch} {card.variant} {card.dtype} ({directory})",
-                )
-                if compiled is None:
-                    log.info(
-                        "the compiled selector cannot be cached: the selector calls LightGBM (slower per "
-                        "call, same answers)"
-                    )
-            else:
-                log.info("no C compiler: the selector calls LightGBM (slower, same answers)")
-        return cls(arch, variant, dtype, hw, ranker, regressor, card, num_threads, compiled, target)
+        scorer = model_scorer(engine, variant, dtype, hw, directory, card, ranker, regressor, num_threads)
+        return cls(arch, variant, dtype, hw, scorer, card, target, ranker, regressor)
 
     def feature_matrix(self, problem: ConvProblem, table: ConfigTable) -> np.ndarray:
         """The features of ``problem`` with every row of ``table``, through the engine."""
-        if self.compiled is not None:
-            values = np.fromiter(
-                (getattr(problem, name) for name in PROBLEM_VALUES), dtype=np.float64, count=len(PROBLEM_VALUES)
-            )
-            return self.compiled.feature_matrix(values, table)
-        return assemble(self._program, problem_values(problem), table)
+        return self.scorer.feature_matrix(problem, table)
 
     def scores(self, matrix: np.ndarray) -> np.ndarray:
-        """The ranker's raw scores of feature rows (higher is better), through the engine."""
-        if self._rank is None:
-            raise SelectorError(
-                f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with"
-            )
-        return self._rank(matrix)
+        """The model's raw scores of feature rows (higher is better), through the engine."""
+        self._need_model()
+        return self.scorer.scores(matrix)
 
     def log_tflops(self, matrix: np.ndarray) -> np.ndarray:
         """The regressor's predicted log TFLOPS of feature rows, through the engine."""
-        if self._log_tflops is None:
+        self._need_model()
+        log_tflops = self.scorer.log_tflops(matrix)
+        if log_tflops is None:
+            raise SelectorError(
+                f"the {self.engine.value} model for {self.arch} {self.variant.value} {self.dtype.value} "
+                "has no TFLOPS regressor"
+            )
+        return log_tflops
+
+    def _need_model(self) -> None:
+        if self.scorer.source is not ScoreSource.MODEL:
             raise SelectorError(
                 f"no model for {self.arch} {self.variant.value} {self.dtype.value}: nothing to score with"
             )
-        return self._log_tflops(matrix)
 
     @property
     def default_candidates(self) -> tuple[str, ...]:
@@ -304,7 +288,7 @@ class Selector:
         scored = self.score_table(problem, table, support)
         order = np.argsort(-scored.scores, kind="stable")[:k]
         tflops = self.predicted_tflops(scored, order)
-        if self._rank is not None:
+        if scored.source is ScoreSource.MODEL:  # a regressor's estimates need not follow the ranker's order
             tflops = np.minimum.accumulate(tflops)
         top = [
             Ranked(names[i], families[i], float(scored.scores[i]), float(t), table.configs[i], scored.row_source(i))
@@ -322,35 +306,28 @@ class Selector:
         """Every row of ``table`` scored for ``problem`` -- the one rule select, plan and the C
         dispatcher share: the model's score for a kernel inside its domain; for one outside it,
         the model's score of its sibling plus the analytical model's log2 ratio of the two times
-        the model's score scale (:mod:`ckspace.select.support`); without a model, the analytical
-        log2 TFLOPS. ``support``: the rows against the domain
-        (:class:`~ckspace.select.candidates.Support`; worked out here when not given, as a candidate
-        set keeps it for its rows)."""
-        matrix = self.feature_matrix(problem, table)
-        if self._rank is None:
-            return Scored(
-                matrix[:, _ANALYTICAL].copy(),
-                matrix,
-                [None] * len(table),
-                np.full(len(table), -1),
-                None,
-                ScoreSource.ANALYTICAL,
-            )
+        the scorer's units per log2 TFLOPS (:mod:`ckspace.select.support`); without a model, the
+        analytical log2 TFLOPS; whatever the engine (:mod:`ckspace.select.scorers`). ``support``:
+        the rows against the domain (:class:`~ckspace.select.candidates.Support`; worked out here
+        when not given, as a candidate set keeps it for its rows)."""
+        matrix = self.scorer.feature_matrix(problem, table)
+        scores = self.scorer.scores(matrix)
+        if self.scorer.source is not ScoreSource.MODEL:  # physics: no domain to leave
+            return Scored(scores, matrix, [None] * len(table), np.full(len(table), -1), None, self.scorer.source)
         assert self.domain is not None
         support = support if support is not None else Support.of(table.configs, self.domain, self._families)
-        scale = self.domain.score_per_log2_tflops
-        scores = self.scores(matrix)
+        scale = self.scorer.score_per_log2_tflops
         sibling_of = np.full(len(table), -1, dtype=np.int64)
         sibling = None
         extrapolated = np.flatnonzero(support.outside)
         if extrapolated.size:
             needed, sibling_of[extrapolated] = np.unique(support.sibling[extrapolated], return_inverse=True)
-            sibling = self.feature_matrix(problem, support.siblings.take(needed))
+            sibling = self.scorer.feature_matrix(problem, support.siblings.take(needed))
             at = sibling_of[extrapolated]
-            scores[extrapolated] = self.scores(sibling)[at] + scale * (
-                matrix[extrapolated, _ANALYTICAL] - sibling[at, _ANALYTICAL]
+            scores[extrapolated] = self.scorer.scores(sibling)[at] + scale * (
+                matrix[extrapolated, ANALYTICAL_COLUMN] - sibling[at, ANALYTICAL_COLUMN]
             )
-        scores = vector_rule(scores, matrix[:, _ANALYTICAL], support, scale)
+        scores = vector_rule(scores, matrix[:, ANALYTICAL_COLUMN], support, scale)
         reasons = list(support.reasons)
         beyond = self.domain.problem_outside(problem)
         if beyond is not None:
@@ -358,19 +335,20 @@ class Selector:
         return Scored(scores, matrix, reasons, sibling_of, sibling, ScoreSource.MODEL)
 
     def predicted_tflops(self, scored: Scored, rows: np.ndarray) -> np.ndarray:
-        """The TFLOPS estimate of ``rows`` of a scored table: the regressor's (of the sibling,
-        times the analytical ratio, for an extrapolated row) or the analytical model's, calibrated
-        to measured TFLOPS (its score stays at the ideal hardware's level)."""
-        if scored.source is ScoreSource.ANALYTICAL:
-            return performance.calibrated_tflops(scored.scores[rows])
-        log_tflops = self.log_tflops(np.ascontiguousarray(scored.matrix[rows]))
+        """The TFLOPS estimate of ``rows`` of a scored table: the scorer's regressor's (of the
+        sibling, times the analytical ratio, for an extrapolated row) or, for a scorer without one,
+        the analytical model's, calibrated to measured TFLOPS (its feature stays at the ideal
+        hardware's level)."""
+        log_tflops = self.scorer.log_tflops(np.ascontiguousarray(scored.matrix[rows]))
+        if log_tflops is None:
+            return performance.calibrated_tflops(scored.matrix[rows, ANALYTICAL_COLUMN])
         through = scored.sibling_of[rows]
         at = np.flatnonzero(through >= 0)
         if at.size:
             assert scored.sibling is not None
             sib = np.ascontiguousarray(scored.sibling[through[at]])
-            log_tflops[at] = self.log_tflops(sib) + math.log(2.0) * (
-                scored.matrix[rows[at], _ANALYTICAL] - sib[:, _ANALYTICAL]
+            log_tflops[at] = self.scorer.log_tflops(sib) + math.log(2.0) * (
+                scored.matrix[rows[at], ANALYTICAL_COLUMN] - sib[:, ANALYTICAL_COLUMN]
             )
         return np.exp(log_tflops)
 
