@@ -706,13 +706,22 @@ def test_execution_through_the_plugin_equals_the_cpu_reference(
     ]
 
 
+IN_DOMAIN = {"ndim": 2, "N": 1, "G": 1, "C": 64, "K": 256, "Hi": 14, "Wi": 14, "Y": 1, "X": 1}
+"""A problem inside the shipped model's training problems whose pick is a kernel the model saw."""
+
+
 @pytest.mark.parametrize(
-    ("variant", "p"), [("forward", P2), ("forward", {**P2, "C": 2048, "K": 2048}), ("bwd_data", P2)]
+    ("variant", "p", "source"),
+    [("forward", P2, "extrapolated"), ("forward", IN_DOMAIN, "model"), ("bwd_data", P2, "analytical")],
 )
-def test_the_pick_its_predicted_tflops_and_where_they_come_from_are_said(plugin: Plugin, variant: str, p: dict) -> None:
+def test_the_pick_its_predicted_tflops_and_where_they_come_from_are_said(
+    plugin: Plugin, variant: str, p: dict, source: str
+) -> None:
     """The log at context creation and the kernel knob's description state the pick, its predicted
     TFLOPS and their source, equal to the Python selector's: gfx950 forward bf16 has a shipped model
-    (inside its domain or extrapolated beyond it), bwd_data ranks by the analytical model."""
+    (P2 has two groups, beyond the model's training problems: extrapolated; a 1x1 convolution of
+    one group whose pick the model has seen: the model's own), bwd_data ranks by the analytical
+    model."""
     lines = run_case(plugin, p, variant, "bf16", tag=f"estimate_{variant}", memory_format="channels_last")
     (said,) = [line for line in lines if line.startswith("log 0: ") and ": kernel " in line]
     found = re.search(r"kernel (\w+), predicted ([\d.e+-]+) TFLOPS \(an estimate: (\w+)\)", said)
@@ -721,8 +730,8 @@ def test_the_pick_its_predicted_tflops_and_where_they_come_from_are_said(plugin:
     configs = library_configs(plugin.tree)
     cell = [c for c in configs if (c.variant.value, c.dtype.value) == (variant, "bf16")]
     pick = python_selector(Variant(variant), Dtype.BF16).select(problem, cell, k=1, pool=list(configs)).top[0]
-    source = "extrapolated" if pick.source.startswith("model, extrapolated") else pick.source
     assert (found[1], found[3]) == (pick.name, source)
+    assert source == ("extrapolated" if pick.source.startswith("model, extrapolated") else pick.source)
     assert float(found[2]) == pytest.approx(pick.predicted_tflops, rel=1e-3)
     knob = decoded(plugin, plugin.work / f"estimate_{variant}_details.bin", "EngineDetails")["knobs"][0]
     assert f"predicted {found[2]} TFLOPS (an estimate: {found[3]})" in knob["description"]
