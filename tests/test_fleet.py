@@ -552,3 +552,97 @@ def test_one_hipdnn_plugin_serves_each_arch_s_device_with_that_arch_s_engine(
         assert applicability(plugin, graphs, device=f"{arch}:sramecc+:xnack-") == [str(expected)]
     refused = "not applicable: the device is gfx90a:xnack-; this plugin's kernels are for gfx942,gfx950"
     assert applicability(plugin, graphs, device="gfx90a:xnack-") == [f"none: {refused}"]
+
+
+@pytest.mark.slow
+def test_a_strided_run_reaches_the_library_s_kernel_through_its_arch(
+    fleet: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ckspace_strided_run of a gfx942 kernel whose index among gfx942's kernels is not its index in
+    the library runs that kernel on a gfx942 device (the arch's unit calls the library's ckspace_run
+    with the library's index, not its own): with the stand-in making that one kernel wrong, the
+    strided run's output is ckspace_run's of the same index, and another kernel's is not; a
+    gfx950-only kernel is refused there."""
+    import ctypes
+
+    import numpy as np
+
+    library_path, _ = fleet
+    names = KernelLibrary(library_path).names
+    by_arch = libraries()
+    only = sorted({c.name for c in by_arch["gfx950"].kernels} - {c.name for c in by_arch["gfx942"].kernels})
+    problem = ConvProblem.parse("N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3,pad=1")
+    monkeypatch.setenv("CKSPACE_STANDIN_DEVICE_ARCH", "gfx950")
+    probe = KernelLibrary(library_path)
+    chosen = next(
+        n for n in only if n.startswith("grouped_conv_fwd_bf16") and probe.is_supported(n, problem, "forward", "bf16")
+    )
+    other = next(n for n in names if n != chosen and probe.is_supported(n, problem, "forward", "bf16"))
+    wrong = names.index(chosen)
+    tree = library_path.parent / "tree"
+    objects = [
+        str(library_path.parent / f"{Path(unit).stem}.o")
+        for unit in host_units([str(p.relative_to(tree)) for p in tree.rglob("*")])
+    ]
+    marked = tmp_path / "libwrong.so"
+    subprocess.run(
+        [
+            c_compiler(),
+            *FLAGS,
+            f"-I{tree}",
+            "-c",
+            str(STANDIN),
+            f"-DSTANDIN_WRONG={wrong}",
+            "-o",
+            str(tmp_path / "s.o"),
+        ],
+        check=True,
+    )
+    wrap = "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc"
+    subprocess.run(
+        [c_compiler(), "-shared", *objects, str(tmp_path / "s.o"), wrap, "-o", str(marked), "-lm"], check=True
+    )
+    lib = ctypes.CDLL(str(marked))
+    c = ConvProblemC.of(problem, "forward", "bf16")
+    rng = np.random.default_rng(0)
+    x = rng.integers(0x3E00, 0x3F80, size=64 * 64, dtype=np.uint16)
+    w = rng.integers(0x3E00, 0x3F80, size=64 * 64 * 9, dtype=np.uint16)
+
+    def output(run) -> tuple[int, np.ndarray]:
+        y = np.zeros(64 * 64, dtype=np.uint16)
+        status = run(x.ctypes.data, w.ctypes.data, y.ctypes.data)
+        return status, y
+
+    def strided(index: int):
+        return lambda a, b, y: lib.ckspace_strided_run(
+            index,
+            ctypes.byref(c),
+            None,
+            None,
+            ctypes.c_void_p(a),
+            ctypes.c_void_p(b),
+            ctypes.c_void_p(y),
+            None,
+            ctypes.c_size_t(0),
+            None,
+        )
+
+    def direct(index: int):
+        return lambda a, b, y: lib.ckspace_run(
+            index,
+            ctypes.byref(c),
+            ctypes.c_void_p(a),
+            ctypes.c_void_p(b),
+            ctypes.c_void_p(y),
+            None,
+            ctypes.c_size_t(0),
+            None,
+        )
+
+    status, through = output(strided(wrong))
+    assert status == STATUS["OK"]
+    status, straight = output(direct(wrong))
+    assert status == STATUS["OK"] and np.array_equal(straight, through)
+    status, right = output(direct(names.index(other)))
+    assert status == STATUS["OK"] and not np.array_equal(right, through)  # the marked kernel ran, not another
+    assert output(strided(names.index(only[0])))[0] == STATUS["UNSUPPORTED"]
