@@ -411,6 +411,7 @@ def test_cache_info_clear_and_cache_dir_after_the_command(tmp_path) -> None:
 
 
 # -- names pass between commands ----------------------------------------------------------------
+@pytest.mark.slow
 def test_enumerate_list_with_depthwise_names_feeds_select(tmp_path) -> None:
     # the rule space: a CK target holds no depthwise kernel (CK Tile has none to build)
     names = run_cli(

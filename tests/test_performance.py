@@ -470,6 +470,7 @@ def test_the_selector_never_ties_at_the_top_on_resnet50(cell) -> None:
     assert not ties, f"{len(ties)} ties:\n" + "\n".join(ties)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(layer_problems(), boundary_problems(ndim=2)), st.sampled_from(NONEMPTY))
 def test_the_selector_never_ties_at_the_top_on_drawn_problems(problem, cell) -> None:

@@ -226,6 +226,7 @@ def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
     assert sorted(emitted) == report["kernels"]  # exactly those (the fake CK tree cannot build some)
 
 
+@pytest.mark.slow
 def test_plan_cli_min_efficiency_and_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     workload = tmp_path / "workload.csv"
     workload.write_text(WORKLOAD)

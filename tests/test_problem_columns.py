@@ -196,6 +196,7 @@ def test_issue_36_item_16_every_weight_zero_is_refused(tmp_path: Path) -> None:
         read_workload(path, Variant.FORWARD, "w")
 
 
+@pytest.mark.slow
 def test_issue_36_item_1_plan_refuses_a_mis_spelt_column_in_one_line(tmp_path: Path) -> None:
     """Through the command: exit 2, one line naming the column, no plan made."""
     path = _write(tmp_path / "p.csv", ["N", "C", "K", "Hi", "Wi", "Y", "X", "Stride_X"], [[1, 64, 64, 56, 56, 3, 3, 2]])

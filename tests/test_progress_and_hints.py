@@ -107,6 +107,7 @@ def test_issue36_item20_build_compiles_on_every_cpu_it_may_use(
     assert "the CPUs this process may use, 3 here" in " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.slow
 def test_issue36_item20_a_piped_evaluation_says_a_line_per_fold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -105,6 +105,7 @@ def expected_membership(rule_set: str, config) -> bool:
     return proposed and not reference_violations(tagged)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(listed_configs())
 def test_soundness_listed_configs_satisfy_every_rule(drawn) -> None:
@@ -115,6 +116,7 @@ def test_soundness_listed_configs_satisfy_every_rule(drawn) -> None:
         assert reference_violations(config) == set(), config.name
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(gemm_configs())
 def test_rule_blame_matches_reference_on_raw_domains(config: GemmConfig) -> None:
@@ -122,6 +124,7 @@ def test_rule_blame_matches_reference_on_raw_domains(config: GemmConfig) -> None
     assert ours == reference_violations(config), config.name
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(lds_edge_configs())
 def test_rule_blame_matches_reference_at_the_lds_limit(config: GemmConfig) -> None:
@@ -174,6 +177,7 @@ def test_depthwise_rules_match_reference(config: DepthwiseConfig) -> None:
     assert bool(blamed) == bool(ref.depthwise_violations(config.model_dump()))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.one_of(listed_configs().map(lambda d: d[1]), gemm_configs(consistent=True), depthwise_configs()))
 def test_name_config_round_trip(config) -> None:

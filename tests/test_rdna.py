@@ -231,7 +231,7 @@ def test_what_the_pr_changes_in_every_table_rule_set(rule_set: str) -> None:
     "rule_set, arch, cells, added, removed",
     [
         ("full", "gfx1100", ["all"], 18, 0),
-        ("tiny", "gfx1250", ["all"], 0, 6),
+        pytest.param("tiny", "gfx1250", ["all"], 0, 6, marks=pytest.mark.slow),
         ("default", "gfx1250", ["all"], 0, 0),
         ("rdna", "gfx1201", ["forward", "--ndim", "2", "3", "--dtype", "fp16", "bf16"], 16, 0),
     ],

@@ -132,6 +132,7 @@ def test_a_raw_buffer_reads_back_as_the_operand_and_a_wrong_size_is_refused() ->
 # -- the references against the definition -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_problems(), st.sampled_from(VARIANTS), st.sampled_from(DTYPES), st.integers(0, 2**32 - 1))
 def test_reference_equals_the_naive_loops(p: dict, variant: str, dtype: str, seed: int) -> None:

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from ckspace.emit import hipdnn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -331,6 +333,7 @@ def _roles() -> Iterator[tuple[Piece, int, str, str]]:
                 yield piece, match.start(), match.group(1), match.group(2).rstrip(".")
 
 
+@pytest.mark.slow
 def test_every_dotted_reference_resolves() -> None:
     references = list(_dotted_references())
     assert len(references) > 300, "the scan finds the package's own references"
@@ -345,6 +348,7 @@ def test_every_dotted_reference_resolves() -> None:
     assert not broken, "references to nothing:\n" + "\n".join(sorted(set(broken)))
 
 
+@pytest.mark.slow
 def test_every_role_resolves_where_it_is_written() -> None:
     roles = list(_roles())
     assert len(roles) > 200
@@ -649,6 +653,7 @@ def documented_by_readme(text: str) -> set[str]:
     return set(ENV_NAME.findall(item.group(1)))
 
 
+@pytest.mark.slow
 def test_documented_environment_is_what_the_code_reads() -> None:
     read = read_by_the_code()
     assert {"CKSPACE_CACHE_DIR", "CK_ROOT", "CC"} <= read

@@ -74,6 +74,7 @@ def _outcomes(folder: Path, strict: bool) -> dict[str, int]:
     return {word: int(count) for count, word in re.findall(r"(\d+) (\w+)", summary)}
 
 
+@pytest.mark.slow
 def test_only_the_no_gpu_skip_passes_the_policy(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_generated.py").write_text(GENERATED)

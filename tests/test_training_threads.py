@@ -123,6 +123,7 @@ def _same_model_for_any_thread_count(rows: boosters.Design) -> None:
         assert np.array_equal(one.predict(rows.features, num_threads=1), two.predict(rows.features, num_threads=2))
 
 
+@pytest.mark.slow
 def test_one_and_two_threads_fit_the_same_model_on_synthetic_rows() -> None:
     _same_model_for_any_thread_count(synthetic_design())
 
