@@ -106,7 +106,7 @@ def build(
 ) -> BuildReport:
     """Compile every kernel of the emitted ``tree`` for ``arch``; see the module docstring. A tree
     of several archs (``arch`` lists them: ``gfx942,gfx950``) is one library in
-    ``build/gfx942_gfx950/``: each kernel compiled for every arch that holds it (one
+    ``DIR/build/gfx942_gfx950/``: each kernel compiled for every arch that holds it (one
     ``--offload-arch`` each), the kernels of one set of archs batched together.
 
     ``executor`` ``local`` compiles here with ninja, ``jobs`` at once (default: :func:`default_jobs`); ``ray``

@@ -37,6 +37,8 @@ ENVIRONMENT = {
     "GOMP_SPINCOUNT": "train and evaluate keep it when set, else set it to 10000 (how long idle OpenMP threads spin)",
     "CKSPACE_TEST_READY_FD": "a file descriptor main writes 'ready' to once its signal handlers are in place "
     "(for tests and supervisors that must not signal it during start-up)",
+    "CKSPACE_STANDIN_DEVICE_ARCH": "bench --backend host of a library of several archs: the arch of the stand-in's "
+    "device, whose kernels it runs (default: the library's first arch)",
 }
 """Every environment variable ckspace reads, with what it means (``ckspace --help`` lists them)."""
 
