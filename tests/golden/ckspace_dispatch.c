@@ -1989,6 +1989,22 @@ static int cks_product_at_most(const int64_t* factors, int n, int64_t limit) {
   return 1;
 }
 
+/* The image, filter and output extents of a problem per dimension (depth, height, width; an absent
+   dimension's fields set as cks_normalize sets them), or 0 when an output would be empty. Within
+   the field bounds nothing here overflows. The one statement of the output size in this file. */
+static int cks_extents(const ckspace_conv_problem* p, int64_t size[3], int64_t filter[3], int64_t out[3]) {
+  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
+  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
+  size[0] = p->Di; size[1] = p->Hi; size[2] = p->Wi;
+  filter[0] = p->Z; filter[1] = p->Y; filter[2] = p->X;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t span = size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1;
+    if (span < 0) return 0;
+    out[d] = span / stride[d] + 1;
+  }
+  return 1;
+}
+
 /* The problem with the fields of absent dimensions set as a 1D/2D problem has them (size 1, no
    pad), or 0 when it is malformed: exactly what ConvProblem (ckspace.core.problem) refuses, its
    field bounds (CK Tile's 32-bit index_t) and tensor sizes (64-bit long_index_t) rendered from
@@ -2021,15 +2037,8 @@ static int cks_normalize(const ckspace_conv_problem* in, ckspace_conv_problem* p
   if (p->dil_w < INT64_C(1) || p->dil_w > INT64_C(2147483647)) return 0;
   if (p->k_batch < INT64_C(1) || p->k_batch > INT64_C(2147483647)) return 0;
   if (p->C % p->G != 0 || p->K % p->G != 0) return 0;
-  const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
-  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
-  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
-  int64_t out[3];
-  for (int d = 0; d < 3; ++d) {  /* no overflow: every value is within index_t here */
-    const int64_t span = size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1;
-    if (span < 0) return 0; /* empty output */
-    out[d] = span / stride[d] + 1;
-  }
+  int64_t size[3], filter[3], out[3];
+  if (!cks_extents(p, size, filter, out)) return 0; /* empty output */
   { /* input tensor elements */
     const int64_t factors[5] = { p->N, p->C, size[0], size[1], size[2] };
     if (!cks_product_at_most(factors, 5, INT64_C(9223372036854775807))) return 0;
@@ -2050,11 +2059,8 @@ static int cks_normalize(const ckspace_conv_problem* in, ckspace_conv_problem* p
    to be extrapolated. */
 #define N_QUANTITIES 7
 static void cks_problem_quantities(const ckspace_conv_problem* p, double* q) {
-  const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
-  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
-  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
-  int64_t out[3];
-  for (int d = 0; d < 3; ++d) out[d] = (size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1) / stride[d] + 1;
+  int64_t size[3], filter[3], out[3];
+  cks_extents(p, size, filter, out); /* normalized: never empty */
   q[0] = (double)(p->N);
   q[1] = (double)(p->G);
   q[2] = (double)(p->C / p->G);
@@ -2221,9 +2227,8 @@ static int cks_one_to_one(const int64_t* dims, int rank, const int64_t* strides)
 
 /* The logical dims of the problem's tensors (a normalized problem). */
 static void cks_tensor_dims(const ckspace_conv_problem* p, cks_layout_plan* plan) {
-  const int64_t size[3] = {p->Di, p->Hi, p->Wi}, filter[3] = {p->Z, p->Y, p->X};
-  const int64_t stride[3] = {p->stride_d, p->stride_h, p->stride_w}, pad[3] = {p->pad_d, p->pad_h, p->pad_w};
-  const int64_t dil[3] = {p->dil_d, p->dil_h, p->dil_w};
+  int64_t size[3], filter[3], extent[3];
+  cks_extents(p, size, filter, extent); /* normalized: never empty */
   plan->rank = (int)p->ndim + 2;
   int64_t* in = plan->dims[0];
   int64_t* wei = plan->dims[1];
@@ -2235,7 +2240,7 @@ static void cks_tensor_dims(const ckspace_conv_problem* p, cks_layout_plan* plan
     const int d = 3 - (int)p->ndim + i;
     in[2 + i] = size[d];
     wei[2 + i] = filter[d];
-    out[2 + i] = (size[d] + 2 * pad[d] - dil[d] * (filter[d] - 1) - 1) / stride[d] + 1;
+    out[2 + i] = extent[d];
   }
   for (int t = 0; t < 3; ++t) {
     plan->elements[t] = 1;
