@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import c_compiler
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
@@ -208,8 +208,14 @@ def hard_problems(draw) -> tuple[ConvProblem, Variant, Dtype]:
     return problem, variant, draw(st.sampled_from([Dtype.BF16, Dtype.FP16, Dtype.FP32]))
 
 
+_LOW_WORD_SET = ConvProblem.from_values(  # a feature of 0.66796875 less one ulp: TL2cgen once read it as missing
+    dict(N=2, G=32, C=3072, K=3072, Hi=50, Wi=57, Y=5, X=1, stride_h=3, stride_w=1, pad_h=0, pad_w=0)
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hard_problems())
+@example((_LOW_WORD_SET, Variant.FORWARD, Dtype.BF16))
 @pytest.mark.slow
 def test_same_pick_on_drawn_problems(drawn: tuple[ConvProblem, Variant, Dtype]) -> None:
     problem, variant, dtype = drawn

@@ -27,9 +27,12 @@ into a temporary directory removed at once (the loaded library needs no file).
 TL2cgen was chosen over LightGBM's own ``convert_model`` (C++ if-else, CLI only, not in the
 Python package) and over hand-written tree walking: it is maintained for exactly this, emits C
 with no dependencies that any C compiler builds, and keeps thresholds at full double precision,
-so its scores equal LightGBM's (tests compare them). One caveat of its input format: a feature
-whose double has all low 32 bits set reads as missing; features are never missing here, so such
-a value (one in 2^32 of non-integer values) takes the default branch where LightGBM would not.
+so its scores equal LightGBM's (tests compare them). Its input is a ``union Entry`` whose ``int
+missing`` shares the low 32 bits of the ``double fvalue``, -1 meaning missing: every double whose
+low 32 bits are all set (any value one ulp below a short binary fraction, such as the
+``0.6679687499999999`` that ``0.95 * 0.75 * 0.9375`` gives) then reads as missing and takes the
+default branch where LightGBM does not. :func:`model_sources` makes the entry a struct, so the
+flag is a field of its own, set for NaN alone (LightGBM's missing value).
 """
 
 from __future__ import annotations
@@ -94,21 +97,41 @@ def model_sources(model_text: str, prefix: str, features: int) -> dict[str, str]
         except (treelite.TreeliteError, tl2cgen.TL2cgenError) as exc:
             first = (str(exc).strip().splitlines() or [""])[-1]
             raise CkspaceError(f"{prefix}: Treelite/TL2cgen refuse the model: {first}") from None
-        sources = {f"{prefix}/{name}": BANNER + (out / name).read_text() for name in ("main.c", "header.h")}
+        sources = {
+            f"{prefix}/{name}": BANNER + _separate_missing((out / name).read_text()) for name in ("main.c", "header.h")
+        }
     renames = "".join(f"#define {name} {prefix}_{name}\n" for name in _EXPORTED)
     sources[f"{prefix}.c"] = f"""{BANNER}{renames}#include "{prefix}/main.c"
 
 /* Raw scores of n rows of cols features (row-major doubles): the trees summed in order. */
 void {prefix}_batch(const double* rows, long n, long cols, double* out) {{
-  union Entry entry[{features}];
+  struct Entry entry[{features}];
   for (long r = 0; r < n; ++r) {{
-    for (long c = 0; c < cols; ++c) entry[c].fvalue = rows[r * cols + c];
+    for (long c = 0; c < cols; ++c) {{
+      entry[c].fvalue = rows[r * cols + c];
+      entry[c].missing = isnan(entry[c].fvalue) ? -1 : 0;
+    }}
     out[r] = 0.0;
     {prefix}_predict(entry, 1, &out[r]);
   }}
 }}
 """
     return sources
+
+
+_UNION_ENTRY = "union Entry {\n  int missing;\n  double fvalue;\n  int qvalue;\n};"
+_STRUCT_ENTRY = "struct Entry {\n  int missing;\n  double fvalue;\n  int qvalue;\n};"
+
+
+def _separate_missing(text: str) -> str:
+    """TL2cgen's source with its input entry a struct instead of a union (the module says why).
+    The header's declaration is matched exactly, so that a TL2cgen whose entry differs is refused
+    rather than half rewritten."""
+    if "union Entry {" in text:
+        if _UNION_ENTRY not in text:
+            raise CkspaceError("TL2cgen's input entry is not the union this ckspace knows; cannot compile the model")
+        text = text.replace(_UNION_ENTRY, _STRUCT_ENTRY)
+    return text.replace("union Entry*", "struct Entry*")
 
 
 @contextmanager
