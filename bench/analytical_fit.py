@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.core.datasets import DATASETS
 from ckspace.features import matrix as features
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
@@ -39,6 +38,7 @@ from ckspace.training import calibration
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency, summarize
+from ckspace.workloads.datasets import DATASETS
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 FITTED = ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the CI compile sample lives there
 from compile_sample import sample_kernels
 
-from ckspace.build.builder import build
-from ckspace.build.cluster import connected, describe
-from ckspace.core.ck_headers import find_revision
+from ckspace.compiling.builder import build
+from ckspace.compiling.cluster import connected, describe
 from ckspace.emit.emitter import emit
+from ckspace.environment.ck_header_cache import find_revision
 
 
 def main() -> None:

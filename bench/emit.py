@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckspace.core.ck_headers import find_revision
 from ckspace.emit.emitter import emit
+from ckspace.environment.ck_header_cache import find_revision
 from ckspace.space.space import Space
 
 

@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the stand-in libraries live there
 from standin_library import build_standin_plugin
 
-from ckspace.build.hipdnn import flatbuffers
 from ckspace.cli import main as ckspace
-from ckspace.emit.hipdnn import SCHEMA
+from ckspace.compiling.plugin_build import flatbuffers
+from ckspace.emit.hipdnn_plugin import SCHEMA
 
 HARNESS = Path(__file__).resolve().parents[1] / "tests" / "hipdnn" / "harness.c"
 

@@ -29,12 +29,12 @@ import argparse
 
 import numpy as np
 
-from ckspace.core.datasets import DATASETS
+from ckspace.census.survey import read_layers
 from ckspace.core.errors import NoKernelError
 from ckspace.features.hardware import hardware_facts
-from ckspace.run.census import read_layers
 from ckspace.select.selector import Selector
 from ckspace.space.benchmark_names import config_from_any_name
+from ckspace.workloads.datasets import DATASETS
 
 ARCH, VARIANT, DTYPE, BYTES = "gfx950", "forward", "bf16", 2
 

@@ -31,8 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.core.datasets import DATASETS
-from ckspace.core.measurement import problem_cells
 from ckspace.features.matrix import ConfigTable
 from ckspace.planning.workload import read_workload
 from ckspace.run.results import ResultsFile
@@ -45,6 +43,8 @@ from ckspace.training.learning import RECORD_FILE, Budget, LearnReport, learn
 from ckspace.training.measurer import REPLAY_BUILD_SECONDS, REPLAY_PAIR_SECONDS, ReplayMeasurer
 from ckspace.training.metrics import Scores, summarize
 from ckspace.training.trainer import train_model
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.measurement import problem_cells
 
 RECORDING = DATASETS["mi355x-forward-bf16"].path
 FOLDS = 5

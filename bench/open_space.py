@@ -33,8 +33,21 @@ from math import prod
 import numpy as np
 
 from ckspace import Space
-from ckspace.constraints.count import domain_of
-from ckspace.constraints.expr import And, Arith, Cmp, Const, Expr, Field, In, Lookup, Not, Or, evaluate, fields_of
+from ckspace.constraints.evaluators.count import domain_of
+from ckspace.constraints.language.expr import (
+    And,
+    Arith,
+    Cmp,
+    Const,
+    Expr,
+    Field,
+    In,
+    Lookup,
+    Not,
+    Or,
+    evaluate,
+    fields_of,
+)
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.space import counted as open_space
 
@@ -178,7 +191,7 @@ def main() -> int:
     def narrowed(space: Space) -> Space:
         if args.ck_root is None:
             return space
-        from ckspace.core.ck_headers import find_revision
+        from ckspace.environment.ck_header_cache import find_revision
 
         return space.for_ck(find_revision(args.ck_root))
 

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ckspace.core.datasets import DATASETS
+from ckspace.workloads.datasets import DATASETS
 
 FILES = ("miopen-forward-300", "benchmark-forward-300", "synthetic-forward", "holdout-300")
-"""The data sets drawn from (:mod:`ckspace.core.datasets`)."""
+"""The data sets drawn from (:mod:`ckspace.workloads.datasets`)."""
 COLUMNS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
 
 

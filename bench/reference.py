@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import naive_conv  # noqa: E402  (tests/ holds the independent naive implementation)
 
-from ckspace.core.datasets import DATASETS  # noqa: E402
-from ckspace.core.problem import ConvProblem  # noqa: E402
 from ckspace.core.vocab import Variant  # noqa: E402
 from ckspace.planning.workload import read_workload  # noqa: E402
 from ckspace.verify.comparison import tolerance, verify, verify_at  # noqa: E402
 from ckspace.verify.reference import numpy_dtype, operand_shapes, random_operands, reference  # noqa: E402
 from ckspace.verify.sampled import SAMPLES, reference_at, sample_positions  # noqa: E402
+from ckspace.workloads.datasets import DATASETS  # noqa: E402
+from ckspace.workloads.problem import ConvProblem  # noqa: E402
 
 MEMORY_BUDGET = 1 << 30
 SMALL = {"ndim": 2, "N": 1, "G": 1, "C": 8, "K": 8, "Hi": 8, "Wi": 8, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}

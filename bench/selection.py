@@ -29,9 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import HEADER, Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
 from ckspace.features.matrix import feature_matrix
@@ -40,6 +38,8 @@ from ckspace.select.compiled import compile_library, host_c_compiler
 from ckspace.select.selector import Selector
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.problem import ConvProblem
 
 
 def problems() -> list[ConvProblem]:

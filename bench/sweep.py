@@ -23,13 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the stand-in libraries live there
 from standin_library import build_standin
 
-from ckspace.build.builder import build_host
+from ckspace.compiling.builder import build_host
 from ckspace.core.config import GemmConfig
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.manifest import Manifest
 from ckspace.run.library import KernelLibrary
 from ckspace.run.sweep import SweepOptions, batches, plan_pairs, run_sweep
 from ckspace.run.worker import BatchJob, serve
+from ckspace.workloads.problem import ConvProblem
 
 
 def standin(root: Path, crash: int) -> tuple[Path, Path, dict[str, GemmConfig]]:

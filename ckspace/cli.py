@@ -164,7 +164,7 @@ def _main(argv: "Sequence[str] | None") -> int:
         if args.command is None:
             sys.stdout.write(parser.format_help())
             return 0
-        from ckspace.core.progress import NOTICE  # a compile of seconds is said without -v
+        from ckspace.environment.progress import NOTICE  # a compile of seconds is said without -v
 
         logging.basicConfig(
             level=[NOTICE, logging.INFO, logging.DEBUG][min(getattr(args, "verbose", 0), 2)],

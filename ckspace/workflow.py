@@ -21,8 +21,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from ckspace.build.builder import build, build_host
-from ckspace.constraints.where import where_text
+from ckspace.compiling.builder import build, build_host
+from ckspace.constraints.language.where import where_text
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
@@ -50,7 +50,7 @@ def emit_tree(
 ) -> EmitResult:
     """Write the CK Tile sources of ``space``'s kernels (or of the kernels ``names`` gives, see
     :func:`named_kernels`) and, ``with_selector``, the dispatcher (and, ``hipdnn_plugin``, a hipDNN
-    engine plugin over it: :mod:`ckspace.emit.hipdnn`), under ``out``. ``space`` is for CK headers
+    engine plugin over it: :mod:`ckspace.emit.hipdnn_plugin`), under ``out``. ``space`` is for CK headers
     it found (a rules-only space names kernels no CK may build); a space of several archs emits one
     library of them (each arch's kernels as its target lists them, each compiled for its archs, the
     dispatcher answering for the current device's arch)."""

@@ -35,7 +35,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ckspace.core.files import write_atomic
+from ckspace.environment.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "tests" / "mutation" / "config.toml"

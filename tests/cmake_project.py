@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conftest import skip_without_compiler
 
-from ckspace.build.ninja_executor import ninja_binary
+from ckspace.compiling.ninja_executor import ninja_binary
 
 CONSUMER = Path(__file__).resolve().parent / "cmake_consumer"
 NO_CMAKE = "no cmake on PATH (Debian: apt-get install cmake)"

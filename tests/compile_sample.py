@@ -23,11 +23,11 @@ from pathlib import Path
 
 from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
-from ckspace.core.ck_headers import find_revision
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 from ckspace.emit.emitter import emit
 from ckspace.emit.rendering import buildable
+from ckspace.environment.ck_header_cache import find_revision
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 

@@ -35,8 +35,8 @@ import pytest
 from conftest import fake_ck
 
 from ckspace.cli import main
-from ckspace.core.datasets import DATASETS
 from ckspace.select.store import shipped_model_dir
+from ckspace.workloads.datasets import DATASETS
 
 PROBLEM = "N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -4,7 +4,7 @@ Two uses: an independent second statement of the rule sets, which the tests comp
 name for name on every arch (``tests/test_other_archs.py``, ``tests/test_properties.py``), and the
 *baseline* ``bench/enumerate.py`` times ckspace's listing against. ckspace lists a cell by walking
 the rule set's tables and classifying the proposals in bulk on numpy columns
-(``ckspace/constraints/classify.py``; CP-SAT answers membership, blame and partial configs, not
+(``ckspace/constraints/evaluators/classify.py``; CP-SAT answers membership, blame and partial configs, not
 listings); this module walks the same tables in plain loops and checks each config with ``if``s.
 It deliberately imports nothing from ``ckspace``: it is a standalone, loops-and-filters generator
 in the style of the upstream dispatcher code generator, written from upstream's rule files and

@@ -15,9 +15,9 @@ from reference_performance import reference_log2_tflops
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Pipeline, Variant
 from ckspace.features.hardware import HardwareFacts
+from ckspace.workloads.problem import ConvProblem
 
 ELEMENT_BYTES = {Dtype.FP16: 2, Dtype.BF16: 2, Dtype.FP32: 4}
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 from ckspace.core.arch import arch_facts
 from ckspace.core.config import GemmConfig
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Variant
 from ckspace.features.hardware import HardwareFacts
 from ckspace.features.performance import CONSTANTS, INDEX_INSTRUCTIONS, PIPELINES, mem_stages
+from ckspace.workloads.problem import ConvProblem
 
 ELEMENT_BYTES = {Dtype.FP16: 2, Dtype.BF16: 2, Dtype.FP32: 4}
 ACCUMULATOR_BYTES = 4  # split-K partial results are fp32

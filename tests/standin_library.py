@@ -80,15 +80,15 @@ def build_standin_plugin(tree: Path) -> Path:
     the plugin's object compiled by ckspace, the dispatcher's host units, hipDNN's exports alone —
     but over the stand-in ``ckspace_run`` instead of HIP kernels, in the folder ``standin`` of the
     tree's build folder."""
-    from ckspace.build import hipdnn
-    from ckspace.emit.hipdnn import library_name
+    from ckspace.compiling import plugin_build
+    from ckspace.emit.hipdnn_plugin import library_name
     from ckspace.emit.manifest import Manifest
 
     manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
     assert manifest.dispatcher is not None and manifest.hipdnn is not None
     build_dir = tree / "build" / "standin"
     build_dir.mkdir(parents=True, exist_ok=True)
-    plugin = hipdnn.plugin_object(tree, build_dir)
+    plugin = plugin_build.plugin_object(tree, build_dir)
     output = build_dir / library_name(manifest.label)
     objects = []
     for source in [*(tree / unit for unit in manifest.dispatcher.host_units), STANDIN]:
@@ -98,11 +98,11 @@ def build_standin_plugin(tree: Path) -> Path:
         subprocess.run([compiler, *FLAGS, f"-I{tree}", "-c", str(source), "-o", objects[-1]], check=True)
     subprocess.run(
         [
-            hipdnn.host_cxx_compiler(),
+            plugin_build.host_cxx_compiler(),
             "-shared",
             *objects,
             str(plugin),
-            *hipdnn.export_flags(build_dir),
+            *plugin_build.export_flags(build_dir),
             "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc",
             "-o",
             str(output),

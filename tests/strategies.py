@@ -12,7 +12,6 @@ from conftest import ORACLE_REVISION
 from hypothesis import strategies as st
 
 from ckspace.core.config import DepthwiseConfig, GemmConfig
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import (
     Dtype,
     Epilogue,
@@ -25,6 +24,7 @@ from ckspace.core.vocab import (
 )
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
+from ckspace.workloads.problem import ConvProblem
 
 RULE_SETS = ("default", "full", "full-tests", "tiny")
 

@@ -11,7 +11,7 @@ measurements do. The truth (noise-free latency) is returned beside the rows, so 
 selector against it.
 
 Kernels come from the real space (``Space(..., rule_set="default")``), problems from upstream's
-synthetic problem lists (the ``synthetic-<variant>`` data sets of :mod:`ckspace.core.datasets`)
+synthetic problem lists (the ``synthetic-<variant>`` data sets of :mod:`ckspace.workloads.datasets`)
 plus 1D/3D, dilated and split-K shapes drawn here; only pairs whose kernel supports the problem
 (the selector's problem rules, as ``ckspace bench`` asks ``ckspace_is_supported``) get rows.
 """
@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
-from ckspace.core.measurement import COLUMNS, config_cells, problem_cells
-from ckspace.core.problem import ConvProblem
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.measurement import COLUMNS, config_cells, problem_cells
+from ckspace.workloads.problem import ConvProblem
 
 ARCH, DTYPE = "gfx950", "bf16"
 CUS, PEAK_TFLOPS = 256, 2516.6

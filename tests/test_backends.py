@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import depthwise_configs, gemm_configs
 
-from ckspace.constraints.classify import columns, rule_masks
-from ckspace.constraints.enumerator import enumerate_cells
-from ckspace.constraints.model import CellModel
-from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.constraints.enumeration.enumerator import enumerate_cells
+from ckspace.constraints.evaluators.classify import columns, rule_masks
+from ckspace.constraints.evaluators.model import CellModel
+from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import Cell, Request
 from ckspace.core.fields import DEPTHWISE_BOUNDS, DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant

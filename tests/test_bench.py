@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from standin_library import build_standin
 
-from ckspace.core.measurement import COLUMNS, config_from_row, problem_from_row
+from ckspace.workloads.measurement import COLUMNS, config_from_row, problem_from_row
 
 GOOD, WRONG, CRASH, HANG = 0, 1, 2, 3
 PROBLEMS = """N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w
@@ -434,8 +434,8 @@ TRAIN_PROBLEMS = "N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n" + "".join(
 def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tmp_path: Path) -> None:
     """The loop closed: bench a bwd_weight cell (crashing and wrong kernels included), train on the
     CSV it wrote, and Selector.load uses the model; wrong and crashed rows are never training data."""
-    from ckspace.core.problem import ConvProblem
     from ckspace.select.selector import Selector
+    from ckspace.workloads.problem import ConvProblem
 
     problems = tmp_path / "problems.csv"
     problems.write_text(TRAIN_PROBLEMS)

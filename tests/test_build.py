@@ -23,19 +23,20 @@ from conftest import FAKE_OBJECT, c_compiler, fake_ck, skip_without_compiler
 from skip_policy import NO_HIP_COMPILER
 from test_dispatcher import picked
 
-from ckspace.build.builder import build
-from ckspace.build.toolchain import discover
-from ckspace.build.units import Planner
 from ckspace.cli import main
-from ckspace.core.ck_headers import find_revision, locate_ck
+from ckspace.compiling.builder import build
+from ckspace.compiling.toolchain import discover
+from ckspace.compiling.units import Planner
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
-from ckspace.core.problem import ConvProblem
-from ckspace.emit import hipdnn
+from ckspace.emit import hipdnn_plugin
 from ckspace.emit.emitter import SelectorOptions, emit
+from ckspace.environment.ck_header_cache import find_revision
+from ckspace.environment.ck_locate import locate_ck
 from ckspace.run.elf import exported_functions
 from ckspace.run.library import KernelLibrary
 from ckspace.space.space import Space
+from ckspace.workloads.problem import ConvProblem
 
 HARNESS = Path(__file__).parent / "hipdnn" / "harness.c"
 FAKE_COMPILER = f"""#!{sys.executable}
@@ -297,7 +298,7 @@ def _is_a_hipdnn_plugin(plugin: str | None, error: str | None, work: Path) -> No
     declared = set(
         re.findall(
             r"^(?:hipdnnPluginStatus_t|void) (hipdnn\w+)\(",
-            (Path(plugin).parents[2] / hipdnn.API_HEADER).read_text(),
+            (Path(plugin).parents[2] / hipdnn_plugin.API_HEADER).read_text(),
             flags=re.M,
         )
     )

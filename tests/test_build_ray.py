@@ -26,13 +26,13 @@ from conftest import FAKE_OBJECT, fake_ck
 from ray_loopback import loopback_cluster
 from test_build import _toolchain_or_skip
 
-from ckspace.build import ray_task
-from ckspace.build.builder import build
-from ckspace.build.report import BuildReport
 from ckspace.cli import main
-from ckspace.core.ck_headers import find_revision
+from ckspace.compiling import ray_task
+from ckspace.compiling.builder import build
+from ckspace.compiling.report import BuildReport
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.emit.rendering import buildable
+from ckspace.environment.ck_header_cache import find_revision
 from ckspace.run.library import KernelLibrary
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
@@ -277,7 +277,7 @@ def test_cli_executor_choices_and_missing_ray(
 def test_an_open_connection_is_reused_and_left_open(ray_cluster: str) -> None:
     """What bench/build.py relies on: builds inside ``connected`` use that connection, and only the
     ``connected`` that opened it closes it."""
-    from ckspace.build.cluster import connected, describe
+    from ckspace.compiling.cluster import connected, describe
 
     def import_ckspace() -> str:
         try:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ckspace.constraints import cellcache as cache
-from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.constraints.enumeration import cellcache as cache
+from ckspace.constraints.enumeration.enumerator import enumerate_cells
 from ckspace.core.cells import Request
 
 REQUEST = ("gfx942", "full", ["bwd_weight"], [2], ["fp16"])

@@ -31,8 +31,8 @@ import pytest
 from conftest import ROOT, c_compiler
 from fuzz_world import Outcome, contract_breaks, run_cli, start_ready, start_reporting
 
-from ckspace.build import objcache
-from ckspace.core.trees import TEMPORARY, locked_directory, write_directory
+from ckspace.compiling import objcache
+from ckspace.environment.trees import TEMPORARY, locked_directory, write_directory
 
 PROBLEM = "N=1,C=64,K=64,Hi=56,Wi=56,Y=3,X=3"
 SELECT = ["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problem", PROBLEM]
@@ -557,7 +557,7 @@ def blocking(*args, **kwargs):
         time.sleep(3600)
     return real(*args, **kwargs)
 {assign} = blocking
-from ckspace.core.trees import write_directory
+from ckspace.environment.trees import write_directory
 write_directory(Path({target!r}), {{"a.txt": b"new a", "b.txt": b"new b"}}, owned=True)
 """
 _MOMENTS = {
@@ -641,7 +641,7 @@ def test_an_old_directory_left_between_the_renames_is_put_back(tmp_path: Path) -
     """Killed after moving the old directory aside and before moving the new one in: the name is
     empty and the old directory is ``.NAME.<hex>.old``; the next write puts it back first, so a
     reader between the two never finds the directory lost for good."""
-    from ckspace.core.trees import remove_leftovers
+    from ckspace.environment.trees import remove_leftovers
 
     target = tmp_path / "model"
     write_directory(target, {"a.txt": b"old a"}, owned=True)

@@ -12,12 +12,12 @@ import math
 import numpy as np
 import pytest
 
-from ckspace.core.datasets import DATASETS
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.training import calibration
 from ckspace.training.dataset import load_cells
+from ckspace.workloads.datasets import DATASETS
 
 
 @pytest.fixture(scope="module")

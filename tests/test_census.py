@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 from conftest import c_compiler
 
+from ckspace.census.survey import Verdict, read_layers, run_census, totals
 from ckspace.cli import main
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.pytorch_graphs import MemoryFormat
-from ckspace.run.census import Verdict, read_layers, run_census, totals
 from ckspace.select.compiled import host_c_compiler
 
 HERE = Path(__file__).parent
@@ -197,8 +197,8 @@ def test_issue_37_item_4_the_census_hears_what_hipdnn_would(
 ) -> None:
     """Every layer of torchvision's ResNet-50 (no bias) and VGG-16 (bias) in every direction: the
     census's verdict, engine and reason are the harness's for the same bytes."""
-    from ckspace.build.hipdnn_wire import serialize
-    from ckspace.core.datasets import DATASETS
+    from ckspace.census.hipdnn_wire import serialize
+    from ckspace.workloads.datasets import DATASETS
 
     plugin = tree / "build" / "standin" / "libckspace_hipdnn_gfx950.so" if which == "standin" else tree
     for name in ("torchvision-resnet50", "torchvision-vgg16"):
@@ -230,8 +230,8 @@ def test_issue_37_item_4_the_census_hears_what_hipdnn_would(
 @pytest.mark.slow
 def test_issue_37_item_4_the_census_only_plugin_is_the_trees_plugin_without_kernels(tree: Path) -> None:
     """It exports hipDNN's API alone, as the built plugin does, and links no HIP."""
-    from ckspace.run.census_plugin import census_plugin
-    from ckspace.run.hip_imports import read_imports
+    from ckspace.census.census_plugin import census_plugin
+    from ckspace.census.hip_imports import read_imports
 
     plugin = census_plugin(tree)
     assert plugin.parent == tree / "build" / "census" and read_imports(plugin).hip_soname is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ckspace import Space
-from ckspace.core.ck_headers import find_revision
+from ckspace.environment.ck_header_cache import find_revision
 
 
 @pytest.fixture(scope="module")
@@ -16,8 +16,8 @@ def ck_space() -> Space:
 
 @pytest.mark.slow
 def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
-    from ckspace.constraints.ck_rules import ck_rules
-    from ckspace.constraints.known_wrong import known_wrong_rules
+    from ckspace.constraints.rulebook.ck_rules import ck_rules
+    from ckspace.constraints.rulebook.known_wrong import known_wrong_rules
 
     full = Space("gfx942", rule_set="full", ck=None)
     kept = {(c.name, c.dtype) for c in ck_space}
@@ -36,7 +36,7 @@ def test_ck_space_is_the_compilable_part(ck_space: Space) -> None:
 
 
 def _holds(rule, config) -> bool:
-    from ckspace.constraints.classify import columns, rule_masks
+    from ckspace.constraints.evaluators.classify import columns, rule_masks
     from ckspace.core.fields import GEMM_FIELD_NAMES
 
     return bool(rule_masks([rule], columns([config.row()], GEMM_FIELD_NAMES), 1)[rule.name][0])

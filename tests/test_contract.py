@@ -18,10 +18,10 @@ from conftest import fake_ck
 from fuzz_world import PROBLEM, contract_breaks, run_cli
 
 import ckspace
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import sha256
+from ckspace.environment.files import sha256
 from ckspace.select.store import shipped_model_dir
+from ckspace.workloads.datasets import DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = DATASETS["mi355x-forward-bf16"].path
@@ -571,7 +571,7 @@ def test_constructing_a_model_with_a_bad_value_is_a_ckspace_error() -> None:
     not pydantic's ValidationError."""
     from ckspace.core.config import DepthwiseConfig, GemmConfig
     from ckspace.core.errors import InvalidInputError
-    from ckspace.core.problem import ConvProblem
+    from ckspace.workloads.problem import ConvProblem
 
     gemm = {
         "arch": "gfx950",

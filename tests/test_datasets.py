@@ -15,11 +15,11 @@ from fuzz_world import contract_breaks, run_cli
 
 from ckspace.cli import _parser
 from ckspace.commands.common import measurements_file, problems_file
-from ckspace.core.datasets import DATASETS, Kind, argument_text, data_file, dataset_names
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.files import sha256
 from ckspace.core.vocab import Variant
+from ckspace.environment.files import sha256
 from ckspace.planning.workload import read_workload
+from ckspace.workloads.datasets import DATASETS, Kind, argument_text, data_file, dataset_names
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"

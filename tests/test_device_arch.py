@@ -19,12 +19,12 @@ from standin_library import build_standin
 from test_dispatcher import compiled
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library
 from ckspace.run import worker
 from ckspace.run.device import HostDevice
 from ckspace.run.library import KernelLibrary
 from ckspace.space.space import Space
+from ckspace.workloads.problem import ConvProblem
 
 DEVICE_VARIABLE = "CKSPACE_STANDIN_DEVICE_ARCH"
 

@@ -21,14 +21,12 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
-from ckspace.constraints.classify import columns
-from ckspace.constraints.expr import evaluate
-from ckspace.constraints.problem_rules import gemm_problem_rules
+from ckspace.constraints.evaluators.classify import columns
+from ckspace.constraints.language.expr import evaluate
+from ckspace.constraints.rulebook.problem_rules import gemm_problem_rules
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
@@ -38,6 +36,8 @@ from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.problem import ConvProblem
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")

@@ -11,16 +11,17 @@ import pytest
 from conftest import HALF, fake_ck
 
 from ckspace.cli import main
-from ckspace.constraints.ck_rules import ck_rules
+from ckspace.constraints.rulebook.ck_rules import ck_rules
 from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
-from ckspace.core.ck_headers import find_revision, locate_ck
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.emitter import SelectorOptions, emit
 from ckspace.emit.rendering import buildable, render_tree
+from ckspace.environment.ck_header_cache import find_revision
+from ckspace.environment.ck_locate import locate_ck
+from ckspace.environment.files import sha256
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 

@@ -18,7 +18,7 @@ from strategies import listed_configs, mutate
 from test_properties import RULE_IDS, reference_violations
 
 from ckspace import Space
-from ckspace.constraints.model import PROPOSALS
+from ckspace.constraints.evaluators.model import PROPOSALS
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell
 from ckspace.core.config import DepthwiseConfig, GemmConfig

@@ -1,7 +1,7 @@
 """The rule expression language and its Python backends against plain Python arithmetic.
 
 Expressions are drawn as recipes (nested tuples); each recipe is built into an
-:class:`~ckspace.constraints.expr.Expr` through the operators and helpers the rule modules use,
+:class:`~ckspace.constraints.language.expr.Expr` through the operators and helpers the rule modules use,
 and computed directly with Python integers (:func:`value`), an independent statement of what
 every node means: ``//`` and ``%`` count a divisor below 1 as 1, truth values are 0 and 1. The
 numpy evaluation, :func:`bind` followed by evaluation, :func:`partial` and CP-SAT must all agree
@@ -19,8 +19,9 @@ from conftest import c_compiler
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ckspace.constraints.cexpr import C_HELPERS, to_c
-from ckspace.constraints.expr import (
+from ckspace.constraints.evaluators.model import CellModel
+from ckspace.constraints.language.cexpr import C_HELPERS, to_c
+from ckspace.constraints.language.expr import (
     And,
     Const,
     Expr,
@@ -40,9 +41,8 @@ from ckspace.constraints.expr import (
     minimum,
     params_of,
 )
-from ckspace.constraints.model import CellModel
-from ckspace.constraints.partial_eval import partial
-from ckspace.constraints.rule import Rule
+from ckspace.constraints.language.partial_eval import partial
+from ckspace.constraints.language.rule import Rule
 from ckspace.core.vocab import Predicate
 
 FIELDS = ("a", "b", "c")
@@ -349,7 +349,7 @@ def test_every_comparison_folds_like_python_at_less_equal_and_greater() -> None:
 
 
 def test_cpsat_reifies_constants_under_or_and_not() -> None:
-    """A rule folds to TRUE where it cannot apply in a cell (constraints/validity.py), so a constant
+    """A rule folds to TRUE where it cannot apply in a cell (constraints/rulebook/validity.py), so a constant
     can stand under an Or or a Not of a rule the model holds without binding it first."""
     a = Field("a")
     cases = [

@@ -13,9 +13,9 @@ from itertools import product
 
 import pytest
 
-from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.select.fallbacks import VECTOR_WIDTHS, serving_variants, vector_variants
 from ckspace.space.space import Space
+from ckspace.workloads.operands import OPERANDS, VECTOR_FIELDS
 
 CELLS = [("forward", "default"), ("bwd_data", "default"), ("bwd_weight", "default"), ("forward", "tiny")]
 

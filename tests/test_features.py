@@ -15,11 +15,11 @@ from reference_features import reference_features
 from strategies import boundary_problems, gemm_configs
 
 import ckspace
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix, feature_spec
 from ckspace.space.benchmark_names import config_from_benchmark_name
+from ckspace.workloads.problem import ConvProblem
 
 HW = hardware_facts("gfx950")
 

@@ -19,11 +19,9 @@ import pytest
 from conftest import c_compiler, fake_ck
 from standin_library import STANDIN
 
-from ckspace.build.toolchain import export_flags
 from ckspace.cli import main
-from ckspace.core.datasets import DATASETS
+from ckspace.compiling.toolchain import export_flags
 from ckspace.core.errors import NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import (
     API_VERSION,
@@ -42,6 +40,8 @@ from ckspace.run.library import ConvProblemC, KernelLibrary
 from ckspace.select.compiled import FLAGS
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.problem import ConvProblem
 
 ARCHS = ("gfx942", "gfx950")
 CELLS = ((Variant.FORWARD, Dtype.BF16), (Variant.FORWARD, Dtype.FP16), (Variant.BWD_WEIGHT, Dtype.BF16))
@@ -314,8 +314,8 @@ def test_bad_arch_lists_are_refused_in_one_line(
 def test_a_two_arch_build_compiles_each_set_of_archs_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kernels of both archs compile together for both (the dispatcher with them, last); a kernel
     of gfx950 alone compiles for gfx950 alone."""
-    from ckspace.build.builder import _compile_groups
-    from ckspace.build.toolchain import Toolchain
+    from ckspace.compiling.builder import _compile_groups
+    from ckspace.compiling.toolchain import Toolchain
 
     emit_fleet(tmp_path, ARCHS, monkeypatch)
     manifest = Manifest.model_validate_json((tmp_path / "tree" / "manifest.json").read_bytes())
@@ -344,8 +344,8 @@ def test_a_two_arch_library_compiles_for_real(tmp_path: Path, monkeypatch: pytes
     from conftest import skip_without_compiler
     from skip_policy import NO_HIP_COMPILER
 
-    from ckspace.build.builder import build
-    from ckspace.build.toolchain import discover
+    from ckspace.compiling.builder import build
+    from ckspace.compiling.toolchain import discover
     from ckspace.core.errors import CkspaceError
     from ckspace.run.elf import exported_functions
 
@@ -446,9 +446,9 @@ def test_one_cmake_package_serves_each_arch_with_its_own_picks(tmp_path: Path, m
     from cmake_project import configure_and_build_consumer, without_library_path
 
     from ckspace import __version__
-    from ckspace.build.package import write_kernels_package
-    from ckspace.build.toolchain import Toolchain
-    from ckspace.core.files import sha256
+    from ckspace.compiling.package import write_kernels_package
+    from ckspace.compiling.toolchain import Toolchain
+    from ckspace.environment.files import sha256
 
     tree = standin_fleet(tmp_path, monkeypatch)
     manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
@@ -529,7 +529,7 @@ def test_one_hipdnn_plugin_serves_each_arch_s_device_with_that_arch_s_engine(
     from standin_library import build_standin_plugin
     from test_hipdnn import HARNESS, P2, Plugin, applicability, flatc, graph, harness
 
-    from ckspace.emit import hipdnn
+    from ckspace.emit import hipdnn_plugin
 
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
@@ -538,7 +538,7 @@ def test_one_hipdnn_plugin_serves_each_arch_s_device_with_that_arch_s_engine(
     manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
     assert manifest.hipdnn is not None and manifest.hipdnn.plugin == "ckspace_hipdnn_gfx942_gfx950"
     assert manifest.hipdnn.engines == {
-        e.name: e.id for arch in ARCHS for e in hipdnn.engines(arch, [Variant.FORWARD])
+        e.name: e.id for arch in ARCHS for e in hipdnn_plugin.engines(arch, [Variant.FORWARD])
     }  # the one-arch plugins' names and ids: stable as archs come and go
     runner = tmp_path / "harness"
     subprocess.run([c_compiler(), "-O2", str(HARNESS), "-o", str(runner), "-ldl", "-lpthread"], check=True)

@@ -402,7 +402,7 @@ def test_a_signal_in_the_middle_of_writing_leaves_only_whole_files(
 ) -> None:
     """Deterministic: the signal arrives at the 40th file of an emit; every file left is whole
     (equal to what a complete emit writes), no temporary file is left, and the exit is quiet."""
-    import ckspace.core.files as files
+    import ckspace.environment.files as files
 
     ck = fake_ck(tmp_path / "ck", explicit_gemm=True)
     emit = ["emit", "--arch", "gfx950", "--variant", "all", "--rule-set", "full-tests", "--ck-root", str(ck), "--out"]

@@ -46,14 +46,14 @@ from strided_tensors import (
 from test_build import use_fake_toolchain
 
 from ckspace import __version__
-from ckspace.build import hipdnn as build_hipdnn
 from ckspace.cli import main
+from ckspace.compiling import plugin_build
 from ckspace.core.errors import NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit import hipdnn, pytorch_graphs
+from ckspace.emit import hipdnn_plugin, pytorch_graphs
 from ckspace.emit.manifest import Manifest
 from ckspace.select.selector import Selector
+from ckspace.workloads.problem import ConvProblem
 
 HARNESS = Path(__file__).parent / "hipdnn" / "harness.c"
 ALIGNMENT = 256
@@ -235,20 +235,27 @@ def flatc(plugin: Plugin, name: str, document: dict, root: str | None = None) ->
     folder.mkdir(exist_ok=True)
     source = folder / f"{name}.json"
     source.write_text(json.dumps(document))
-    tools = build_hipdnn.flatbuffers()
+    tools = plugin_build.flatbuffers()
     command = [tools.flatc, "-b", "-o", str(folder)]
     if root:
-        command += ["--root-type", f"{hipdnn.WIRE_NAMESPACE}.{root}"]
-    subprocess.run([*command, str(plugin.tree / hipdnn.SCHEMA), str(source)], check=True, capture_output=True)
+        command += ["--root-type", f"{hipdnn_plugin.WIRE_NAMESPACE}.{root}"]
+    subprocess.run([*command, str(plugin.tree / hipdnn_plugin.SCHEMA), str(source)], check=True, capture_output=True)
     return folder / f"{name}.bin"
 
 
 def decoded(plugin: Plugin, binary: Path, root: str) -> dict:
-    tools = build_hipdnn.flatbuffers()
+    tools = plugin_build.flatbuffers()
     folder = binary.parent
-    command = [tools.flatc, "--json", "--strict-json", "--raw-binary", "--root-type", f"{hipdnn.WIRE_NAMESPACE}.{root}"]
+    command = [
+        tools.flatc,
+        "--json",
+        "--strict-json",
+        "--raw-binary",
+        "--root-type",
+        f"{hipdnn_plugin.WIRE_NAMESPACE}.{root}",
+    ]
     subprocess.run(
-        [*command, "-o", str(folder), str(plugin.tree / hipdnn.SCHEMA), "--", str(binary)],
+        [*command, "-o", str(folder), str(plugin.tree / hipdnn_plugin.SCHEMA), "--", str(binary)],
         check=True,
         capture_output=True,
     )
@@ -294,13 +301,13 @@ def fnv1a_reference(text: str) -> int:
 
 def test_engine_ids_are_fnv1a_hashes() -> None:
     """The published FNV-1a 64 test vectors, and the hash hipDNN requires of each engine's name."""
-    assert hipdnn.fnv1a64("") == 0xCBF29CE484222325 - 2**64
-    assert hipdnn.fnv1a64("a") == 0xAF63DC4C8601EC8C - 2**64
-    assert hipdnn.fnv1a64("foobar") == 0x85944171F73967E8 - 2**64
+    assert hipdnn_plugin.fnv1a64("") == 0xCBF29CE484222325 - 2**64
+    assert hipdnn_plugin.fnv1a64("a") == 0xAF63DC4C8601EC8C - 2**64
+    assert hipdnn_plugin.fnv1a64("foobar") == 0x85944171F73967E8 - 2**64
     for name in ("CKSPACE_GFX942_CONV_FWD", "CKSPACE_GFX950_CONV_BWD_WEIGHT", "MIOPEN_PLUGIN"):
-        assert hipdnn.fnv1a64(name) == fnv1a_reference(name)
+        assert hipdnn_plugin.fnv1a64(name) == fnv1a_reference(name)
     # two archs' plugins in one process: six engines, six ids (hipDNN drops an engine of a known id)
-    both = [*hipdnn.engines("gfx942", list(Variant)), *hipdnn.engines("gfx950", list(Variant))]
+    both = [*hipdnn_plugin.engines("gfx942", list(Variant)), *hipdnn_plugin.engines("gfx950", list(Variant))]
     assert len(set(both)) == len({e.id for e in both}) == 6
 
 
@@ -334,7 +341,7 @@ def test_the_plugin_exports_exactly_hipdnns_plugin_api(plugin: Plugin) -> None:
         ["nm", "-D", "--defined-only", str(plugin.library)], capture_output=True, text=True, check=True
     ).stdout
     exported = {line.split()[-1] for line in listed.splitlines() if line.strip()}
-    declared = declared_functions(plugin.tree / hipdnn.API_HEADER)
+    declared = declared_functions(plugin.tree / hipdnn_plugin.API_HEADER)
     assert len(declared) == 20 and exported == declared
 
 
@@ -566,7 +573,7 @@ def run_case(
     out_bytes = span(out_tensor["dims"], out_tensor["strides"]) * np.dtype(NUMPY[dtype]).itemsize
     config = {
         "engine_id": engine_id(plugin, variant),
-        "knobs": [{"knob_id": hipdnn.KNOB, "value_type": "StringValue", "value": {"value": kernel}}, *knobs],
+        "knobs": [{"knob_id": hipdnn_plugin.KNOB, "value_type": "StringValue", "value": {"value": kernel}}, *knobs],
     }
     out = plugin.work / f"{tag}_out.bin"
     lines = harness(
@@ -692,17 +699,17 @@ def test_execution_through_the_plugin_equals_the_cpu_reference(
     assert any(line.startswith("log 0: ") and "kernel " in line for line in lines)
     details = decoded(plugin, plugin.work / "run_details.bin", "EngineDetails")
     knob, *split_k = details["knobs"]
-    assert knob["knob_id"] == hipdnn.KNOB and knob["default_value"]["value"] == hipdnn.KNOB_AUTO
+    assert knob["knob_id"] == hipdnn_plugin.KNOB and knob["default_value"]["value"] == hipdnn_plugin.KNOB_AUTO
     names = knob["constraint"]["valid_values"]
-    assert names[0] == hipdnn.KNOB_AUTO and len(names) > 1
+    assert names[0] == hipdnn_plugin.KNOB_AUTO and len(names) > 1
     assert details["engine_id"] == engine_id(plugin, variant)
     if variant != "bwd_weight":
         assert split_k == []  # no split-K outside weight gradients
         return
     (split_k,) = split_k
-    assert split_k["knob_id"] == hipdnn.KNOB_K_BATCH and split_k["default_value"]["value"] == 1
+    assert split_k["knob_id"] == hipdnn_plugin.KNOB_K_BATCH and split_k["default_value"]["value"] == 1
     assert split_k["constraint"]["valid_values"] == [
-        k for k in hipdnn.SPLIT_K_CHOICES if python_applicable(plugin, {**p, "k_batch": k}, variant, dtype)
+        k for k in hipdnn_plugin.SPLIT_K_CHOICES if python_applicable(plugin, {**p, "k_batch": k}, variant, dtype)
     ]
 
 
@@ -781,7 +788,7 @@ def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None
     lines = run_case(plugin, p, variant, dtype, tag="global", **cl)
     (needed,) = [int(line.split()[1]) for line in lines if re.fullmatch(r"workspace \d+", line)]
     assert needed == p["K"] * p["C"] // p["G"] * p["Y"] * p["X"] * 4  # the fp32 weight gradient
-    limit = hipdnn.KNOB_WORKSPACE_LIMIT
+    limit = hipdnn_plugin.KNOB_WORKSPACE_LIMIT
     lines = run_case(plugin, p, variant, dtype, kernel, tag="below", knobs=(int_knob(limit, needed - 1),), **cl)
     assert any(
         line.startswith("refused workspace size 5: ")
@@ -790,7 +797,7 @@ def test_hipdnns_global_knobs_are_honoured_or_ignored(two_stage: Plugin) -> None
     ), lines
     for tag, knobs in {
         "at": (int_knob(limit, needed),),
-        "deterministic": (int_knob(hipdnn.KNOB_DETERMINISTIC, 1),),
+        "deterministic": (int_knob(hipdnn_plugin.KNOB_DETERMINISTIC, 1),),
         "future": (int_knob("global.some_later_knob", 3), int_knob("global.benchmarking", 1)),
     }.items():
         lines = run_case(plugin, p, variant, dtype, kernel, tag=tag, knobs=knobs, **cl)
@@ -812,27 +819,27 @@ def test_split_k_runs_a_weight_gradient_through_the_reduction_split_k_ways(plugi
     p, variant, dtype = {**P2, "N": 3, "Hi": 9, "Wi": 8}, "bwd_weight", "fp16"
     run_case(plugin, p, variant, dtype, tag="split")
     offered = decoded(plugin, plugin.work / "split_details.bin", "EngineDetails")["knobs"][1]["constraint"]
-    assert offered["valid_values"] == list(hipdnn.SPLIT_K_CHOICES)  # CK pads K: a split may be all padding
+    assert offered["valid_values"] == list(hipdnn_plugin.SPLIT_K_CHOICES)  # CK pads K: a split may be all padding
     for k in offered["valid_values"][1:3]:
-        lines = run_case(plugin, p, variant, dtype, tag=f"split{k}", knobs=(int_knob(hipdnn.KNOB_K_BATCH, k),))
+        lines = run_case(plugin, p, variant, dtype, tag=f"split{k}", knobs=(int_knob(hipdnn_plugin.KNOB_K_BATCH, k),))
         assert "executed" in lines and any(f", k_batch {k}, " in line for line in lines), lines
-    knob = hipdnn.KNOB_K_BATCH
+    knob = hipdnn_plugin.KNOB_K_BATCH
     for case, knobs, status, said in [
         ("forward", (int_knob(knob, 2),), 1, f"knob {knob} splits weight gradients; CKSPACE_GFX950_CONV_FWD runs"),
         (variant, (int_knob(knob, 0),), 2, f"knob {knob} is 0: a split-K factor, at least 1"),
         (variant, ({"knob_id": knob, "value_type": "StringValue", "value": {"value": "2"}},), 1, "(an integer)"),
         (
             variant,
-            (int_knob(knob, 2), int_knob(hipdnn.KNOB_DETERMINISTIC, 1)),
+            (int_knob(knob, 2), int_knob(hipdnn_plugin.KNOB_DETERMINISTIC, 1)),
             5,
-            f"{hipdnn.KNOB_DETERMINISTIC} asks for deterministic runs; {knob} 2 adds partial sums atomically",
+            f"{hipdnn_plugin.KNOB_DETERMINISTIC} asks for deterministic runs; {knob} 2 adds partial sums atomically",
         ),
         (variant, (int_knob(knob, 2**40),), 5, "the convolution lies beyond what the kernels index"),
     ]:
         lines = run_case(plugin, p, case, dtype if case == variant else "bf16", tag="badsplit", knobs=knobs)
         assert any(line.startswith(f"refused workspace size {status}: ") and said in line for line in lines), lines
     # asked for deterministic runs, an unsplit one still runs
-    lines = run_case(plugin, p, variant, dtype, tag="det", knobs=(int_knob(hipdnn.KNOB_DETERMINISTIC, 1),))
+    lines = run_case(plugin, p, variant, dtype, tag="det", knobs=(int_knob(hipdnn_plugin.KNOB_DETERMINISTIC, 1),))
     assert "executed" in lines
 
 
@@ -908,7 +915,7 @@ HIPDNN_UNIONS = {
 def test_the_schema_states_hipdnns_field_and_member_order(plugin: Plugin) -> None:
     """Names are not on the wire, positions are: each table's fields and each union's members in
     hipDNN's order, and the enum values hipDNN gives them."""
-    text = (plugin.tree / hipdnn.SCHEMA).read_text()
+    text = (plugin.tree / hipdnn_plugin.SCHEMA).read_text()
     tables = {
         name: re.findall(r"^\s*(\w+)\s*:", body, flags=re.M)
         for name, body in re.findall(r"table (\w+) \{([^}]*)\}", text)
@@ -956,10 +963,10 @@ def test_build_links_the_plugin_with_the_kernels(
     out = capsys.readouterr().out
     plugin = tree / "build" / "gfx942" / "libckspace_hipdnn_gfx942.so"
     assert f"hipDNN plugin: {plugin} (self-contained: copy it into the directory HIPDNN_PLUGIN_DIR names)" in out
-    assert plugin.is_file() and (tree / "build" / "gfx942" / "hipdnn" / hipdnn.READER_HEADER).is_file()
+    assert plugin.is_file() and (tree / "build" / "gfx942" / "hipdnn" / hipdnn_plugin.READER_HEADER).is_file()
     report = json.loads((tree / "build" / "gfx942" / "report.json").read_text())
     assert report["plugin"] == str(plugin) and report["plugin_error"] is None
-    assert (tree / "build" / "gfx942" / "hipdnn_exports.map").read_text() == build_hipdnn.EXPORTS
+    assert (tree / "build" / "gfx942" / "hipdnn_exports.map").read_text() == plugin_build.EXPORTS
 
 
 def refused_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -> tuple[Path, int]:
@@ -969,15 +976,15 @@ def refused_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -
     tree = _plugin_tree(tmp_path)
 
     def no_package(name: str) -> None:
-        raise build_hipdnn.metadata.PackageNotFoundError(name)
+        raise plugin_build.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(build_hipdnn.metadata, "files", no_package)
+    monkeypatch.setattr(plugin_build.metadata, "files", no_package)
     monkeypatch.setenv("PATH", str(path))
-    build_hipdnn.flatbuffers.cache_clear()
+    plugin_build.flatbuffers.cache_clear()
     try:
         return tree, main(["build", str(tree), "--arch", "gfx942", "--jobs", "1"])
     finally:
-        build_hipdnn.flatbuffers.cache_clear()
+        plugin_build.flatbuffers.cache_clear()
 
 
 def test_a_build_without_flatc_is_refused_before_it_compiles(
@@ -1005,7 +1012,7 @@ def test_a_flatc_that_hangs_or_fails_is_named_not_waited_on(
     flatc.parent.mkdir()
     flatc.write_text(f"#!/bin/sh\n{script}\n")
     flatc.chmod(0o755)
-    monkeypatch.setattr(build_hipdnn, "VERSION_SECONDS", 0.5)
+    monkeypatch.setattr(plugin_build, "VERSION_SECONDS", 0.5)
     started = time.monotonic()
     assert refused_build(tmp_path, monkeypatch, flatc.parent)[1] == 2
     assert time.monotonic() - started < 60

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn_rules
 from ckspace.emit.pytorch_graphs import Layer, MemoryFormat, graph
+from ckspace.workloads.problem import ConvProblem
 
 CONV_INPUTS = {
     "conv_fprop": ("ConvolutionFwdAttributes", ("x_tensor_uid", "w_tensor_uid")),
@@ -170,9 +170,9 @@ def test_issue_37_item_4_the_test_reader_refuses_what_hipdnn_refuses(text: str) 
 def test_issue_37_item_4_the_census_writes_the_rules_of_what_it_served(tmp_path: Path, capsys) -> None:
     """Through the command, over a census-only plugin: the file names the plugin's engines, and each
     served graph of the report selects the engine that served it, each declined one none."""
+    from ckspace.census.survey import read_layers
     from ckspace.cli import main
-    from ckspace.core.datasets import DATASETS
-    from ckspace.run.census import read_layers
+    from ckspace.workloads.datasets import DATASETS
 
     tree = tmp_path / "tree"
     argv = ["emit", "--arch", "gfx950", "--rule-set", "default", "--variant", "all", "--ndim", "2", "--dtype", "bf16"]

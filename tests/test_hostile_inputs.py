@@ -3,7 +3,7 @@ per reader.
 
 Every file ckspace reads because a user named it or found it on disk (problems and data CSVs, kernel
 lists, bench's resume file and kernel library, a model directory's files, a tree's manifest and
-sources) goes through :func:`ckspace.core.inputs.read_input`: a fifo is refused, not waited on; text
+sources) goes through :func:`ckspace.environment.inputs.read_input`: a fifo is refused, not waited on; text
 that is not UTF-8 says the offset of its first bad byte; JSON nested too deeply to parse is one
 line. And an environment variable ckspace cannot parse is one line naming it. Each case is a real
 command line run in this process and bounded in time (:func:`fuzz_world.run_cli`): a command that

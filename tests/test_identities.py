@@ -1,5 +1,5 @@
 """Each identity stated once: which configs are one kernel (``kernel_key``), which compiler a
-path is (:func:`ckspace.core.compilers.identify`), where ROCm is looked for (``rocm_roots``).
+path is (:func:`ckspace.environment.compilers.identify`), where ROCm is looked for (``rocm_roots``).
 
 Stand-in compilers are shell scripts in ``tmp_path`` that answer ``--version`` themselves and pass
 everything else to the host C compiler, so they compile for real.
@@ -14,16 +14,16 @@ import pytest
 from conftest import c_compiler, fake_ck
 from test_build import use_fake_toolchain
 
-from ckspace.build.builder import build
-from ckspace.build.toolchain import discover
 from ckspace.cli import main
-from ckspace.constraints.classify import satisfies_all
-from ckspace.constraints.validity import gemm_rules
-from ckspace.core.ck_headers import locate_ck
-from ckspace.core.compilers import identify, rocm_roots
+from ckspace.compiling.builder import build
+from ckspace.compiling.toolchain import discover
+from ckspace.constraints.evaluators.classify import satisfies_all
+from ckspace.constraints.rulebook.validity import gemm_rules
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.environment.ck_locate import locate_ck
+from ckspace.environment.compilers import identify, rocm_roots
 from ckspace.select.compiled import CACHE_FOLDER, cached_library
 from ckspace.space.space import Space
 

@@ -15,10 +15,10 @@ from conftest import ROOT, fake_ck, skip_without_compiler
 from fuzz_world import run_cli
 from skip_policy import NO_HIP_COMPILER
 
-from ckspace.build.toolchain import discover
 from ckspace.commands.machine import Machine, probe_machine
-from ckspace.core.ck_headers import find_revision
+from ckspace.compiling.toolchain import discover
 from ckspace.core.errors import CkspaceError
+from ckspace.environment.ck_header_cache import find_revision
 
 
 def _info(monkeypatch: pytest.MonkeyPatch, **env: str) -> tuple[str, dict]:

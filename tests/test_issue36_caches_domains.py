@@ -22,7 +22,7 @@ from fuzz_world import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckspace.build import objcache
+from ckspace.compiling import objcache
 from ckspace.core.config import DepthwiseConfig, GemmConfig
 from ckspace.core.errors import InvalidInputError
 from ckspace.core.fields import (

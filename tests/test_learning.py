@@ -20,7 +20,6 @@ from learning_study import RECORDING, compare, recording, references, run_loop, 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.select.selector import Selector
 from ckspace.training import anchored
@@ -29,6 +28,7 @@ from ckspace.training.calibration import fit_level
 from ckspace.training.dataset import load_measurements
 from ckspace.training.learning import RECORD_FILE, ROUND_FILE, Budget, LearnSettings
 from ckspace.training.measurer import REPLAY_BUILD_SECONDS, ReplayMeasurer
+from ckspace.workloads.problem import ConvProblem
 
 CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
 PROBLEM = "N=1,G=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"

@@ -17,9 +17,9 @@ from conftest import c_compiler
 from standin_library import build_standin
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import STATUSES
 from ckspace.run.library import DEVICE_NAME_BYTES, STATUS, KernelLibrary, answer_of
+from ckspace.workloads.problem import ConvProblem
 
 PROBLEM = ConvProblem.parse("N=2,G=2,C=16,K=32,Hi=9,Wi=7,Y=3,X=3,pad=1")
 

@@ -15,9 +15,9 @@ import pytest
 from conftest import ORACLE_REVISION
 from fuzz_world import run_cli
 
-from ckspace.constraints import lint_run
-from ckspace.constraints.lint import QUIRKS, Finding, lint
-from ckspace.constraints.lint_run import TABLE_DISPUTES, Run, wmma_tag_changes
+from ckspace.constraints.linting import lint_run
+from ckspace.constraints.linting.lint import QUIRKS, Finding, lint
+from ckspace.constraints.linting.lint_run import TABLE_DISPUTES, Run, wmma_tag_changes
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.arch import arch_facts, arch_table
 from ckspace.core.cells import CellProposals, Request

@@ -22,7 +22,6 @@ from ckspace.cli import main
 from ckspace.constraints.generate.default_list import proposals
 from ckspace.core import naming
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidChoiceError, KernelNameError
 from ckspace.core.fields import GEMM_DEFAULTS, GEMM_FIELD_NAMES, decode, default_row, encode, make_row
 from ckspace.core.naming import (
@@ -38,6 +37,7 @@ from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
 
 HEAD = "grouped_conv_bwd_weight_bf16_nhwgc_2d_compv3_cshuffle_intrawave_16x64x64_1x4x1_16x16x16"
 

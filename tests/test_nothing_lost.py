@@ -21,9 +21,9 @@ import pytest
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.measurement import COLUMNS, config_cells, problem_cells
-from ckspace.core.problem import ConvProblem
 from ckspace.run.results import ResultsFile
+from ckspace.workloads.measurement import COLUMNS, config_cells, problem_cells
+from ckspace.workloads.problem import ConvProblem
 
 KERNEL = "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_16x16x32_vec8_8_1"
 PROBLEMS = (
@@ -218,7 +218,7 @@ def test_two_builds_of_one_tree_link_side_by_side(tmp_path: Path, monkeypatch: p
 
     from conftest import ROOT, fake_ck
 
-    from ckspace.core.files import unique_temporary
+    from ckspace.environment.files import unique_temporary
 
     first, second = unique_temporary(tmp_path / "lib.so"), unique_temporary(tmp_path / "lib.so")
     assert first != second and first.name.startswith(".lib.so.") and first.name.endswith(".tmp")
@@ -305,7 +305,7 @@ def test_issue36_item19_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, 
     filled and swapped in) on a disk that fills up. The write's ENOSPC carries no file name, so the
     line said "No space left on device" and not where; it names the output file now, and nothing
     half-written is left (the tree keeps the whole files written before)."""
-    from ckspace.core.datasets import DATASETS
+    from ckspace.workloads.datasets import DATASETS
 
     data = tmp_path / "small.csv"
     data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))
@@ -330,7 +330,7 @@ def _evaluate_plot(tmp_path: Path, target: Path, monkeypatch: pytest.MonkeyPatch
     from fuzz_world import run_cli
 
     import ckspace.training.evaluation as evaluation
-    from ckspace.core.datasets import DATASETS
+    from ckspace.workloads.datasets import DATASETS
 
     data = tmp_path / "small.csv"
     data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))

@@ -27,8 +27,8 @@ from test_emit import AITER
 
 from ckspace import Space
 from ckspace.cli import main
-from ckspace.constraints.classify import columns, rule_masks
-from ckspace.constraints.count import MAX_TABLE, CountError, Tally, domain_of
+from ckspace.constraints.evaluators.classify import columns, rule_masks
+from ckspace.constraints.evaluators.count import MAX_TABLE, CountError, Tally, domain_of
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig

@@ -1,4 +1,4 @@
-"""The implicit GEMM of each variant (core/operands.py) against an independent statement of CK
+"""The implicit GEMM of each variant (workloads/operands.py) against an independent statement of CK
 Tile's grouped-convolution traits, through what reads it: the problem rules' words, the emitted
 C++ layouts and ``ConvProblem.gemm_mnk``."""
 
@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import boundary_problems, gemm_configs
 
-from ckspace.constraints.problem_rules import gemm_problem_templates
+from ckspace.constraints.rulebook.problem_rules import gemm_problem_templates
 from ckspace.core.ck import PIPELINE_CLASSES
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.cxx import kernel_context
+from ckspace.workloads.problem import ConvProblem
 
 TENSORS = {
     # variant: (A, B, C) in words, as CK Tile's kernels read and write them

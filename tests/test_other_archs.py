@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import ORACLE_REVISION, load_nested_loop
 
-from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.constraints.enumeration.enumerator import enumerate_cells
 from ckspace.core.cells import Request
 from ckspace.core.vocab import arch_names
 from ckspace.space.space import Space

@@ -23,20 +23,20 @@ from conftest import c_compiler, fake_ck, skip_without_compiler
 from test_build import use_fake_toolchain
 
 from ckspace import __version__
-from ckspace.build.builder import build
-from ckspace.build.package import CONFIG, write_host_package
-from ckspace.build.toolchain import Toolchain, discover
 from ckspace.cli import main
-from ckspace.core.ck_headers import find_revision
-from ckspace.core.datasets import DATASETS
+from ckspace.compiling.builder import build
+from ckspace.compiling.package import CONFIG, write_host_package
+from ckspace.compiling.toolchain import Toolchain, discover
 from ckspace.core.errors import NoKernelError
-from ckspace.core.files import sha256
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import STRUCT_FIELDS
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+from ckspace.environment.ck_header_cache import find_revision
+from ckspace.environment.files import sha256
 from ckspace.run.library import ConvProblemC
 from ckspace.select.compiled import FLAGS
 from ckspace.select.selector import Selector
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.problem import ConvProblem
 
 KEYS = ("N", "C", "K", "G", "Hi", "Wi", "Y", "X", "stride_h", "stride_w", "pad_h", "pad_w")
 EMIT = ["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16", "--rule-set", "default"]

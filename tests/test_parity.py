@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import ORACLE_REVISION, oracle_lines
 
-from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.constraints.enumeration.enumerator import enumerate_cells
 from ckspace.core.cells import Cell, Request
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.space.listing import Kernel

@@ -22,10 +22,7 @@ from reference_performance import block_costs, reference_cycles, reference_log2_
 from strategies import boundary_problems, gemm_configs
 
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.operands import VECTOR_FIELDS
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
@@ -34,6 +31,9 @@ from ckspace.select.candidates import CandidateSet
 from ckspace.select.fallbacks import vector_variants
 from ckspace.select.selector import Selector
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.operands import VECTOR_FIELDS
+from ckspace.workloads.problem import ConvProblem
 
 ARCHS = ("gfx942", "gfx950")
 """The archs with hardware facts (ckspace/data/hardware.json)."""
@@ -527,7 +527,7 @@ def test_the_pipeline_facts_are_ck_tiles() -> None:
     into LDS directly, and mem sizes its stages from the tile (:func:`mem_stages`)."""
     import re
 
-    from ckspace.core.ck_headers import locate_ck
+    from ckspace.environment.ck_locate import locate_ck
 
     try:
         include = locate_ck(None)

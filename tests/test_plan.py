@@ -165,9 +165,9 @@ def test_plan_cli_picks_what_the_selector_picks_and_emits_exactly_those(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from ckspace.cli import main
-    from ckspace.core.problem import ConvProblem
     from ckspace.select.selector import Selector
     from ckspace.space.benchmark_names import config_from_any_name
+    from ckspace.workloads.problem import ConvProblem
 
     workload = tmp_path / "workload.csv"
     workload.write_text(WORKLOAD)

@@ -15,21 +15,21 @@ from hypothesis import strategies as st
 from strategies import GEMM_COUNT_EDGE, boundary_problems, depthwise_configs, gemm_configs
 
 from ckspace import CkspaceError, Space
-from ckspace.constraints.classify import columns
-from ckspace.constraints.expr import evaluate
-from ckspace.constraints.model import CellModel
-from ckspace.constraints.problem_rules import (
+from ckspace.constraints.evaluators.classify import columns
+from ckspace.constraints.evaluators.model import CellModel
+from ckspace.constraints.language.expr import evaluate
+from ckspace.constraints.language.render import why
+from ckspace.constraints.rulebook.problem_rules import (
     depthwise_problem_rules,
     describe,
     gemm_problem_rules,
     gemm_problem_templates,
     problem_values,
 )
-from ckspace.constraints.render import why
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.workloads.problem import ConvProblem
 
 
 @st.composite

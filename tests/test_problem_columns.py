@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.planning.workload import read_workload
 from ckspace.training.dataset import load_measurements
+from ckspace.workloads.problem import ConvProblem
 
 KERNEL = "grouped_conv_forward_bf16_2d_16x64x64_compv3"
 PLAN = "plan --arch gfx950 --variant forward --dtype bf16"
@@ -224,8 +224,8 @@ def test_issue_36_item_1_help_lists_the_columns(command: str) -> None:
 
 def test_the_problem_keys_in_their_order() -> None:
     """The keys ``--problem`` and a CSV's header take, in the order errors list them (stated here
-    apart from :mod:`ckspace.core.problem_keys`)."""
-    from ckspace.core.problem_keys import PROBLEM_KEYS
+    apart from :mod:`ckspace.workloads.problem_keys`)."""
+    from ckspace.workloads.problem_keys import PROBLEM_KEYS
 
     sizes = ["N", "G", "C", "K", "Di", "Hi", "Wi", "Z", "Y", "X"]
     per_dimension = [f"{what}_{dim}" for what in ("stride", "pad", "dil") for dim in "dhw"]
@@ -278,7 +278,7 @@ def test_the_columns_of_a_file_are_a_value() -> None:
     """Read once per file and shared by its rows: nothing may change them."""
     from dataclasses import FrozenInstanceError
 
-    from ckspace.core.problem_columns import ProblemColumns
+    from ckspace.workloads.problem_columns import ProblemColumns
 
     layout = ProblemColumns.of_header(HEADER, "p.csv")
     with pytest.raises(FrozenInstanceError):
@@ -292,7 +292,7 @@ def test_issue_37_item_4_the_bias_column_is_read_by_the_census_reader_and_left_a
     """``bias`` (any case) is a layer's, not the convolution's: plan's reader gives the same problems
     with or without it (a ResNet list with a bias column still plans), and ``ProblemColumns.bias``
     reads it row by row; no column is no bias."""
-    from ckspace.core.problem_columns import ProblemColumns
+    from ckspace.workloads.problem_columns import ProblemColumns
 
     rows = [[*ROW, 1], [1, 64, 128, 28, 28, 1, 1, 0]]
     with_bias = _read(tmp_path, [*HEADER, spelling], rows)
@@ -306,7 +306,7 @@ def test_issue_37_item_4_the_bias_column_is_read_by_the_census_reader_and_left_a
 
 @pytest.mark.parametrize("cell", ["", "2", "yes", "true", "1.0", "-1"])
 def test_issue_37_item_4_a_bias_cell_other_than_0_or_1_is_one_line_naming_it(cell: str) -> None:
-    from ckspace.core.problem_columns import ProblemColumns
+    from ckspace.workloads.problem_columns import ProblemColumns
 
     layout = ProblemColumns.of_header([*HEADER, "Bias"], "p.csv")
     with pytest.raises(CkspaceError) as caught:

@@ -17,10 +17,10 @@ import pytest
 import synthetic_measurements as sm
 from test_build import use_fake_toolchain
 
-from ckspace.build import builder
 from ckspace.cli import main
-from ckspace.core.ck_headers import find_revision
+from ckspace.compiling import builder
 from ckspace.emit.emitter import emit
+from ckspace.environment.ck_header_cache import find_revision
 from ckspace.space.space import Space
 from ckspace.training import boosters
 from ckspace.workflow import build_library
@@ -173,7 +173,7 @@ def test_issue36_item21_build_and_bench_name_their_executors_alike(
 ) -> None:
     """local or ray in both; build's old name ninja is taken with a one-line note, and the report
     says local."""
-    from ckspace.build.executor import EXECUTORS  # here: a module-level import would hide the other tests' failures
+    from ckspace.compiling.executor import EXECUTORS  # here: a module-level import would hide the other tests' failures
 
     assert EXECUTORS == ("local", "ray")
     for function in (builder.build, build_library):  # the Python flow's default needs no note either

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import pytorch_graphs as pg
+from ckspace.workloads.problem import ConvProblem
 
 WIRE = {Dtype.FP16: "HALF", Dtype.BF16: "BFLOAT16", Dtype.FP32: "FLOAT"}
 
@@ -203,7 +203,7 @@ def test_issue_37_item_4_a_bias_rides_on_the_forward_graph_only() -> None:
 
 def test_issue_37_item_4_the_graphs_serialize_with_the_rendered_schema(tmp_path) -> None:
     """flatc writes them with the schema ckspace renders, and reads back the same values."""
-    from ckspace.build.hipdnn_wire import decode, rendered_schema, schema_fields, serialize
+    from ckspace.census.hipdnn_wire import decode, rendered_schema, schema_fields, serialize
 
     p = ConvProblem.parse("N=4,G=2,C=16,K=32,Hi=12,Wi=10,Y=3,X=3,stride=2,pad=1")
     documents = [
@@ -237,14 +237,14 @@ def test_issue_37_item_4_the_graphs_serialize_with_the_rendered_schema(tmp_path)
 def test_issue_37_item_4_fields_the_schema_lacks_are_left_out_and_logged(tmp_path, caplog) -> None:
     """Against a schema whose PointwiseAttributes declares nothing (before a plugin reads pointwise
     nodes), the graph is still sent, less those fields, and the log names them."""
-    from ckspace.build.hipdnn_wire import decode, rendered_schema, serialize
+    from ckspace.census.hipdnn_wire import decode, rendered_schema, serialize
 
     schema = rendered_schema()
     start = schema.index("table PointwiseAttributes")
     bare = schema[:start] + "table PointwiseAttributes {}" + schema[schema.index("}", start) + 1 :]
     p = ConvProblem.parse("N=1,C=8,K=8,Hi=5,Wi=5,Y=1,X=1")
     document = pg.graph(pg.Layer(p, True), Variant.FORWARD, Dtype.BF16)
-    with caplog.at_level(logging.INFO, logger="ckspace.build.hipdnn_wire"):
+    with caplog.at_level(logging.INFO, logger="ckspace.census.hipdnn_wire"):
         (file,) = serialize([document], tmp_path, schema=bare)
     assert "PointwiseAttributes.operation" in caplog.text and "PointwiseAttributes.in_0_tensor_uid" in caplog.text
     back = decode(file, schema=bare)

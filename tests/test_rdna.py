@@ -18,10 +18,10 @@ import pytest
 
 from ckspace import Space
 from ckspace.cli import main
-from ckspace.constraints import cellcache
+from ckspace.constraints.enumeration import cellcache
+from ckspace.constraints.rulebook.validity import gemm_rules
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.constraints.rulesets.base import RuleSetRefusal
-from ckspace.constraints.validity import gemm_rules
 from ckspace.core.arch import arch_table
 from ckspace.core.cells import Cell, Request
 from ckspace.core.config import GemmConfig

@@ -23,7 +23,6 @@ from naive_conv import NAIVE
 from naive_conv import shapes as naive_shapes
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.verify.comparison import Tolerance, tolerance, verify
 from ckspace.verify.reference import (
@@ -34,13 +33,14 @@ from ckspace.verify.reference import (
     random_operands,
     reference,
 )
+from ckspace.workloads.problem import ConvProblem
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "verification.md"
 VARIANTS = [v.value for v in Variant]
 DTYPES = [d.value for d in Dtype]
 ROLES = {"forward": ("In", "Wei", "Out"), "bwd_data": ("Out", "Wei", "In"), "bwd_weight": ("Out", "In", "Wei")}
-"""The GEMM operands a, b, c per variant, stated independently of ckspace.core.operands."""
+"""The GEMM operands a, b, c per variant, stated independently of ckspace.workloads.operands."""
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pytest
 
-from ckspace.emit import hipdnn
+from ckspace.emit import hipdnn_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ckspace"
@@ -186,7 +186,7 @@ class Unresolved(LookupError):
 DOTTED = re.compile(r"(?<![\w./-])~?(ckspace(?:\.[A-Za-z_]\w*)+)(?![\w-]|\.[A-Za-z_])")
 """``ckspace.x.y``, not part of a longer word, path or file name (``ckspace.egg-info``)."""
 ROLE = re.compile(r":(mod|func|class|meth|data|attr|exc|obj|const):`~?\.?([A-Za-z_][\w.]*?)(?:\(\))?`")
-"""A Sphinx role with a plain target (``:func:`~ckspace.core.files.cache_dir```, ``:func:`bind```)."""
+"""A Sphinx role with a plain target (``:func:`~ckspace.environment.files.cache_dir```, ``:func:`bind```)."""
 
 
 def _instance_attributes(klass: type) -> set[str]:
@@ -314,7 +314,7 @@ def resolve_role(role: str, target: str, piece: Piece) -> object:
     raise Unresolved("; ".join(misses))
 
 
-NOT_REFERENCES = {hipdnn.KNOB, hipdnn.KNOB_K_BATCH}
+NOT_REFERENCES = {hipdnn_plugin.KNOB, hipdnn_plugin.KNOB_K_BATCH}
 """Dotted names ckspace gives to things outside Python, which name no module or attribute: the
 hipDNN plugin's knob ids, dotted as hipDNN's own are (``global.deterministic``)."""
 
@@ -396,7 +396,7 @@ def test_the_resolvers_fail_on_broken_references() -> None:
     ] == ["ckspace.core.vocab.Dtype"]
     emit = Piece(PACKAGE / "emit" / "__init__.py", 1, "", "ckspace.emit")
     assert isinstance(resolve_role("mod", "cxx", emit), types.ModuleType)
-    expr = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.expr", ("Expr",))
+    expr = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.language.expr", ("Expr",))
     assert callable(resolve_role("func", "bind", expr))
     for role, target, piece in (
         ("mod", "ck_revision", emit),
@@ -499,7 +499,7 @@ def test_the_path_check_fails_on_missing_paths() -> None:
         "tests/no_such.py",
         "ckspace/data/tables/*.yaml",
     ]
-    in_constraints = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.expr")
+    in_constraints = Piece(PACKAGE / "constraints" / "expr.py", 1, "", "ckspace.constraints.language.expr")
     assert problems("`rulesets/base.py`, `select/fallbacks.py`, grouped_conv/rules.py", in_constraints) == []
     assert problems("`select/formula.py`, `generate/full.py`", in_constraints) == [
         "select/formula.py",

@@ -12,9 +12,9 @@ import pytest
 from conftest import fake_ck
 
 from ckspace.commands.rules import DEFAULT_ARCH, DEFAULT_DTYPE
-from ckspace.constraints import rule as rule_module
-from ckspace.constraints.lint import QUIRKS
-from ckspace.constraints.validity import depthwise_rules, gemm_rules
+from ckspace.constraints.language import rule as rule_module
+from ckspace.constraints.linting.lint import QUIRKS
+from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
 from ckspace.core.revisions import default_rules_revision, rules_revision_names
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Variant, arch_names
@@ -87,7 +87,7 @@ def test_rule_words_follow_the_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_every_quirk_a_rule_or_a_lint_finding_names_is_documented() -> None:
     quirks = {r.quirk for arch in arch_names() for v in Variant for d in Dtype for r in gemm_rules(arch, v, d)}
-    tree = ast.parse((ROOT / "ckspace" / "constraints" / "lint.py").read_text())
+    tree = ast.parse((ROOT / "ckspace" / "constraints" / "linting" / "lint.py").read_text())
     specs = {v for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "spec" for v in _values(kw.value)}
     named = (quirks | specs) - {None}
     assert named and named <= set(QUIRKS), named - set(QUIRKS)

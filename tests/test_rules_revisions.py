@@ -15,10 +15,10 @@ import pytest
 from conftest import ORACLE_REVISION
 
 from ckspace import Space
-from ckspace.constraints import cellcache
-from ckspace.constraints.expr import evaluate
-from ckspace.constraints.lint import lint
-from ckspace.constraints.validity import FORMULATIONS, gemm_rules
+from ckspace.constraints.enumeration import cellcache
+from ckspace.constraints.language.expr import evaluate
+from ckspace.constraints.linting.lint import lint
+from ckspace.constraints.rulebook.validity import FORMULATIONS, gemm_rules
 from ckspace.core.arch import arch_facts
 from ckspace.core.cells import Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError

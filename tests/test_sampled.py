@@ -33,11 +33,11 @@ from test_reference import (
 )
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.problem import ConvProblem
 from ckspace.verify import sampled
 from ckspace.verify.comparison import Tolerance, count_nonfinite, tolerance, verify, verify_at
 from ckspace.verify.reference import numpy_dtype, operand_shapes, random_operands, reference
 from ckspace.verify.sampled import reference_at, sample_positions, use_sampling
+from ckspace.workloads.problem import ConvProblem
 
 GROUP_AXIS = {"forward": -2, "bwd_data": -2, "bwd_weight": 0}
 """Where the group axis of c sits (output and input gradient: beside the channels; weight gradient: first)."""

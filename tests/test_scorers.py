@@ -12,7 +12,6 @@ import pytest
 from conftest import c_compiler
 
 from ckspace.core.config import GemmConfig
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Engine, Pipeline, ScoreSource, Variant
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
@@ -29,6 +28,7 @@ from ckspace.select.scorers import (
 from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import load_model, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
+from ckspace.workloads.problem import ConvProblem
 
 HW = hardware_facts("gfx950")
 CELL = (Variant.FORWARD, Dtype.BF16, HW)

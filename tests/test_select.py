@@ -18,13 +18,13 @@ from test_problem import problems
 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError, KernelNameError, NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.select.selector import Selector, SelectorError
 from ckspace.select.store import FEATURES_FILE, RANKER_FILE, load_model, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name, config_from_benchmark_name
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
+from ckspace.workloads.problem import ConvProblem
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 PROBLEM = "N=4,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,stride=1,pad=1"

@@ -94,7 +94,7 @@ def test_main_gives_back_the_handlers_it_found() -> None:
 @pytest.fixture(scope="module")
 def small_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """400 lines of the MI355X forward measurements: a model trains on them in about a second."""
-    from ckspace.core.datasets import DATASETS
+    from ckspace.workloads.datasets import DATASETS
 
     path = tmp_path_factory.mktemp("data") / "small.csv"
     path.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))
@@ -122,7 +122,7 @@ def test_issue36_item8_a_signal_while_train_retires_the_old_model_leaves_no_old(
     has moved aside (``.model.<hex>.old``). Unfixed, the handler's exception cut that removal short
     and the ``.old`` stayed beside ``--out``; the retiring now runs to its end, then the signal ends
     the command as usual, with the new model whole at ``--out``."""
-    import ckspace.core.trees as trees
+    import ckspace.environment.trees as trees
     from ckspace.select.store import load_model
 
     out = tmp_path / "model"

@@ -44,8 +44,8 @@ def test_a_filter_written_with_an_object_prefix_gets_the_field_name_as_a_hint() 
 
 
 def test_an_excluded_table_reads_as_words() -> None:
-    from ckspace.constraints.expr import Field, Not
-    from ckspace.constraints.render import why
+    from ckspace.constraints.language.expr import Field, Not
+    from ckspace.constraints.language.render import why
 
     big = Not(Field("tile_m").isin(range(10, 22)))
     assert why(big, {"tile_m": 12}) == "tile_m = 12 is one of the 12 excluded"
@@ -121,7 +121,7 @@ def test_select_json_with_no_kernel_still_answers_on_stdout(tmp_path, capsys) ->
 
 def test_a_problem_lacking_keys_names_every_one_in_one_line(capsys) -> None:
     from ckspace.cli import main
-    from ckspace.core.problem import ConvProblem
+    from ckspace.workloads.problem import ConvProblem
 
     assert main(["select", "--arch", "gfx950", "--dtype", "bf16", "--variant", "forward", "--problem", "N=1,C=64"]) == 2
     err = capsys.readouterr().err
@@ -137,7 +137,7 @@ def test_a_problem_lacking_keys_names_every_one_in_one_line(capsys) -> None:
 def test_a_2d_or_3d_problem_without_a_filter_or_input_size_is_refused_not_read_as_1() -> None:
     """An absent dimension's sizes are 1; a present dimension's are never guessed: ``Hi=8,Wi=8,X=3``
     without Y is not a 1x3 filter."""
-    from ckspace.core.problem import ConvProblem
+    from ckspace.workloads.problem import ConvProblem
 
     with pytest.raises(InvalidInputError, match=r"lacks Y \(a 2D problem\)$"):
         ConvProblem.parse("N=1,C=64,K=64,Hi=8,Wi=8,X=3")
@@ -148,7 +148,7 @@ def test_a_2d_or_3d_problem_without_a_filter_or_input_size_is_refused_not_read_a
 
 
 def test_a_problem_built_without_ndim_reads_it_from_its_keys() -> None:
-    from ckspace.core.problem import ConvProblem
+    from ckspace.workloads.problem import ConvProblem
 
     problem = ConvProblem(N=1, C=64, K=64, G=1, Hi=8, Wi=8, Y=3, X=3)
     assert problem.ndim == 2 and problem == ConvProblem.parse("N=1,C=64,K=64,G=1,Hi=8,Wi=8,Y=3,X=3")
@@ -241,7 +241,7 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
     import io
 
     from ckspace.cli import main
-    from ckspace.core.measurement import CONFIG_COLUMNS, config_cells, config_from_row
+    from ckspace.workloads.measurement import CONFIG_COLUMNS, config_cells, config_from_row
 
     assert (
         main(
@@ -279,9 +279,9 @@ def test_every_csv_spells_booleans_0_1_and_reads_back(capsys) -> None:
 def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsys) -> None:
     from standin_library import build_standin
 
-    from ckspace.build.report import BuildReport
-    from ckspace.build.toolchain import Toolchain
     from ckspace.cli import main
+    from ckspace.compiling.report import BuildReport
+    from ckspace.compiling.toolchain import Toolchain
 
     tree = build_standin(tmp_path)
     problems = tmp_path / "problems.csv"
@@ -485,9 +485,9 @@ def test_the_first_select_says_once_that_it_compiles_the_selector(tmp_path: Path
 
 def test_train_prints_a_legend_and_each_selector_once(tmp_path: Path, capsys, monkeypatch) -> None:
     from ckspace.cli import main
-    from ckspace.core.datasets import DATASETS
     from ckspace.training import plot
     from ckspace.training.metrics import HEADER, LEGEND
+    from ckspace.workloads.datasets import DATASETS
 
     data = tmp_path / "small.csv"
     data.write_text("".join(DATASETS["mi355x-forward-bf16"].path.read_text().splitlines(keepends=True)[:400]))

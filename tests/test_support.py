@@ -18,11 +18,11 @@ import pytest
 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Pipeline, Scheduler, Specialization, Variant
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable
 from ckspace.select.selector import Selector
 from ckspace.select.support import CATEGORICAL_FIELDS, NUMERIC_FIELDS, ModelDomain, score_scale, training_domain
+from ckspace.workloads.problem import ConvProblem
 
 ANALYTICAL = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
 BASE = {

@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckspace.cli import main
-from ckspace.core.ck_headers import locate_ck
 from ckspace.core.config import GemmConfig
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import CkspaceError
-from ckspace.core.target import Target, resolve_target
 from ckspace.core.vocab import Dtype, Pipeline, Scheduler, Specialization, Variant
+from ckspace.environment.ck_locate import locate_ck
+from ckspace.environment.target import Target, resolve_target
 from ckspace.space.space import Space
+from ckspace.workloads.datasets import DATASETS
 
 NO_CK = Target(None, rules_only=False, looked="nowhere (a test)")
 """The target when no CK headers are found: the rule space less the known-wrong kernels."""
@@ -502,7 +502,7 @@ def test_a_planned_library_compiles_for_gfx942_and_selects_as_python(
 def test_a_revision_passed_in_is_used_as_it_is(tmp_path: Path) -> None:
     """``ck=revision`` (a CkRevision made elsewhere, its include_dir perhaps on another machine) is the
     revision the space's CK rules read: never read again from that directory."""
-    from ckspace.core.ck_headers import detect_revision
+    from ckspace.environment.ck_headers import detect_revision
 
     revision = detect_revision(str(fake_ck(tmp_path / "ck", explicit_gemm=False) / "include"))
     moved = revision.model_copy(update={"include_dir": str(tmp_path / "elsewhere")})

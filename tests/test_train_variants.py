@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 import ckspace.training.boosters as boosters
 from ckspace.core.errors import CkspaceError, NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.select.selector import Selector
 from ckspace.training.dataset import load_cells
+from ckspace.workloads.problem import ConvProblem
 
 BAD = {"wrong": 0.04, "crash": 0.02, "timeout": 0.02, "failed": 0.01}
 

@@ -17,11 +17,11 @@ import pytest
 from fuzz_world import contract_breaks, run_cli
 
 from ckspace.commands.train import MAX_THREADS, bound_openmp, fit_progress, parse_threads
-from ckspace.core.datasets import DATASETS
 from ckspace.core.errors import InvalidInputError
 from ckspace.features.matrix import FEATURE_NAMES
 from ckspace.training import boosters
 from ckspace.training.metrics import HEADER, random_expectation, summarize
+from ckspace.workloads.datasets import DATASETS
 
 DATA = DATASETS["mi355x-forward-bf16"].path
 

@@ -20,12 +20,12 @@ from test_problem import problems
 from ckspace.cli import main
 from ckspace.commands.select import read_registry
 from ckspace.core.errors import NoKernelError
-from ckspace.core.problem import ConvProblem
 from ckspace.emit.dispatcher import Library
 from ckspace.run.library import KernelLibrary
 from ckspace.select.fallbacks import in_target
 from ckspace.select.selector import Selector
 from ckspace.space.benchmark_names import config_from_any_name
+from ckspace.workloads.problem import ConvProblem
 
 ARCH = "gfx942"
 CELL = ("--variant", "forward", "--dtype", "bf16")

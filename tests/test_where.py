@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from strategies import gemm_configs
 
 from ckspace import CkspaceError, Space
-from ckspace.constraints.classify import columns, rule_masks, satisfies_all
+from ckspace.constraints.evaluators.classify import columns, rule_masks, satisfies_all
+from ckspace.constraints.evaluators.model import CellModel, cell_model
 from ckspace.constraints.generate.full_walk import depthwise_rows
-from ckspace.constraints.model import CellModel, cell_model
-from ckspace.constraints.rule import excludes_kind
-from ckspace.constraints.where import WhereError, parse_where
+from ckspace.constraints.language.rule import excludes_kind
+from ckspace.constraints.language.where import WhereError, parse_where
 from ckspace.core.cells import Cell
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_BOUNDS, GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
@@ -64,7 +64,7 @@ def test_depthwise_configs_are_filtered_by_their_own_fields() -> None:
 
 
 def test_a_rule_on_fields_a_kind_lacks_excludes_that_kind_in_every_backend() -> None:
-    """One policy (:func:`~ckspace.constraints.rule.excludes_kind`): the listing's filter, a cell's
+    """One policy (:func:`~ckspace.constraints.language.rule.excludes_kind`): the listing's filter, a cell's
     model (which names the rule and says why) and the counted space of ``open`` exclude every config
     of a kind a rule reads missing fields of."""
     on_gemm = parse_where("tile_m >= 16")

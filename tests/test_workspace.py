@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from standin_library import build_standin
 
-from ckspace.core.problem import ConvProblem
 from ckspace.run.library import KernelLibrary, RunError
 from ckspace.verify import reference as ref
 from ckspace.verify.comparison import tolerance, verify
+from ckspace.workloads.problem import ConvProblem
 
 WORKSPACE_TOO_SMALL = 6
 PROBLEM = "N=2,G=2,C=16,K=32,Hi=9,Wi=7,Y=3,X=3,pad=1"

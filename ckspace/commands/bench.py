@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import data_set_help, problems_file
-from ckspace.core.datasets import Kind
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
-from ckspace.core.problem_keys import COLUMNS_HELP
+from ckspace.workloads.datasets import Kind
+from ckspace.workloads.problem_keys import COLUMNS_HELP
 
 NAME = "bench"
 HELP = "run, verify and time a built library's kernels on problems (AMD GPU); one CSV row per pair"
@@ -84,8 +84,8 @@ def _devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
-    from ckspace.core.inputs import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+    from ckspace.environment.inputs import read_json_model
 
     manifest_path = tree / MANIFEST_NAME
     if not manifest_path.exists():
@@ -106,10 +106,10 @@ def _library(tree: Path) -> tuple[Path, dict]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.build.builder import build_host, stderr_is_terminal
-    from ckspace.build.executor import EXECUTORS
-    from ckspace.core.files import output_path
+    from ckspace.compiling.builder import build_host, stderr_is_terminal
+    from ckspace.compiling.executor import EXECUTORS
     from ckspace.core.vocab import Variant
+    from ckspace.environment.files import output_path
     from ckspace.planning.workload import read_workload
     from ckspace.run import gpus
     from ckspace.run.device import BACKENDS
@@ -189,8 +189,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _manifest_of(tree: Path):
-    from ckspace.core.inputs import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+    from ckspace.environment.inputs import read_json_model
 
     return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest")
 
@@ -229,7 +229,7 @@ def _kernel_names(path: Path | None, configs: dict, variant) -> list[str]:
     of_variant = [n for n, c in configs.items() if c.variant is variant]
     if path is None:
         return of_variant
-    from ckspace.core.inputs import read_input_text
+    from ckspace.environment.inputs import read_input_text
 
     text = read_input_text(path, "--kernels")
     wanted = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import CK_ROOT_DEFAULT
-from ckspace.core.cpus import available_cpus
+from ckspace.environment.cpus import available_cpus
 
 NAME = "build"
 HELP = "compile an emitted tree (batched, cached) into a shared library with a JSON report"
@@ -58,9 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.build.builder import build, build_host, stderr_is_terminal
-    from ckspace.build.package import adoption
-    from ckspace.build.report import REPORT_NAME
+    from ckspace.compiling.builder import build, build_host, stderr_is_terminal
+    from ckspace.compiling.package import adoption
+    from ckspace.compiling.report import REPORT_NAME
     from ckspace.core.errors import CkspaceError, InvalidInputError
     from ckspace.core.vocab import arch_names, parse_arch
 
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _manifest(tree: Path):
     """The tree's manifest (already read by the build, so it is there): whether it was emitted
     --hipdnn-plugin, and whether with the dispatcher that gives its library a C API."""
-    from ckspace.core.inputs import read_json_model
     from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+    from ckspace.environment.inputs import read_json_model
 
     return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest")

@@ -32,13 +32,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.build import objcache
-    from ckspace.constraints import cellcache
-    from ckspace.core import ck_headers
+    from ckspace.compiling import objcache
+    from ckspace.constraints.enumeration import cellcache
+    from ckspace.environment import ck_header_cache
     from ckspace.select import compiled
 
     if args.action == "clear":
-        cells, revisions, selectors = cellcache.clear(), ck_headers.clear_cache(), compiled.clear_cache()
+        cells, revisions, selectors = cellcache.clear(), ck_header_cache.clear_cache(), compiled.clear_cache()
         objects = objcache.clear() if args.objects else 0
         out.write(
             f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors"
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     report = {
         "cells": cellcache.info(),
-        "ck_revisions": ck_headers.cache_info(),
+        "ck_revisions": ck_header_cache.cache_info(),
         "compiled_selectors": compiled.cache_info(),
         "objects": objcache.info(),
     }

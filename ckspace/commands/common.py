@@ -13,10 +13,10 @@ from typing import Any, TextIO
 from ckspace.commands.parsing import StrictParser
 from ckspace.constraints.rulesets import get_rule_set, rule_set_names
 from ckspace.core.cells import Request
-from ckspace.core.datasets import Kind, data_file, dataset_names
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.core.revisions import default_rules_revision, rules_revision, rules_revision_names
 from ckspace.core.vocab import Dtype, Variant, arch_names
+from ckspace.workloads.datasets import Kind, data_file, dataset_names
 
 ENVIRONMENT = {
     "CKSPACE_CACHE_DIR": "cache directory (cells, CK revisions, compiled selectors, compiled objects); "
@@ -197,7 +197,7 @@ CK_ROOT_DEFAULT = "default: CK_ROOT, ROCm, the amd-aiter wheel"
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """--ck-root PATH / --rules-only: the target the command answers for (default: the CK headers
-    ckspace finds; see :mod:`ckspace.core.target`)."""
+    ckspace finds; see :mod:`ckspace.environment.target`)."""
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--ck-root",
@@ -213,9 +213,9 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def target_from_args(args: argparse.Namespace):
-    """The :class:`~ckspace.core.target.Target` the options ask for: ``--rules-only``, ``--ck-root
+    """The :class:`~ckspace.environment.target.Target` the options ask for: ``--rules-only``, ``--ck-root
     PATH``, else the CK headers found."""
-    from ckspace.core.target import AUTO, resolve_target
+    from ckspace.environment.target import AUTO, resolve_target
 
     if getattr(args, "rules_only", False):
         return resolve_target(None)
@@ -264,7 +264,7 @@ def data_set_help(kind: Kind) -> str:
 
 def _data_file(value: str, kind: Kind) -> Path:
     """An existing path, else the file of the shipped data set of ``kind`` so named
-    (:func:`ckspace.core.datasets.data_file`); anything else is one line naming the value and the
+    (:func:`ckspace.workloads.datasets.data_file`); anything else is one line naming the value and the
     data sets (argparse prefixes the option)."""
     try:
         return data_file(value, kind)

@@ -58,7 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.files import output_path
+    from ckspace.environment.files import output_path
     from ckspace.workflow import emit_tree, named_cells
 
     target = output_path(args.out, "--out")
@@ -132,8 +132,8 @@ def _names_in(path: Path, arch: str) -> list[str]:
     Names carry no arch, so a plan's output for another arch is refused by its header: its kernels
     were chosen by that arch's rules and models, and would be emitted as ``arch``'s."""
     from ckspace.commands.plan import planned_arch
-    from ckspace.core.inputs import read_input_text
     from ckspace.core.vocab import parse_arch
+    from ckspace.environment.inputs import read_input_text
 
     text = read_input_text(path, "--kernels")
     planned = planned_arch(text)

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.training.evaluation import choose_folds, cross_validate, cross_validation_steps
 
     check_data_arguments(args)
-    from ckspace.core.files import output_path
+    from ckspace.environment.files import output_path
     from ckspace.training.plot import check_plot_target
 
     for option, path in (("--plot", args.plot), ("--plan-plot", args.plan_plot)):

@@ -1,6 +1,6 @@
 """``ckspace hipdnn census``: before enabling hipDNN in PyTorch, which of a workload's
 convolutions a ckspace plugin would serve, and why it declines the others, asked of the plugin
-itself (:mod:`ckspace.run.census`); with ``--hipdnn-rules FILE``, the hipDNN heuristic config that
+itself (:mod:`ckspace.census.survey`); with ``--hipdnn-rules FILE``, the hipDNN heuristic config that
 routes the served ones to it (:mod:`ckspace.emit.hipdnn_rules`)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, data_set_help, one_of, problems_file, write_report
-from ckspace.core.datasets import Kind
-from ckspace.core.problem_keys import COLUMNS_HELP
+from ckspace.workloads.datasets import Kind
+from ckspace.workloads.problem_keys import COLUMNS_HELP
 
 NAME = "hipdnn"
 HELP = "the hipDNN plugin: census asks it which of a workload's convolutions it serves, as PyTorch sends them"
@@ -89,20 +89,20 @@ def _variants(values: list[str] | None):
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.datasets import argument_text
+    from ckspace.census.survey import Verdict, read_layers, run_census, totals
     from ckspace.core.errors import CkspaceError
-    from ckspace.core.files import write_atomic
     from ckspace.core.vocab import Dtype, parse_arch
     from ckspace.emit.hipdnn_rules import heuristic_config, render
     from ckspace.emit.pytorch_graphs import MemoryFormat
-    from ckspace.run.census import Verdict, read_layers, run_census, totals
+    from ckspace.environment.files import write_atomic
+    from ckspace.workloads.datasets import argument_text
 
     variants = _variants(args.variant)
     dtype = Dtype.parse(args.dtype)
     arch = parse_arch(args.arch) if args.arch is not None else None
     layers = read_layers(args.problems)
     if args.plugin.is_dir():
-        from ckspace.run.census_plugin import census_plugin
+        from ckspace.census.census_plugin import census_plugin
 
         plugin, built = census_plugin(args.plugin), f"{args.plugin}'s plugin, linked without kernels for the census"
     elif args.plugin.is_file():

@@ -76,7 +76,7 @@ def _target_record(target) -> dict:
     """The target's JSON field; the default target's CK headers, when ``CK_ROOT`` names none, are
     reported rather than refused (every other command refuses them): ``info`` is where one looks to
     find out why."""
-    from ckspace.core.target import resolve_target
+    from ckspace.environment.target import resolve_target
 
     if target is not None:
         return target.record()
@@ -113,7 +113,7 @@ def _models() -> dict[str, dict]:
 
 def _datasets() -> dict[str, dict]:
     """The shipped data sets: what each is, its rows, source and sha256, and where it is installed."""
-    from ckspace.core.datasets import DATASETS
+    from ckspace.workloads.datasets import DATASETS
 
     return {
         name: {

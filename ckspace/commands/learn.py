@@ -23,8 +23,8 @@ from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, data_set_help, write_report
 from ckspace.commands.train import bound_openmp, parse_threads
-from ckspace.core.datasets import DATASETS, Kind, argument_text, data_file
 from ckspace.core.errors import InvalidInputError
+from ckspace.workloads.datasets import DATASETS, Kind, argument_text, data_file
 
 NAME = "learn"
 HELP = (
@@ -123,7 +123,7 @@ def _problems_file(value: str) -> Path:
 
 def _learn_directory(value: str) -> Path:
     """``--out``: new, empty, or a directory this command wrote (it holds the record)."""
-    from ckspace.core.files import output_path, refuse_foreign
+    from ckspace.environment.files import output_path, refuse_foreign
     from ckspace.training.learning import RECORD_FILE
 
     out = output_path(value, "--out")

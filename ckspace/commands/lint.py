@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
     archs = _unique(parse_arch(a) for a in args.arch or arch_names())
     revision = rules_revision(args.rules_revision).name
-    from ckspace.constraints.lint import lint  # deferred: numpy
+    from ckspace.constraints.linting.lint import lint  # deferred: numpy
 
     findings = [f for rs in rule_sets for arch in archs for f in lint(rs, arch, revision)]
     write_report(

@@ -109,7 +109,7 @@ class Machine(BaseModel):
 def probe_machine(ck_root: str | None = None, seconds: float = PROBE_SECONDS) -> Machine:
     """Every fact of :class:`Machine`. The compiler probes start first and run while the others are
     asked; ``ck_root``: the CK headers to report (None: where every command looks)."""
-    from ckspace.build.toolchain import TOOLCHAIN_SCRIPTS
+    from ckspace.compiling.toolchain import TOOLCHAIN_SCRIPTS
 
     deadline = time.monotonic() + seconds
     started: dict[str, subprocess.Popen[str]] = {}
@@ -143,7 +143,7 @@ def _stop(probe: subprocess.Popen[str]) -> None:
 
 
 def _compiler(arch: str, probe: subprocess.Popen[str], deadline: float, seconds: float) -> HipCompiler:
-    from ckspace.build.toolchain import Toolchain
+    from ckspace.compiling.toolchain import Toolchain
 
     try:
         out, err = probe.communicate(timeout=max(deadline - time.monotonic(), 0.0))
@@ -177,7 +177,8 @@ def _gpus(seconds: float) -> Gpus:
 
 
 def _ck_headers(ck_root: str | None) -> CkHeadersFound:
-    from ckspace.core.ck_headers import identity_at, locate_ck
+    from ckspace.environment.ck_header_cache import identity_at
+    from ckspace.environment.ck_locate import locate_ck
 
     try:
         include = locate_ck(ck_root)
@@ -188,7 +189,7 @@ def _ck_headers(ck_root: str | None) -> CkHeadersFound:
 
 
 def _flatbuffers() -> FlatBuffersFound:
-    from ckspace.build.hipdnn import flatbuffers
+    from ckspace.compiling.plugin_build import flatbuffers
 
     try:
         found = flatbuffers()
@@ -220,7 +221,7 @@ def _shipped_models() -> ShippedModels:
 def main(argv: list[str]) -> int:
     """The throwaway process of one compiler probe: the toolchain found for ``argv[0]`` (an arch)
     as JSON on stdout, or the one-line reason there is none on stderr and status 1."""
-    from ckspace.build.toolchain import discover
+    from ckspace.compiling.toolchain import discover
 
     try:
         found = discover(argv[0])

@@ -16,9 +16,9 @@ from ckspace.commands.common import (
     target_from_args,
     write_report,
 )
-from ckspace.core.datasets import Kind
 from ckspace.core.errors import CkspaceError
-from ckspace.core.problem_keys import COLUMNS_HELP
+from ckspace.workloads.datasets import Kind
+from ckspace.workloads.problem_keys import COLUMNS_HELP
 
 NAME = "plan"
 HELP = "choose the kernels a workload needs: best predicted efficiency for a budget, or fewest for an efficiency"
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _predict(selector, candidates, workload):
     """The predictions, with a progress bar on a terminal (a 1,000-problem workload over a whole
     registry takes seconds)."""
-    from ckspace.core.progress import counting_bar
+    from ckspace.environment.progress import counting_bar
     from ckspace.planning.workload import predicted_instance
 
     with counting_bar(enabled=sys.stderr.isatty(), transient=True, stderr=True) as bar:

@@ -7,7 +7,7 @@ cells, uniformly inside each (seeded; for ``open`` from the exact counts), emits
 one per translation unit (so every failure is its own) and groups the failures by the first
 compiler error: its header and line, and its words with numbers blanked, since one static_assert
 failing with different values is one missing rule. Each group is then a missing rule (add it to
-:mod:`ckspace.constraints.ck_rules`, named, citing the header and line) or a documented CK defect.
+:mod:`ckspace.constraints.rulebook.ck_rules`, named, citing the header and line) or a documented CK defect.
 The groups are written to ``probe.json`` in the output directory; the exit status is 0 whatever
 they hold (findings are not failures of the command).
 """
@@ -78,10 +78,10 @@ def signature(error: str) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.build.builder import build, stderr_is_terminal
-    from ckspace.core.ck_headers import find_revision
-    from ckspace.core.files import write_atomic
+    from ckspace.compiling.builder import build, stderr_is_terminal
     from ckspace.emit.emitter import emit
+    from ckspace.environment.ck_header_cache import find_revision
+    from ckspace.environment.files import write_atomic
     from ckspace.space.listing import Kernel
 
     if not 1 <= args.sample <= SAMPLE_LIMIT:

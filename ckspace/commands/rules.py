@@ -30,9 +30,9 @@ from ckspace.core.revisions import RulesRevision, default_rules_revision, rules_
 from ckspace.core.vocab import Dtype, Variant, parse_arch
 
 if TYPE_CHECKING:
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.language.rule import Rule
     from ckspace.core.ck import CkRevision
-    from ckspace.core.problem import ConvProblem
+    from ckspace.workloads.problem import ConvProblem
 
 NAME = "rules"
 HELP = "document every named rule: predicate, words, upstream source and the table values it reads"
@@ -102,13 +102,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     chosen = list(dict.fromkeys(Variant.parse(v) for v in variants(args.variant) or list(Variant)))
     dtype = Dtype.parse(args.dtype)
     rules = rules_revision(args.rules_revision)
-    from ckspace.core.problem import ConvProblem  # deferred: pydantic
+    from ckspace.workloads.problem import ConvProblem  # deferred: pydantic
 
     problem = ConvProblem.parse(args.problem or EXAMPLE_PROBLEM)
     target = target_from_args(args)
     revision = target.ck.revision() if target.ck is not None else None
     entries = _entries(arch, chosen, dtype, problem, revision, rules.name)
-    from ckspace.constraints.lint import QUIRKS  # deferred: numpy
+    from ckspace.constraints.linting.lint import QUIRKS  # deferred: numpy
 
     cell = {"arch": arch, "dtype": dtype.value, "variants": [v.value for v in chosen], "rules_revision": rules.name}
     ck = revision.label if revision else None
@@ -145,9 +145,9 @@ def _entries(
     arch: str, chosen: list[Variant], dtype: Dtype, problem: ConvProblem, revision: CkRevision | None, rules: str
 ) -> list[Entry]:
     """Every rule of the cell, in the order the code builds them."""
-    from ckspace.constraints.ck_rules import ck_depthwise_rules, ck_rules
-    from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
-    from ckspace.constraints.validity import depthwise_rules, gemm_rules
+    from ckspace.constraints.rulebook.ck_rules import ck_depthwise_rules, ck_rules
+    from ckspace.constraints.rulebook.problem_rules import depthwise_problem_rules, gemm_problem_rules
+    from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
 
     entries = [Entry("validity", "gemm", v.value, r) for v in chosen for r in gemm_rules(arch, v, dtype, rules)]
     entries += [Entry("validity", "depthwise", None, r) for r in depthwise_rules()]
@@ -157,7 +157,7 @@ def _entries(
         for r in gemm_problem_rules(problem, v, problem.ndim, dtype)
     ]
     entries += [Entry("problem", "depthwise", None, r) for r in depthwise_problem_rules(problem)]
-    from ckspace.constraints.known_wrong import known_wrong_rules
+    from ckspace.constraints.rulebook.known_wrong import known_wrong_rules
 
     entries += [Entry("known_wrong", "gemm", v.value, r) for v in chosen for r in known_wrong_rules(v, dtype)]
     if revision is not None:
@@ -262,7 +262,7 @@ def _intro(cell: dict) -> list[str]:
     what = (
         "Every constraint ckspace puts on a kernel config is a named rule: an expression over config fields "
         "that must hold. This page is generated from the code that builds the rules "
-        "(`ckspace/constraints/validity.py`, `problem_rules.py`, `ck_rules.py`). For each rule it gives its "
+        "(`ckspace/constraints/rulebook/validity.py`, `problem_rules.py`, `ck_rules.py`). For each rule it gives its "
         "*predicate* (the check it belongs to), its *kind* (how `ckspace explain` classifies a failure), the "
         "config *fields* it reads, its words, its upstream *source*, and the table values it *reads* as "
         "`table key.path = value`; the words are built from those values."

@@ -61,8 +61,8 @@ def read_registry(path: Path, arch: str) -> tuple[list, list | None]:
     so that the fallbacks are kernels the tree holds, as its C dispatcher's are. Kernels a tree holds
     only as fallbacks (``emit --fallbacks``) are in the pool, not among the candidates, as in C."""
     from ckspace.core.config import GemmConfig
-    from ckspace.core.inputs import parse_json, read_input_text
     from ckspace.emit.manifest import MANIFEST_NAME
+    from ckspace.environment.inputs import parse_json, read_input_text
 
     if path.is_dir() and (path / MANIFEST_NAME).is_file():  # an emitted tree: the kernels its manifest lists
         path = path / MANIFEST_NAME
@@ -102,8 +102,8 @@ def of_cell(candidates: list, selector, path: Path) -> list:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.problem import ConvProblem
     from ckspace.select.selector import Selector
+    from ckspace.workloads.problem import ConvProblem
 
     if args.top < 1:
         raise CkspaceError(f"--top {args.top}: valid: how many kernels to list, at least 1")

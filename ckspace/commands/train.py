@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ckspace.commands.common import data_set_help, measurements_file
-from ckspace.core.datasets import Kind, argument_text
 from ckspace.core.errors import InvalidInputError
+from ckspace.workloads.datasets import Kind, argument_text
 
 if TYPE_CHECKING:
     from ckspace.training.dataset import DataCell
@@ -177,7 +177,7 @@ def fit_progress(label: str, total: int) -> Iterator[Callable[[str], None] | Non
     if not sys.stderr.isatty():
         yield None
         return
-    from ckspace.core.progress import counting_bar
+    from ckspace.environment.progress import counting_bar
 
     with counting_bar(enabled=True, transient=True, stderr=True) as bar:
         task = bar.add_task(f"{label}: fitting", total=total)
@@ -201,7 +201,7 @@ def model_targets(out: Path, cells: Sequence[DataCell]) -> list[Path]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.core.files import output_path
+    from ckspace.environment.files import output_path
     from ckspace.select.store import check_model_target
     from ckspace.training.dataset import load_cells
     from ckspace.training.evaluation import choose_folds

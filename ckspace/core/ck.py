@@ -1,7 +1,7 @@
 """What ckspace knows about CK Tile itself: pipeline class names and the features of a revision.
 
-:class:`CkRevision` is what :mod:`ckspace.core.ck_headers` reads off a tree of CK headers
-and what the CK-revision rules (:mod:`ckspace.constraints.ck_rules`) and the emitter consume.
+:class:`CkRevision` is what :mod:`ckspace.environment.ck_headers` reads off a tree of CK headers
+and what the CK-revision rules (:mod:`ckspace.constraints.rulebook.ck_rules`) and the emitter consume.
 """
 
 from __future__ import annotations

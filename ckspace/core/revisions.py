@@ -4,7 +4,7 @@ Upstream moves: a later change can make a check arch-aware or correct an arch fa
 today's upstream then gets a different space than the one the oracle fixtures pin. Each state is a
 :class:`RulesRevision`, read from ``revisions.json``. A revision is a *delta* on its parent, never a
 copy: it names the formulation it gives each rule it changes (the formulations live with the rules,
-in :mod:`ckspace.constraints.validity`) and carries JSON merge patches on its parent's tables. The
+in :mod:`ckspace.constraints.rulebook.validity`) and carries JSON merge patches on its parent's tables. The
 oldest revision is the shipped tables as they are. A revision can follow an upstream change that is
 not merged yet (an open pull request): it is chosen only on request, so the default everywhere is the
 newest *merged* revision, the rules a user of today's upstream gets.
@@ -36,7 +36,7 @@ class RulesRevision:
     never the default."""
     summary: str
     fixes: tuple[str, ...]
-    """Upstream quirks (ids of :data:`ckspace.constraints.lint.QUIRKS`) this revision removes."""
+    """Upstream quirks (ids of :data:`ckspace.constraints.linting.lint.QUIRKS`) this revision removes."""
     rules: dict[str, str]
     """Rule name -> the formulation this revision gives it."""
     tables: dict[str, dict[str, Any]]

@@ -198,7 +198,7 @@ class Predicate(Choice):
     DOMAIN = "domain"
     """The values a field ranges over in a rule set without a proposal table (``open``)."""
     KNOWN_WRONG = "known_wrong"
-    """Configs upstream documents as giving wrong results (:mod:`ckspace.constraints.known_wrong`)."""
+    """Configs upstream documents as giving wrong results (:mod:`ckspace.constraints.rulebook.known_wrong`)."""
 
     @property
     def kind(self) -> RuleKind:

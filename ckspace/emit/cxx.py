@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 from ckspace.core.ck import PIPELINE_BASES, PIPELINE_CLASSES
 from ckspace.core.config import GemmConfig
-from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS
 from ckspace.core.vocab import Dtype, Scheduler, Specialization, Variant
+from ckspace.workloads.operands import OPERANDS, TENSOR_LAYOUTS
 
 CK_DTYPES = {Dtype.FP16: "ck_tile::half_t", Dtype.BF16: "ck_tile::bf16_t", Dtype.FP32: "float"}
 
@@ -27,7 +27,7 @@ SCHEDULERS = {Scheduler.INTRAWAVE: "Intrawave", Scheduler.INTERWAVE: "Interwave"
 
 class VariantSpec(NamedTuple):
     """The CK Tile spellings of a variant's kernel; which tensor is A, B and C comes from
-    :data:`ckspace.core.operands.OPERANDS`."""
+    :data:`ckspace.workloads.operands.OPERANDS`."""
 
     host_args: str
     kernel: str

@@ -4,7 +4,7 @@ Beside the kernels, the emitted tree gets
 
 * ``ckspace_dispatch.h`` — the C API (:file:`templates/ckspace_dispatch.h.j2` documents it);
 * ``ckspace_dispatch.c`` — host C: the kernel table, the IsSupportedArgument checks rendered from
-  their rule expressions (:mod:`ckspace.constraints.cexpr`), the vector-width fallbacks
+  their rule expressions (:mod:`ckspace.constraints.language.cexpr`), the vector-width fallbacks
   (:mod:`ckspace.select.fallbacks`), the features rendered from their formulas
   (:mod:`ckspace.features.c_source`) and the selection loop;
 * ``ckspace_model/`` — each cell's ranker as QuickScorer tables (:mod:`ckspace.select.forest`: the
@@ -28,14 +28,12 @@ from pathlib import Path
 import jinja2
 
 from ckspace import __version__
-from ckspace.constraints.cexpr import C_HELPERS, to_c
-from ckspace.constraints.problem_rules import PARAMS, gemm_problem_templates
+from ckspace.constraints.language.cexpr import C_HELPERS, to_c
+from ckspace.constraints.rulebook.problem_rules import PARAMS, gemm_problem_templates
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.operands import OPERANDS
-from ckspace.core.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features.c_source import c_double, features_c
 from ckspace.features.hardware import HardwareFacts, hardware_facts
@@ -55,6 +53,8 @@ from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.forest import Forest, forest_c
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
 from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain, source_text
+from ckspace.workloads.operands import OPERANDS
+from ckspace.workloads.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
 
 log = logging.getLogger(__name__)
 
@@ -210,15 +210,15 @@ _C_FACTORS: dict[str, tuple[str, ...]] = {
     "output_volume": ("out[0]", "out[1]", "out[2]"),
     "filter_volume": ("filter[0]", "filter[1]", "filter[2]"),
 }
-"""The C (in ``cks_normalize``) of each quantity :data:`~ckspace.core.problem.TENSOR_ELEMENTS` names;
+"""The C (in ``cks_normalize``) of each quantity :data:`~ckspace.workloads.problem.TENSOR_ELEMENTS` names;
 absent dimensions are 1 there."""
 
 
 def problem_checks() -> dict[str, object]:
-    """What ``cks_normalize`` refuses beside the rules, from :class:`~ckspace.core.problem.ConvProblem`'s
-    own statement of its bounds: each field's range (:data:`~ckspace.core.problem.FIELD_BOUNDS`)
-    and each tensor's element count (:data:`~ckspace.core.problem.TENSOR_ELEMENTS`, at most
-    :data:`~ckspace.core.problem.ELEMENTS_MAX`)."""
+    """What ``cks_normalize`` refuses beside the rules, from :class:`~ckspace.workloads.problem.ConvProblem`'s
+    own statement of its bounds: each field's range (:data:`~ckspace.workloads.problem.FIELD_BOUNDS`)
+    and each tensor's element count (:data:`~ckspace.workloads.problem.TENSOR_ELEMENTS`, at most
+    :data:`~ckspace.workloads.problem.ELEMENTS_MAX`)."""
     missing = [f for f in FIELD_BOUNDS if f not in STRUCT_FIELDS]
     unknown = sorted({f for factors in TENSOR_ELEMENTS.values() for f in factors} - set(_C_FACTORS))
     if missing or unknown:
@@ -548,7 +548,7 @@ def _number_model_rows(entries: Sequence[dict]) -> dict[int, list]:
 
 def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], int]) -> list[dict[str, object]]:
     """Per cell and ndim of the library, its IsSupportedArgument rules in C
-    (:func:`~ckspace.constraints.cexpr.to_c`)."""
+    (:func:`~ckspace.constraints.language.cexpr.to_c`)."""
     checks = []
     for variant, dtype in cell_index:
         for ndim in sorted({c.ndim for c in library.kernels if (c.variant, c.dtype) == (variant, dtype)}):

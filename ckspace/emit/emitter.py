@@ -19,11 +19,11 @@ from typing import Any
 
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.files import escapes, refuse_foreign, write_if_changed
-from ckspace.core.trees import TEMPORARY, listed, locked_directory
 from ckspace.emit.dispatcher import MODEL_DIR
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.emit.rendering import WRAPPER_DIR, RenderedTree, SelectorOptions, render_tree
+from ckspace.environment.files import escapes, refuse_foreign, write_if_changed
+from ckspace.environment.trees import TEMPORARY, listed, locked_directory
 from ckspace.space.listing import Kernel
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def emit(
     whatever bannered file the new one does not list.
 
     One emit writes a tree at a time: the whole emit holds an exclusive lock on ``out`` itself
-    (:func:`~ckspace.core.trees.locked_directory`, which leaves no file), so a second one fails at
+    (:func:`~ckspace.environment.trees.locked_directory`, which leaves no file), so a second one fails at
     once naming the tree instead of interleaving its files with the first's (the tree would not
     match its manifest); ``build`` and ``bench`` hold it shared. Under the lock no other ckspace
     writes the tree, so the temporaries found in it are a killed emit's and are removed. A new
@@ -136,7 +136,7 @@ def _report(result: EmitResult) -> None:
 
 
 def _previous_files(out: Path) -> set[str]:
-    """The files the previous manifest lists that lie inside ``out`` (:func:`~ckspace.core.files.escapes`):
+    """The files the previous manifest lists that lie inside ``out`` (:func:`~ckspace.environment.files.escapes`):
     a path with ``..``, an absolute one or one through a link inside the tree is ignored, never
     followed, whoever wrote the manifest."""
     path = out / MANIFEST_NAME
@@ -188,7 +188,7 @@ def _deletable(out: Path, path: str) -> bool:
 
 def _temporary(name: str) -> bool:
     """A name of ckspace's temporary of a tree file (``.NAME.<hex>.tmp``,
-    :func:`~ckspace.core.files.unique_temporary`)."""
+    :func:`~ckspace.environment.files.unique_temporary`)."""
     match = TEMPORARY.fullmatch(name)
     return (
         match is not None

@@ -70,7 +70,7 @@ class DispatcherRecord(BaseModel):
 
 
 class HipdnnRecord(BaseModel):
-    """What ``--hipdnn-plugin`` generated (:mod:`ckspace.emit.hipdnn`)."""
+    """What ``--hipdnn-plugin`` generated (:mod:`ckspace.emit.hipdnn_plugin`)."""
 
     model_config = ConfigDict(frozen=True)
 

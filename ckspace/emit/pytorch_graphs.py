@@ -30,7 +30,7 @@ its own; no plugin reads them).
 A transposed convolution's forward is a backward-data graph in PyTorch (and its backward-data a
 forward graph); a problems CSV does not say a layer is transposed, so the census sends each row's
 convolution as an ordinary one. Graphs are returned in hipDNN's field names as flatc's JSON reads
-them (:mod:`ckspace.build.hipdnn_wire` serializes them with the schema ckspace renders).
+them (:mod:`ckspace.census.hipdnn_wire` serializes them with the schema ckspace renders).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.hipdnn import WIRE_DTYPES
+from ckspace.emit.hipdnn_plugin import WIRE_DTYPES
+from ckspace.workloads.problem import ConvProblem
 
 SOURCE = "ROCm/pytorch aten/src/ATen/native/hipdnn/Conv_hipdnn.cpp"
 UID_INPUT, UID_WEIGHT, UID_OUTPUT, UID_BIAS = 1, 2, 3, 4

@@ -4,7 +4,7 @@ writes, the per-variant headers, with ``--with-selector`` the dispatcher
 (:mod:`~ckspace.emit.dispatcher`), and the manifest that lists them all.
 
 Input is what the space lists (:class:`~ckspace.space.listing.Kernel`); configs the CK revision
-cannot build are dropped by its ``ck_revision`` rules (:mod:`~ckspace.constraints.ck_rules`) and
+cannot build are dropped by its ``ck_revision`` rules (:mod:`~ckspace.constraints.rulebook.ck_rules`) and
 listed in the manifest with the rule names, depthwise configs are counted and skipped with the
 reason. Output is deterministic: files are rendered from sorted inputs with no timestamps. Nothing
 here writes (model directories are read): :mod:`~ckspace.emit.emitter` writes the
@@ -23,15 +23,14 @@ from typing import Any
 import jinja2
 
 from ckspace import __version__
-from ckspace.constraints.ck_rules import ck_rules, depthwise_note
-from ckspace.constraints.classify import columns, rule_masks
+from ckspace.constraints.evaluators.classify import columns, rule_masks
+from ckspace.constraints.rulebook.ck_rules import ck_rules, depthwise_note
 from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.files import sha256
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit import hipdnn
+from ckspace.emit import hipdnn_plugin
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import (
     RUN_SOURCE,
@@ -42,6 +41,7 @@ from ckspace.emit.dispatcher import (
     ranker_source,
 )
 from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, HipdnnRecord, Manifest
+from ckspace.environment.files import sha256
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
 
@@ -77,7 +77,7 @@ class SelectorOptions:
     """Also emit, as fallback-only kernels, the narrower-vector variants the kernels' families need
     to serve every channel count (:func:`with_fallbacks`)."""
     hipdnn_plugin: bool = False
-    """Also emit the hipDNN engine plugin over the dispatcher (:mod:`ckspace.emit.hipdnn`)."""
+    """Also emit the hipDNN engine plugin over the dispatcher (:mod:`ckspace.emit.hipdnn_plugin`)."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def with_fallbacks(configs: list[GemmConfig], revision: CkRevision) -> tuple[lis
     families need to serve every channel count (:func:`~ckspace.select.fallbacks.serving_variants`)
     that are kernels of the target of this CK (it can build them, upstream does not document them as
     wrong), as the selector's fallbacks are."""
-    from ckspace.core.target import resolve_target
+    from ckspace.environment.target import resolve_target
 
     have = {c.name for c in configs}
     extra: dict[str, GemmConfig] = {}
@@ -323,13 +323,13 @@ def _hipdnn_plugin(
         else None
     )
     label = "_".join(by_arch) if by_arch is not None else arch
-    files = hipdnn.plugin_sources(label, variants, dtypes, template_environment(), fleet)
-    listed = hipdnn.fleet_engines(fleet) if fleet else hipdnn.engines(arch, variants)
+    files = hipdnn_plugin.plugin_sources(label, variants, dtypes, template_environment(), fleet)
+    listed = hipdnn_plugin.fleet_engines(fleet) if fleet else hipdnn_plugin.engines(arch, variants)
     record = HipdnnRecord(
-        plugin=hipdnn.plugin_name(label),
+        plugin=hipdnn_plugin.plugin_name(label),
         engines={e.name: e.id for e in listed},
-        schema_file=hipdnn.SCHEMA,
-        source=hipdnn.SOURCE,
+        schema_file=hipdnn_plugin.SCHEMA,
+        source=hipdnn_plugin.SOURCE,
     )
     return files, record
 

@@ -1,7 +1,7 @@
 """Real-valued formulas over a problem and a kernel config: how the selector's features are stated.
 
 A feature is written once as a :class:`Formula` tree whose leaves are problem quantities
-(:func:`problem`: the fields of :class:`~ckspace.core.problem.ConvProblem`), config columns
+(:func:`problem`: the fields of :class:`~ckspace.workloads.problem.ConvProblem`), config columns
 (:func:`config`: the columns of :class:`~ckspace.features.matrix.ConfigTable`) and numbers. The same
 trees are
 

@@ -35,12 +35,12 @@ import numpy as np
 from ckspace.core.arch import arch_facts, element_size, lds_bytes
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.operands import OPERANDS
-from ckspace.core.problem import PROBLEM_FIELDS, ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.features import performance
 from ckspace.features.formula import Formula, Program, ceil, config, floor, log2, maximum, minimum, problem
 from ckspace.features.hardware import HardwareFacts
+from ckspace.workloads.operands import OPERANDS
+from ckspace.workloads.problem import PROBLEM_FIELDS, ConvProblem
 
 FEATURE_VERSION = 2
 
@@ -240,7 +240,7 @@ class _GemmFormulas:
 
 
 def _implicit_gemm(variant: Variant, dtype: Dtype) -> _GemmFormulas:
-    """The implicit GEMM of ``variant`` over a problem (:data:`~ckspace.core.operands.OPERANDS`)."""
+    """The implicit GEMM of ``variant`` over a problem (:data:`~ckspace.workloads.operands.OPERANDS`)."""
     p = problem
     sizes = {
         "N": p("N"),

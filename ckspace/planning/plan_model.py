@@ -20,7 +20,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.signals import STOPPING, signals_deferred
+from ckspace.environment.signals import STOPPING, signals_deferred
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Problems come as CSV in the format of the problem lists MIOpen and upstream publish: a row per
 convolution with N, G, total C and K, spatial sizes and filter sizes, and optional stride, pad and
 dilation columns, for all dimensions or per dimension (``stride``, ``stride_h``, ``pad_d``, ...),
-read as ``--problem`` reads its keys (:mod:`ckspace.core.problem_columns` refuses a column it would
+read as ``--problem`` reads its keys (:mod:`ckspace.workloads.problem_columns` refuses a column it would
 misread, in one line). A row is 3D when an ``ndim`` column
 says so or when its depth columns (Di, Z, stride_d, pad_d, dil_d) are not the neutral 1/1/1/0/1
 those lists write for 2D shapes; else 2D. Identical problems are merged, their weights added, so a
@@ -34,13 +34,13 @@ import numpy as np
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.inputs import read_input_text
-from ckspace.core.problem import ConvProblem
-from ckspace.core.problem_columns import ProblemColumns
 from ckspace.core.vocab import ScoreSource, Variant
+from ckspace.environment.inputs import read_input_text
 from ckspace.planning.plan import PlanInstance, shown_tflops
 from ckspace.select.candidates import Candidate
 from ckspace.select.selector import Selector
+from ckspace.workloads.problem import ConvProblem
+from ckspace.workloads.problem_columns import ProblemColumns
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,8 @@ class Workload:
 
 def read_workload(path: Path, variant: Variant, weight_column: str | None = None) -> Workload:
     """The problems of a CSV (see the module docstring); bad rows are errors naming the row, and a
-    file that is no CSV text (:func:`~ckspace.core.inputs.read_input_text`) is one line naming it.
-    Columns are read as ``--problem`` reads keys (:class:`~ckspace.core.problem_columns.ProblemColumns`)."""
+    file that is no CSV text (:func:`~ckspace.environment.inputs.read_input_text`) is one line naming it.
+    Columns are read as ``--problem`` reads keys (:class:`~ckspace.workloads.problem_columns.ProblemColumns`)."""
     reader = csv.DictReader(io.StringIO(read_input_text(path, "--problems"), newline=""))
     try:
         layout = ProblemColumns.of_problems_header(reader.fieldnames, path)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.inputs import read_input
+from ckspace.environment.inputs import read_input
 
 SHT_SYMTAB, SHT_DYNAMIC, SHT_DYNSYM = 2, 6, 11
 _STB_GLOBAL = 1

@@ -20,11 +20,11 @@ from functools import cached_property
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError, InvalidInputError, NoKernelError
-from ckspace.core.inputs import file_kind
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import API_VERSION, ONE_ARCH_API_VERSION, STATUSES, STRUCT_FIELDS
+from ckspace.environment.inputs import file_kind
 from ckspace.run.elf import exported_functions
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ import stat
 from pathlib import Path
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import create_new, refuse_foreign
-from ckspace.core.inputs import file_kind
-from ckspace.core.measurement import COLUMNS, problem_from_row
-from ckspace.core.problem import ConvProblem
+from ckspace.environment.files import create_new, refuse_foreign
+from ckspace.environment.inputs import file_kind
+from ckspace.workloads.measurement import COLUMNS, problem_from_row
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class ResultsFile:
 
 def _open_existing(path: Path) -> int:
     """``path`` opened to read and append, never through a link nor waiting on a fifo: the flags
-    and the check of the open descriptor of :func:`~ckspace.core.inputs.read_input`, which this file
+    and the check of the open descriptor of :func:`~ckspace.environment.inputs.read_input`, which this file
     cannot use (it is opened for appending too, and must not be a link)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)

@@ -26,16 +26,16 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ckspace import __version__
-from ckspace.build.report import hip_build_of
+from ckspace.compiling.report import hip_build_of
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.measurement import config_cells, problem_cells
-from ckspace.core.problem import ConvProblem
 from ckspace.run.device import Backend
 from ckspace.run.library import KernelLibrary
 from ckspace.run.results import ResultsFile
 from ckspace.run.supervisor import Outcome, kill_all, supervise
 from ckspace.run.worker import BatchJob, PairSpec
+from ckspace.workloads.measurement import config_cells, problem_cells
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
     libraries ask for the custom resource ``ckspace_device`` instead). A task lost with its node
     is sent once more with the pairs it had not finished; a second loss is an error. The library
     must be at the same path on every node (shared storage, or the same tree copied there)."""
-    from ckspace.build.cluster import connected
+    from ckspace.compiling.cluster import connected
 
     with connected(address) as ray:
         resource = "GPU" if options.backend == "hip" else STANDIN_RESOURCE
@@ -219,7 +219,7 @@ def ray_outcomes(jobs: Sequence[BatchJob], options: SweepOptions, address: str |
 
 
 def measurement_row(outcome: Outcome, config: GemmConfig, options: SweepOptions) -> dict[str, str]:
-    """The CSV row of one outcome (see :mod:`ckspace.core.measurement`)."""
+    """The CSV row of one outcome (see :mod:`ckspace.workloads.measurement`)."""
     spec, result = outcome.spec, outcome.result
 
     def text(value: float | int | None) -> str:
@@ -316,7 +316,7 @@ def run_sweep(
     outcomes = ray_outcomes(jobs, options, ray_address) if use_ray else local_outcomes(jobs, devices, options)
     from rich.progress import TextColumn, TimeRemainingColumn
 
-    from ckspace.core.progress import counting_bar
+    from ckspace.environment.progress import counting_bar
 
     try:
         with counting_bar(

@@ -33,14 +33,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.measurement import Status
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.run.device import Backend, Device, open_device
 from ckspace.run.library import STATUS, ConvProblemC, KernelLibrary
 from ckspace.verify import reference as ref
 from ckspace.verify import sampled
 from ckspace.verify.comparison import Verification, tolerance, verify, verify_at
+from ckspace.workloads.measurement import Status
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ckspace.constraints.classify import columns
+from ckspace.constraints.evaluators.classify import columns
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
-from ckspace.core.target import Target
+from ckspace.environment.target import Target
 from ckspace.features.matrix import ConfigTable
 from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.support import ModelDomain

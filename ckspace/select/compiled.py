@@ -13,7 +13,7 @@ same model compiled to C answers in microseconds. Both the generated dispatcher 
 * :class:`CompiledSelector` adds the features rendered from their formulas
   (:mod:`ckspace.features.c_source`), builds everything once per model with the host C compiler into
   the cache directory (keyed by the sources and the compiler's
-  :func:`~ckspace.core.compilers.identify` digest) and calls it through ctypes: one call
+  :func:`~ckspace.environment.compilers.identify` digest) and calls it through ctypes: one call
   for a problem's feature matrix, one per ensemble.
 
 A cache entry (``compiled-selectors/<key>/``) holds the sources, the library and ``entry.json``
@@ -54,12 +54,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.core.cachefiles import read_entry, read_json_entry, unusable, usable_folder
-from ckspace.core.compilers import identify
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import cache_dir, sha256
-from ckspace.core.progress import NOTICE
-from ckspace.core.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
+from ckspace.environment.cachefiles import read_entry, read_json_entry, unusable, usable_folder
+from ckspace.environment.compilers import identify
+from ckspace.environment.files import cache_dir, sha256
+from ckspace.environment.progress import NOTICE
+from ckspace.environment.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
 from ckspace.features.c_source import features_c
 from ckspace.features.formula import Formula
 from ckspace.features.matrix import ConfigTable

@@ -2,7 +2,7 @@
 
 A CK Tile kernel family (tile, waves, warp tile, pipeline, ... everything but the three vector
 widths) runs any GEMM size: the kernel pads M/N/K tails itself. What it cannot do is load or store
-vectors wider than the channels per group allow (:mod:`ckspace.constraints.problem_rules`,
+vectors wider than the channels per group allow (:mod:`ckspace.constraints.rulebook.problem_rules`,
 ``vec_*_divides_*``). Upstream's runner measured every family on every problem by instantiating a
 variant with narrower vectors (its VecStrategy); the ``full`` rule set holds such variants.
 
@@ -22,16 +22,16 @@ from itertools import product
 
 import numpy as np
 
-from ckspace.constraints.classify import columns, rule_masks, satisfies_all
-from ckspace.constraints.target_rules import target_rules
-from ckspace.constraints.validity import gemm_rules
+from ckspace.constraints.evaluators.classify import columns, rule_masks, satisfies_all
+from ckspace.constraints.rulebook.target_rules import target_rules
+from ckspace.constraints.rulebook.validity import gemm_rules
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.operands import OPERANDS, VECTOR_FIELDS
 from ckspace.core.tables import table
-from ckspace.core.target import Target
+from ckspace.environment.target import Target
+from ckspace.workloads.operands import OPERANDS, VECTOR_FIELDS
 
 VECTOR_WIDTHS: tuple[int, ...] = tuple(table("full")["vec_gate"]["widths"])
 """The vector widths the rule tables know (``full.json`` ``vec_gate.widths``)."""
@@ -93,7 +93,7 @@ def family_key(config: GemmConfig) -> KernelKey:
 
 
 def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[KernelKey, bool]:
-    """Whether each config passes the target's rules (:mod:`ckspace.constraints.target_rules`) in its
+    """Whether each config passes the target's rules (:mod:`ckspace.constraints.rulebook.target_rules`) in its
     cell, by :meth:`~GemmConfig.kernel_key`; the validity rules are the caller's."""
     out: dict[KernelKey, bool] = {}
     cells: dict[tuple, list[GemmConfig]] = {}

@@ -11,13 +11,13 @@ from functools import cache
 
 import numpy as np
 
-from ckspace.constraints.expr import bind, evaluate, fields_of
-from ckspace.constraints.problem_rules import ProblemRule, gemm_problem_templates, problem_values
+from ckspace.constraints.language.expr import bind, evaluate, fields_of
+from ckspace.constraints.rulebook.problem_rules import ProblemRule, gemm_problem_templates, problem_values
 from ckspace.core.errors import NoKernelError
-from ckspace.core.operands import VECTOR_FIELDS
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.select.candidates import CandidateSet
+from ckspace.workloads.operands import VECTOR_FIELDS
+from ckspace.workloads.problem import ConvProblem
 
 
 def _masks(

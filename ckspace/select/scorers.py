@@ -34,9 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ckspace.constraints.problem_rules import problem_values
+from ckspace.constraints.rulebook.problem_rules import problem_values
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Engine, ScoreSource, Variant
 from ckspace.features.hardware import HardwareFacts
 from ckspace.features.matrix import (
@@ -50,6 +49,7 @@ from ckspace.features.matrix import (
 )
 from ckspace.select.compiled import CompiledSelector, host_c_compiler
 from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, ModelCard, model_texts
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

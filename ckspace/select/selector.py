@@ -8,7 +8,7 @@ outside the model's training domain is scored through its nearest seen sibling
 ``select(problem, candidates, k)``
 
 1. keeps the candidates whose config passes CK's ``IsSupportedArgument`` checks for the problem
-   (:func:`~ckspace.constraints.problem_rules.gemm_problem_templates`, bound to the problem;
+   (:func:`~ckspace.constraints.rulebook.problem_rules.gemm_problem_templates`, bound to the problem;
    :mod:`ckspace.select.feasibility`);
 2. replaces a candidate that fails only on vector alignment by its family's widest vector variant
    that passes every check (:mod:`ckspace.select.fallbacks`), and says so (``Ranked.family``);
@@ -40,9 +40,8 @@ import numpy as np
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.naming import is_depthwise_name
-from ckspace.core.problem import ConvProblem
-from ckspace.core.target import AUTO, Target, resolve_target
 from ckspace.core.vocab import Dtype, Engine, ScoreSource, Variant, parse_arch
+from ckspace.environment.target import AUTO, Target, resolve_target
 from ckspace.features import performance
 from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import ConfigTable
@@ -61,6 +60,7 @@ from ckspace.select.scoring import Scored, vector_rule
 from ckspace.select.selection import Ranked, Selection
 from ckspace.select.store import ModelCard, load_model, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class Selector:
         ``ranker``, ``regressor``: the model's boosters as loaded, kept for inspection."""
         self.arch, self.variant, self.dtype, self.hw = arch, variant, dtype, hw
         self.target = target if target is not None else resolve_target(AUTO)
-        """The target the vector fallbacks stay inside (:mod:`ckspace.core.target`)."""
+        """The target the vector fallbacks stay inside (:mod:`ckspace.environment.target`)."""
         self.scorer = scorer if scorer is not None else AnalyticalScorer(variant, dtype, hw)
         """What computes the features and the scores (:class:`~ckspace.select.scorers.Scorer`)."""
         if self.scorer.source is ScoreSource.MODEL and card is None:

@@ -32,9 +32,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import refuse_foreign, sha256
-from ckspace.core.inputs import decode_input, parse_json, read_input, read_json_model
-from ckspace.core.trees import write_directory
+from ckspace.environment.files import refuse_foreign, sha256
+from ckspace.environment.inputs import decode_input, parse_json, read_input, read_json_model
+from ckspace.environment.trees import write_directory
 from ckspace.features.matrix import FEATURE_VERSION, feature_spec
 from ckspace.select.support import ModelDomain
 

@@ -22,10 +22,10 @@ from ckspace.core.fields import Row
 from ckspace.space.listing import Kernel
 
 if TYPE_CHECKING:
-    from ckspace.constraints.model import CellModel
-    from ckspace.constraints.rule import Rule
-    from ckspace.core.problem import ConvProblem
-    from ckspace.core.target import Target
+    from ckspace.constraints.evaluators.model import CellModel
+    from ckspace.constraints.language.rule import Rule
+    from ckspace.environment.target import Target
+    from ckspace.workloads.problem import ConvProblem
 
 
 class SpaceView(Protocol):
@@ -125,7 +125,7 @@ class Backend(ABC):
         """The cell's model with the space's extra rules, memoised."""
         key = (request, cell, depthwise)
         if key not in self._models:
-            from ckspace.constraints.model import cell_model
+            from ckspace.constraints.evaluators.model import cell_model
 
             extra = self.space.cell_rules(request, cell)[1 if depthwise else 0]
             proposal, rules = self.model_inputs(request, cell, depthwise, extra)

@@ -12,7 +12,7 @@ the configs are untagged like the default rule set's.
 The vector widths are the config defaults the default rule set keeps. Problems whose channels per
 group are not multiples of them were run by upstream's runner through channel padding, so the
 benchmark has rows for them although ckspace's problem rules
-(:mod:`ckspace.constraints.problem_rules`) call the unpadded kernel infeasible.
+(:mod:`ckspace.constraints.rulebook.problem_rules`) call the unpadded kernel infeasible.
 
 Some of these configs break ckspace's validity rules (e.g. compv5 is emitted by no rule set and
 128x64x128 compv4 exceeds the arch-blind 32 KiB compv4 LDS budget although gfx950 has 160 KiB);

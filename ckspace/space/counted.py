@@ -1,7 +1,7 @@
 """Spaces of a rule set without a proposal table (``open``): counted, listed and sampled from exact
 counts, never from a list.
 
-Each cell of such a space is a :class:`~ckspace.constraints.count.Tally` over the GEMM fields: the
+Each cell of such a space is a :class:`~ckspace.constraints.evaluators.count.Tally` over the GEMM fields: the
 rule set's domain rules, the validity predicates and the space's extra rules (filters, a problem's
 checks, a CK revision). Its configs have ranks ``0 .. count - 1``; the space's configs are the
 cells' in request and cell order, so a listing is consecutive ranks and a uniform sample is random
@@ -16,11 +16,11 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
-from ckspace.constraints.count import Tally
-from ckspace.constraints.expr import Field
-from ckspace.constraints.rule import Rule, excludes_kind
+from ckspace.constraints.evaluators.count import Tally
+from ckspace.constraints.language.expr import Field
+from ckspace.constraints.language.rule import Rule, excludes_kind
+from ckspace.constraints.rulebook.validity import gemm_rules
 from ckspace.constraints.rulesets import get_rule_set
-from ckspace.constraints.validity import gemm_rules
 from ckspace.core.cells import Cell, CellProposals, Request
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES

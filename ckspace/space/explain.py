@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from ckspace.constraints.model import PROPOSALS, CellModel
-from ckspace.constraints.render import why
+from ckspace.constraints.evaluators.model import PROPOSALS, CellModel
+from ckspace.constraints.language.render import why
 from ckspace.core.cells import Cell, Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES, decode, parse_depthwise_field, parse_field, plain

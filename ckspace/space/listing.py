@@ -10,16 +10,16 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ckspace.constraints.enumerator import enumerate_cells
+from ckspace.constraints.enumeration.enumerator import enumerate_cells
 from ckspace.core.cells import Cell, Request
 from ckspace.core.fields import DEPTHWISE_FIELDS, DEPTHWISE_LAYOUT, GEMM_FIELD_NAMES, Row, decode, plain
 from ckspace.core.kernel_key import KernelKey
 from ckspace.core.naming import depthwise_name, gemm_name
 
 if TYPE_CHECKING:
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.language.rule import Rule
     from ckspace.core.config import KernelConfig
-    from ckspace.core.target import Target
+    from ckspace.environment.target import Target
 
 
 class Kernel(NamedTuple):
@@ -97,7 +97,7 @@ def list_kernels(
         for cell, result in enumerate_cells(request, use_cache, target).items():
             keep_gemm = keep_dw = None
             if filters is not None:
-                from ckspace.constraints.classify import satisfies_all  # deferred: numpy only with filters
+                from ckspace.constraints.evaluators.classify import satisfies_all  # deferred: numpy only with filters
 
                 gemm_rules, depthwise_rules = filters(request, cell)
                 keep_gemm = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)

@@ -13,7 +13,7 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 
 if TYPE_CHECKING:
-    from ckspace.constraints.model import CellModel
+    from ckspace.constraints.evaluators.model import CellModel
     from ckspace.core.cells import Cell, Request
 
 
@@ -37,7 +37,7 @@ def best_kernel(
     """:meth:`ckspace.Space.best` over ``requests``: the GEMM kernel that maximises (or minimises)
     ``objective``, found by CP-SAT in each cell's model (``cell_model``: the space's, with its extra
     rules), with the proof status over all cells."""
-    from ckspace.constraints.where import parse_objective
+    from ckspace.constraints.language.where import parse_objective
 
     expr = parse_objective(objective)
     best: tuple[int, GemmConfig] | None = None

@@ -20,19 +20,19 @@ from ckspace.core.cells import Cell, CellProposals, Request
 from ckspace.core.errors import CkspaceError, InvalidChoiceError, InvalidInputError, KernelNameError
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 from ckspace.core.naming import is_depthwise_name
-from ckspace.core.target import AUTO, Target, resolve_target
+from ckspace.environment.target import AUTO, Target, resolve_target
 from ckspace.space.backend import Backend
 from ckspace.space.listing import Kernel
 from ckspace.space.tabled import TableBackend
 
 if TYPE_CHECKING:
-    from ckspace.constraints.model import CellModel
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.evaluators.model import CellModel
+    from ckspace.constraints.language.rule import Rule
     from ckspace.core.ck import CkRevision
     from ckspace.core.config import KernelConfig
-    from ckspace.core.problem import ConvProblem
     from ckspace.space.explain import Explanation
     from ckspace.space.optimum import Optimum
+    from ckspace.workloads.problem import ConvProblem
 
 
 def _listify(value: object) -> list | None:
@@ -52,7 +52,7 @@ class Space:
     are separate requests whose kernels are united. ``rules_revision`` names the upstream state of
     the validity rules (``ckspace rules`` lists them; default: the newest merged one).
 
-    ``ck`` chooses the target (:mod:`ckspace.core.target`): by default (``"auto"``) the CK headers
+    ``ck`` chooses the target (:mod:`ckspace.environment.target`): by default (``"auto"``) the CK headers
     ckspace finds, and the space holds only what they can build, less the kernels upstream
     documents as wrong; ``None`` is the upstream rule space (rules only); a path names the CK root.
     ``target.describe()`` says which.
@@ -89,7 +89,7 @@ class Space:
         self.use_cache = use_cache
         self.filters: tuple[Rule, ...] = ()
         if where:
-            from ckspace.constraints.where import parse_where
+            from ckspace.constraints.language.where import parse_where
 
             self.filters = tuple(parse_where(text) for text in _listify(where) or [])
         self.problem: ConvProblem | None = None
@@ -107,20 +107,20 @@ class Space:
 
     # -- narrowing ------------------------------------------------------------------------------
     def where(self, *expressions: str) -> Space:
-        """A narrower space: every expression (see :mod:`ckspace.constraints.where`) must hold.
+        """A narrower space: every expression (see :mod:`ckspace.constraints.language.where`) must hold.
 
         Filters become named constraints of each cell's CP-SAT model and are evaluated with the
         rules when listing.
         """
-        from ckspace.constraints.where import parse_where
+        from ckspace.constraints.language.where import parse_where
 
         return self._narrowed(filters=self.filters + tuple(parse_where(text) for text in expressions))
 
     def for_problem(self, problem: ConvProblem | str) -> Space:
         """The kernels of this space that can run ``problem`` (a :class:`ConvProblem` or its text
         form): each check of CK Tile's ``IsSupportedArgument`` becomes a named constraint of every
-        cell (see :mod:`ckspace.constraints.problem_rules`)."""
-        from ckspace.core.problem import ConvProblem
+        cell (see :mod:`ckspace.constraints.rulebook.problem_rules`)."""
+        from ckspace.workloads.problem import ConvProblem
 
         return self._narrowed(problem=problem if isinstance(problem, ConvProblem) else ConvProblem.parse(problem))
 
@@ -128,7 +128,7 @@ class Space:
         """This space for another target: the kernels the CK Tile headers of ``revision`` (a
         :class:`~ckspace.core.ck.CkRevision`, a CK root path, ``"auto"``) can compile, less the
         known-wrong ones (what the revision lacks becomes named constraints of every cell,
-        :mod:`ckspace.constraints.ck_rules`); None: the upstream rule space."""
+        :mod:`ckspace.constraints.rulebook.ck_rules`); None: the upstream rule space."""
         return self._narrowed(target=resolve_target(revision))
 
     @property
@@ -147,7 +147,7 @@ class Space:
         """Extra rules of a cell beyond the rule set and the validity predicates: the target's (what
         its CK cannot build, the known-wrong kernels), the filters and the problem's checks, for GEMM
         and for depthwise configs."""
-        from ckspace.constraints.target_rules import target_rules
+        from ckspace.constraints.rulebook.target_rules import target_rules
 
         gemm, depthwise = (list(rules) for rules in target_rules(self.target, request.arch, cell))
         extra_gemm, extra_depthwise = self._query_rules(request, cell)
@@ -158,7 +158,7 @@ class Space:
         listing)."""
         gemm, depthwise = list(self.filters), list(self.filters)
         if self.problem is not None:
-            from ckspace.constraints.problem_rules import depthwise_problem_rules, gemm_problem_rules
+            from ckspace.constraints.rulebook.problem_rules import depthwise_problem_rules, gemm_problem_rules
 
             gemm += gemm_problem_rules(self.problem, cell.variant, cell.ndim, cell.dtype)
             depthwise += depthwise_problem_rules(self.problem)
@@ -174,7 +174,7 @@ class Space:
 
     def count(self) -> int:
         """Number of valid kernels (a kernel is a config for one dtype, i.e. one name per arch).
-        For ``open``, counted exactly without listing (:mod:`ckspace.constraints.count`)."""
+        For ``open``, counted exactly without listing (:mod:`ckspace.constraints.evaluators.count`)."""
         return self._backend.count()
 
     __len__ = count
@@ -332,8 +332,8 @@ class Space:
         then the target's (what its CK cannot build, the known-wrong kernels). The target's are the
         ones :meth:`cell_rules` gives the cell models, so ``explain`` blames the same rules. Empty
         for a kernel of the target that the generator would emit if proposed."""
-        from ckspace.constraints.target_rules import target_rules
-        from ckspace.constraints.validity import depthwise_rules, gemm_rules
+        from ckspace.constraints.rulebook.target_rules import target_rules
+        from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
         from ckspace.core.config import DepthwiseConfig
 
         depthwise = isinstance(config, DepthwiseConfig)
@@ -392,16 +392,16 @@ class Space:
 
     def cell_model(self, request: Request, cell: Cell, depthwise: bool) -> CellModel:
         """The cell's model with this space's extra rules (memoised): see
-        :func:`ckspace.constraints.model.cell_model`."""
+        :func:`ckspace.constraints.evaluators.model.cell_model`."""
         return self._backend.cell_model(request, cell, depthwise)
 
 
 def _broken(rules: Iterable[Rule], config: KernelConfig) -> list[str]:
     """Names of ``rules`` that ``config`` breaks, in their order, each rule as the cell models meet
-    it (:func:`~ckspace.constraints.rule.for_kind`: a rule on fields the config's kind lacks is
+    it (:func:`~ckspace.constraints.language.rule.for_kind`: a rule on fields the config's kind lacks is
     broken), evaluated on the config's row in one pass."""
-    from ckspace.constraints.classify import columns, rule_masks
-    from ckspace.constraints.rule import for_kind
+    from ckspace.constraints.evaluators.classify import columns, rule_masks
+    from ckspace.constraints.language.rule import for_kind
     from ckspace.core.config import DepthwiseConfig
 
     depthwise = isinstance(config, DepthwiseConfig)

@@ -18,7 +18,7 @@ from ckspace.space.backend import Backend, SpaceView
 from ckspace.space.listing import Kernel, list_kernels
 
 if TYPE_CHECKING:
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.language.rule import Rule
 
 
 class TableBackend(Backend):
@@ -78,7 +78,7 @@ class TableBackend(Backend):
     def proposals(self, request: Request) -> dict[Cell, CellProposals]:
         """Memoised: explanations reuse them."""
         if request not in self._proposals:
-            from ckspace.constraints.enumerator import propose
+            from ckspace.constraints.enumeration.enumerator import propose
 
             self._proposals[request] = propose(request, self.space.use_cache)
         return self._proposals[request]

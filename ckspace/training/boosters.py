@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ckspace.core.cpus import available_cpus
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
+from ckspace.environment.cpus import available_cpus
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.training.dataset import Measurements

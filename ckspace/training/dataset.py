@@ -1,6 +1,6 @@
 """Measurement CSVs read, cleaned and shaped as one problems x kernels matrix per cell.
 
-Two schemas are read, row by row (:mod:`ckspace.core.measurement` states both):
+Two schemas are read, row by row (:mod:`ckspace.workloads.measurement` states both):
 
 * **ours** (``ckspace bench``): the row carries the kernel's whole config and its cell (``arch``,
   ``variant``, ``dtype``) in columns, and how the pair ended (``status``). Kernel identity is the
@@ -12,7 +12,7 @@ Two schemas are read, row by row (:mod:`ckspace.core.measurement` states both):
   first kernel name's variant and dtype, and its arch is ``--arch`` or the ``gfxNNN`` token of the
   file name (``benchmark_<variant>_<n>_<dtype>_<arch>.csv``). Every row counts as ``ok``.
 
-Problems are read by :class:`ckspace.core.problem_columns.ProblemColumns` (dilations, split-K and
+Problems are read by :class:`ckspace.workloads.problem_columns.ProblemColumns` (dilations, split-K and
 1/2/3D included). A *problem* is one ``problem_idx`` of one file: repeated shapes stay separate
 problems (their spread is measurement noise the evaluation must live with) but share a *group*,
 the shape's text form, so cross-validation never splits them. Cleaning drops rows that are not
@@ -39,21 +39,21 @@ from pydantic import BaseModel
 
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import sha256
-from ckspace.core.inputs import decode_input, read_input
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, measured_ndim
-from ckspace.core.problem import ConvProblem
-from ckspace.core.problem_columns import ProblemColumns
 from ckspace.core.vocab import Dtype, Variant, parse_arch
+from ckspace.environment.files import sha256
+from ckspace.environment.inputs import decode_input, read_input
 from ckspace.features.hardware import hardware_facts
 from ckspace.space.benchmark_names import config_from_any_name
+from ckspace.workloads.measurement import CONFIG_COLUMNS, STATUSES, config_from_row, has_config, measured_ndim
+from ckspace.workloads.problem import ConvProblem
+from ckspace.workloads.problem_columns import ProblemColumns
 
 log = logging.getLogger(__name__)
 
 REQUIRED = ("kernel", "problem_idx", "latency_ms", "tflops")
 """The columns a measurement CSV names exactly, beside its problem columns, which are read as
-``--problem`` reads keys (:class:`~ckspace.core.problem_columns.ProblemColumns`)."""
+``--problem`` reads keys (:class:`~ckspace.workloads.problem_columns.ProblemColumns`)."""
 TFLOPS_TOLERANCE = 0.01
 """Relative disagreement allowed between the row's TFLOPS and 2*MACs/latency before the row is
 called inconsistent (the upstream file agrees to ~1e-15)."""
@@ -142,7 +142,7 @@ class Measurements:
 @contextmanager
 def _readable(path: Path) -> Iterator[None]:
     """Text the csv module cannot parse (a field longer than its limit) is bad input, said in one
-    line; text that is not UTF-8 was refused when read (:func:`~ckspace.core.inputs.read_input_text`)."""
+    line; text that is not UTF-8 was refused when read (:func:`~ckspace.environment.inputs.read_input_text`)."""
     try:
         yield
     except csv.Error as exc:

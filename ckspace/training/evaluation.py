@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ckspace.core.errors import CkspaceError
-from ckspace.core.progress import step_line
+from ckspace.environment.progress import step_line
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.boosters import OBJECTIVES, design, fit, problem_features, thread_count
 from ckspace.training.dataset import Measurements
@@ -114,7 +114,7 @@ def cross_validate(
     :func:`~ckspace.training.boosters.default_threads`). ``progress`` is called once per fitted
     booster (:func:`cross_validation_steps` in all) with what was fitted, so a caller can show
     progress without this module knowing how; without it (no bar: stderr is not a terminal), each
-    fold says a line when it is done (:func:`~ckspace.core.progress.step_line`), so that a piped
+    fold says a line when it is done (:func:`~ckspace.environment.progress.step_line`), so that a piped
     run of a minute is not silent."""
     started = time.monotonic()
     threads = thread_count(num_threads)

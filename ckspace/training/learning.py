@@ -15,7 +15,7 @@ the loop builds few kernels and times many problems on them, round by round:
    anchored on the analytical model (:func:`~ckspace.training.anchored.train_anchored`: a model
    directory as ``ckspace train`` writes one, which is the analytical model where the data are thin).
 
-The record is the measurement CSV, bench's schema (:mod:`ckspace.core.measurement`): a pair the
+The record is the measurement CSV, bench's schema (:mod:`ckspace.workloads.measurement`): a pair the
 measurer could not measure is a ``failed`` row whose detail says why, so it is never asked again.
 Before a round is measured its batch is written whole (``round.json``): a run stopped by its budget
 or interrupted inside a round resumes by finishing that batch, and every estimate depends only on
@@ -39,11 +39,9 @@ from pydantic import BaseModel
 from ckspace import __version__
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
-from ckspace.core.files import write_atomic
-from ckspace.core.inputs import read_input_text, read_json_model
-from ckspace.core.measurement import COLUMNS, config_cells, config_from_row, problem_cells
-from ckspace.core.problem import ConvProblem
-from ckspace.core.progress import NOTICE
+from ckspace.environment.files import write_atomic
+from ckspace.environment.inputs import read_input_text, read_json_model
+from ckspace.environment.progress import NOTICE
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.acquisition import (
     Costs,
@@ -59,6 +57,8 @@ from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
 from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
 from ckspace.training.measurer import Measurer
+from ckspace.workloads.measurement import COLUMNS, config_cells, config_from_row, problem_cells
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ import numpy as np
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.kernel_key import KernelKey
-from ckspace.core.problem import ConvProblem
 from ckspace.training.dataset import Measurements, load_measurements
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

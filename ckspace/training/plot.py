@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.errors import CkspaceError, InvalidInputError
-from ckspace.core.files import refuse_foreign, write_atomic
+from ckspace.environment.files import refuse_foreign, write_atomic
 from ckspace.training.evaluation import CrossValidation
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

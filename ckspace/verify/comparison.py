@@ -20,9 +20,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.verify.reference import INPUT_BOUND, numpy_dtype
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

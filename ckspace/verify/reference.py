@@ -4,7 +4,7 @@ A bench worker verifies every (kernel, problem) pair it measures. Per problem it
 operands a and b once (:func:`random_operands`, in the kernel's dtype), computes the reference c
 once (:func:`reference`, float32) and holds every kernel's output to it
 (:mod:`ckspace.verify.comparison`). The operand roles per variant and the memory layouts are
-read from :data:`ckspace.core.operands.OPERANDS` and :data:`~ckspace.core.operands.TENSOR_LAYOUTS`;
+read from :data:`ckspace.workloads.operands.OPERANDS` and :data:`~ckspace.workloads.operands.TENSOR_LAYOUTS`;
 arrays are numpy arrays in those layouts (``NHWGC``: shape ``(N, Hi, Wi, G, Cg)``), so their bytes
 are exactly what the kernel reads and writes.
 
@@ -27,9 +27,9 @@ import ml_dtypes
 import numpy as np
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS, Tensor
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.workloads.operands import OPERANDS, TENSOR_LAYOUTS, Tensor
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ckspace.core.errors import InvalidInputError
-from ckspace.core.operands import OPERANDS, TENSOR_LAYOUTS
-from ckspace.core.problem import ConvProblem
 from ckspace.core.vocab import Variant
 from ckspace.verify.reference import check_operands, operand_shapes, spatial_letters
+from ckspace.workloads.operands import OPERANDS, TENSOR_LAYOUTS
+from ckspace.workloads.problem import ConvProblem
 
 log = logging.getLogger(__name__)
 

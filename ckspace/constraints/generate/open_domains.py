@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from functools import cache
 from itertools import chain
 
-from ckspace.constraints.expr import Field
-from ckspace.constraints.rule import TILE, WARP, WAVE, Rule, TableValue, or_words, read
+from ckspace.constraints.language.expr import Field
+from ckspace.constraints.language.rule import TILE, WARP, WAVE, Rule, TableValue, or_words, read
 from ckspace.core.arch import element_size
 from ckspace.core.cells import Cell
 from ckspace.core.fields import GEMM_DEFAULTS, GEMM_FIELD_NAMES, encode

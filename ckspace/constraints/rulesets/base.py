@@ -11,7 +11,7 @@ from ckspace.core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from ckspace.constraints.generate.sampling import Entry
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.language.rule import Rule
 
 
 class RuleSetRefusal(InvalidInputError):
@@ -43,7 +43,7 @@ class RuleSet(ABC):
     has_table: ClassVar[bool] = True
     """False for a rule set that proposes no table (``open``): its fields range over the domains
     :meth:`domain_rules` states, and its cells are counted, listed and sampled by
-    :mod:`ckspace.constraints.count` instead of the enumerator."""
+    :mod:`ckspace.constraints.evaluators.count` instead of the enumerator."""
 
     def refusal(self, arch: str, cell: Cell) -> str | None:
         """Why upstream's entry point raises for a request holding ``cell`` on ``arch`` (None: it

@@ -3,7 +3,7 @@
 Each GEMM field ranges over a domain stated as a named rule (:mod:`ckspace.constraints.generate.open_domains`)
 and validity is exactly the rules: the validity predicates, and with a CK revision, a problem or
 filters, their rules too. The spaces are far too large to list up front (about 10^11 configs a
-cell), so the enumerator never sees them: :mod:`ckspace.constraints.count` counts them exactly,
+cell), so the enumerator never sees them: :mod:`ckspace.constraints.evaluators.count` counts them exactly,
 lists them lazily and samples them uniformly.
 """
 
@@ -18,7 +18,7 @@ from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 from ckspace.core.errors import CkspaceError
 
 if TYPE_CHECKING:
-    from ckspace.constraints.rule import Rule
+    from ckspace.constraints.language.rule import Rule
 
 
 @register
