@@ -19,10 +19,13 @@ import json
 import re
 from math import ceil
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ckspace.commands.common import add_space_arguments, space_from_args
 from ckspace.core.errors import CkspaceError
+
+if TYPE_CHECKING:
+    from ckspace.space.listing import Kernel
 
 NAME = "probe"
 HELP = "compile a sample of a space; report configs the rules accept but the compiler rejects, by first error"
@@ -78,19 +81,36 @@ def signature(error: str) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.compiling.builder import build, stderr_is_terminal
-    from ckspace.emit.emitter import emit
     from ckspace.environment.ck_header_cache import find_revision
-    from ckspace.environment.files import write_atomic
-    from ckspace.space.listing import Kernel
 
-    if not 1 <= args.sample <= SAMPLE_LIMIT:
-        raise CkspaceError(f"--sample {args.sample}: valid: 1 to {SAMPLE_LIMIT:,} configs to compile")
-    if args.rules_only:  # the rules the probe tests include the CK revision's, always
-        raise CkspaceError("probe compiles what the CK headers of the target can build: not with --rules-only")
+    _check_arguments(args)
     revision = find_revision(args.ck_root)
     space = space_from_args(args)
     cells = [(request, cell) for request in space.requests for cell in request.cells]
+    kernels = _draw(args, cells)
+    emitted = _emit(args, kernels, cells, space.requests[0], revision)
+    report = _compile_one_per_unit(args, space.requests[0].arch)
+    findings = _findings(report, kernels)
+    summary = _summary(space.requests[0], revision, kernels, emitted, report, findings)
+    _write_report(args.out, summary)
+    _print(out, args.out, revision, kernels, report, findings)
+    return 0
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse a sample the probe cannot hold, and ``--rules-only``: the rules the probe tests always
+    include the CK revision's, so a rule space alone has nothing to compile against."""
+    if not 1 <= args.sample <= SAMPLE_LIMIT:
+        raise CkspaceError(f"--sample {args.sample}: valid: 1 to {SAMPLE_LIMIT:,} configs to compile")
+    if args.rules_only:
+        raise CkspaceError("probe compiles what the CK headers of the target can build: not with --rules-only")
+
+
+def _draw(args: argparse.Namespace, cells: list) -> list[Kernel]:
+    """``--sample`` configs spread evenly over the cells and uniform inside each (seeded), so a
+    finding's count says how common it is in the space, not which cell happened to be listed first."""
+    from ckspace.space.listing import Kernel
+
     per_cell = ceil(args.sample / len(cells))
     kernels: list[Kernel] = []
     for request, cell in cells:
@@ -99,8 +119,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             Kernel(request.arch, cell, False, config.row(), True)
             for config in one.sample(per_cell, seed=args.seed, stratify_by=())
         )
-    request = space.requests[0]
-    emitted = emit(
+    return kernels
+
+
+def _emit(args: argparse.Namespace, kernels: list[Kernel], cells: list, request, revision):
+    """The sample as an emitted tree whose manifest records how it was drawn, so a probe's tree says
+    which sample it holds (and a second probe of the same arguments finds nothing to rewrite)."""
+    from ckspace.emit.emitter import emit
+
+    return emit(
         kernels,
         args.out,
         revision,
@@ -114,13 +141,25 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             "where": list(args.where),
         },
     )
-    report = build(args.out, request.arch, jobs=args.jobs, batch=1, ck_root=args.ck_root, progress=stderr_is_terminal())
+
+
+def _compile_one_per_unit(args: argparse.Namespace, arch: str):
+    """Build the tree one kernel per translation unit (``batch=1``), so every failure is its own
+    kernel's and its first error is that kernel's first error."""
+    from ckspace.compiling.builder import build, stderr_is_terminal
+
+    return build(args.out, arch, jobs=args.jobs, batch=1, ck_root=args.ck_root, progress=stderr_is_terminal())
+
+
+def _findings(report, kernels: list[Kernel]) -> list[dict]:
+    """The failed kernels grouped by their first error's :func:`signature`, largest group first,
+    each with the fields of its first few kernels: one group is one missing rule or CK defect."""
     by_name = {k.name: k for k in kernels}
     groups: dict[tuple[str, str], list[str]] = {}
     for kernel in report.kernels:
         if kernel.status == "failed":
             groups.setdefault(signature(kernel.error or ""), []).append(kernel.name)
-    findings = [
+    return [
         {
             "where": where,
             "error": text,
@@ -130,7 +169,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         }
         for (where, text), names in sorted(groups.items(), key=lambda item: -len(item[1]))
     ]
-    summary = {
+
+
+def _summary(request, revision, kernels: list[Kernel], emitted, report, findings: list[dict]) -> dict:
+    """What ``probe.json`` holds: the target, how many configs went through each stage (drawn,
+    emitted, left out by the CK rules, compiled, rejected) and the findings."""
+    return {
         "arch": request.arch,
         "rule_set": request.rule_set,
         "ck_revision": revision.label,
@@ -142,7 +186,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         "seconds": report.seconds,
         "groups": findings,
     }
-    write_atomic(args.out / REPORT, (json.dumps(summary, indent=1) + "\n").encode())
+
+
+def _write_report(directory: Path, summary: dict) -> None:
+    """``probe.json`` written atomically: an interrupted probe leaves the last whole report or none."""
+    from ckspace.environment.files import write_atomic
+
+    write_atomic(directory / REPORT, (json.dumps(summary, indent=1) + "\n").encode())
+
+
+def _print(out: TextIO, directory: Path, revision, kernels: list[Kernel], report, findings: list[dict]) -> None:
+    """The counts, then one line per finding with an example kernel, then where the report is."""
     out.write(
         f"{len(kernels)} sampled, {report.ok} compiled, {report.failed} rejected by the compiler "
         f"in {report.seconds} s (CK {revision.label})\n"
@@ -150,5 +204,4 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for finding in findings:
         out.write(f"{finding['count']:4d}  {finding['where'] or '?'}: {finding['error']}\n")
         out.write(f"      e.g. {finding['kernels'][0]}\n")
-    out.write(f"report: {args.out / REPORT}\n")
-    return 0
+    out.write(f"report: {directory / REPORT}\n")

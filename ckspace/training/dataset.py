@@ -274,83 +274,134 @@ def load_measurements(
 
 def _clean(cell: DataCell, read: _Read) -> Measurements:
     """The cell's rows checked, merged per (problem, kernel) and shaped as a matrix."""
+    checked = _check_rows(cell, read)
+    shaped = _shape(checked)
+    if not shaped.problems:
+        _refuse_empty(cell, read, checked.dropped)
+    shaped = _without_unmeasured_kernels(shaped)
+    report = _report(read, read.cells[cell], checked, shaped)
+    log.info("%s: %s", cell.text(), report.text())
+    return Measurements(
+        cell.arch,
+        cell.variant,
+        cell.dtype,
+        tuple(shaped.problems),
+        tuple(shaped.groups),
+        tuple(checked.kernels[k][0] for k in shaped.order),
+        tuple(checked.kernels[k][1] for k in shaped.order),
+        shaped.tflops,
+        report,
+    )
+
+
+@dataclass
+class _Checked:
+    """A cell's usable rows, by measurement unit (one ``problem_idx`` of one file) and kernel, with
+    the count of every row dropped by its reason and of every row by its status."""
+
+    dropped: Counter[str]
+    statuses: Counter[str]
+    kernels: dict[KernelKey, tuple[str, GemmConfig]]  # kernel -> (its label, its config)
+    units: dict[tuple[str, str], dict[KernelKey, list[float]]]  # (file, problem_idx) -> kernel -> tflops
+    unit_problem: dict[tuple[str, str], ConvProblem]
+
+
+def _check_rows(cell: DataCell, read: _Read) -> _Checked:
+    """Every row of the cell judged once: a status other than ``ok`` or a row :func:`_check_row`
+    refuses is counted by its reason; the rest are kept under their unit and kernel. A damaged row
+    of a file is counted here too, since it cannot be told which cell it was of."""
     peak = hardware_facts(cell.arch).peak_tflops(cell.dtype)
     rows = read.cells[cell]
-    dropped: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    kernels: dict[KernelKey, tuple[str, GemmConfig]] = {}
+    checked = _Checked(Counter(), Counter(), {}, {}, {})
     configs: dict[tuple, GemmConfig | None] = {}
-    units: dict[tuple[str, str], dict[KernelKey, list[float]]] = {}  # (file, problem_idx) -> kernel -> tflops
-    unit_problem: dict[tuple[str, str], ConvProblem] = {}
     for path in dict.fromkeys(path for path, _, _ in rows):
         if read.damaged.get(path):
-            dropped[_DAMAGED] += read.damaged[path]
+            checked.dropped[_DAMAGED] += read.damaged[path]
     for path, line, row in rows:
         status = _status(row)
-        statuses[status] += 1
+        checked.statuses[status] += 1
         if status != "ok":
-            dropped[f"status_{status}"] += 1
+            checked.dropped[f"status_{status}"] += 1
             continue
-        checked = _check_row(row, (path, line), read.layouts[path], cell, peak, configs, unit_problem)
-        if isinstance(checked, str):
-            dropped[checked] += 1
+        verdict = _check_row(row, (path, line), read.layouts[path], cell, peak, configs, checked.unit_problem)
+        if isinstance(verdict, str):
+            checked.dropped[verdict] += 1
             continue
-        config, tflops = checked
+        config, tflops = verdict
         key = config.kernel_key()
-        kernels.setdefault(key, (config.name if has_config(row) else row["kernel"].strip(), config))
-        units.setdefault((path, row["problem_idx"].strip()), {}).setdefault(key, []).append(tflops)
-    order = sorted(kernels, key=lambda k: kernels[k][0])
+        checked.kernels.setdefault(key, (config.name if has_config(row) else row["kernel"].strip(), config))
+        checked.units.setdefault((path, row["problem_idx"].strip()), {}).setdefault(key, []).append(tflops)
+    return checked
+
+
+@dataclass
+class _Shaped:
+    """The kept units as rows of a problems x kernels matrix (kernels in ``order``, NaN where a
+    kernel was not measured), and how many units had too few kernels to keep."""
+
+    order: list[KernelKey]
+    problems: list[ConvProblem]
+    groups: list[str]
+    tflops: np.ndarray
+    problems_dropped: int
+
+
+def _shape(checked: _Checked) -> _Shaped:
+    """One matrix row per unit that at least :data:`MIN_KERNELS_PER_PROBLEM` kernels ran, a
+    kernel's repeated rows on it merged by their median (each merge counted as dropped)."""
+    order = sorted(checked.kernels, key=lambda k: checked.kernels[k][0])
     column = {k: i for i, k in enumerate(order)}
     problems, groups, matrix = [], [], []
     problems_dropped = 0
-    for unit, by_kernel in units.items():
+    for unit, by_kernel in checked.units.items():
         if len(by_kernel) < MIN_KERNELS_PER_PROBLEM:
             problems_dropped += 1
-            dropped[f"problem_with_fewer_than_{MIN_KERNELS_PER_PROBLEM}_kernels"] += sum(
+            checked.dropped[f"problem_with_fewer_than_{MIN_KERNELS_PER_PROBLEM}_kernels"] += sum(
                 len(v) for v in by_kernel.values()
             )
             continue
         line = np.full(len(order), np.nan)
         for key, values in by_kernel.items():
             if len(values) > 1:
-                dropped["duplicate_row_merged_by_median"] += len(values) - 1
+                checked.dropped["duplicate_row_merged_by_median"] += len(values) - 1
             line[column[key]] = float(np.median(values))
-        problems.append(unit_problem[unit])
-        groups.append(unit_problem[unit].text())
+        problems.append(checked.unit_problem[unit])
+        groups.append(checked.unit_problem[unit].text())
         matrix.append(line)
-    if not problems:
-        summary = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "no rows"
-        raise CkspaceError(
-            f"no usable {cell.text()} measurements in {', '.join(read.files)}: a problem needs "
-            f"at least {MIN_KERNELS_PER_PROBLEM} kernels measured ok on it (dropped rows: {summary})"
-        )
-    tflops = np.vstack(matrix)
-    used = ~np.all(np.isnan(tflops), axis=0)
-    order = [k for k, keep in zip(order, used, strict=True) if keep]
-    tflops = tflops[:, used]
-    report = CleaningReport(
+    tflops = np.vstack(matrix) if matrix else np.empty((0, len(order)))
+    return _Shaped(order, problems, groups, tflops, problems_dropped)
+
+
+def _refuse_empty(cell: DataCell, read: _Read, dropped: Counter[str]) -> None:
+    """No usable problem is an error that says why every row went, so the data can be fixed."""
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())) or "no rows"
+    raise CkspaceError(
+        f"no usable {cell.text()} measurements in {', '.join(read.files)}: a problem needs "
+        f"at least {MIN_KERNELS_PER_PROBLEM} kernels measured ok on it (dropped rows: {summary})"
+    )
+
+
+def _without_unmeasured_kernels(shaped: _Shaped) -> _Shaped:
+    """The kernels measured on no kept problem left out (their rows all fell with dropped units):
+    a column of NaN teaches nothing."""
+    used = ~np.all(np.isnan(shaped.tflops), axis=0)
+    order = [k for k, keep in zip(shaped.order, used, strict=True) if keep]
+    return _Shaped(order, shaped.problems, shaped.groups, shaped.tflops[:, used], shaped.problems_dropped)
+
+
+def _report(read: _Read, rows: list, checked: _Checked, shaped: _Shaped) -> CleaningReport:
+    """What was read, kept and dropped for the cell, by reason, for the log and the model's record."""
+    return CleaningReport(
         files=read.files,
         rows_read=read.rows_read,
-        rows_other_cells=read.rows_read - len(rows) - dropped[_DAMAGED],
-        statuses=dict(statuses),
-        rows_kept=int(np.sum(~np.isnan(tflops))),
-        dropped=dict(dropped),
-        problems=len(problems),
-        groups=len(set(groups)),
-        kernels=len(order),
-        problems_dropped=problems_dropped,
-    )
-    log.info("%s: %s", cell.text(), report.text())
-    return Measurements(
-        cell.arch,
-        cell.variant,
-        cell.dtype,
-        tuple(problems),
-        tuple(groups),
-        tuple(kernels[k][0] for k in order),
-        tuple(kernels[k][1] for k in order),
-        tflops,
-        report,
+        rows_other_cells=read.rows_read - len(rows) - checked.dropped[_DAMAGED],
+        statuses=dict(checked.statuses),
+        rows_kept=int(np.sum(~np.isnan(shaped.tflops))),
+        dropped=dict(checked.dropped),
+        problems=len(shaped.problems),
+        groups=len(set(shaped.groups)),
+        kernels=len(shaped.order),
+        problems_dropped=shaped.problems_dropped,
     )
 
 
