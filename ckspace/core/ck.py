@@ -1,4 +1,8 @@
-"""What ckspace knows about CK Tile itself: pipeline class names and the features of a revision.
+"""What ckspace knows about CK Tile itself: its block pipelines and the features of a revision.
+
+:data:`PIPELINES` states each pipeline's facts once -- its class and dispatch base, which the
+emitter and the CK-header probe read, and its prefetch depth and data movement, which the
+analytical performance model reads.
 
 :class:`CkRevision` is what :mod:`ckspace.environment.ck_headers` reads off a tree of CK headers
 and what the CK-revision rules (:mod:`ckspace.constraints.rulebook.ck_rules`) and the emitter consume.
@@ -6,40 +10,80 @@ and what the CK-revision rules (:mod:`ckspace.constraints.rulebook.ck_rules`) an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.vocab import Pipeline
 
-PIPELINE_BASES: dict[Pipeline, str] = {
-    Pipeline.BASIC_V1: "BaseGemmPipelineAGmemBGmemCRegV1",
-    Pipeline.COMPV1: "BaseGemmPipelineAGmemBGmemCRegV1",
-    Pipeline.BASIC_V2: "BaseGemmPipelineAGmemBGmemCRegV2",
-    Pipeline.COMPV2: "BaseGemmPipelineAGmemBGmemCRegV2",
-    Pipeline.MEM: "BaseGemmPipelineAgBgCrMem",
-    Pipeline.COMPV3: "BaseGemmPipelineAgBgCrCompV3",
-    Pipeline.COMPV4: "BaseGemmPipelineAgBgCrCompV4",
-    Pipeline.COMPV5: "BaseGemmPipelineAgBgCrCompV5",
-    Pipeline.COMPV6: "BaseGemmPipelineAgBgCrCompV6",
-    Pipeline.COMP_ASYNC: "BaseGemmPipelineAgBgCrCompAsync",
-    Pipeline.BASIC_ASYNC_V1: "BaseGemmPipelineAGmemBGmemCRegV1",
-}
-"""The base class a grouped-conv launcher dispatches hot loop and tail through (as the launchers of
-upstream's ``unified_grouped_conv_codegen.py`` do)."""
 
-PIPELINE_CLASSES: dict[Pipeline, str] = {
-    Pipeline.BASIC_V1: "GemmPipelineAGmemBGmemCRegV1",
-    Pipeline.COMPV1: "GemmPipelineAGmemBGmemCRegV1",
-    Pipeline.BASIC_V2: "GemmPipelineAGmemBGmemCRegV2",
-    Pipeline.COMPV2: "GemmPipelineAGmemBGmemCRegV2",
-    Pipeline.MEM: "GemmPipelineAgBgCrMem",
-    Pipeline.COMPV3: "GemmPipelineAgBgCrCompV3",
-    Pipeline.COMPV4: "GemmPipelineAgBgCrCompV4",
-    Pipeline.COMPV5: "GemmPipelineAgBgCrCompV5",
-    Pipeline.COMPV6: "GemmPipelineAgBgCrCompV6",
-    Pipeline.COMP_ASYNC: "GemmPipelineAgBgCrCompAsync",
-    Pipeline.BASIC_ASYNC_V1: "GemmPipelineAGmemBGmemCRegAsyncV1",
+@dataclass(frozen=True)
+class PipelineFacts:
+    """What ckspace knows of one CK Tile block pipeline, read off its headers: the class a kernel
+    instantiates and the base it dispatches hot loop and tail through (``None``: no CK revision we
+    know has one), and how it moves data -- ``stages`` global prefetch stages (the prologue fills
+    them), ``buffers`` register buffers of global loads in flight (what hides the memory latency),
+    whether it overlaps loads with MFMA at all, and whether its global loads go to LDS directly
+    (async: no VGPR staging, no LDS write by the waves). The emitter and the CK-header probe read
+    the names, the analytical performance model (:mod:`ckspace.features.performance`) the rest."""
+
+    class_name: str | None
+    base: str | None
+    stages: int
+    buffers: int
+    overlaps: bool = True
+    asynchronous: bool = False
+
+
+PIPELINES: dict[Pipeline, PipelineFacts] = {
+    Pipeline.BASIC_V1: PipelineFacts(
+        "GemmPipelineAGmemBGmemCRegV1", "BaseGemmPipelineAGmemBGmemCRegV1", 1, 1, overlaps=False
+    ),
+    Pipeline.COMPV1: PipelineFacts(
+        "GemmPipelineAGmemBGmemCRegV1", "BaseGemmPipelineAGmemBGmemCRegV1", 1, 1, overlaps=False
+    ),
+    Pipeline.BASIC_V2: PipelineFacts("GemmPipelineAGmemBGmemCRegV2", "BaseGemmPipelineAGmemBGmemCRegV2", 2, 1),
+    Pipeline.COMPV2: PipelineFacts("GemmPipelineAGmemBGmemCRegV2", "BaseGemmPipelineAGmemBGmemCRegV2", 2, 1),
+    # the mem pipeline's stages and buffers come from the tile: mem_stages
+    Pipeline.MEM: PipelineFacts("GemmPipelineAgBgCrMem", "BaseGemmPipelineAgBgCrMem", 0, 0),
+    Pipeline.COMPV3: PipelineFacts("GemmPipelineAgBgCrCompV3", "BaseGemmPipelineAgBgCrCompV3", 2, 1),
+    Pipeline.COMPV4: PipelineFacts("GemmPipelineAgBgCrCompV4", "BaseGemmPipelineAgBgCrCompV4", 2, 1),
+    Pipeline.COMPV5: PipelineFacts("GemmPipelineAgBgCrCompV5", "BaseGemmPipelineAgBgCrCompV5", 1, 1),
+    Pipeline.COMPV6: PipelineFacts("GemmPipelineAgBgCrCompV6", "BaseGemmPipelineAgBgCrCompV6", 3, 2),
+    Pipeline.COMP_ASYNC: PipelineFacts(
+        "GemmPipelineAgBgCrCompAsync", "BaseGemmPipelineAgBgCrCompAsync", 2, 1, asynchronous=True
+    ),
+    Pipeline.BASIC_ASYNC_V1: PipelineFacts(
+        "GemmPipelineAGmemBGmemCRegAsyncV1", "BaseGemmPipelineAGmemBGmemCRegV1", 1, 1, asynchronous=True
+    ),
+    Pipeline.WAVELET: PipelineFacts(None, None, 2, 1),
 }
-"""The pipeline class of each pipeline name; ``wavelet`` has none in any CK revision we know."""
+"""Every pipeline name's facts, from CK Tile's pipeline headers (``ck_tile/ops/gemm/pipeline/``:
+the ``struct`` names; ``PrefetchStages`` and ``GlobalBufferNum`` of
+``gemm_pipeline_ag_bg_cr_comp_v3..v6``, ``_comp_async``, ``_mem``, ``wp_pipeline_agmem_bgmem_creg_v2``
+for wavelet; the ``agmem_bgmem_creg_v1`` pipeline loads, stores to LDS, synchronises and computes in
+turn). The bases are those upstream's ``unified_grouped_conv_codegen.py`` launchers dispatch
+through. A double LDS buffer is the config's ``double_smem_buffer``, not the pipeline's."""
+
+PIPELINE_CLASSES: dict[Pipeline, str] = {p: f.class_name for p, f in PIPELINES.items() if f.class_name is not None}
+"""The pipeline class of each pipeline name that has one (:data:`PIPELINES`' names; ``wavelet`` has
+none in any CK revision we know)."""
+
+PIPELINE_BASES: dict[Pipeline, str] = {p: f.base for p, f in PIPELINES.items() if f.base is not None}
+"""The hot-loop / tail dispatch base of each pipeline name that has one (:data:`PIPELINES`' names)."""
+
+MEM_IN_FLIGHT_BYTES = 32768
+"""The mem pipeline sizes its prefetch to keep this many bytes in flight per CU (its
+``MinMemInFlyBytes``), between 2 and 8 stages."""
+
+
+def mem_stages(tile_m: int, tile_n: int, tile_k: int, elem: int, threads: int, warp_size: int) -> int:
+    """The mem pipeline's prefetch stages (and global buffers) for a tile: CK Tile's
+    ``FullMemBandPrefetchStages`` clamped to 2..8. A rule of CK's, stated beside the pipeline it
+    belongs to because :data:`PIPELINES` cannot give the mem pipeline one number."""
+    blocks_per_cu = max(1, 4 * warp_size // threads)
+    need = -(-(MEM_IN_FLIGHT_BYTES // blocks_per_cu) // ((tile_m + tile_n) * elem * tile_k))
+    return int(min(8, max(2, need)))
 
 
 class CkRevision(BaseModel):

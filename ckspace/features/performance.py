@@ -43,7 +43,7 @@ A config is priced with its own arch's facts (:func:`config_columns`); the selec
 dispatcher and training only ever evaluate configs of the arch whose facts they hold.
 
 :data:`CONSTANTS` lists every number not read from a config, the arch's facts
-(``ckspace/data/hardware.json``) or CK Tile's pipeline definitions (:data:`PIPELINES`), with its
+(``ckspace/data/hardware.json``) or CK Tile's pipeline definitions (:data:`~ckspace.core.ck.PIPELINES`), with its
 value and where it came from. Three were fit once, by coordinate search on mean + P10/2
 efficiency, on the shared MI355X measurements (``benchmark_forward_300_bf16_gfx950.csv``: 231
 problems x 30 kernels): mean 97.6 %, P10 92.1 % of the best measured kernel, no ties; fit inside
@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ckspace.core.arch import arch_facts, element_size
+from ckspace.core.ck import PIPELINES, PipelineFacts, mem_stages
 from ckspace.core.config import GemmConfig
 from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization, Variant
 from ckspace.features.formula import Formula, ceil, config, maximum, minimum, problem
@@ -135,51 +136,6 @@ def calibrated_tflops(log2_model_tflops: np.ndarray | float) -> np.ndarray | flo
     return np.exp2(log2_model_tflops) * constant("analytical_level")
 
 
-@dataclass(frozen=True)
-class PipelineFacts:
-    """How a CK Tile block pipeline moves data: ``stages`` global prefetch stages (the prologue
-    fills them), ``buffers`` register buffers of global loads in flight (what hides the memory
-    latency), whether it overlaps loads with MFMA at all, and whether its global loads go to LDS
-    directly (async: no VGPR staging, no LDS write by the waves)."""
-
-    stages: int
-    buffers: int
-    overlaps: bool = True
-    asynchronous: bool = False
-
-
-PIPELINES: dict[Pipeline, PipelineFacts] = {
-    Pipeline.COMPV1: PipelineFacts(1, 1, overlaps=False),
-    Pipeline.BASIC_V1: PipelineFacts(1, 1, overlaps=False),
-    Pipeline.COMPV2: PipelineFacts(2, 1),
-    Pipeline.BASIC_V2: PipelineFacts(2, 1),
-    Pipeline.COMPV3: PipelineFacts(2, 1),
-    Pipeline.COMPV4: PipelineFacts(2, 1),
-    Pipeline.COMPV5: PipelineFacts(1, 1),
-    Pipeline.COMPV6: PipelineFacts(3, 2),
-    Pipeline.MEM: PipelineFacts(0, 0),  # stages = buffers, from the tile: mem_stages()
-    Pipeline.COMP_ASYNC: PipelineFacts(2, 1, asynchronous=True),
-    Pipeline.BASIC_ASYNC_V1: PipelineFacts(1, 1, asynchronous=True),
-    Pipeline.WAVELET: PipelineFacts(2, 1),
-}
-"""Per pipeline, from CK Tile's pipeline headers (``ck_tile/ops/gemm/pipeline/``: ``PrefetchStages``
-and ``GlobalBufferNum`` of ``gemm_pipeline_ag_bg_cr_comp_v3..v6``, ``_comp_async``, ``_mem``,
-``wp_pipeline_agmem_bgmem_creg_v2`` for wavelet; the ``agmem_bgmem_creg_v1`` pipeline loads,
-stores to LDS, synchronises and computes in turn). A double LDS buffer is the config's
-``double_smem_buffer``."""
-
-MEM_IN_FLIGHT_BYTES = 32768
-"""The mem pipeline sizes its prefetch to keep this many bytes in flight per CU (its
-``MinMemInFlyBytes``), between 2 and 8 stages."""
-
-
-def mem_stages(tile_m: int, tile_n: int, tile_k: int, elem: int, threads: int, warp_size: int) -> int:
-    """The mem pipeline's prefetch stages for a tile (``FullMemBandPrefetchStages`` clamped to 2..8)."""
-    blocks_per_cu = max(1, 4 * warp_size // threads)
-    need = -(-(MEM_IN_FLIGHT_BYTES // blocks_per_cu) // ((tile_m + tile_n) * elem * tile_k))
-    return int(min(8, max(2, need)))
-
-
 INDEX_INSTRUCTIONS: dict[Specialization, float] = {
     Specialization.DEFAULT: 6.0,
     Specialization.FILTER3X3: 4.0,
@@ -212,76 +168,41 @@ def config_columns(configs: Sequence[GemmConfig]) -> dict[str, np.ndarray]:
     return {name: np.asarray([r[i] for r in rows], dtype=np.float64) for i, name in enumerate(COLUMNS)}
 
 
-def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
+@dataclass(frozen=True)
+class _Block:
+    """What every step of :func:`_config_terms` reads of one config besides its fields: the lanes
+    of a wave, the bytes of an element, the block's waves and threads, the bytes of one K-slice of
+    A and B, and its pipeline's facts (one place derives them, so no step restates a shape)."""
+
+    warp: int
+    elem: int
+    waves: int
+    threads: int
+    load_bytes: int
+    facts: PipelineFacts
+
+
+def _block(c: GemmConfig) -> _Block:
     warp = arch_facts(c.arch).warp_size
-    elem = element_size(c.dtype)
     waves = c.wave_m * c.wave_n * c.wave_k
-    threads = warp * waves
-    facts = PIPELINES[c.pipeline]
-    if c.pipeline is Pipeline.MEM:
-        stages = buffers = mem_stages(c.tile_m, c.tile_n, c.tile_k, elem, threads, warp)
-    else:
-        stages, buffers = facts.stages, facts.buffers
+    elem = element_size(c.dtype)
     load_bytes = (c.tile_m + c.tile_n) * c.tile_k * elem  # one K-slice of A and B
-    # occupancy: LDS, wave slots, registers (whole waves per SIMD)
-    lds = load_bytes * (2 if c.double_smem_buffer else 1)
-    by_lds = hw.lds_bytes_per_cu // lds  # every tile stages at least one element
-    by_waves = hw.simds_per_cu * hw.waves_per_simd // waves
-    accumulators = c.tile_m * c.tile_n / threads  # fp32, one VGPR each
-    fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * elem / (4 * warp)
-    staging = 0.0 if facts.asynchronous else buffers * load_bytes / (4 * threads)
-    registers = accumulators + fragments + staging + constant("registers_base")
-    waves_per_simd = max(1, int(hw.vgprs_per_lane // registers))
-    by_registers = waves_per_simd * hw.simds_per_cu // waves
-    occupancy = max(1, min(by_lds, by_waves, by_registers))
-    # one K-iteration of one block: MFMA and LDS work
-    mfma = (
-        2.0
-        * c.tile_m
-        * c.tile_n
-        * c.tile_k
-        / (hw.flops_per_clock_per_cu(c.dtype) * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
-    )
-    lds_reads = (c.wave_n * c.tile_m + c.wave_m * c.tile_n) * c.tile_k * elem
-    lds_writes = 0.0 if facts.asynchronous else load_bytes
-    lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
-    # MFMA instructions a SIMD issues per iteration: a warp tile runs as instructions of at most
-    # the full-rate K, so smaller shapes take more issue slots for the same work
-    full_k = hw.mfma_full_rate_k.get(c.dtype.value, {}).get(str(c.warp_tile_m), c.warp_tile_k)
-    instructions = c.tile_m * c.tile_n * c.tile_k / (c.warp_tile_m * c.warp_tile_n * min(c.warp_tile_k, full_k))
-    issue_mfma = instructions / hw.simds_per_cu * constant("valu_cycles")
-    if c.scheduler is Scheduler.INTERWAVE:  # other waves of the SIMD hide a wave's LDS reads
-        resident = max(1.0, occupancy * waves / hw.simds_per_cu)
-        compute = mfma + lds_cycles / resident + constant("overlap_loss") * issue_mfma
-    else:  # the wave interleaves its own LDS reads with its MFMAs
-        compute = max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
-    loads_a = c.tile_m * c.tile_k / c.vec_a / threads  # per wave
-    loads_b = c.tile_n * c.tile_k / c.vec_b / threads
-    gathered = loads_b if c.variant is Variant.BWD_WEIGHT else loads_a  # the im2col operand
-    index = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
-    issue = (loads_a + loads_b) * constant("vmem_issue_cycles") + gathered * index * constant("valu_cycles")
-    if not facts.overlaps:  # loads, LDS and MFMA in turn: the latency and the issue add to the work
-        compute += constant("memory_latency_cycles") + issue
-    # epilogue: the latency, then the output tile through LDS (cshuffle, vec_c wide) or straight
-    # from the accumulators (one element per lane along N)
-    out_bytes = c.tile_m * c.tile_n * elem / threads
-    width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
-    stores = c.tile_m * c.tile_n / width / threads
-    epilogue = (
-        constant("memory_latency_cycles")
-        + constant("epilogue_cycles_per_byte") * out_bytes
-        + stores * constant("vmem_issue_cycles")
-    )
-    # LDS synchronisation: a single buffer waits twice per K-iteration (before it is overwritten,
-    # after it is written); a double buffer three times per two iterations, and fills both
-    # buffers before its loop
-    compute += constant("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
-    prefill = load_bytes / hw.lds_bytes_per_clock if c.double_smem_buffer else 0.0
-    epilogue += prefill
+    return _Block(warp, elem, waves, warp * waves, load_bytes, PIPELINES[c.pipeline])
+
+
+def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
+    """One config's :data:`COLUMNS`, step by step: the pipeline's depth, the occupancy it leaves,
+    the address unit's cycles, a K-iteration's cycles and the epilogue's."""
+    b = _block(c)
+    stages, buffers = _prefetch_depth(c, b)
+    occupancy = _occupancy(c, hw, b, buffers)
+    issue = _issue_cycles(c, b)
+    compute = _iteration_cycles(c, hw, b, occupancy, issue)
+    epilogue = _epilogue_cycles(c, hw, b)
     return (
         float(occupancy),
         compute,
-        float(load_bytes),
+        float(b.load_bytes),
         issue,
         float(buffers),
         float(stages),
@@ -290,6 +211,99 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
         float(bool(c.streamk_enabled)),
         float(bool(c.two_stage)),
     )
+
+
+def _prefetch_depth(c: GemmConfig, b: _Block) -> tuple[int, int]:
+    """Prefetch stages and global buffers: the pipeline's own, but the mem pipeline sizes both from
+    the tile (how many bytes it keeps in flight), so they are a step of their own."""
+    if c.pipeline is Pipeline.MEM:
+        stages = mem_stages(c.tile_m, c.tile_n, c.tile_k, b.elem, b.threads, b.warp)
+        return stages, stages
+    return b.facts.stages, b.facts.buffers
+
+
+def _occupancy(c: GemmConfig, hw: HardwareFacts, b: _Block, buffers: int) -> int:
+    """Blocks resident per CU: the least that LDS, the wave slots and the registers allow (whole
+    waves per SIMD), at least one. The registers count the fp32 accumulators, the MFMA fragments and,
+    unless the pipeline loads into LDS directly, the global loads staged in its buffers: a deeper
+    pipeline buys latency hiding with occupancy, which is why the depth comes first."""
+    lds = b.load_bytes * (2 if c.double_smem_buffer else 1)
+    by_lds = hw.lds_bytes_per_cu // lds  # every tile stages at least one element
+    by_waves = hw.simds_per_cu * hw.waves_per_simd // b.waves
+    accumulators = c.tile_m * c.tile_n / b.threads  # fp32, one VGPR each
+    fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * b.elem / (4 * b.warp)
+    staging = 0.0 if b.facts.asynchronous else buffers * b.load_bytes / (4 * b.threads)
+    registers = accumulators + fragments + staging + constant("registers_base")
+    waves_per_simd = max(1, int(hw.vgprs_per_lane // registers))
+    by_registers = waves_per_simd * hw.simds_per_cu // b.waves
+    return max(1, min(by_lds, by_waves, by_registers))
+
+
+def _issue_cycles(c: GemmConfig, b: _Block) -> float:
+    """The CU's address unit per K-iteration: each wave's load instructions (narrow vectors take
+    more of them) and the im2col index arithmetic of the gathered operand's loads (none for a plain
+    GEMM). Its own step because the iteration charges it twice: as a resource of its own, and
+    inside the work of a pipeline that does not overlap loads with MFMA."""
+    loads_a = c.tile_m * c.tile_k / c.vec_a / b.threads  # per wave
+    loads_b = c.tile_n * c.tile_k / c.vec_b / b.threads
+    gathered = loads_b if c.variant is Variant.BWD_WEIGHT else loads_a  # the im2col operand
+    index = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
+    return (loads_a + loads_b) * constant("vmem_issue_cycles") + gathered * index * constant("valu_cycles")
+
+
+def _iteration_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block, occupancy: int, issue: float) -> float:
+    """One K-iteration of one block: its MFMA and LDS work as the scheduler overlaps them (which
+    needs the occupancy: other resident waves hide a wave's LDS reads under interwave), then the
+    serial latency and issue of a pipeline without overlap, then the LDS barriers."""
+    compute = _mfma_lds_cycles(c, hw, b, occupancy)
+    if not b.facts.overlaps:  # loads, LDS and MFMA in turn: the latency and the issue add to the work
+        compute += constant("memory_latency_cycles") + issue
+    # LDS synchronisation: a single buffer waits twice per K-iteration (before it is overwritten,
+    # after it is written); a double buffer three times per two iterations
+    compute += constant("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
+    return compute
+
+
+def _mfma_lds_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block, occupancy: int) -> float:
+    """The matrix cores' and LDS's cycles of one K-iteration, overlapped as the scheduler does, plus
+    the overlap loss of the MFMA instructions' issue. A warp tile runs as instructions of at most the
+    full-rate K, so smaller shapes take more issue slots for the same work: why two kernels of
+    equal FLOPs and bytes still differ here."""
+    mfma = (
+        2.0
+        * c.tile_m
+        * c.tile_n
+        * c.tile_k
+        / (hw.flops_per_clock_per_cu(c.dtype) * hw.mfma_rate(c.dtype, c.warp_tile_m, c.warp_tile_k))
+    )
+    lds_reads = (c.wave_n * c.tile_m + c.wave_m * c.tile_n) * c.tile_k * b.elem
+    lds_writes = 0.0 if b.facts.asynchronous else b.load_bytes
+    lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
+    full_k = hw.mfma_full_rate_k.get(c.dtype.value, {}).get(str(c.warp_tile_m), c.warp_tile_k)
+    instructions = c.tile_m * c.tile_n * c.tile_k / (c.warp_tile_m * c.warp_tile_n * min(c.warp_tile_k, full_k))
+    issue_mfma = instructions / hw.simds_per_cu * constant("valu_cycles")
+    if c.scheduler is Scheduler.INTERWAVE:  # other waves of the SIMD hide a wave's LDS reads
+        resident = max(1.0, occupancy * b.waves / hw.simds_per_cu)
+        return mfma + lds_cycles / resident + constant("overlap_loss") * issue_mfma
+    # the wave interleaves its own LDS reads with its MFMAs
+    return max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
+
+
+def _epilogue_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block) -> float:
+    """Once per round, after the loop: the latency, then the output tile through LDS (cshuffle,
+    ``vec_c`` wide) or straight from the accumulators (one element per lane along N); a double LDS
+    buffer also fills its second buffer before the loop, charged here because it too is paid once
+    per round, not per iteration."""
+    out_bytes = c.tile_m * c.tile_n * b.elem / b.threads
+    width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
+    stores = c.tile_m * c.tile_n / width / b.threads
+    epilogue = (
+        constant("memory_latency_cycles")
+        + constant("epilogue_cycles_per_byte") * out_bytes
+        + stores * constant("vmem_issue_cycles")
+    )
+    prefill = b.load_bytes / hw.lds_bytes_per_clock if c.double_smem_buffer else 0.0
+    return epilogue + prefill
 
 
 def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> Formula:
