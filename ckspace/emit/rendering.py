@@ -24,13 +24,16 @@ import jinja2
 
 from ckspace import __version__
 from ckspace.constraints.evaluators.classify import columns, rule_masks
-from ckspace.constraints.rulebook.ck_rules import ck_rules, depthwise_note
+from ckspace.constraints.rulebook.catalogue import ck_revision_rules
+from ckspace.constraints.rulebook.ck_rules import depthwise_note
+from ckspace.core.cells import Cell
 from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn_plugin
+from ckspace.emit.banner import banner
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import (
     RUN_SOURCE,
@@ -52,8 +55,9 @@ WRAPPER_DIR = "dispatcher_wrappers"
 
 @cache
 def template_environment() -> jinja2.Environment:
-    """The jinja2 environment of ``templates/``: undefined names fail, whitespace as written."""
-    return jinja2.Environment(
+    """The jinja2 environment of ``templates/``: undefined names fail, whitespace as written, and
+    every template renders its first lines' banner with the one statement of it (``banner``)."""
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("ckspace.emit", "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -61,6 +65,8 @@ def template_environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    environment.globals["banner"] = banner
+    return environment
 
 
 def include_all_name(variant: Variant) -> str:
@@ -90,13 +96,14 @@ class RenderedTree:
 
 
 def ck_broken(configs: Sequence[GemmConfig], revision: CkRevision) -> list[list[str]]:
-    """For each config, the ``ck_revision`` rules it breaks (empty: the CK revision can build it)."""
+    """For each config, the ``ck_revision`` rules it breaks (empty: the CK revision can build it), as
+    the catalogue states them for its cell (:func:`~ckspace.constraints.rulebook.catalogue.ck_revision_rules`)."""
     by_cell: dict[tuple[str, Variant, int, Dtype], list[int]] = defaultdict(list)
     for i, config in enumerate(configs):
         by_cell[config.arch, config.variant, config.ndim, config.dtype].append(i)
     broken: list[list[str]] = [[] for _ in configs]
     for (arch, variant, ndim, dtype), members in by_cell.items():
-        rules = [r for r in ck_rules(revision, variant, dtype, arch=arch, ndim=ndim) if not r.vacuous]
+        rules = ck_revision_rules(revision, arch, Cell(variant, ndim, dtype))
         if not rules:
             continue
         rows = [configs[i].row() for i in members]
@@ -176,7 +183,7 @@ def render_tree(
             union.setdefault(config.name, config)
     configs = [union[name] for name in sorted(union)]
     fleet = len(archs) > 1
-    base = {"version": __version__, "revision": revision}
+    base = {"revision": revision}
     files, emitted = _kernel_files(configs, base, served if fleet else None)
     shared = _shared_files(configs, base)
     record = plugin = None

@@ -23,7 +23,7 @@ from itertools import product
 import numpy as np
 
 from ckspace.constraints.evaluators.classify import columns, rule_masks, satisfies_all
-from ckspace.constraints.rulebook.target_rules import target_rules
+from ckspace.constraints.rulebook.catalogue import target_rules
 from ckspace.constraints.rulebook.validity import gemm_rules
 from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
@@ -93,14 +93,15 @@ def family_key(config: GemmConfig) -> KernelKey:
 
 
 def in_target(target: Target, configs: Sequence[GemmConfig]) -> dict[KernelKey, bool]:
-    """Whether each config passes the target's rules (:mod:`ckspace.constraints.rulebook.target_rules`) in its
-    cell, by :meth:`~GemmConfig.kernel_key`; the validity rules are the caller's."""
+    """Whether each config passes the target's rules in its cell
+    (:func:`ckspace.constraints.rulebook.catalogue.target_rules`), by :meth:`~GemmConfig.kernel_key`;
+    the validity rules are the caller's."""
     out: dict[KernelKey, bool] = {}
     cells: dict[tuple, list[GemmConfig]] = {}
     for config in configs:
         cells.setdefault((config.arch, Cell(config.variant, config.ndim, config.dtype)), []).append(config)
     for (arch, cell), members in cells.items():
-        rules = target_rules(target, arch, cell)[0]
+        rules = target_rules(target, arch, cell).gemm
         ok = satisfies_all(rules, [c.row() for c in members], GEMM_FIELD_NAMES)
         out.update((c.kernel_key(), keep) for c, keep in zip(members, ok, strict=True))
     return out

@@ -147,9 +147,10 @@ class Space:
         """Extra rules of a cell beyond the rule set and the validity predicates: the target's (what
         its CK cannot build, the known-wrong kernels), the filters and the problem's checks, for GEMM
         and for depthwise configs."""
-        from ckspace.constraints.rulebook.target_rules import target_rules
+        from ckspace.constraints.rulebook.catalogue import target_rules
 
-        gemm, depthwise = (list(rules) for rules in target_rules(self.target, request.arch, cell))
+        added = target_rules(self.target, request.arch, cell)
+        gemm, depthwise = list(added.gemm), list(added.depthwise)
         extra_gemm, extra_depthwise = self._query_rules(request, cell)
         return gemm + extra_gemm, depthwise + extra_depthwise
 
@@ -332,7 +333,7 @@ class Space:
         then the target's (what its CK cannot build, the known-wrong kernels). The target's are the
         ones :meth:`cell_rules` gives the cell models, so ``explain`` blames the same rules. Empty
         for a kernel of the target that the generator would emit if proposed."""
-        from ckspace.constraints.rulebook.target_rules import target_rules
+        from ckspace.constraints.rulebook.catalogue import target_rules
         from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
         from ckspace.core.config import DepthwiseConfig
 
@@ -342,7 +343,7 @@ class Space:
         else:
             validity = gemm_rules(config.arch, config.variant, config.dtype, self.rules_revision)
         cell = Cell(config.variant, config.ndim, config.dtype)
-        return _broken([*validity, *target_rules(self.target, config.arch, cell)[1 if depthwise else 0]], config)
+        return _broken([*validity, *target_rules(self.target, config.arch, cell).of_kind(depthwise)], config)
 
     def excluded_by(self, config: KernelConfig) -> list[str]:
         """Names of every rule that keeps ``config`` out of this space in its cell, the rule set's

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 def enumerate_cells(request: Request, use_cache: bool = True, target: Target | None = None) -> dict[Cell, CellResult]:
     """Every cell of ``request`` in request order: from the cache where possible, else computed
     (and stored). With a ``target``, a kernel is valid only if the target's rules hold too
-    (:mod:`ckspace.constraints.rulebook.target_rules`); the rows stay the rule set's output."""
+    (:func:`ckspace.constraints.rulebook.catalogue.target_rules`); the rows stay the rule set's output."""
     key = None if target is None else target.cache_key
     if key is not None:
         return _target_cells(request, use_cache, target, key)
@@ -58,12 +58,12 @@ def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -
         )
         if flags is None:
             from ckspace.constraints.evaluators.classify import satisfies_all
-            from ckspace.constraints.rulebook.target_rules import target_rules
+            from ckspace.constraints.rulebook.catalogue import target_rules
             from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 
-            gemm_rules, depthwise_rules = target_rules(target, request.arch, cell)
-            gemm_ok = satisfies_all(gemm_rules, result.gemm, GEMM_FIELD_NAMES)
-            dw_ok = satisfies_all(depthwise_rules, result.depthwise, DEPTHWISE_FIELDS)
+            added = target_rules(target, request.arch, cell)
+            gemm_ok = satisfies_all(added.gemm, result.gemm, GEMM_FIELD_NAMES)
+            dw_ok = satisfies_all(added.depthwise, result.depthwise, DEPTHWISE_FIELDS)
             flags = (
                 [a and b for a, b in zip(result.gemm_valid, gemm_ok, strict=True)],
                 [a and b for a, b in zip(result.depthwise_valid, dw_ok, strict=True)],

@@ -3,10 +3,11 @@
 
 The upstream generator still emits them (its rule set ``full`` only records the defect in a
 comment), so the rule space holds them and the parity tests keep them. The *target* every command
-answers for by default (:mod:`ckspace.environment.target`; its rules: :mod:`ckspace.constraints.rulebook.target_rules`)
-leaves them out: a selector that picks a fast kernel with a wrong answer is worse than one that
-picks a slower right one, and upstream's users report exactly that (split-K weight gradients off
-by 1.5-2x, a broken instance winning an exhaustive search because it was faster).
+answers for by default (:mod:`ckspace.environment.target`; its rules:
+:func:`ckspace.constraints.rulebook.catalogue.target_rules`) leaves them out: a selector that picks a
+fast kernel with a wrong answer is worse than one that picks a slower right one, and upstream's
+users report exactly that (split-K weight gradients off by 1.5-2x, a broken instance winning an
+exhaustive search because it was faster).
 
 Each rule names where upstream says so. :data:`ckspace.environment.target.KNOWN_WRONG_VERSION` changes
 whenever a rule here is added or changed, so cached target listings are rebuilt.
