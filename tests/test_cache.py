@@ -98,3 +98,42 @@ def test_sampling_rule_sets_key_on_the_whole_request(cache_dir: Path) -> None:
     a = enumerate_cells(whole)[whole.cells[0]]
     b = enumerate_cells(single)[single.cells[0]]
     assert a != b  # full-tests and tiny sample the whole request's emission order, not each cell's
+
+
+def test_cache_info_and_clear_cover_the_census_standin_hip_runtimes_and_nothing_else(
+    cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hipdnn census`` builds a stand-in HIP runtime into the cache (``census-hip/<key>/``):
+    ``cache info`` counts it and ``cache clear`` removes it with what a killed build left, while
+    files of others in that folder (a note, a folder of one's own, a name that is no key) stay."""
+    from conftest import c_compiler
+
+    from ckspace.census import standin_hip
+    from ckspace.census.hip_imports import Imports
+    from ckspace.cli import main
+
+    c_compiler()
+    soname = "libamdhip64.so.6"
+    imports = Imports((soname,), (("hipGetDevice", "hip_6.0", soname), ("hipMalloc", "hip_6.0", soname)))
+    library = standin_hip.build(imports)
+    folder = cache_dir / standin_hip.CACHE_FOLDER
+    assert library.parent.parent == folder and library.name == soname and library.is_file()
+    leftover = folder / f".{library.parent.name}.{'a' * 12}.tmp"  # a build killed while staging
+    leftover.mkdir()
+    (folder / "mine").mkdir()
+    kept = [folder / "notes.txt", folder / "mine" / soname, folder / "0123abc"]
+    for path in kept:
+        path.write_text("not ckspace's")
+
+    def info() -> dict:
+        assert main(["cache", "info", "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)["standin_hip_runtimes"]
+
+    before = info()
+    assert before["directory"] == str(folder) and before["entries"] == 1 and before["bytes"] > library.stat().st_size
+    assert main(["cache", "clear"]) == 0
+    assert "1 stand-in HIP runtimes" in capsys.readouterr().out
+    assert not library.parent.exists() and not leftover.exists()
+    assert all(path.read_text() == "not ckspace's" for path in kept)
+    assert info()["entries"] == 0
+    assert standin_hip.build(imports) == library and library.is_file()  # built again on the next census

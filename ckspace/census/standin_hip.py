@@ -9,13 +9,16 @@ runtime of its own under the soname the plugin needs. That runtime reports one d
 (``standin_hip.c``, compiled against this machine's HIP headers so that ``hipDeviceProp_t`` is the
 plugin's) and one stub for each other HIP symbol the plugin imports, each exported under the symbol
 version the plugin requires (:mod:`ckspace.census.hip_imports`), with the host C compiler
-(:func:`ckspace.select.compiled.host_c_compiler`). Builds are cached by content.
+(:func:`ckspace.select.compiled.host_c_compiler`). Builds are cached by content, each in a folder
+of the cache (``census-hip/<key>/``) that appears whole or not at all, so ``ckspace cache clear``
+can tell ckspace's entries from anything else kept there (:func:`clear_cache`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 from importlib import resources
 from pathlib import Path
@@ -23,7 +26,8 @@ from pathlib import Path
 from ckspace.census.hip_imports import Imports
 from ckspace.core.errors import CkspaceError
 from ckspace.environment.compilers import rocm_roots
-from ckspace.environment.files import cache_dir, sha256, unique_temporary
+from ckspace.environment.files import cache_dir, sha256
+from ckspace.environment.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
 from ckspace.select.compiled import host_c_compiler
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,11 @@ DEFINED = (
     "__hipRegisterVar",
 )
 """The HIP functions ``standin_hip.c`` defines; every other import is a refusing stub."""
+CACHE_FOLDER = "census-hip"
+"""The stand-in runtimes' folder in ckspace's cache directory."""
+_ENTRY_NAME = re.compile(r"[0-9a-f]{24}")
+"""An entry's name: the first 24 hex digits of its content key (anything else in the folder is not
+ckspace's)."""
 HIP_ERROR_NOT_SUPPORTED = 801
 """HIP's ``hipErrorNotSupported``, which every stub returns."""
 
@@ -106,34 +115,59 @@ def build(imports: Imports) -> Path:
     script = version_script(imports, present)
     flags = ["-O2", "-shared", "-fPIC", "-D__HIP_PLATFORM_AMD__", "-D__HIP_PLATFORM_HCC__", *_include_flags()]
     key = sha256(b"\0".join([fixed, generated.encode(), script.encode(), soname.encode(), " ".join(flags).encode()]))
-    library = cache_dir() / "census-hip" / key[:24] / soname
-    if library.is_file():
-        return library
-    library.parent.mkdir(parents=True, exist_ok=True)
-    folder = library.parent
-    (folder / "standin_hip.c").write_bytes(fixed)
-    (folder / "stubs.c").write_text(generated)
-    (folder / "exports.map").write_text(script)
-    temporary = unique_temporary(library)
-    command = [
-        compiler,
-        *flags,
-        str(folder / "standin_hip.c"),
-        str(folder / "stubs.c"),
-        f"-Wl,-soname,{soname}",
-        f"-Wl,--version-script={folder / 'exports.map'}",
-        "-o",
-        str(temporary),
-    ]
-    try:
+    entry = cache_dir() / CACHE_FOLDER / key[:24]
+    if (entry / soname).is_file():
+        return entry / soname
+    entry.parent.mkdir(parents=True, exist_ok=True)
+
+    def fill(folder: Path) -> None:
+        (folder / "standin_hip.c").write_bytes(fixed)
+        (folder / "stubs.c").write_text(generated)
+        (folder / "exports.map").write_text(script)
+        command = [
+            compiler,
+            *flags,
+            str(folder / "standin_hip.c"),
+            str(folder / "stubs.c"),
+            f"-Wl,-soname,{soname}",
+            f"-Wl,--version-script={folder / 'exports.map'}",
+            "-o",
+            str(folder / soname),
+        ]
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
         if done.returncode != 0:
             raise CkspaceError(
                 "cannot build the census's stand-in HIP runtime (it needs HIP's headers, hip/hip_runtime_api.h, "
                 f"under $ROCM_PATH, /opt/rocm or the compiler's path): {(done.stderr or done.stdout).strip()[-300:]}"
             )
-        os.replace(temporary, library)
-    finally:
-        temporary.unlink(missing_ok=True)
-    log.info("built the stand-in HIP runtime %s", library)
-    return library
+
+    replace_directory(entry, fill)  # two censuses building one entry: the last swap wins, both whole
+    log.info("built the stand-in HIP runtime %s", entry / soname)
+    return entry / soname
+
+
+def cache_info() -> dict[str, object]:
+    """Where the stand-in runtimes are cached, how many entries and their size in bytes (``cache
+    info``): they are ckspace's to report, since ``cache clear`` removes them."""
+    folder = cache_dir() / CACHE_FOLDER
+    entries = [p for p in listed(folder) if _ENTRY_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+    size = 0
+    for entry in entries:
+        for base, _, names in os.walk(entry):
+            size += sum(os.lstat(os.path.join(base, n)).st_size for n in names)
+    return {"directory": str(folder), "entries": len(entries), "bytes": size}
+
+
+def clear_cache() -> int:
+    """Delete the stand-in runtimes: entries named by their key, and what killed builders of them
+    left (never the staging of a live one); nothing else in the folder. Returns how many entries
+    were removed."""
+    folder = cache_dir() / CACHE_FOLDER
+    removed = 0
+    for path in listed(folder):
+        if _ENTRY_NAME.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
+            discard(path)
+            removed += 1
+        elif (match := TEMPORARY.fullmatch(path.name)) and _ENTRY_NAME.fullmatch(match["name"]):
+            remove_leftovers(folder / match["name"])
+    return removed

@@ -1,10 +1,11 @@
 """``ckspace cache``: where the caches are and how big, and clearing them.
 
 A damaged entry is rebuilt on its own (it never needs clearing); ``clear`` is for reclaiming space
-or starting cold, and removes the caches' own entries (cells, CK revisions, compiled selectors, and
-with ``--objects`` the compiled objects of ``build``, which take hours to make again), nothing else
-in the directory: a file is the caches' when its name is one a cache gives its entries (or their
-temporaries), so a ``results.json`` or a ``mylib.o`` kept there stays.
+or starting cold, and removes the caches' own entries (cells, CK revisions, compiled selectors, the
+census's stand-in HIP runtimes, and with ``--objects`` the compiled objects of ``build``, which
+take hours to make again), nothing else in the directory: a file is the caches' when its name is
+one a cache gives its entries (or their temporaries), so a ``results.json`` or a ``mylib.o`` kept
+there stays.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from typing import TextIO
 from ckspace.commands.common import add_format_argument, one_of, write_report
 
 NAME = "cache"
-HELP = "show the caches (info: cells, CK revisions, compiled selectors, objects) or empty them (clear)"
+HELP = (
+    "show the caches (info: cells, CK revisions, compiled selectors, stand-in HIP runtimes, objects) "
+    "or empty them (clear)"
+)
 ACTIONS = ("info", "clear")
 FORMATS = ("text", "json")
 
@@ -32,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from ckspace.census import standin_hip
     from ckspace.compiling import objcache
     from ckspace.constraints.enumeration import cellcache
     from ckspace.environment import ck_header_cache
@@ -39,16 +44,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.action == "clear":
         cells, revisions, selectors = cellcache.clear(), ck_header_cache.clear_cache(), compiled.clear_cache()
+        runtimes = standin_hip.clear_cache()
         objects = objcache.clear() if args.objects else 0
         out.write(
-            f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors"
-            + (f" and {objects} objects\n" if args.objects else "\n")
+            f"removed {cells} cell entries, {revisions} CK revision entries, {selectors} compiled selectors, "
+            f"{runtimes} stand-in HIP runtimes" + (f" and {objects} objects\n" if args.objects else "\n")
         )
         return 0
     report = {
         "cells": cellcache.info(),
         "ck_revisions": ck_header_cache.cache_info(),
         "compiled_selectors": compiled.cache_info(),
+        "standin_hip_runtimes": standin_hip.cache_info(),
         "objects": objcache.info(),
     }
     write_report(out, args.format, report, _text)
