@@ -49,12 +49,18 @@ class CkHeaders:
     from ``include_dir``, which need not exist on this machine."""
 
     def revision(self) -> CkRevision:
-        """The features of these headers (:class:`~ckspace.core.ck.CkRevision`)."""
+        """The features of these headers (:class:`~ckspace.core.ck.CkRevision`), read once per target:
+        every cell of a listing asks for them, and each read would stat the ~300 headers again to
+        check the revision cache (what the fingerprint, fixed when the target was resolved, says)."""
         if self.given is not None:
             return self.given
-        from ckspace.environment.ck_header_cache import revision_at
+        read = self.__dict__.get("_revision")
+        if read is None:
+            from ckspace.environment.ck_header_cache import revision_at
 
-        return revision_at(self.include_dir)
+            read = revision_at(self.include_dir)
+            object.__setattr__(self, "_revision", read)  # frozen: a memo, not part of the identity
+        return read
 
 
 def _headers(include: Path) -> CkHeaders:

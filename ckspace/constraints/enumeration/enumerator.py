@@ -12,13 +12,17 @@ a cold ``tiny`` reuses a cached ``full``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ckspace.constraints.enumeration import cellcache
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 from ckspace.environment.target import Target
+
+if TYPE_CHECKING:
+    from ckspace.constraints.language.rule import Rule
 
 log = logging.getLogger(__name__)
 
@@ -50,28 +54,64 @@ def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -
     """The cells of ``request`` narrowed to ``target``: the rule space's rows, with the flags of the
     rows the target's rules reject cleared (cached under the target's key, rows not repeated)."""
     base = enumerate_cells(request, use_cache)
-    results: dict[Cell, CellResult] = {}
-    for cell in request.cells:
-        result = base[cell]
-        flags = (
-            cellcache.load_flags(request, cell, key, (len(result.gemm), len(result.depthwise))) if use_cache else None
-        )
-        if flags is None:
-            from ckspace.constraints.evaluators.classify import satisfies_all
-            from ckspace.constraints.rulebook.catalogue import target_rules
-            from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
-
-            added = target_rules(target, request.arch, cell)
-            gemm_ok = satisfies_all(added.gemm, result.gemm, GEMM_FIELD_NAMES)
-            dw_ok = satisfies_all(added.depthwise, result.depthwise, DEPTHWISE_FIELDS)
-            flags = (
-                [a and b for a, b in zip(result.gemm_valid, gemm_ok, strict=True)],
-                [a and b for a, b in zip(result.depthwise_valid, dw_ok, strict=True)],
-            )
+    flags: dict[Cell, tuple[list[bool], list[bool]]] = {}
+    if use_cache:
+        for cell in request.cells:
+            result = base[cell]
+            hit = cellcache.load_flags(request, cell, key, (len(result.gemm), len(result.depthwise)))
+            if hit is not None:
+                flags[cell] = hit
+    missing = [cell for cell in request.cells if cell not in flags]
+    if missing:
+        fresh = target_flags(request.arch, target, {cell: base[cell] for cell in missing})
+        for cell in missing:
+            flags[cell] = fresh[cell]
             if use_cache:
-                cellcache.store_flags(request, cell, key, *flags)
-        results[cell] = replace(result, gemm_valid=flags[0], depthwise_valid=flags[1])
-    return results
+                cellcache.store_flags(request, cell, key, *fresh[cell])
+    return {
+        cell: replace(base[cell], gemm_valid=flags[cell][0], depthwise_valid=flags[cell][1]) for cell in request.cells
+    }
+
+
+def target_flags(
+    arch: str, target: Target, results: Mapping[Cell, CellResult]
+) -> dict[Cell, tuple[list[bool], list[bool]]]:
+    """The (GEMM, depthwise) validity flags of each cell's rows for ``target``: the rule space's flags,
+    cleared where a rule the target adds (:func:`ckspace.constraints.rulebook.catalogue.target_rules`)
+    fails. Cells the catalogue gives the same rules (the ndims of a variant and dtype, mostly) are
+    evaluated in one pass, and only on the rows the rule space keeps: the rules' cost is per pass,
+    not per row, and a row the rule space rejects stays rejected whatever they say."""
+    from ckspace.constraints.rulebook.catalogue import TargetRules, target_rules
+    from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+
+    groups: list[tuple[TargetRules, list[Cell]]] = []
+    for cell in results:
+        added = target_rules(target, arch, cell)
+        for rules, cells in groups:
+            if rules == added:
+                cells.append(cell)
+                break
+        else:
+            groups.append((added, [cell]))
+    out: dict[Cell, tuple[list[bool], list[bool]]] = {}
+    for added, cells in groups:
+        gemm = _narrowed(added.gemm, [(results[c].gemm, results[c].gemm_valid) for c in cells], GEMM_FIELD_NAMES)
+        depthwise = _narrowed(
+            added.depthwise, [(results[c].depthwise, results[c].depthwise_valid) for c in cells], DEPTHWISE_FIELDS
+        )
+        out.update((cell, (g, d)) for cell, g, d in zip(cells, gemm, depthwise, strict=True))
+    return {cell: out[cell] for cell in results}
+
+
+def _narrowed(
+    rules: Sequence[Rule], cells: Sequence[tuple[Sequence[tuple[int, ...]], Sequence[bool]]], field_names: Sequence[str]
+) -> list[list[bool]]:
+    """Each cell's flags (its ``(rows, flags)`` in ``cells``) and ``rules`` on its flagged rows."""
+    from ckspace.constraints.evaluators.classify import satisfies_all
+
+    kept = [row for rows, valid in cells for row, ok in zip(rows, valid, strict=True) if ok]
+    passed = iter(satisfies_all(rules, kept, field_names))
+    return [[ok and next(passed) for ok in valid] for _, valid in cells]
 
 
 def propose(request: Request, use_cache: bool = True) -> dict[Cell, CellProposals]:

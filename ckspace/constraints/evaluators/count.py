@@ -25,6 +25,7 @@ sampling (ranks inside the configs that fix some fields) are made of.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import product
 from math import prod
@@ -90,10 +91,9 @@ class Tally:
         unknown = sorted({f for r in others for f in r.fields} - set(self.fields))
         if unknown:
             raise ValueError(f"rules read fields outside the space: {', '.join(unknown)}")
-        conjuncts = [c for rule in others for c in _conjuncts(rule.expr)]
+        conjuncts = [(c, fields_of(c)) for rule in others for c in _conjuncts(rule.expr)]
         self.empty = False
-        for c in conjuncts:  # one-field conjuncts narrow domains; constant ones decide everything
-            scope = fields_of(c)
+        for c, scope in conjuncts:  # one-field conjuncts narrow domains; constant ones decide everything
             if not scope:
                 self.empty |= not bool(evaluate(c, {}))
             elif len(scope) == 1:
@@ -102,11 +102,13 @@ class Tally:
                     np.asarray(evaluate(c, {field: domains[field]}), dtype=bool), domains[field].shape
                 )
                 domains[field] = domains[field][keep]
-        factors = [self._tabulate(c, domains) for c in conjuncts if len(fields_of(c)) > 1]
-        self.domains = self._prune(domains, factors)  # then tabulate again over the pruned values
-        factors = [self._tabulate(c, self.domains) for c in conjuncts if len(fields_of(c)) > 1]
-        self.empty |= any(len(v) == 0 for v in self.domains.values())
+        self.empty |= any(len(v) == 0 for v in domains.values())
+        self.domains = domains
         self.blocks: list[Block] = []
+        if not self.empty:  # an empty space (a CK that cannot build the cell at all) tabulates nothing
+            tables = [self._tabulate(c, domains, scope) for c, scope in conjuncts if len(scope) > 1]
+            self.domains, factors = self._prune(domains, tables)
+            self.empty = any(len(v) == 0 for v in self.domains.values())
         if not self.empty:
             for block_fields in self._components(factors):
                 inside = [f for f in factors if f.scope[0] in block_fields]
@@ -115,8 +117,8 @@ class Tally:
         self._column = {f: i for i, f in enumerate(self.fields)}
 
     @staticmethod
-    def _tabulate(expr: Expr, domains: Mapping[str, np.ndarray]) -> Factor:
-        scope = fields_of(expr)
+    def _tabulate(expr: Expr, domains: Mapping[str, np.ndarray], scope: tuple[str, ...]) -> Factor:
+        """The 0/1 table of ``expr`` (which reads the fields of ``scope``) over their domains."""
         size = prod(len(domains[f]) for f in scope)
         if size > MAX_TABLE:
             raise CountError(
@@ -126,32 +128,49 @@ class Tally:
         shape = [len(domains[f]) for f in scope]
         cols = {f: domains[f].reshape([-1 if i == j else 1 for j in range(len(scope))]) for i, f in enumerate(scope)}
         table = np.broadcast_to(np.asarray(evaluate(expr, cols), dtype=bool), shape)
-        return Factor(scope, table.astype(np.uint8))
+        return Factor(scope, np.ascontiguousarray(table))
 
     @staticmethod
-    def _prune(domains: dict[str, np.ndarray], factors: list[Factor]) -> dict[str, np.ndarray]:
-        """Drop values no factor supports (each factor alone), until nothing changes: smaller tables."""
+    def _prune(domains: dict[str, np.ndarray], factors: list[Factor]) -> tuple[dict[str, np.ndarray], list[Factor]]:
+        """Drop values no factor supports (each factor alone), until nothing changes: smaller tables.
+        Returns the pruned domains and the factors cut to them (what tabulating again over the pruned
+        values gives, without evaluating the rules again).
+
+        The values kept are the largest set closed under "every factor supports each kept value with
+        kept values of its other fields", which does not depend on the order factors are visited in;
+        so a factor is visited again only when a field it reads lost values, and each visit gathers
+        its table at the kept values once for all its fields."""
         keep = {f: np.ones(len(v), dtype=bool) for f, v in domains.items()}
-        changed = True
-        while changed:
-            changed = False
-            for factor in factors:
-                table = factor.table
-                for axis, f in enumerate(factor.scope):
-                    index = [np.flatnonzero(keep[g]) if g != f else slice(None) for g in factor.scope]
-                    sub = table[
-                        np.ix_(
-                            *[
-                                i if isinstance(i, np.ndarray) else np.arange(table.shape[k])
-                                for k, i in enumerate(index)
-                            ]
-                        )
-                    ]
-                    support = sub.any(axis=tuple(a for a in range(len(factor.scope)) if a != axis))
-                    new = keep[f] & support
-                    if not np.array_equal(new, keep[f]):
-                        keep[f], changed = new, True
-        return {f: v[keep[f]] for f, v in domains.items()}
+        readers: dict[str, list[int]] = {}
+        for i, factor in enumerate(factors):
+            for f in factor.scope:
+                readers.setdefault(f, []).append(i)
+        queue = deque(range(len(factors)))
+        queued = [True] * len(factors)
+        while queue:
+            i = queue.popleft()
+            queued[i] = False
+            scope = factors[i].scope
+            positions = [np.flatnonzero(keep[f]) for f in scope]
+            sub = factors[i].table
+            if any(len(p) < n for p, n in zip(positions, sub.shape, strict=True)):
+                sub = sub[np.ix_(*positions)]
+            for axis, f in enumerate(scope):
+                support = sub.any(axis=tuple(a for a in range(len(scope)) if a != axis))
+                if support.all():
+                    continue
+                keep[f][positions[axis][~support]] = False
+                positions[axis] = positions[axis][support]
+                sub = np.compress(support, sub, axis=axis)
+                for j in readers[f]:
+                    if not queued[j]:
+                        queue.append(j)
+                        queued[j] = True
+        cut = [
+            Factor(factor.scope, factor.table[np.ix_(*[np.flatnonzero(keep[f]) for f in factor.scope])])
+            for factor in factors
+        ]
+        return {f: v[keep[f]] for f, v in domains.items()}, cut
 
     def _components(self, factors: list[Factor]) -> list[tuple[str, ...]]:
         parent = {f: f for f in self.fields}

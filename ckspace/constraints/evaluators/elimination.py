@@ -33,8 +33,8 @@ class CountError(CkspaceError):
 
 @dataclass
 class Factor:
-    """A 0/1 (or count) table over the fields of ``scope``: its axes follow scope, indexed by
-    positions in the fields' domains."""
+    """A 0/1 table (bool: a rule's, as tabulated) or a count table (a message of an earlier bucket)
+    over the fields of ``scope``: its axes follow scope, indexed by positions in the fields' domains."""
 
     scope: tuple[str, ...]
     table: np.ndarray
@@ -61,7 +61,7 @@ class Block:
         exact_int64 = prod(self.sizes.values()) < EXACT_INT64
         self.dtype = np.int64 if exact_int64 else object
         self.buckets: list[Bucket] = []
-        pending = [Factor(f.scope, f.table.astype(self.dtype)) for f in factors]
+        pending = list(factors)  # 0/1 tables as tabulated; the messages left by summing are counts
         remaining = list(self.fields)
         late = [f for f in remaining if f in last]
         total = 1
@@ -88,18 +88,39 @@ class Block:
         return prod(self.sizes[f] for f in scope)
 
     def _multiply(self, factors: list[Factor], scope: tuple[str, ...]) -> np.ndarray:
+        """The product of ``factors`` over ``scope``, in the block's count dtype. The 0/1 tables (the
+        rules' own) are combined first in their one-byte dtype, and only then widened and multiplied
+        by the counts (messages of earlier buckets): a bucket of millions of cells is widened once
+        instead of once per factor."""
         size = prod(self.sizes[f] for f in scope)
         if size > MAX_TABLE:
             raise CountError(
                 f"the rules tie {', '.join(scope)} into {size} value combinations, more than "
                 f"{MAX_TABLE} can be counted exactly here; narrow the domains (--where)"
             )
-        out = np.ones([self.sizes[f] for f in scope], dtype=self.dtype)
+        full = tuple(self.sizes[f] for f in scope)
+        mask = np.ones([1] * len(scope), dtype=np.bool_)
+        counts = []
         for factor in factors:
-            order = sorted(range(len(factor.scope)), key=lambda i: scope.index(factor.scope[i]))
-            shape = [self.sizes[f] if f in factor.scope else 1 for f in scope]
-            out = out * factor.table.transpose(order).reshape(shape)
-        return out
+            if factor.table.dtype == np.bool_:
+                mask = mask & self._aligned(factor, scope)
+            else:
+                counts.append(factor)
+        if not counts:
+            return np.broadcast_to(mask, full).astype(self.dtype)
+        out = np.multiply(mask, self._aligned(counts[0], scope), dtype=self.dtype)  # widened in this one pass
+        for factor in counts[1:]:
+            if out.shape == full:
+                out *= self._aligned(factor, scope)
+            else:
+                out = out * self._aligned(factor, scope)
+        return out if out.shape == full else np.broadcast_to(out, full).copy()
+
+    def _aligned(self, factor: Factor, scope: tuple[str, ...]) -> np.ndarray:
+        """``factor``'s table with its axes in ``scope`` order, of size 1 along the fields it lacks."""
+        order = sorted(range(len(factor.scope)), key=lambda i: scope.index(factor.scope[i]))
+        shape = [self.sizes[f] if f in factor.scope else 1 for f in scope]
+        return factor.table.transpose(order).reshape(shape)
 
     @property
     def order(self) -> tuple[str, ...]:

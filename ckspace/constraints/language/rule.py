@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ckspace.constraints.language.expr import TRUE, Const, Expr, Field, fields_of
@@ -80,8 +81,10 @@ class Rule:
     quirk: str | None = None
     reads: tuple[TableValue, ...] = ()
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
+        """The config fields the rule reads (walked once: the listing asks each rule of every cell
+        whether a kind of config has them, :func:`excludes_kind`)."""
         return fields_of(self.expr)
 
     @property
