@@ -18,7 +18,7 @@ implementation. :class:`~ckspace.run.library.KernelLibrary` is the handle on wha
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ckspace.compiling.builder import build, build_host
@@ -40,7 +40,7 @@ def emit_tree(
     space: Space,
     out: str | Path,
     *,
-    names: Sequence[str] | None = None,
+    names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     with_selector: bool = True,
     fallbacks: bool = False,
     model: str | Path | None = None,
@@ -65,10 +65,10 @@ def emit_tree(
             "scripts/install-toolchain-gfx942.sh installs them, --ck-root PATH names them"
         )
     archs = list(dict.fromkeys(r.arch for r in space.requests))
-    if len(archs) > 1 and names is not None:
+    if len(archs) > 1 and names is not None and not isinstance(names, Mapping):
         raise CkspaceError(
             f"named kernels are one arch's (a plan's): emit them for one of {', '.join(archs)}, "
-            "or a space for several archs"
+            "or give each arch's names (a fleet plan's sections), or a space for several archs"
         )
     archs.sort()
     if names is None:  # named kernels come from their own cells, whatever the rule set proposes
@@ -117,13 +117,19 @@ def named_cells(names: Sequence[str]) -> tuple[list[str], list[int], list[str]]:
     return carried("variant"), carried("ndim"), carried("dtype")
 
 
-def named_kernels(space: Space, names: Sequence[str], source: str = "names") -> list[Kernel]:
+def named_kernels(
+    space: Space, names: Sequence[str] | Mapping[str, Sequence[str]], source: str = "names"
+) -> list[Kernel]:
     """The kernels ``names`` gives (ckspace names, tile-engine benchmark names, a ``ckspace plan``
     output's lines): kernels of ``space``, and configs of its cells every rule of the target allows
     although the rule set does not propose them (the vector-width variants a plan's fallbacks
     reach). Every name must be one or the other: :class:`NoKernelError` names each that is not,
-    with the rules that stop it. ``source`` names where the names came from, for the message."""
-    wanted = list(dict.fromkeys(names))
+    with the rules that stop it. ``source`` names where the names came from, for the message.
+    A mapping gives each arch its own names (a fleet plan's sections: names carry no arch); a
+    sequence stands for every arch of the space."""
+    per_arch = {arch: set(listed) for arch, listed in names.items()} if isinstance(names, Mapping) else None
+    every = [n for listed in names.values() for n in listed] if isinstance(names, Mapping) else names
+    wanted = list(dict.fromkeys(every))
     if not wanted:
         raise CkspaceError(f"{source} names no kernel")
     listed = {k.kernel_key: k for k in space.kernels()}
@@ -132,6 +138,8 @@ def named_kernels(space: Space, names: Sequence[str], source: str = "names") -> 
     refused: dict[str, tuple[str, ...]] = {}
     for name in wanted:
         for config in space.configs_from_name(name):
+            if per_arch is not None and name not in per_arch.get(config.arch, ()):
+                continue  # another arch's kernel
             if not isinstance(config, GemmConfig):
                 refused[name] = ("depthwise: CK Tile has no instance to emit",)
                 continue

@@ -65,12 +65,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     args.arch = list(dict.fromkeys(args.arch))  # an arch named twice is one arch
     names = None
     if args.kernels is not None:
-        if len(set(args.arch)) > 1:
-            raise InvalidInputError(
-                f"--kernels {args.kernels} is one arch's plan, not for --arch {' '.join(args.arch)}: give one --arch"
-            )
-        names = _names_in(args.kernels, args.arch[0])
-        variants, ndims, dtypes = named_cells(names)
+        names = _names_in(args.kernels, args.arch)
+        variants, ndims, dtypes = named_cells([n for listed in names.values() for n in listed])
+        if len(names) == 1:  # one arch's names: as before libraries of several archs
+            names = next(iter(names.values()))
         space = space_from_args(
             args,
             variant=None if args.variant else variants,
@@ -127,22 +125,40 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _names_in(path: Path, arch: str) -> list[str]:
-    """The kernel names of a ``--kernels`` file: one a line, ``#`` comments and blank lines skipped.
-    Names carry no arch, so a plan's output for another arch is refused by its header: its kernels
-    were chosen by that arch's rules and models, and would be emitted as ``arch``'s."""
-    from ckspace.commands.plan import planned_arch
+def _names_in(path: Path, archs: list[str]) -> dict[str, list[str]]:
+    """Each arch's kernel names in a ``--kernels`` file: one a line, ``#`` comments and blank lines
+    skipped. Names carry no arch. A plan's output says which arch each name was planned for (its
+    section's header: :func:`~ckspace.commands.plan.planned_sections`), and each of ``archs`` takes
+    its own section: its kernels were chosen by its rules and models, and would be wrong for
+    another arch. A list of names without a plan's header is one arch's."""
+    from ckspace.commands.plan import planned_sections
     from ckspace.core.vocab import parse_arch
     from ckspace.environment.inputs import read_input_text
 
     text = read_input_text(path, "--kernels")
-    planned = planned_arch(text)
-    if planned is not None and planned != parse_arch(arch):
+    sections = planned_sections(text)
+    if sections is None:
+        if len(archs) > 1:
+            raise InvalidInputError(
+                f"--kernels {path} is one arch's plan, not for --arch {' '.join(archs)}: give one --arch, or "
+                "plan for them all (ckspace plan --arch ARCH [ARCH ...]) and emit that plan"
+            )
+        names = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        sections = {parse_arch(archs[0]): names}
+    missing = [arch for arch in archs if parse_arch(arch) not in sections]
+    if missing:
+        planned = " ".join(sections)
+        if len(sections) == 1 and len(archs) == 1:
+            raise InvalidInputError(
+                f"--kernels {path} is a plan for {planned}, not --arch {archs[0]}: emit it with --arch "
+                f"{planned}, or plan again with --arch {archs[0]}"
+            )
         raise InvalidInputError(
-            f"--kernels {path} is a plan for {planned}, not --arch {arch}: emit it with --arch {planned}, "
-            f"or plan again with --arch {arch}"
+            f"--kernels {path} is a plan for {planned}, not for {' '.join(missing)}: emit it with --arch "
+            f"naming some of {planned}, or plan again with --arch {' '.join(archs)}"
         )
-    names = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if not names:
-        raise CkspaceError(f"--kernels {path} names no kernel")
-    return names
+    chosen = {parse_arch(arch): sections[parse_arch(arch)] for arch in archs}
+    empty = [arch for arch, names in chosen.items() if not names]
+    if empty:
+        raise CkspaceError(f"--kernels {path} names no kernel" + (f" for {' '.join(empty)}" if len(archs) > 1 else ""))
+    return chosen

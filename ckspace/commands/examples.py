@@ -126,7 +126,12 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         (
             "the fewest kernels that reach 90% efficiency",
             "ckspace plan --arch gfx950 --variant forward --dtype bf16 --problems miopen-forward-300 "
-            "--min-efficiency 0.9",
+            "--min-efficiency 90",
+        ),
+        (
+            "a fleet: 12 kernels over two archs, where they help most; emit takes the plan",
+            "ckspace plan --arch gfx942 gfx950 --variant forward --dtype bf16 --problems miopen-forward-300 "
+            "--total-budget 12",
         ),
     ),
     "hipdnn": (
@@ -143,6 +148,7 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "info": (
         ("what this machine has and what ckspace knows", "ckspace info"),
         ("the same as JSON", "ckspace info --format json"),
+        ("what an emitted or built tree holds, per arch", "ckspace info kernels"),
     ),
     "cache": (
         ("where the cache is and how big", "ckspace cache info"),

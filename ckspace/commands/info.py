@@ -8,6 +8,7 @@ a measurement or problems CSV), and the environment it reads."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, add_target_arguments, target_from_args, write_report
@@ -23,6 +24,14 @@ FORMATS = ("text", "json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "tree",
+        nargs="?",
+        type=Path,
+        metavar="DIR",
+        help="a tree ckspace emit wrote (built or not): what it holds instead, per arch for a library of several: "
+        "its kernels per cell, what ranks each cell, the kernels several archs share, the libraries built",
+    )
     add_format_argument(parser, FORMATS)
     add_target_arguments(parser)
 
@@ -128,7 +137,97 @@ def _datasets() -> dict[str, dict]:
     }
 
 
+def tree_facts(tree: Path) -> dict:
+    """What an emitted tree holds, as plain data: its archs, and for each its kernels per cell
+    (``variant ndim dtype``), what ranks each of its dispatcher's cells (a model, by the sha256 of its
+    ranker, or the analytical model) and whether ckspace ships a model for the cell; the kernels
+    several archs share (each compiled for all of them); the libraries built from it."""
+    from collections import Counter
+
+    from ckspace.emit.manifest import read_manifest
+    from ckspace.select.store import shipped_models
+
+    manifest = read_manifest(tree)
+    shipped = set(shipped_models())
+    fallback_only = set(manifest.dispatcher.fallback_only) if manifest.dispatcher is not None else set()
+    models = manifest.arch_models()
+    archs = {}
+    for arch, kernels in manifest.arch_kernels().items():
+        cells = Counter(_cell_of(k.config) for k in kernels)
+        archs[arch] = {
+            "kernels": len(kernels),
+            "fallback_only": sum(k.name in fallback_only for k in kernels),
+            "cells": dict(sorted(cells.items())),
+            "models": {
+                cell: {"ranked_by": source, "shipped_model": f"{arch} {cell}" in shipped}
+                for cell, source in models[arch].items()
+            },
+        }
+    return {
+        "tree": str(tree),
+        "ckspace_version": manifest.ckspace_version,
+        "archs": archs,
+        "library": manifest.label,
+        "kernels": len(manifest.kernels),
+        "target": manifest.request.get("target", {}).get("note"),
+        "shared": {k.name: list(k.archs or ()) for k in manifest.shared_kernels()},
+        "dispatcher": manifest.dispatcher is not None,
+        "hipdnn_plugin": manifest.hipdnn.plugin if manifest.hipdnn is not None else None,
+        "built": sorted(str(p.relative_to(tree)) for p in (tree / "build").glob("*/lib*.so")),
+    }
+
+
+def _cell_of(config: dict) -> str:
+    """A kernel's cell as its manifest record's config says it: ``variant ndimD dtype``."""
+    return f"{config['variant']} {config['ndim']}D {config['dtype']}"
+
+
+def _tree_text(report: dict) -> str:
+    several = len(report["archs"]) > 1
+    lines = [
+        f"{report['tree']}: {report['kernels']} kernels for {' '.join(report['archs'])}"
+        + (f", one library ({report['library']})" if several else "")
+        + f", emitted by ckspace {report['ckspace_version']}",
+        f"target: {report['target']}",
+    ]
+    for arch, held in report["archs"].items():
+        fallbacks = f", {held['fallback_only']} of them vector-width fallbacks only" if held["fallback_only"] else ""
+        lines.append(f"{arch}: {held['kernels']} kernels{fallbacks}")
+        lines += [f"  {cell}: {count}" for cell, count in held["cells"].items()]
+        for cell, model in held["models"].items():
+            shipped = "ckspace ships a model for it" if model["shipped_model"] else "ckspace ships no model for it"
+            lines.append(f"  {cell} ranked by {_ranker(model['ranked_by'])} ({shipped})")
+        if not held["models"]:
+            lines.append("  no dispatcher (emitted without --with-selector)")
+    if several:
+        if report["shared"]:
+            lines.append(f"{len(report['shared'])} kernels serve several archs (emitted once, compiled for each):")
+            lines += [f"  {name}: {' '.join(archs)}" for name, archs in report["shared"].items()]
+        else:
+            lines.append("no kernel serves several archs")
+    if report["hipdnn_plugin"]:
+        lines.append(f"hipDNN plugin: {report['hipdnn_plugin']}")
+    lines.append(
+        "built: " + (", ".join(report["built"]) if report["built"] else f"nothing yet (ckspace build {report['tree']})")
+    )
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _ranker(source: str) -> str:
+    """A dispatcher cell's ranking in words: a model by the first 12 digits of its ranker's sha256."""
+    if source.startswith("model "):
+        return f"a trained model (ranker sha256 {source.removeprefix('model ')[:12]})"
+    return "the analytical performance model"
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.tree is not None:
+        if args.ck_root or args.rules_only:
+            raise CkspaceError(
+                f"info {args.tree} reports the target the tree was emitted for: not with --ck-root or --rules-only"
+            )
+        write_report(out, args.format, tree_facts(args.tree), _tree_text, indent=1)
+        return 0
     # the default target is resolved by facts, which reports a CK_ROOT without headers; an explicit
     # --ck-root without them is bad input
     target = target_from_args(args) if args.ck_root or args.rules_only else None

@@ -1,5 +1,8 @@
 """``ckspace plan``: choose the kernel set a workload needs, with CP-SAT over the selector's
-predictions (:mod:`ckspace.planning.plan`, :mod:`ckspace.planning.workload`)."""
+predictions (:mod:`ckspace.planning.plan`, :mod:`ckspace.planning.workload`). Several archs (a
+fleet) get one plan each, from each arch's own target and scorer, with a budget per arch or one in
+all (:mod:`ckspace.planning.fleet`); the ``names`` output then has a section per arch, which is
+what ``ckspace emit --arch A B --kernels`` reads (:func:`planned_sections`)."""
 
 from __future__ import annotations
 
@@ -25,11 +28,19 @@ HELP = "choose the kernels a workload needs: best predicted efficiency for a bud
 FORMATS = ("names", "json")
 HEADER = "# ckspace plan"
 """How a plan's ``names`` output begins: ``# ckspace plan ARCH VARIANT DTYPE, ...``; names carry no
-arch, so ``emit --kernels`` reads the arch they were planned for here (:func:`planned_arch`)."""
+arch, so ``emit --kernels`` reads the arch they were planned for here (:func:`planned_sections`)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", required=True, help="GPU target, e.g. gfx950")
+    parser.add_argument(
+        "--arch",
+        required=True,
+        nargs="+",
+        action="extend",
+        metavar="ARCH",
+        help="GPU target, e.g. gfx950; several (gfx942 gfx950): one plan per arch for a fleet, each from its own "
+        "target and model, written as sections `ckspace emit --arch ... --kernels` takes",
+    )
     parser.add_argument("--variant", required=True, help="forward, bwd_data or bwd_weight")
     parser.add_argument("--dtype", required=True, help="fp16, bf16 or fp32")
     parser.add_argument(
@@ -42,12 +53,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--weights", metavar="COLUMN", help="the column saying how much each problem counts")
     goal = parser.add_mutually_exclusive_group(required=True)
-    goal.add_argument("--budget", type=int, metavar="K", help="at most K kernels: the best predicted efficiency")
+    goal.add_argument(
+        "--budget", type=int, metavar="K", help="at most K kernels (for each arch): the best predicted efficiency"
+    )
+    goal.add_argument(
+        "--total-budget",
+        type=int,
+        metavar="K",
+        help="at most K kernels over all the archs, each arch's kernels counted apart: one solve gives them "
+        "where they raise the mean of the archs' predicted efficiencies most (one arch: as --budget)",
+    )
     goal.add_argument(
         "--min-efficiency",
         type=float,
         metavar="E",
-        help="the fewest kernels whose weighted mean predicted efficiency reaches E percent",
+        help="the fewest kernels whose weighted mean predicted efficiency reaches E percent (on each arch)",
     )
     registry = parser.add_mutually_exclusive_group()
     registry.add_argument(
@@ -66,7 +86,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --rule-set: filter on config fields (repeatable)",
     )
     add_target_arguments(parser)
-    parser.add_argument("--model", type=Path, metavar="DIR", help="a model directory instead of the shipped one")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        metavar="DIR",
+        help="a model directory instead of the shipped one (several archs: of the arch its card names)",
+    )
     parser.add_argument(
         "--top",
         type=int,
@@ -92,10 +117,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> None:
     from ckspace.planning.plan import BUDGET_MAX, SEED_RANGE, TIME_LIMIT_MAX
 
-    if args.budget is not None and not 1 <= args.budget <= BUDGET_MAX:
-        raise CkspaceError(
-            f"--budget {args.budget}: valid: at least 1 and at most {BUDGET_MAX:,} kernels (the solver's range)"
-        )
+    for option, budget in (("--budget", args.budget), ("--total-budget", args.total_budget)):
+        if budget is not None and not 1 <= budget <= BUDGET_MAX:
+            raise CkspaceError(
+                f"{option} {budget}: valid: at least 1 and at most {BUDGET_MAX:,} kernels (the solver's range)"
+            )
     if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
         raise CkspaceError(
             f"--seed {args.seed}: valid: an integer from {SEED_RANGE[0]:,} to {SEED_RANGE[1]:,} "
@@ -113,7 +139,23 @@ def _check(args: argparse.Namespace) -> None:
         raise CkspaceError("--where narrows a rule set: not with --candidates")
 
 
-def _space(args: argparse.Namespace, ndims: list[int], target):
+def _archs(args: argparse.Namespace) -> list[str]:
+    """The archs of ``--arch``, each spelled as ckspace spells it; an unknown one or one named twice
+    (in any spelling) is bad input, named with the valid choices: a fleet's plan has one section
+    per arch, and two of one arch would be two plans for the same machines."""
+    from ckspace.core.vocab import arch_names, parse_arch
+
+    archs = [parse_arch(a) for a in args.arch]
+    twice = sorted({a for a in archs if archs.count(a) > 1})
+    if twice:
+        raise CkspaceError(
+            f"--arch {' '.join(args.arch)}: {', '.join(twice)} named twice; valid: each of "
+            f"{', '.join(arch_names())} at most once"
+        )
+    return archs
+
+
+def _space(args: argparse.Namespace, arch: str, ndims: list[int], target):
     """The rule set's space in ``target`` (None with --candidates), refused at once when too large to
     rank or when the rule set holds no kernel of the direction (before any model loads)."""
     if args.candidates is not None:
@@ -122,7 +164,7 @@ def _space(args: argparse.Namespace, ndims: list[int], target):
     from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
     from ckspace.space.space import Space
 
-    space = Space(args.arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where, ck=target)
+    space = Space(arch, args.variant, ndims, args.dtype, args.rule_set or "full", where=args.where, ck=target)
     space.refuse_beyond(
         CANDIDATE_LIMIT,
         "plan ranks",
@@ -150,30 +192,33 @@ def _registry(args: argparse.Namespace, selector, ndims: list[int], space) -> li
 def run(args: argparse.Namespace, out: TextIO) -> int:
     _check(args)
     from ckspace.core.vocab import Variant
-    from ckspace.planning.plan import DEFAULT_TIME_LIMIT, DEFAULT_TOP, solve_plan
     from ckspace.planning.workload import read_workload
-    from ckspace.select.selector import Selector
 
+    archs = _archs(args)
+    models = _fleet_models(args.model, archs) if len(archs) > 1 else {}  # a model for none of them: refused first
     workload = read_workload(args.problems, Variant.parse(args.variant), args.weights)
-    ndims = sorted({p.ndim for p in workload.problems})
     target = target_from_args(args)  # one target for the registry and the selector's fallbacks
-    space = _space(args, ndims, target)  # a registry too large to rank is refused before any model loads
-    selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
-    candidates = _registry(args, selector, ndims, space)
-    predictions = _predict(selector, candidates, workload)
-    top = DEFAULT_TOP if args.top is None else (args.top or None)
-    result = solve_plan(
-        predictions.instance,
-        budget=args.budget,
-        min_efficiency=None if args.min_efficiency is None else args.min_efficiency / 100.0,
-        top=top,
-        time_limit=args.time_limit or DEFAULT_TIME_LIMIT,
-        workers=1,
-        seed=args.seed,
-    )
-    report = _report(args, selector, workload, predictions, result, len(candidates))
+    if len(archs) > 1:
+        return _run_fleet(args, archs, models, workload, target, out)
+    if args.total_budget is not None:  # a fleet of one: its total budget is its budget
+        args.budget, args.total_budget = args.total_budget, None
+    selector, predictions, registry_size = _arch_predictions(args, archs[0], workload, target, args.model)
+    result = _solve(args, predictions.instance)
+    report = _report(args, selector, workload, predictions, result, registry_size)
     write_report(out, args.format, report, _names_text)
     return 0
+
+
+def _arch_predictions(args: argparse.Namespace, arch: str, workload, target, model: Path | None):
+    """``arch``'s selector (``model``, else the shipped one or the analytical model), its registry
+    of candidates in ``target`` and its predictions for the workload: what its plan is solved on."""
+    from ckspace.select.selector import Selector
+
+    ndims = sorted({p.ndim for p in workload.problems})
+    space = _space(args, arch, ndims, target)  # a registry too large to rank is refused before any model loads
+    selector = Selector.load(arch, args.variant, args.dtype, model_dir=model, ck=target)
+    candidates = _registry(args, selector, ndims, space)
+    return selector, _predict(selector, candidates, workload), len(candidates)
 
 
 def _predict(selector, candidates, workload):
@@ -183,8 +228,84 @@ def _predict(selector, candidates, workload):
     from ckspace.planning.workload import predicted_instance
 
     with counting_bar(enabled=sys.stderr.isatty(), transient=True, stderr=True) as bar:
-        task = bar.add_task("predicting", total=len(workload.problems))
+        task = bar.add_task(f"predicting for {selector.arch}", total=len(workload.problems))
         return predicted_instance(selector, candidates, workload, advance=lambda: bar.advance(task))
+
+
+def _solving(args: argparse.Namespace) -> dict:
+    """How every solve of this command runs: the kept candidates, the time limit, one worker, the seed."""
+    from ckspace.planning.plan import DEFAULT_TIME_LIMIT, DEFAULT_TOP
+
+    top = DEFAULT_TOP if args.top is None else (args.top or None)
+    return {"top": top, "time_limit": args.time_limit or DEFAULT_TIME_LIMIT, "workers": 1, "seed": args.seed}
+
+
+def _solve(args: argparse.Namespace, instance):
+    """One arch's plan of ``instance`` for ``--budget`` or ``--min-efficiency``."""
+    from ckspace.planning.plan import solve_plan
+
+    return solve_plan(
+        instance,
+        budget=args.budget,
+        min_efficiency=None if args.min_efficiency is None else args.min_efficiency / 100.0,
+        **_solving(args),
+    )
+
+
+def _run_fleet(
+    args: argparse.Namespace, archs: list[str], models: dict[str, Path], workload, target, out: TextIO
+) -> int:
+    """One plan per arch of ``archs``, each from its own target's candidates and its own scorer:
+    apart for ``--budget`` and ``--min-efficiency`` (each arch's plan is its one-arch plan), or in
+    one solve over all the archs for ``--total-budget`` (:mod:`ckspace.planning.fleet`)."""
+    from ckspace.planning.fleet import solve_total
+
+    planned = {arch: _arch_predictions(args, arch, workload, target, models.get(arch)) for arch in archs}
+    if args.total_budget is None:
+        results = {arch: _solve(args, predictions.instance) for arch, (_, predictions, _) in planned.items()}
+        joint = None
+    else:
+        joint, shares = solve_total(
+            [predictions.instance for _, predictions, _ in planned.values()], args.total_budget, **_solving(args)
+        )
+        results = dict(zip(archs, shares, strict=True))
+    reports = {
+        arch: _report(args, selector, workload, predictions, results[arch], size)
+        for arch, (selector, predictions, size) in planned.items()
+    }
+    report = _fleet_report(args, reports, {arch: _estimates(args, planned[arch][0], models) for arch in archs}, joint)
+    write_report(out, args.format, report, _fleet_names_text)
+    return 0
+
+
+def _fleet_models(model: Path | None, archs: list[str]) -> dict[str, Path]:
+    """``--model`` as the model of the arch its card names (the others keep the shipped model or the
+    analytical one, as ``emit --model`` does for a library of several archs); a model of none of
+    ``archs`` is bad input."""
+    if model is None:
+        return {}
+    from ckspace.select.store import load_model
+
+    card = load_model(model)[2]
+    if card.arch not in archs:
+        raise CkspaceError(
+            f"--model {model} is a {card.arch} model, for none of the archs {' '.join(archs)}: plan for "
+            f"{card.arch} too, or leave --model out"
+        )
+    return {card.arch: model}
+
+
+def _estimates(args: argparse.Namespace, selector, models: dict[str, Path]) -> str:
+    """Where an arch's estimates come from, in words: the model ``--model`` named, the shipped model
+    of its cell, or the analytical performance model where it has none."""
+    from ckspace.core.vocab import ScoreSource
+
+    cell = f"{selector.arch} {selector.variant.value} {selector.dtype.value}"
+    if selector.source is not ScoreSource.MODEL:
+        return f"the analytical performance model (no model for {cell})"
+    if selector.arch in models:
+        return f"the model at {models[selector.arch]} ({cell})"
+    return f"the shipped model of {cell}"
 
 
 def _report(args, selector, workload, predictions, result, registry_size: int) -> dict:
@@ -216,7 +337,13 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
         if predictions.extrapolated and predictions.extrapolated[c] is not None
     }
     variants = sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry)
-    mode = {"budget": args.budget} if args.budget is not None else {"min_efficiency": args.min_efficiency}
+    mode = (
+        {"budget": args.budget}
+        if args.budget is not None
+        else {"total_budget": args.total_budget}
+        if args.total_budget is not None
+        else {"min_efficiency": args.min_efficiency}
+    )
     return {
         "arch": selector.arch,
         "variant": selector.variant.value,
@@ -253,7 +380,13 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
 
 
 def _names_text(report: dict) -> str:
-    goal = f"budget {report['budget']}" if "budget" in report else f"min efficiency {report['min_efficiency']:g} %"
+    goal = (
+        f"budget {report['budget']}"
+        if "budget" in report
+        else f"total budget {report['total_budget']} ({len(report['kernels'])} kernels here)"
+        if "total_budget" in report
+        else f"min efficiency {report['min_efficiency']:g} %"
+    )
     status = (
         "optimal"
         if report["status"] == "optimal"
@@ -297,7 +430,115 @@ def _names_text(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def planned_arch(text: str) -> str | None:
-    """The arch the kernels of a ``names`` output were planned for (None: the text is no plan's)."""
-    header = next((line for line in text.splitlines() if line.startswith(f"{HEADER} ")), None)
-    return None if header is None else header.removeprefix(f"{HEADER} ").split(" ", 1)[0]
+def _fleet_report(args, reports: dict[str, dict], estimates: dict[str, str], joint) -> dict:
+    """A fleet's plan: each arch's plan (as its one-arch plan reports it), what each arch gets, where
+    its estimates come from, and the kernels chosen for several archs (one kernel by its config, the
+    arch aside: emitted once, compiled for each)."""
+    from ckspace.core.config import GemmConfig
+
+    first = next(iter(reports.values()))
+    mode = (
+        {"budget": args.budget}
+        if args.budget is not None
+        else {"total_budget": args.total_budget}
+        if args.total_budget is not None
+        else {"min_efficiency": args.min_efficiency}
+    )
+    holders: dict[tuple, list[str]] = {}
+    names: dict[tuple, str] = {}
+    for arch, report in reports.items():
+        for name, fields in report["configs"].items():
+            key = GemmConfig.from_fields(fields).kernel_key()._replace(arch="")
+            holders.setdefault(key, []).append(arch)
+            names[key] = name
+    shared = {names[key]: archs for key, archs in holders.items() if len(archs) > 1}
+    return {
+        "archs": list(reports),
+        "variant": first["variant"],
+        "dtype": first["dtype"],
+        **mode,
+        "how": (
+            "one solve over every arch's candidates gives each arch the kernels where they raise the mean of the "
+            "archs' weighted mean predicted efficiencies most (each arch weighs the same; a kernel of two archs "
+            "counts for each)"
+            if joint is not None
+            else "each arch planned apart, as its one-arch plan"
+        ),
+        **(
+            {"status": joint.status, "gap": round(100.0 * joint.gap, 4), "kernels": len(joint.chosen)}
+            if joint is not None
+            else {"kernels": sum(len(r["kernels"]) for r in reports.values())}
+        ),
+        "mean_efficiency": round(sum(r["efficiency"] for r in reports.values()) / len(reports), 4),
+        "per_arch": {
+            arch: {
+                "kernels": len(report["kernels"]),
+                "efficiency": report["efficiency"],
+                "source": report["source"],
+                "estimates": estimates[arch],
+                "status": report["status"],
+            }
+            for arch, report in reports.items()
+        },
+        "shared": dict(sorted(shared.items())),
+        "plans": reports,
+    }
+
+
+def _fleet_names_text(report: dict) -> str:
+    """The fleet's summary as ``#`` comments, then each arch's plan as its one-arch ``names`` output
+    (a section per arch, its header naming the arch: what ``emit --kernels`` reads,
+    :func:`planned_sections`)."""
+    goal = (
+        f"budget {report['budget']} per arch"
+        if "budget" in report
+        else f"total budget {report['total_budget']}"
+        if "total_budget" in report
+        else f"min efficiency {report['min_efficiency']:g} % on each arch"
+    )
+    joint = (
+        f": {report['status']}" + (f" (gap {report['gap']:.2f} %)" if report["status"] != "optimal" else "")
+        if "status" in report
+        else ""
+    )
+    lines = [
+        f"{FLEET_HEADER} {' '.join(report['archs'])} {report['variant']} {report['dtype']}, {goal}{joint}",
+        f"# {report['how']}",
+        f"# {report['kernels']} kernels in all; mean of the archs' predicted efficiencies "
+        f"{report['mean_efficiency']:.2f} %",
+    ]
+    lines += [
+        f"#   {arch}: {a['kernels']} kernels, weighted mean predicted efficiency {a['efficiency']:.2f} %, "
+        f"estimated by {a['estimates']}"
+        for arch, a in report["per_arch"].items()
+    ]
+    if report["shared"]:
+        lines.append(f"# {len(report['shared'])} kernels chosen for several archs (emitted once, compiled for each):")
+        lines += [f"#   {name}: {' '.join(archs)}" for name, archs in report["shared"].items()]
+    else:
+        lines.append("# no kernel is chosen for several archs")
+    return "\n".join(lines) + "\n" + "".join(_names_text(plan) for plan in report["plans"].values())
+
+
+FLEET_HEADER = "# ckspace fleet plan"
+"""How a fleet plan's ``names`` output begins; each arch's section follows under its own :data:`HEADER`."""
+
+
+def planned_sections(text: str) -> dict[str, list[str]] | None:
+    """The kernels of a plan's ``names`` output, per arch it was planned for, in its order (a fleet
+    plan has a section per arch, a one-arch plan one); None when the text is no plan's (a list of
+    names). Names carry no arch: the section they stand in says which arch's kernels they are."""
+    sections: dict[str, list[str]] = {}
+    arch = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith(f"{HEADER} "):
+            arch = line.removeprefix(f"{HEADER} ").split(" ", 1)[0].rstrip(",")
+            sections.setdefault(arch, [])
+        elif line and not line.startswith("#"):
+            if arch is None:  # a list of names, unless a plan's header follows
+                if any(other.strip().startswith(f"{HEADER} ") for other in text.splitlines()[number:]):
+                    raise CkspaceError(f"line {number} names a kernel before any plan's header ({line})")
+                return None
+            sections[arch].append(line)
+    return sections or None

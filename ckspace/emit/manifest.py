@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import CkspaceError
 
 MANIFEST_NAME = "manifest.json"
 
@@ -123,6 +125,29 @@ class Manifest(BaseModel):
         joined by ``_`` (``gfx942_gfx950``)."""
         return "_".join(self.arch_list)
 
+    def arch_kernels(self) -> dict[str, list[EmittedKernel]]:
+        """Each arch's kernels (a kernel of several archs under each): in a library of several
+        archs the archs its record names, else every kernel is the one arch's."""
+        return {arch: [k for k in self.kernels if k.archs is None or arch in k.archs] for arch in self.arch_list}
+
+    def arch_models(self) -> dict[str, dict[str, str]]:
+        """Each arch's cells (``variant dtype``) and what ranks them in its dispatcher (``model
+        <sha256 of the ranker>`` or ``analytical``); empty without a dispatcher. A library of several
+        archs keys its dispatcher's cells ``arch variant dtype``."""
+        if self.dispatcher is None:
+            return {arch: {} for arch in self.arch_list}
+        if self.archs is None:
+            return {self.arch: dict(self.dispatcher.models)}
+        out: dict[str, dict[str, str]] = {arch: {} for arch in self.arch_list}
+        for key, source in self.dispatcher.models.items():
+            arch, _, cell = key.partition(" ")
+            out[arch][cell] = source
+        return out
+
+    def shared_kernels(self) -> list[EmittedKernel]:
+        """The kernels several archs hold: each emitted once and compiled for every one of them."""
+        return [k for k in self.kernels if k.archs is not None and len(k.archs) > 1]
+
     def files(self) -> list[str]:
         """Every file of the tree (manifest excluded)."""
         paths = [f.path for f in self.shared]
@@ -134,3 +159,13 @@ class Manifest(BaseModel):
 def _drop_absent(record: dict[str, Any], key: str) -> None:
     if record.get(key) is None:
         record.pop(key, None)
+
+
+def read_manifest(tree: Path) -> Manifest:
+    """The manifest of the emitted tree ``tree``; a folder that holds none is one line saying how one is made."""
+    from ckspace.environment.inputs import read_json_model
+
+    path = tree / MANIFEST_NAME
+    if not path.is_file():
+        raise CkspaceError(f"{tree} has no {MANIFEST_NAME}: no tree ckspace emit wrote (ckspace emit --out {tree})")
+    return read_json_model(Manifest, path, "manifest")
