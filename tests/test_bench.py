@@ -462,3 +462,54 @@ def test_train_on_a_bwd_weight_sweep_and_select_with_the_model(standin: Path, tm
     trained = {names[i] for i in (GOOD, 4, 5, 6, 7)}
     pick = selector.select(ConvProblem.parse("N=2,C=16,K=16,Hi=6,Wi=6,Y=3,X=3,pad=1"), candidates=sorted(trained))
     assert pick.pick in trained and pick.source == "model"
+
+
+@pytest.mark.slow
+def test_bench_host_backend_refuses_a_hip_library_up_front(tmp_path: Path, capsys) -> None:
+    from standin_library import build_standin
+
+    from ckspace.cli import main
+    from ckspace.compiling.report import BuildReport
+    from ckspace.compiling.toolchain import Toolchain
+
+    tree = build_standin(tmp_path)
+    problems = tmp_path / "problems.csv"
+    problems.write_text("N,C,K,G,Hi,Wi,Y,X,stride_h,stride_w,pad_h,pad_w\n2,16,16,1,6,6,3,3,1,1,1,1\n")
+    bench = ["bench", str(tree), "--problems", str(problems), "--backend", "host", "--timeout", "5"]
+    assert main([*bench, "--out", str(tmp_path / "standin.csv")]) == 0  # a stand-in runs on the host
+    capsys.readouterr()
+    library = tree / "build" / "gfx950" / "libckspace_kernels_gfx950.so"
+    toolchain = Toolchain(
+        kind="clang",
+        compiler="clang++-22",
+        version="clang version 22.0.0",
+        identity="0" * 64,
+        arch="gfx950",
+        compile_flags=(),
+        link_flags=(),
+    )
+    report = BuildReport(
+        arch="gfx950",
+        toolchain=toolchain,
+        ck_revision="r",
+        ck_fingerprint="f",
+        batch=8,
+        jobs=1,
+        units=1,
+        compiled_units=1,
+        seconds=1.0,
+        ok=1,
+        failed=0,
+        cached=0,
+        library=str(library),
+        link_error=None,
+        kernels=[],
+    )
+    (library.parent / "report.json").write_text(report.model_dump_json())  # as ckspace build leaves it
+    assert main([*bench, "--out", str(tmp_path / "hip.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"ckspace: error: --backend host: {library} is a HIP library "
+        "(ckspace build linked it for gfx950 with clang version 22.0.0)"
+    )
+    assert not (tmp_path / "hip.csv").exists()

@@ -312,7 +312,7 @@ def test_every_link_between_pages_resolves() -> None:
 
 def test_the_link_check_fails_on_links_to_nothing() -> None:
     page = ROOT / "docs" / "space.md"
-    missing = "no_such" + ".md"  # built, so that tests/test_references.py does not take it for a citation
+    missing = "no_such" + ".md"  # built, so that tests/test_doc_references.py does not take it for a citation
     text = f"[a]({missing}) [b](open.md#no-such-heading) [c](open.md) [d](https://example.org/x) [e](#one-target)\n"
     assert link_problems(page, text) == [
         f"space.md:1: {missing}: no such file",

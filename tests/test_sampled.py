@@ -3,7 +3,7 @@
 ``reference_at`` is held to the full reference and to the naive element loops of
 ``tests/naive_conv.py`` at drawn positions of drawn problems of every variant, ndim, grouping,
 stride, pad, dilation and dtype. The sampled check is held to the full one: on every position it
-gives the same result, and on samples it catches the faults of ``test_reference`` (swapped groups,
+gives the same result, and on samples it catches the faults of ``test_verify_reference`` (swapped groups,
 a transposed filter, an off-by-one pad, one wrong corner element, NaN anywhere) and passes correct
 low-precision results. Positions are checked against an independent statement of the corners.
 The worker's sampled path runs with a host device and a stand-in library.
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from naive_conv import NAIVE
-from test_reference import (
+from test_verify_reference import (
     DTYPES,
     MID,
     SETTINGS,
@@ -194,7 +194,7 @@ def test_the_sampled_check_catches_the_faults_the_full_one_does(variant: str, fa
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_correct_result_passes_the_sampled_check(variant: str, dtype: str) -> None:
-    """Summed in another order and truncated to the dtype, as in test_reference."""
+    """Summed in another order and truncated to the dtype, as in test_verify_reference."""
     problem = MID[variant]
     a, b = random_operands(problem, variant, dtype, seed=9)
     c_kernel = _truncate(reference(problem, variant, *_reordered(variant, a, b)), dtype)

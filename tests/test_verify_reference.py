@@ -11,6 +11,7 @@ pass, and the faults a wrong kernel shows are caught.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -390,7 +391,7 @@ TABLE_CASES = ((576, 1), (4608, 1), (65536, 1), (1048576, 1), (65536, 4), (10485
 
 
 def doc_table() -> str:
-    """The table of docs/verification.md, from the code (``python3 tests/test_reference.py`` prints it)."""
+    """The table of docs/verification.md, from the code (``python3 tests/test_verify_reference.py`` prints it)."""
     lines = [
         "| K | k_batch | spread sqrt(K)/3 | fp32 rtol / atol | fp16 rtol / atol | bf16 rtol / atol |",
         "|---|---|---|---|---|---|",
@@ -408,7 +409,7 @@ def doc_table() -> str:
 
 def test_the_docs_table_is_what_the_code_gives() -> None:
     assert doc_table() in DOC.read_text(), (
-        "docs/verification.md is stale: python3 tests/test_reference.py prints the table"
+        "docs/verification.md is stale: python3 tests/test_verify_reference.py prints the table"
     )
 
 
@@ -432,3 +433,11 @@ def test_operands_drawn_in_chunks_are_the_one_draw_of_the_whole(dtype: str, monk
         whole = np.random.default_rng(stream).random(math.prod(shape), dtype=draw)
         expected = ((2 * ref.INPUT_BOUND) * whole - ref.INPUT_BOUND).astype(np_dtype).reshape(shape)
         assert array.size > 6 and np.array_equal(array.view(np.uint8), expected.view(np.uint8))
+
+
+def test_the_verification_doc_snippet_runs_as_written() -> None:
+    text = (ROOT / "docs" / "verification.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "docs/verification.md", "exec"), namespace)  # our own doc, not user text
+    assert namespace["result"].checked > 0

@@ -488,7 +488,7 @@ def test_the_path_check_fails_on_missing_paths() -> None:
 
     assert (
         problems(
-            "`ckspace/core/vocab.py`, tests/test_references.py. docs/rules.md, `bench/`, "
+            "`ckspace/core/vocab.py`, tests/test_doc_references.py. docs/rules.md, `bench/`, "
             "ckspace/data/tables/*.json, `ckspace/models/<arch>/{cell}/`, .ci/run, ~/.cache/ckspace, "
             "a ckspace/upstream name, :file:`templates/ckspace_dispatch.h.j2`, x/y.py"
         )

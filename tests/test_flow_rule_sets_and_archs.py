@@ -1,7 +1,7 @@
-"""The emit/build/select/plan flow: items 4, 5, 6 and 21 (part) of the third contract round.
-
-Item 5: a direction the chosen rule set holds no kernel of (``full`` has no bwd_data: quirk 14.1)
-is one line naming the rule sets that hold some, exit 2, alike in select, plan and emit.
+"""The emit/build/select/plan flow's refusals and defaults: a direction the chosen rule set holds no
+kernel of (``full`` has no bwd_data: quirk 14.1) is one line naming the rule sets that hold some,
+exit 2, alike in select, plan and emit (``space.rule_set_choice``); a plan or a tree of another arch
+is refused before any work; ``emit --kernels`` needs no variant and writes the dispatcher.
 """
 
 from __future__ import annotations
