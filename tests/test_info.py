@@ -166,3 +166,57 @@ def test_what_builds_a_hipdnn_plugin_is_named(monkeypatch: pytest.MonkeyPatch) -
     assert _line(text, "  hipDNN plugin builds: ") == (
         f"  hipDNN plugin builds: flatc {found['version']} ({found['flatc']}), headers in {found['include_dir']}"
     )
+
+
+def _emit(root: Path, archs: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``ckspace emit --arch ARCHS --with-selector`` of forward bf16 2D (default rule set) on fake CK headers."""
+    from ckspace.cli import main
+
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(root / "ck", explicit_gemm=False)))
+    tree = root / "tree"
+    argv = ["emit", "--arch", *archs, "--variant", "forward", "--ndim", "2", "--dtype", "bf16", "--rule-set", "default"]
+    assert main([*argv, "--with-selector", "--out", str(tree)]) == 0
+    return tree
+
+
+@pytest.mark.slow
+def test_info_of_a_fleet_tree_says_what_each_arch_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per arch, its kernels per cell and what ranks each cell, from the manifest as the dispatcher
+    holds them (each arch's own listing); the kernels both archs hold, by the manifest's archs of
+    each; a one-arch tree names no sharing."""
+    tree = _emit(tmp_path / "fleet", ("gfx942", "gfx950"), monkeypatch)
+    manifest = json.loads((tree / "manifest.json").read_text())
+    result = run_cli(["info", str(tree), "--format", "json"])
+    assert result.status == 0, result.stderr
+    report = json.loads(result.stdout)
+    for arch, names in manifest["dispatcher"]["archs"].items():
+        assert report["archs"][arch]["kernels"] == len(names)
+        assert report["archs"][arch]["cells"] == {"forward 2D bf16": len(names)}
+    assert report["archs"]["gfx942"]["models"] == {"forward bf16": {"ranked_by": "analytical", "shipped_model": False}}
+    gfx950 = report["archs"]["gfx950"]["models"]["forward bf16"]
+    assert gfx950["shipped_model"] is True and gfx950["ranked_by"].startswith("model ")
+    both = {k["name"] for k in manifest["kernels"] if len(k["archs"]) == 2}
+    assert both and set(report["shared"]) == both
+    assert report["built"] == [] and report["library"] == "gfx942_gfx950"
+    text = run_cli(["info", str(tree)]).stdout
+    assert f"{len(both)} kernels serve several archs (emitted once, compiled for each):" in text
+    assert "  forward bf16 ranked by the analytical performance model (ckspace ships no model for it)" in text
+    assert "built: nothing yet" in text
+    library = tree / "build" / "gfx942_gfx950" / "libckspace_kernels_gfx942_gfx950.so"
+    library.parent.mkdir(parents=True)
+    library.write_bytes(b"")  # what ckspace build links there
+    assert "built: build/gfx942_gfx950/libckspace_kernels_gfx942_gfx950.so" in run_cli(["info", str(tree)]).stdout
+    one = _emit(tmp_path / "one", ("gfx942",), monkeypatch)
+    text = run_cli(["info", str(one)]).stdout
+    assert "serve several archs" not in text and "one library" not in text
+    assert _line(text, "gfx942: ").startswith("gfx942: ")
+
+
+def test_info_of_no_tree_is_one_line(tmp_path: Path) -> None:
+    for argv, words in (
+        (["info", str(tmp_path)], f"{tmp_path} has no manifest.json"),
+        (["info", str(tmp_path), "--rules-only"], "not with --ck-root or --rules-only"),
+    ):
+        result = run_cli(argv)
+        assert result.status == 2 and result.stdout == "" and result.stderr.count("\n") == 1, result.stderr
+        assert words in result.stderr
