@@ -11,7 +11,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckspace.constraints.enumeration.enumerator import enumerate_cells
-from ckspace.core.cells import Cell, Request
+from ckspace.core.cells import Cell, CellResult, Request
 from ckspace.core.fields import DEPTHWISE_FIELDS, DEPTHWISE_LAYOUT, GEMM_FIELD_NAMES, Row, decode, plain
 from ckspace.core.kernel_key import KernelKey
 from ckspace.core.naming import depthwise_name, gemm_name
@@ -85,16 +85,18 @@ def list_kernels(
     use_cache: bool = True,
     target: Target | None = None,
     filters: CellFilters | None = None,
+    memo: dict[Request, dict[Cell, CellResult]] | None = None,
 ) -> list[Kernel]:
     """Kernels of every request in request, cell and rule-set order; only valid ones unless
     ``raw``; only those of ``target`` (through the cell cache; None: the rule space); only those
     satisfying the extra rules ``filters`` gives per cell. A kernel that several requests produce
-    (rule-set lists) is listed once."""
+    (rule-set lists) is listed once. ``memo``: the rule space's cells already enumerated
+    (:func:`~ckspace.constraints.enumeration.enumerator.enumerate_cells`)."""
     requests = list(requests)
     out: list[Kernel] = []
     for request in requests:
         arch = request.arch
-        for cell, result in enumerate_cells(request, use_cache, target).items():
+        for cell, result in enumerate_cells(request, use_cache, target, memo).items():
             keep_gemm = keep_dw = None
             if filters is not None:
                 from ckspace.constraints.evaluators.classify import satisfies_all  # deferred: numpy only with filters

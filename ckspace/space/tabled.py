@@ -3,7 +3,8 @@
 The rule set proposes each cell's configs and the generator's rules classify them; the listing
 (:func:`~ckspace.space.listing.list_kernels`, through the cell cache) is small enough to hold, so
 counting, sampling and explaining all read it. The proposals depend on the requests alone, so a
-narrowed space shares them with the space it narrows.
+narrowed space shares them, and the rule space's classified cells, with the space it narrows (a
+target's listing and the rule space's, which ``enumerate`` both counts, classify once).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from ckspace.core.cells import Cell, CellProposals, Request
+from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 from ckspace.core.fields import GEMM_FIELD_NAMES, Row
 from ckspace.space.backend import Backend, SpaceView
 from ckspace.space.listing import Kernel, list_kernels
@@ -26,12 +27,18 @@ class TableBackend(Backend):
 
     default_strata = ("pipeline", "tile_m", "tile_n", "tile_k")
 
-    def __init__(self, space: SpaceView, proposals: dict[Request, dict[Cell, CellProposals]] | None = None) -> None:
+    def __init__(
+        self,
+        space: SpaceView,
+        proposals: dict[Request, dict[Cell, CellProposals]] | None = None,
+        cells: dict[Request, dict[Cell, CellResult]] | None = None,
+    ) -> None:
         super().__init__(space)
         self._proposals = {} if proposals is None else proposals
+        self._cells = {} if cells is None else cells
 
     def narrowed(self, space: SpaceView) -> TableBackend:
-        return TableBackend(space, self._proposals)
+        return TableBackend(space, self._proposals, self._cells)
 
     def listing(self, raw: bool) -> list[Kernel]:
         space = self.space
@@ -42,6 +49,7 @@ class TableBackend(Backend):
             use_cache=space.use_cache,
             target=space.target,
             filters=space._query_rules if narrowed else None,
+            memo=self._cells,
         )
 
     def count(self) -> int:

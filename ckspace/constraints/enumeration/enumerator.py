@@ -27,13 +27,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def enumerate_cells(request: Request, use_cache: bool = True, target: Target | None = None) -> dict[Cell, CellResult]:
+def enumerate_cells(
+    request: Request,
+    use_cache: bool = True,
+    target: Target | None = None,
+    memo: dict[Request, dict[Cell, CellResult]] | None = None,
+) -> dict[Cell, CellResult]:
     """Every cell of ``request`` in request order: from the cache where possible, else computed
     (and stored). With a ``target``, a kernel is valid only if the target's rules hold too
-    (:func:`ckspace.constraints.rulebook.catalogue.target_rules`); the rows stay the rule set's output."""
+    (:func:`ckspace.constraints.rulebook.catalogue.target_rules`); the rows stay the rule set's output.
+
+    ``memo`` holds the rule space's cells of requests this process has enumerated already (a
+    space and the spaces narrowed from it share one): a target's listing and the rule space's (the
+    two counts ``enumerate`` reports) then classify the proposals once, even without the cache."""
     key = None if target is None else target.cache_key
     if key is not None:
-        return _target_cells(request, use_cache, target, key)
+        return _target_cells(request, use_cache, target, key, memo)
+    if memo is not None and request in memo:
+        return memo[request]
     results: dict[Cell, CellResult] = {}
     if use_cache:
         for cell in request.cells:
@@ -47,13 +58,18 @@ def enumerate_cells(request: Request, use_cache: bool = True, target: Target | N
             results[cell] = fresh[cell]
             if use_cache:
                 cellcache.store(request, cell, fresh[cell])
-    return {cell: results[cell] for cell in request.cells}
+    results = {cell: results[cell] for cell in request.cells}
+    if memo is not None:
+        memo[request] = results
+    return results
 
 
-def _target_cells(request: Request, use_cache: bool, target: Target, key: str) -> dict[Cell, CellResult]:
+def _target_cells(
+    request: Request, use_cache: bool, target: Target, key: str, memo: dict[Request, dict[Cell, CellResult]] | None
+) -> dict[Cell, CellResult]:
     """The cells of ``request`` narrowed to ``target``: the rule space's rows, with the flags of the
     rows the target's rules reject cleared (cached under the target's key, rows not repeated)."""
-    base = enumerate_cells(request, use_cache)
+    base = enumerate_cells(request, use_cache, memo=memo)
     flags: dict[Cell, tuple[list[bool], list[bool]]] = {}
     if use_cache:
         for cell in request.cells:

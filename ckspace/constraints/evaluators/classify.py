@@ -27,10 +27,13 @@ def columns(rows: Sequence[Sequence[int]], field_names: Sequence[str]) -> dict[s
 
 
 def rule_masks(rules: Iterable[Rule], cols: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
-    """For each rule, a bool array: True where the row satisfies it."""
+    """For each rule, a bool array: True where the row satisfies it (subexpressions the rules share
+    evaluated once: :func:`~ckspace.constraints.language.expr.evaluate`'s memo)."""
     out: dict[str, np.ndarray] = {}
+    rules = list(rules)  # alive while the memo keys on their nodes' identities
+    memo: dict[int, object] = {}
     for rule in rules:
-        mask = evaluate(rule.expr, cols)
+        mask = evaluate(rule.expr, cols, memo)
         out[rule.name] = np.broadcast_to(np.asarray(mask, dtype=bool), (size,))
     return out
 

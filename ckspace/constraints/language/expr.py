@@ -231,9 +231,15 @@ def params_of(expr: Expr) -> tuple[str, ...]:
 
 
 def _nodes(expr: Expr):
+    """Every node of ``expr`` once: rules share subexpressions (the same objects), which a walk of the
+    tree would visit once per use."""
     stack = [expr]
+    seen: set[int] = set()
     while stack:
         node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         yield node
         if isinstance(node, (Arith, Cmp)):
             stack += [node.left, node.right]
@@ -314,22 +320,36 @@ def bind(expr: Expr, values: Mapping[str, int]) -> Expr:
     raise TypeError(f"not an expression node: {expr!r}")
 
 
-def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
+def evaluate(expr: Expr, cols: Columns, memo: dict[int, Any] | None = None) -> np.ndarray:
     """Evaluate ``expr`` on equally long int64 columns; booleans come back as bool arrays.
 
     Division and modulo treat a divisor below 1 as 1 (the CP-SAT compiler does the same), so an
     expression is total; rules that can meet such a divisor guard against it explicitly.
+
+    ``memo`` (a dict the caller keeps for one set of columns, with the expressions alive) holds each
+    node's value by identity: the rules of a cell share subexpressions (the CK rules' load and store
+    patterns repeat the same products), which are then evaluated once for all of them. Values are
+    never changed in place, so sharing them is safe.
     """
+    if memo is None:
+        return _evaluate(expr, cols, None)
+    found = memo.get(id(expr))
+    if found is None:
+        found = memo[id(expr)] = _evaluate(expr, cols, memo)
+    return found
+
+
+def _evaluate(expr: Expr, cols: Columns, memo: dict[int, Any] | None) -> np.ndarray:
     if isinstance(expr, (Field, Param)):
         return cols[expr.name]
     if isinstance(expr, Const):
         return np.int64(expr.value)
     if isinstance(expr, Arith):
-        return ARITH[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))
+        return ARITH[expr.op](evaluate(expr.left, cols, memo), evaluate(expr.right, cols, memo))
     if isinstance(expr, Cmp):
-        return CMP[expr.op](evaluate(expr.left, cols), evaluate(expr.right, cols))
+        return CMP[expr.op](evaluate(expr.left, cols, memo), evaluate(expr.right, cols, memo))
     if isinstance(expr, In):
-        values = [evaluate(item, cols) for item in expr.items]
+        values = [evaluate(item, cols, memo) for item in expr.items]
         hit = np.zeros(np.broadcast(*values).shape, dtype=bool)
         for row in expr.table:
             match = np.ones_like(hit)
@@ -338,7 +358,7 @@ def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
             hit |= match
         return hit
     if isinstance(expr, Lookup):
-        key = evaluate(expr.key, cols)
+        key = evaluate(expr.key, cols, memo)
         out = np.full(np.shape(key), expr.default, dtype=np.int64)
         for k, v in expr.mapping:
             out = np.where(key == k, v, out)
@@ -346,13 +366,13 @@ def evaluate(expr: Expr, cols: Columns) -> np.ndarray:
     if isinstance(expr, And):
         result = np.bool_(True)
         for part in expr.parts:
-            result = result & evaluate(part, cols)
+            result = result & evaluate(part, cols, memo)
         return result
     if isinstance(expr, Or):
         result = np.bool_(False)
         for part in expr.parts:
-            result = result | evaluate(part, cols)
+            result = result | evaluate(part, cols, memo)
         return result
     if isinstance(expr, Not):
-        return ~np.asarray(evaluate(expr.part, cols), dtype=bool)
+        return ~np.asarray(evaluate(expr.part, cols, memo), dtype=bool)
     raise TypeError(f"not an expression node: {expr!r}")
