@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from ckspace.commands.rules import DEFAULT_ARCH, DEFAULT_DTYPE
 from ckspace.constraints.language import rule as rule_module
 from ckspace.constraints.linting.lint import QUIRKS
 from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
-from ckspace.core.revisions import default_rules_revision, rules_revision_names
+from ckspace.core.revisions import Quirk, default_rules_revision, rules_revision, rules_revision_names
 from ckspace.core.tables import table
 from ckspace.core.vocab import Dtype, Variant, arch_names
 
@@ -96,10 +97,41 @@ def test_every_quirk_a_rule_or_a_lint_finding_names_is_documented() -> None:
 
 
 def _values(node: ast.expr) -> set[object]:
-    """The constants an expression can evaluate to: a literal, or either branch of ``a if c else b``."""
+    """The constants an expression can evaluate to: a literal, a member ``Quirk.NAME``, or either
+    branch of ``a if c else b``."""
     if isinstance(node, ast.IfExp):
         return _values(node.body) | _values(node.orelse)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Quirk":
+        return {Quirk[node.attr]}
     return {node.value} if isinstance(node, ast.Constant) else set()
+
+
+def test_quirk_ids_are_stated_once() -> None:
+    """``Quirk`` states the ids; lint's words, revisions.json's fixes, the rules' and lint's tags all
+    name its members, and no other module spells an id (a new quirk, or a renumbered one, is one edit)."""
+    assert list(QUIRKS) == list(Quirk)
+    for entry in table("revisions")["revisions"]:
+        assert all(Quirk(q) for q in entry["fixes"]), entry["name"]
+    assert all(isinstance(q, Quirk) for name in rules_revision_names() for q in rules_revision(name).fixes)
+    tags = {r.quirk for arch in arch_names() for v in Variant for d in Dtype for r in gemm_rules(arch, v, d)}
+    assert all(isinstance(q, Quirk) for q in tags - {None})
+    statement = ROOT / "ckspace" / "core" / "revisions.py"
+    spelled = re.compile(r"""["']14\.\d+["']""")
+    elsewhere = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "ckspace").rglob("*.py"))
+        if path != statement and spelled.search(path.read_text())
+    ]
+    assert not elsewhere
+    linting = ROOT / "ckspace" / "constraints" / "linting"
+    specs = {v for path in ("lint.py", "lint_run.py") for v in _specs(linting / path)}
+    assert specs - {None} and specs - {None} <= set(Quirk)
+
+
+def _specs(path: Path) -> set[object]:
+    """The quirks a module tags findings with (``spec=``)."""
+    tree = ast.parse(path.read_text())
+    return {v for kw in ast.walk(tree) if isinstance(kw, ast.keyword) and kw.arg == "spec" for v in _values(kw.value)}
 
 
 @pytest.mark.slow

@@ -15,11 +15,36 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 from typing import Any
 
 from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.tables import table
+
+
+class Quirk(StrEnum):
+    """An inconsistency of the upstream generator that ckspace reproduces: the one statement of the
+    ids (those of the reference specification ckspace was written against, as ``docs/rules.md`` lists
+    them) that rules (``Rule.quirk``), lint findings and the revisions that fix one
+    (``revisions.json`` ``fixes``) refer to. Each is said in words by
+    :data:`ckspace.constraints.linting.lint.QUIRKS`."""
+
+    BACKWARD_PIPELINES = "14.1"
+    WAVE_K_FORCED = "14.2"
+    WMMA_DTYPE_TAG = "14.3"
+    MISSING_WARP_TILES = "14.4"
+    LDS_ARCH_BLIND = "14.5"
+    VECTOR_GATE_WARP_SIZE = "14.6"
+    WARP_TILE_K_UNCHECKED = "14.7"
+    STRUCTURAL_FALLBACK = "14.8"
+    NO_1D_TILES = "14.9"
+    LAYOUT_NAME = "14.10"
+    TINY_PER_CATEGORY = "14.11"
+    COMPV4_DOUBLED_TILE_K = "14.13"
+    KNOWN_WRONG_EMITTED = "14.15"
+    ARCH_TABLES_DISAGREE = "14.16"
+    DEPTHWISE_UNCHECKED = "14.18"
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,8 +60,8 @@ class RulesRevision:
     """Whether the state is merged upstream; an unmerged one (an open pull request) is opt-in and
     never the default."""
     summary: str
-    fixes: tuple[str, ...]
-    """Upstream quirks (ids of :data:`ckspace.constraints.linting.lint.QUIRKS`) this revision removes."""
+    fixes: tuple[Quirk, ...]
+    """Upstream quirks this revision removes."""
     rules: dict[str, str]
     """Rule name -> the formulation this revision gives it."""
     tables: dict[str, dict[str, Any]]
@@ -115,7 +140,7 @@ def _revisions() -> dict[str, RulesRevision]:
             upstream=entry["upstream"],
             merged=entry["merged"],
             summary=entry["summary"],
-            fixes=tuple(entry["fixes"]),
+            fixes=tuple(_quirk(entry["name"], q) for q in entry["fixes"]),
             rules=dict(entry["rules"]),
             tables=dict(entry["tables"]),
         )
@@ -125,6 +150,14 @@ def _revisions() -> dict[str, RulesRevision]:
             raise ValueError(f"revisions.json: merged {revision.name} descends from unmerged {revision.parent}")
         revisions[revision.name] = revision
     return revisions
+
+
+def _quirk(revision: str, text: str) -> Quirk:
+    """A quirk id ``revisions.json`` gives ``revision``, checked against :class:`Quirk`."""
+    try:
+        return Quirk(text)
+    except ValueError:
+        raise ValueError(f"revisions.json: {revision} fixes {text!r}, which is no quirk of Quirk") from None
 
 
 def rules_revision_names() -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from ckspace.constraints.language.expr import TRUE, Const, Expr, Field, fields_of
-from ckspace.core.revisions import RulesRevision
+from ckspace.core.revisions import Quirk, RulesRevision
 from ckspace.core.tables import table
 from ckspace.core.vocab import Predicate
 
@@ -78,7 +78,7 @@ class Rule:
     expr: Expr
     text: str
     source: str
-    quirk: str | None = None
+    quirk: Quirk | None = None
     reads: tuple[TableValue, ...] = ()
 
     @cached_property

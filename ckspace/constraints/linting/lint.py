@@ -35,49 +35,80 @@ from ckspace.constraints.rulebook.known_wrong import known_wrong_rules
 from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.fields import DEPTHWISE_DEFAULTS, FIELD_INDEX, GEMM_FIELD_NAMES
 from ckspace.core.naming import gemm_name
+from ckspace.core.revisions import Quirk
 from ckspace.core.vocab import Layout
 
 _I = FIELD_INDEX
 
-QUIRKS: dict[str, str] = {
-    "14.1": "The two validity checks disagree on backward pipelines: is_config_valid lets bwd_data and "
-    "bwd_weight run only compv3 or mem, is_valid_for_arch bans only compv5, and `full` proposes mostly "
-    "other pipelines, so all of its bwd_data and most of its bwd_weight proposals are discarded.",
-    "14.2": "is_config_valid checks every config as if wave_k were 1: a proposal with wave_k > 1 that passed "
-    "is_valid_for_arch fails when (wave_m, wave_n, 1) is not one of the arch's wave combos, and the "
-    "tile_k alignment ignores wave_k.",
-    "14.3": "The WMMA warp_tile_k floor exempts the dtype tag 'float', which no tagged config carries: "
-    "fp32-tagged configs are held to it, while untagged ones (all of `default`) never are.",
-    "14.4": "An arch without a warp-tile list for the dtype turns the warp-tile check into a warning, so the "
-    "config passes unchecked (fp32 on the warp-size-32 archs).",
-    "14.5": "The LDS budget depends on the pipeline alone (64 KiB unless listed): neither the arch's LDS size "
-    "(160 KiB on gfx950) nor the double LDS buffer changes it.",
-    "14.6": "tile_math's vector gate sizes a proposal's vectors for blocks of 64 threads per wave on every "
-    "arch, while the compv6 tile-coverage rule of is_valid_for_arch counts the arch's real warp size: on the "
-    "warp-size-32 archs some compv6 proposals pass the coverage rule only because the two disagree.",
-    "14.7": "`full` derives warp_tile_k by formula and never checks it against the arch's warp-tile list, so on "
-    "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check.",
-    "14.8": "When none of a tile's curated waves fits the arch, `full` falls back to every structural "
-    "(wave, warp tile) pair, ignoring its curated tables and exclusions; the fallback can repeat a "
-    "pair, which the deduplication then drops.",
-    "14.9": "The tile tables have no 1D entries, so `full` proposes only feature configs (no base tiles) in 1D cells.",
-    "14.10": "`default` and `full` name 3D kernels with layout nhwgc, other rule sets with ndhwgc: one kernel "
-    "can carry two names.",
-    "14.11": "`tiny` picks per category and ndim, not per variant, so a request for several variants can give "
-    "a variant nothing (bwd_data in every combined request).",
-    "14.13": "`default` doubles tile_k for its compv4 tiles, and the doubled tiles exceed compv4's 32 KiB LDS "
-    "budget: they are generated only to be rejected.",
-    "14.15": "Upstream documents some configs as giving wrong results (bwd_weight fp16/bf16 interwave compv1/mem "
-    "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them.",
-    "14.16": "Upstream's two arch tables, arch_specs.json and the arch_specs_generated.py the rules read, "
-    "disagree for gfx1250 (8-bit warp tiles only the .json lists, a preshuffle warp-tile table only the .py "
-    "has): they are not generated from each other at these commits. Later upstream regenerates the .py from "
-    "the .json, and they agree.",
-    "14.18": "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their "
-    "fixed 64-thread blocks are doubtful.",
+QUIRKS: dict[Quirk, str] = {
+    Quirk.BACKWARD_PIPELINES: (
+        "The two validity checks disagree on backward pipelines: is_config_valid lets bwd_data and "
+        "bwd_weight run only compv3 or mem, is_valid_for_arch bans only compv5, and `full` proposes mostly "
+        "other pipelines, so all of its bwd_data and most of its bwd_weight proposals are discarded."
+    ),
+    Quirk.WAVE_K_FORCED: (
+        "is_config_valid checks every config as if wave_k were 1: a proposal with wave_k > 1 that passed "
+        "is_valid_for_arch fails when (wave_m, wave_n, 1) is not one of the arch's wave combos, and the "
+        "tile_k alignment ignores wave_k."
+    ),
+    Quirk.WMMA_DTYPE_TAG: (
+        "The WMMA warp_tile_k floor exempts the dtype tag 'float', which no tagged config carries: "
+        "fp32-tagged configs are held to it, while untagged ones (all of `default`) never are."
+    ),
+    Quirk.MISSING_WARP_TILES: (
+        "An arch without a warp-tile list for the dtype turns the warp-tile check into a warning, so the "
+        "config passes unchecked (fp32 on the warp-size-32 archs)."
+    ),
+    Quirk.LDS_ARCH_BLIND: (
+        "The LDS budget depends on the pipeline alone (64 KiB unless listed): neither the arch's LDS size "
+        "(160 KiB on gfx950) nor the double LDS buffer changes it."
+    ),
+    Quirk.VECTOR_GATE_WARP_SIZE: (
+        "tile_math's vector gate sizes a proposal's vectors for blocks of 64 threads per wave on every arch, "
+        "while the compv6 tile-coverage rule of is_valid_for_arch counts the arch's real warp size: on the "
+        "warp-size-32 archs some compv6 proposals pass the coverage rule only because the two disagree."
+    ),
+    Quirk.WARP_TILE_K_UNCHECKED: (
+        "`full` derives warp_tile_k by formula and never checks it against the arch's warp-tile list, so on "
+        "gfx1100, gfx1200 and gfx1201 no GEMM proposal survives the config check."
+    ),
+    Quirk.STRUCTURAL_FALLBACK: (
+        "When none of a tile's curated waves fits the arch, `full` falls back to every structural (wave, "
+        "warp tile) pair, ignoring its curated tables and exclusions; the fallback can repeat a pair, which "
+        "the deduplication then drops."
+    ),
+    Quirk.NO_1D_TILES: (
+        "The tile tables have no 1D entries, so `full` proposes only feature configs (no base tiles) in 1D cells."
+    ),
+    Quirk.LAYOUT_NAME: (
+        "`default` and `full` name 3D kernels with layout nhwgc, other rule sets with ndhwgc: one kernel can "
+        "carry two names."
+    ),
+    Quirk.TINY_PER_CATEGORY: (
+        "`tiny` picks per category and ndim, not per variant, so a request for several variants can give a "
+        "variant nothing (bwd_data in every combined request)."
+    ),
+    Quirk.COMPV4_DOUBLED_TILE_K: (
+        "`default` doubles tile_k for its compv4 tiles, and the doubled tiles exceed compv4's 32 KiB LDS "
+        "budget: they are generated only to be rejected."
+    ),
+    Quirk.KNOWN_WRONG_EMITTED: (
+        "Upstream documents some configs as giving wrong results (bwd_weight fp16/bf16 interwave compv1/mem "
+        "with more than one wave along M and N) in a comment, yet `full` still proposes and emits them."
+    ),
+    Quirk.ARCH_TABLES_DISAGREE: (
+        "Upstream's two arch tables, arch_specs.json and the arch_specs_generated.py the rules read, "
+        "disagree for gfx1250 (8-bit warp tiles only the .json lists, a preshuffle warp-tile table only the "
+        ".py has): they are not generated from each other at these commits. Later upstream regenerates the "
+        ".py from the .json, and they agree."
+    ),
+    Quirk.DEPTHWISE_UNCHECKED: (
+        "Depthwise configs are emitted without any arch check, on warp-size-32 archs too, where their fixed "
+        "64-thread blocks are doubtful."
+    ),
 }
-"""The upstream inconsistencies lint findings and rules are tagged with (``Finding.spec``, ``Rule.quirk``).
-The ids are those of the reference specification ckspace was written against."""
+"""The upstream inconsistencies lint findings and rules are tagged with (``Finding.spec``, ``Rule.quirk``),
+in words; their ids are stated once, by :class:`~ckspace.core.revisions.Quirk`."""
 
 
 def lint(rule_set: str, arch: str, rules_revision: str | None = None) -> list[Finding]:
@@ -123,14 +154,14 @@ def _empty_cells(run: Run) -> Iterator[Finding]:
                 f"{variant.value}: {len(empty)} of {len(cells)} cells emit nothing ({why})",
                 len(empty),
                 empty,
-                spec="14.1" if proposed and variant.is_backward else None,
+                spec=Quirk.BACKWARD_PIPELINES if proposed and variant.is_backward else None,
             )
         if not any(results[c].count_raw for c in cells):
             yield run.finding(
                 "variant_without_proposals",
                 f"{variant.value} gets no proposal at all in a request for every cell",
                 1,
-                spec="14.11" if get_rule_set(run.rule_set).request_wide else None,
+                spec=Quirk.TINY_PER_CATEGORY if get_rule_set(run.rule_set).request_wide else None,
             )
 
 
@@ -154,7 +185,7 @@ def _no_gemm_kernels(run: Run) -> Iterator[Finding]:
             "no_gemm_kernels",
             f"none of {gemm_raw} GEMM proposals is valid on {run.arch}; only {depthwise} depthwise kernels are emitted",
             gemm_raw,
-            spec="14.7",
+            spec=Quirk.WARP_TILE_K_UNCHECKED,
         )
 
 
@@ -166,7 +197,7 @@ def _wave_k_forced(run: Run, tally: Removals) -> Iterator[Finding]:
             "but fail the config check, which forces wave_k to 1",
             tally.forced_wave_k,
             rules=["wave_list"],
-            spec="14.2",
+            spec=Quirk.WAVE_K_FORCED,
         )
 
 
@@ -186,7 +217,7 @@ def _wmma_dtype_tag(run: Run) -> Iterator[Finding]:
             changes.decided,
             changes.cells,
             rules=["wmma_warp_tile_k"],
-            spec="14.3",
+            spec=Quirk.WMMA_DTYPE_TAG,
         )
 
 
@@ -198,7 +229,7 @@ def _lds_limit_arch_blind(run: Run, tally: Removals) -> Iterator[Finding]:
             f"although {run.arch} has {run.facts.lds_capacity_kb} KiB of LDS",
             tally.lds_blind,
             rules=["lds_budget"],
-            spec="14.5",
+            spec=Quirk.LDS_ARCH_BLIND,
         )
 
 
@@ -220,7 +251,7 @@ def _vec_gate_warp_size(run: Run) -> Iterator[Finding]:
             changes.decided,
             changes.cells,
             rules=COVERAGE_RULES,
-            spec="14.6",
+            spec=Quirk.VECTOR_GATE_WARP_SIZE,
         )
 
 
@@ -243,7 +274,7 @@ def _dead_entries(run: Run, tally: Removals) -> Iterator[Finding]:
                     f"dead_{kind}",
                     f"{key[0]} {kind} {key[1]}: {proposed} proposals, none valid",
                     proposed,
-                    spec="14.13" if run.rule_set == "default" and kind == "tile" else None,
+                    spec=Quirk.COMPV4_DOUBLED_TILE_K if run.rule_set == "default" and kind == "tile" else None,
                 )
 
 
@@ -254,7 +285,7 @@ def _duplicates(run: Run) -> Iterator[Finding]:
             "duplicates",
             f"{duplicates} generated configs repeat an earlier one and are dropped",
             duplicates,
-            spec="14.8",
+            spec=Quirk.STRUCTURAL_FALLBACK,
         )
 
 
@@ -279,7 +310,7 @@ def _unchecked_warp_tiles(run: Run) -> Iterator[Finding]:
             count,
             no_table,
             rules=["warp_tile_list"],
-            spec="14.4",
+            spec=Quirk.MISSING_WARP_TILES,
         )
 
 
@@ -296,7 +327,7 @@ def _depthwise_on_wave32(run: Run) -> Iterator[Finding]:
             "an arch check on a warp-size-32 arch",
             count,
             dw,
-            spec="14.18",
+            spec=Quirk.DEPTHWISE_UNCHECKED,
         )
 
 
@@ -320,7 +351,7 @@ def _known_wrong_emitted(run: Run) -> Iterator[Finding]:
             total,
             cells,
             rules=["bwd_weight_half_interwave_multiwave"],
-            spec="14.15",
+            spec=Quirk.KNOWN_WRONG_EMITTED,
         )
 
 
@@ -335,7 +366,7 @@ def _arch_tables_disagree(run: Run) -> Iterator[Finding]:
             f"upstream's arch tables disagree on {run.arch}'s {', '.join(disputed)} ({TABLE_DISPUTES} of the arch "
             "table); " + (f"the rules read {', '.join(read)}" if read else "no rule of these cells reads them"),
             len(disputed),
-            spec="14.16",
+            spec=Quirk.ARCH_TABLES_DISAGREE,
         )
 
 
@@ -352,7 +383,7 @@ def _feature_only_cells(run: Run) -> Iterator[Finding]:
             "cells proposed only feature configs (no base tiles)",
             len(feature_only),
             feature_only,
-            spec="14.9",
+            spec=Quirk.NO_1D_TILES,
         )
 
 
@@ -364,5 +395,5 @@ def _layout_names(run: Run) -> Iterator[Finding]:
     ]
     if misnamed:
         yield run.finding(
-            "layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec="14.10"
+            "layout_name", "3D kernels are named with layout nhwgc", len(misnamed), misnamed, spec=Quirk.LAYOUT_NAME
         )

@@ -30,19 +30,13 @@ from ckspace.constraints.rulesets import get_rule_set
 from ckspace.core.arch import ArchFacts, arch_facts, arch_table, lds_limit_bytes
 from ckspace.core.cells import Cell, CellProposals, CellResult, Request
 from ckspace.core.fields import FIELD_INDEX, GEMM_FIELD_NAMES, decode, plain
-from ckspace.core.revisions import rules_revision
+from ckspace.core.revisions import Quirk, rules_revision
 from ckspace.core.tables import shape_key, table
 from ckspace.core.vocab import EMITTED_PREDICATES, Dtype, Predicate, Variant
 
 _I = FIELD_INDEX
 
-WAVE_K_FORCED = "14.2"
-"""The upstream inconsistency whose rule (``Rule.quirk``) rejects proposals with wave_k > 1."""
-WMMA_DTYPE_TAG = "14.3"
-"""The one whose rule exempts the dtype tag 'float' from the WMMA warp_tile_k floor."""
-LDS_ARCH_BLIND = "14.5"
-"""The one whose rule applies an LDS budget smaller than the arch's LDS."""
-MEASURED = frozenset({WMMA_DTYPE_TAG})
+MEASURED = frozenset({Quirk.WMMA_DTYPE_TAG})
 """Quirks whose rule removes proposals that do not all show the quirk, and which a check of their own
 measures proposal by proposal (:func:`verdict_changes`): a removal by their rule is not tagged with
 them (the WMMA floor rejects tagged fp16/bf16 configs as it means to)."""
@@ -63,7 +57,7 @@ class Finding(BaseModel):
     count: int
     cells: list[str] = []
     rules: list[str] = []
-    spec: str | None = None
+    spec: Quirk | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +96,7 @@ class Run:
         count: int,
         cells: Iterable[Cell] = (),
         rules: Iterable[str] = (),
-        spec: str | None = None,
+        spec: Quirk | None = None,
     ) -> Finding:
         return Finding(
             rule_set=self.rule_set,
@@ -163,10 +157,11 @@ def _tally_removal(run: Run, out: Removals, failing: list[Rule], row: tuple[int,
     out.removed[names] += 1
     quirks = {r.quirk for r in failing}
     out.quirk_of[names] = next((r.quirk for r in failing if r.quirk and r.quirk not in MEASURED), None)
-    if WAVE_K_FORCED in quirks and row[_I["wave_k"]] != 1:
+    if Quirk.WAVE_K_FORCED in quirks and row[_I["wave_k"]] != 1:
         out.forced_wave_k += 1
     budget = lds_limit_bytes(decode("pipeline", row[_I["pipeline"]]), run.request.rules_revision)  # type: ignore[arg-type]
-    if LDS_ARCH_BLIND in quirks and run.facts.lds_capacity_kb * 1024 > budget * (1 + row[_I["double_smem_buffer"]]):
+    arch_lds = run.facts.lds_capacity_kb * 1024
+    if Quirk.LDS_ARCH_BLIND in quirks and arch_lds > budget * (1 + row[_I["double_smem_buffer"]]):
         out.lds_blind += 1
 
 
@@ -236,7 +231,7 @@ def wmma_tag_changes(run: Run) -> VerdictChanges:
         exempt = cell.dtype.dtype_class == wmma["exempt_dtype"]
         return (cols["warp_tile_k"] >= wmma["min_warp_tile_k_unless_float"]) | exempt
 
-    return verdict_changes(run, lambda rules: tuple(r for r in rules if r.quirk == WMMA_DTYPE_TAG), consistent)
+    return verdict_changes(run, lambda rules: tuple(r for r in rules if r.quirk == Quirk.WMMA_DTYPE_TAG), consistent)
 
 
 def gate_block_changes(run: Run) -> VerdictChanges:

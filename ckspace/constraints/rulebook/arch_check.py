@@ -14,6 +14,7 @@ from functools import partial
 from ckspace.constraints.language.expr import TRUE, Expr, Not, all_of, any_of, implies, in_table
 from ckspace.constraints.language.rule import WAVE, Rule, TableValue, or_words
 from ckspace.constraints.rulebook.gemm_cell import TRAIT, F, GemmCell, combos, shapes, trait_rows
+from ckspace.core.revisions import Quirk
 from ckspace.core.vocab import Pipeline, Predicate
 
 FOR_ARCH = "unified_grouped_conv_codegen.py GroupedConvKernelConfig.is_valid_for_arch"
@@ -140,7 +141,7 @@ def _wmma_instance(cell: GemmCell) -> tuple[Rule, ...]:
             f"{on_wmma} warp_tile_k >= {k_floor.value} unless the config's dtype tag is '{exempt.value}' "
             f"(untagged configs count as '{untagged.value}')",
             [cell.warp_size_rule, wmma_size, k_floor, exempt, untagged],
-            quirk="14.3",
+            quirk=Quirk.WMMA_DTYPE_TAG,
         ),
         step(
             "wmma_k_coverage",

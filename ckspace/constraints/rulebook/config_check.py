@@ -15,6 +15,7 @@ from ckspace.constraints.language.expr import TRUE, Const, Expr, Not, all_of, in
 from ckspace.constraints.language.rule import TILE, WARP, Rule, TableValue, or_words
 from ckspace.constraints.rulebook.gemm_cell import TRAIT, F, GemmCell, Reader, combos, shapes, trait_rows
 from ckspace.core.arch import lds_bytes, pipeline_lds_limit
+from ckspace.core.revisions import Quirk
 from ckspace.core.vocab import Pipeline, Predicate
 
 
@@ -100,7 +101,7 @@ def _wave_list(cell: GemmCell) -> Rule:
         f"{shapes((m, n, wave_k.value) for m, n in forced)}",
         _config_check(3, "_validate_warp_config"),
         [wave_k, wave_combos],
-        quirk="14.2",
+        quirk=Quirk.WAVE_K_FORCED,
     )
 
 
@@ -116,7 +117,7 @@ def _warp_tile_list(cell: GemmCell) -> Rule:
         else f"{arch} has no {key} warp tiles, which the config check lets pass with a warning",
         _config_check(4, "_validate_warp_tile_combo"),
         [tiles],
-        quirk="14.7" if cell.w == 32 else "14.8",
+        quirk=Quirk.WARP_TILE_K_UNCHECKED if cell.w == 32 else Quirk.STRUCTURAL_FALLBACK,
     )
 
 
@@ -132,7 +133,7 @@ def _trait_checks(cell: GemmCell) -> tuple[Rule, ...]:
             f"{' and '.join(backward.value)} only run {or_words(allowed.value)}",
             source,
             [backward, allowed],
-            quirk="14.1",
+            quirk=Quirk.BACKWARD_PIPELINES,
         ),
         _rule(
             "arch_trait_table",
@@ -208,7 +209,7 @@ def _lds_per_pipeline(revised: Reader, arch: str, size: TableValue) -> LdsBudget
         f"(tile_m + tile_n) x tile_k x {size.value} B fits the pipeline's LDS limit "
         f"({_lds_limits(table.value)}), whatever the arch's LDS",
         [table, size],
-        "14.5",
+        Quirk.LDS_ARCH_BLIND,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ckspace.constraints.language.expr import Field, Not, all_of
 from ckspace.constraints.language.rule import Rule, TableValue
+from ckspace.core.revisions import Quirk
 from ckspace.core.vocab import Dtype, Pipeline, Predicate, Scheduler, Specialization, Variant
 
 F = Field
@@ -58,7 +59,7 @@ def known_wrong_rules(variant: Variant, dtype: Dtype) -> tuple[Rule, ...]:
             "default specialization when wave_m x wave_n > 1 (about half the weight gradient comes back zero)",
             f"{UPSTREAM_RULES_FILE} (ROCm/composable_kernel 610e69bf), comment 'KNOWN LIMITATION (bwd_weight, "
             "half precision)' in get_configs",
-            quirk="14.15",
+            quirk=Quirk.KNOWN_WRONG_EMITTED,
             reads=(TableValue("upstream comment", "pipelines", [p.value for p in INTERWAVE_BROKEN_PIPELINES]),),
         ),
     )
