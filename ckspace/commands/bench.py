@@ -106,14 +106,31 @@ def _library(tree: Path) -> tuple[Path, dict]:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.compiling.builder import build_host, stderr_is_terminal
-    from ckspace.compiling.executor import EXECUTORS
-    from ckspace.core.vocab import Variant
     from ckspace.environment.files import output_path
     from ckspace.planning.workload import read_workload
-    from ckspace.run import gpus
+
+    _check_options(args)
+    devices = _devices(args.devices, args.backend)
+    target = output_path(str(args.out), "--out")
+    library, configs = _library(args.dir)
+    arch, configs = _arch_of_run(args, library, configs, devices)
+    variant = _variant(args, configs)
+    names = _kernel_names(args.kernels, configs, variant)
+    workload = read_workload(args.problems, variant)
+    devices = _local_gpus(args, devices)
+    summary = _sweep(args, library, configs, workload.problems, Path(target), names, devices, arch)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
+    out.write(
+        f"{summary.pairs} supported pairs ({len(workload.problems)} problems); {summary.skipped} already in "
+        f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n"
+    )
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse the options no sweep can run with before anything is read, each in one line naming it."""
+    from ckspace.compiling.executor import EXECUTORS
     from ckspace.run.device import BACKENDS
-    from ckspace.run.sweep import SweepOptions, run_sweep
 
     if args.backend not in BACKENDS:
         raise InvalidChoiceError("--backend", args.backend, BACKENDS)
@@ -126,35 +143,59 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             raise InvalidInputError(f"{name} {value}: at least {least}")
     if not args.timeout > 0:
         raise InvalidInputError(f"--timeout {args.timeout}: a positive number of seconds")
-    devices = _devices(args.devices, args.backend)
-    target = output_path(str(args.out), "--out")
-    library, configs = _library(args.dir)
-    arch = None
-    if (manifest := _manifest_of(args.dir)).archs:  # a library of several archs: the devices' arch's kernels
-        arch = _devices_arch(manifest, library, args.backend, args.executor, devices)
-        configs = {k.name: k.gemm_config().model_copy(update={"arch": arch}) for k in manifest.kernels}
-        assert manifest.dispatcher is not None and manifest.dispatcher.archs is not None
-        configs = {name: configs[name] for name in manifest.dispatcher.archs[arch]}
+
+
+def _arch_of_run(args: argparse.Namespace, library: Path, configs: dict, devices: list[int] | None):
+    """The arch the sweep runs (None for a library of one arch) and the configs of its kernels: a
+    library of several archs is benched for its devices' arch, with that arch's kernels only."""
+    manifest = _manifest_of(args.dir)
+    if not manifest.archs:
+        return None, configs
+    arch = _devices_arch(manifest, library, args.backend, args.executor, devices)
+    configs = {k.name: k.gemm_config().model_copy(update={"arch": arch}) for k in manifest.kernels}
+    assert manifest.dispatcher is not None and manifest.dispatcher.archs is not None
+    return arch, {name: configs[name] for name in manifest.dispatcher.archs[arch]}
+
+
+def _variant(args: argparse.Namespace, configs: dict):
+    """The variant benched: ``--variant`` (one the library holds), else the library's only one; a
+    sweep runs one variant, since a problem list is read for one."""
+    from ckspace.core.vocab import Variant
+
     variants = sorted({c.variant.value for c in configs.values()})
     if args.variant is not None:
         variant = Variant.parse(args.variant)
         if variant.value not in variants:
             raise InvalidInputError(f"--variant {variant.value}: {args.dir} holds {', '.join(variants)} kernels only")
-    elif len(variants) == 1:
-        variant = Variant.parse(variants[0])
-    else:
-        raise InvalidInputError(f"{args.dir} holds {', '.join(variants)} kernels: choose one with --variant")
-    names = _kernel_names(args.kernels, configs, variant)
-    workload = read_workload(args.problems, variant)
-    if args.backend == "hip" and args.executor == "local":
-        found = gpus.probe_devices(gpus.PROBE_SECONDS)
-        devices = devices if devices is not None else [d.index for d in found]
-        missing = sorted(set(devices) - {d.index for d in found})
-        if missing:
-            raise InvalidInputError(
-                f"--devices: no GPU {missing[0]} (this machine has {len(found)}: "
-                f"{', '.join(str(d.index) for d in found)})"
-            )
+        return variant
+    if len(variants) == 1:
+        return Variant.parse(variants[0])
+    raise InvalidInputError(f"{args.dir} holds {', '.join(variants)} kernels: choose one with --variant")
+
+
+def _local_gpus(args: argparse.Namespace, devices: list[int] | None) -> list[int] | None:
+    """On this machine's GPUs, the devices asked (all of them by default), each checked to exist,
+    so a wrong index fails here in one line, not in a worker; other backends and Ray are as given."""
+    from ckspace.run import gpus
+
+    if args.backend != "hip" or args.executor != "local":
+        return devices
+    found = gpus.probe_devices(gpus.PROBE_SECONDS)
+    devices = devices if devices is not None else [d.index for d in found]
+    missing = sorted(set(devices) - {d.index for d in found})
+    if missing:
+        raise InvalidInputError(
+            f"--devices: no GPU {missing[0]} (this machine has {len(found)}: {', '.join(str(d.index) for d in found)})"
+        )
+    return devices
+
+
+def _sweep(args: argparse.Namespace, library: Path, configs: dict, problems, target: Path, names, devices, arch):
+    """Run the sweep with the options of the command line, the tree's host library beside the
+    kernels' (it answers which pairs are supported)."""
+    from ckspace.compiling.builder import build_host, stderr_is_terminal
+    from ckspace.run.sweep import SweepOptions, run_sweep
+
     options = SweepOptions(
         backend=args.backend,
         warmup=args.warmup,
@@ -164,13 +205,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         batch=args.batch,
         seed=args.seed,
     )
-    host = build_host(args.dir)
-    summary = run_sweep(
+    return run_sweep(
         library,
-        host,
+        build_host(args.dir),
         configs,
-        workload.problems,
-        Path(target),
+        problems,
+        target,
         options,
         kernels=names,
         devices=devices or [0],
@@ -180,12 +220,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         progress=stderr_is_terminal(),
         arch=arch,
     )
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
-    out.write(
-        f"{summary.pairs} supported pairs ({len(workload.problems)} problems); {summary.skipped} already in "
-        f"{args.out}; ran {sum(summary.counts.values())}: {counts}; {summary.seconds} s\n"
-    )
-    return 0
 
 
 def _manifest_of(tree: Path):

@@ -13,6 +13,7 @@ after the compiles is the same whichever executor ran them: the report and the k
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -22,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ckspace.compiling import objcache, plugin_build
 from ckspace.compiling.executor import Executor, Unit, executor_name
@@ -137,12 +139,60 @@ def build(
     tree = tree.resolve()
     build_dir = tree / "build" / label
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-    fresh: set[str] = set()
-    results: list = []
-    objects: list[str] = []
-    units = 0
-    dispatcher_objects: list[str] = []
     groups = _compile_groups(manifest, toolchain, archs)
+    compiled = _compile_every_group(
+        tree, build_dir, manifest, revision, toolchain, groups, executor, address, jobs, batch, progress
+    )
+    linked = _link_library_and_plugin(tree, build_dir, label, toolchain, manifest, compiled.every_object())
+    report = _report(label, toolchain, revision, batch, executor, compiled, linked, time.monotonic() - started)
+    write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
+    if linked.library is not None:
+        write_kernels_package(
+            tree,
+            build_dir,
+            Path(linked.library),
+            manifest,
+            toolchain,
+            revision.include_dir,
+            [(t, names) for t, _, names in groups],
+        )
+    return report
+
+
+@dataclasses.dataclass
+class _Compiled:
+    """What the compiles of every group left: each kernel's result, the objects to link (the
+    kernels', and the dispatcher's when the tree has one), the units planned and those compiled in
+    this run (the rest came from the object cache), and how many units ran at once."""
+
+    results: list = dataclasses.field(default_factory=list)
+    objects: list[str] = dataclasses.field(default_factory=list)
+    dispatcher_objects: list[str] = dataclasses.field(default_factory=list)
+    units: int = 0
+    fresh: set[str] = dataclasses.field(default_factory=set)
+    jobs: int = 0
+
+    def every_object(self) -> list[str]:
+        return sorted(self.objects + self.dispatcher_objects)
+
+
+def _compile_every_group(
+    tree: Path,
+    build_dir: Path,
+    manifest: Manifest,
+    revision: CkRevision,
+    toolchain: Toolchain,
+    groups: list[tuple[Toolchain, str, list[str]]],
+    executor: str,
+    address: str | None,
+    jobs: int | None,
+    batch: int,
+    progress: bool,
+) -> _Compiled:
+    """Each group's kernels compiled in batches, the kernels of a failed batch again one per unit
+    (so a failure names its kernel), and the dispatcher compiled with the group of every arch once
+    a kernel compiled (it is linked beside kernels, never alone)."""
+    compiled = _Compiled()
     for group_toolchain, prefix, names in groups:
         planner = Planner(tree, group_toolchain, revision)
         with _runner(executor, address, jobs, tree, build_dir, group_toolchain, revision) as (runner, used_jobs):
@@ -155,54 +205,75 @@ def build(
             group_fresh = {u.name for u in batches.misses + singles.misses}  # compiled in this run
             reported = [u for u in batches.units if u not in failed] + singles.units
             group_results, group_objects = kernel_results(build_dir, planner, reported, group_fresh)
-            fresh |= group_fresh
-            results += group_results
-            objects += group_objects
-            units += len(batches.units) + len(singles.units)
-            if group_toolchain is toolchain and manifest.dispatcher is not None and objects:  # beside a kernel
-                dispatcher_objects = _dispatcher_objects(planner, build_dir, manifest, runner, progress)
-    results.sort(key=lambda r: r.name)
+            compiled.fresh |= group_fresh
+            compiled.results += group_results
+            compiled.objects += group_objects
+            compiled.units += len(batches.units) + len(singles.units)
+            compiled.jobs = used_jobs
+            if group_toolchain is toolchain and manifest.dispatcher is not None and compiled.objects:
+                compiled.dispatcher_objects = _dispatcher_objects(planner, build_dir, manifest, runner, progress)
+    compiled.results.sort(key=lambda r: r.name)
+    return compiled
 
-    library, link_error = _link(build_dir, label, toolchain, sorted(objects + dispatcher_objects))
+
+class _Linked(NamedTuple):
+    """The library and the hipDNN plugin linked, or why not (a failure is reported, never raised:
+    the kernels' results are worth the report either way)."""
+
+    library: str | None
+    link_error: str | None
+    plugin: str | None
+    plugin_error: str | None
+
+
+def _link_library_and_plugin(
+    tree: Path, build_dir: Path, label: str, toolchain: Toolchain, manifest: Manifest, objects: list[str]
+) -> _Linked:
+    """The kernels' library from what compiled, then, for a tree emitted with the plugin and once the
+    library linked, the plugin from the same objects."""
+    library, link_error = _link(build_dir, label, toolchain, objects)
     plugin, plugin_error = None, None
     if library is not None and manifest.hipdnn is not None:
         try:
-            plugin = str(_link_plugin(tree, build_dir, label, toolchain, sorted(objects + dispatcher_objects)))
+            plugin = str(_link_plugin(tree, build_dir, label, toolchain, objects))
         except CkspaceError as exc:
             plugin_error = str(exc)
-    ok = sum(r.status == "ok" for r in results)
-    report = BuildReport(
+    return _Linked(library, link_error, plugin, plugin_error)
+
+
+def _report(
+    label: str,
+    toolchain: Toolchain,
+    revision: CkRevision,
+    batch: int,
+    executor: str,
+    compiled: _Compiled,
+    linked: _Linked,
+    seconds: float,
+) -> BuildReport:
+    """What ``build_report.json`` and ``ckspace build`` say: the inputs of the build, the counts of
+    its units and kernels, and what it linked."""
+    ok = sum(r.status == "ok" for r in compiled.results)
+    return BuildReport(
         arch=label,
         toolchain=toolchain,
         ck_revision=revision.label,
         ck_fingerprint=revision.fingerprint,
         batch=batch,
-        jobs=used_jobs,
+        jobs=compiled.jobs,
         executor=executor,
-        units=units,
-        compiled_units=len(fresh),
-        seconds=round(time.monotonic() - started, 2),
+        units=compiled.units,
+        compiled_units=len(compiled.fresh),
+        seconds=round(seconds, 2),
         ok=ok,
-        failed=len(results) - ok,
-        cached=sum(r.cached for r in results),
-        library=library,
-        link_error=link_error,
-        kernels=results,
-        plugin=plugin,
-        plugin_error=plugin_error,
+        failed=len(compiled.results) - ok,
+        cached=sum(r.cached for r in compiled.results),
+        library=linked.library,
+        link_error=linked.link_error,
+        kernels=compiled.results,
+        plugin=linked.plugin,
+        plugin_error=linked.plugin_error,
     )
-    write_atomic(build_dir / REPORT_NAME, (report.model_dump_json(indent=1) + "\n").encode())
-    if library is not None:
-        write_kernels_package(
-            tree,
-            build_dir,
-            Path(library),
-            manifest,
-            toolchain,
-            revision.include_dir,
-            [(t, names) for t, _, names in groups],
-        )
-    return report
 
 
 def _compile_groups(

@@ -283,23 +283,46 @@ def run_sweep(
     ``library_path``. ``arch``: the devices' arch, of a library of several archs (``configs`` are
     that arch's kernels; the host-only dispatcher answers for it)."""
     started = time.monotonic()
-    if not KernelLibrary(library_path).has_run:  # read from its symbol table: nothing loaded
+    _refuse_unrunnable(library_path, options)
+    pairs = plan_pairs(_planning_library(host_path, arch), configs, problems, kernels)
+    results = ResultsFile.open(out, resume, problems)
+    todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]
+    log.info("%d supported pairs, %d already in %s, %d to run", len(pairs), len(pairs) - len(todo), out, len(todo))
+    jobs = _batch_jobs(library_path, todo, options)
+    outcomes = ray_outcomes(jobs, options, ray_address) if use_ray else local_outcomes(jobs, devices, options)
+    counts = _record(outcomes, results, configs, options, len(todo), progress, started)
+    return SweepSummary(
+        pairs=len(pairs), skipped=len(pairs) - len(todo), counts=counts, seconds=round(time.monotonic() - started, 2)
+    )
+
+
+def _refuse_unrunnable(library_path: Path, options: SweepOptions) -> None:
+    """Refuse up front a library no pair can run on: one without ``ckspace_run`` (read from its
+    symbol table, nothing loaded), or a HIP library on ``--backend host``, where every pair would
+    end 'failed' in a sweep that exits 0."""
+    if not KernelLibrary(library_path).has_run:
         raise InvalidInputError(f"{library_path} has no ckspace_run (a --host-only build): build the kernels")
     if options.backend == "host" and (report := hip_build_of(library_path)) is not None:
-        # up front: on host memory every pair of a HIP library would end 'failed', in a sweep that exits 0
         raise InvalidInputError(
             f"--backend host: {library_path} is a HIP library (ckspace build linked it for "
             f"{report.arch} with {report.toolchain.version}); bench it with --backend hip on an "
             "AMD GPU (host is for stand-in libraries whose ckspace_run computes on host memory)"
         )
+
+
+def _planning_library(host_path: Path, arch: str | None) -> KernelLibrary:
+    """The host-only dispatcher the pairs are planned with (the same checks, no HIP loaded in this
+    process), answering for ``arch`` when the library holds several."""
     host = KernelLibrary(host_path)
     if arch is not None:
         host.use_arch(arch)
-    pairs = plan_pairs(host, configs, problems, kernels)
-    results = ResultsFile.open(out, resume, problems)
-    todo = [p for p in pairs if (p.name, p.problem_idx) not in results.done]
-    log.info("%d supported pairs, %d already in %s, %d to run", len(pairs), len(pairs) - len(todo), out, len(todo))
-    jobs = [
+    return host
+
+
+def _batch_jobs(library_path: Path, todo: Sequence[PairSpec], options: SweepOptions) -> list[BatchJob]:
+    """One worker job per batch of ``options.batch`` kernels (:func:`batches`), naming the library
+    by its absolute path, since workers may run elsewhere (another directory, a Ray node)."""
+    return [
         BatchJob(
             library=str(library_path.resolve()),
             backend=options.backend,
@@ -312,17 +335,29 @@ def run_sweep(
         )
         for batch in batches(todo, options.batch)
     ]
-    counts: dict[str, int] = {}
-    outcomes = ray_outcomes(jobs, options, ray_address) if use_ray else local_outcomes(jobs, devices, options)
+
+
+def _record(
+    outcomes: Iterator[Outcome],
+    results: ResultsFile,
+    configs: dict[str, GemmConfig],
+    options: SweepOptions,
+    todo: int,
+    progress: bool,
+    started: float,
+) -> dict[str, int]:
+    """Append each outcome's row as it arrives (a killed sweep loses only the pairs in flight) and
+    count the outcomes by status, showing the rate; the results file is closed whatever happens."""
     from rich.progress import TextColumn, TimeRemainingColumn
 
     from ckspace.environment.progress import counting_bar
 
+    counts: dict[str, int] = {}
     try:
         with counting_bar(
             enabled=progress, extra=(TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn())
         ) as bar:
-            task = bar.add_task("bench", total=len(todo), rate="")
+            task = bar.add_task("bench", total=todo, rate="")
             for outcome in outcomes:
                 results.append(measurement_row(outcome, configs[outcome.spec.name], options))
                 counts[outcome.result.status] = counts.get(outcome.result.status, 0) + 1
@@ -330,6 +365,4 @@ def run_sweep(
                 bar.update(task, advance=1, rate=f"{done / max(time.monotonic() - started, 1e-9):.2f} pairs/s")
     finally:
         results.close()
-    return SweepSummary(
-        pairs=len(pairs), skipped=len(pairs) - len(todo), counts=counts, seconds=round(time.monotonic() - started, 2)
-    )
+    return counts
