@@ -266,7 +266,10 @@ def test_a_total_budget_is_kept_and_emit_and_info_follow_the_plan(
     assert main([*FLEET_ARGS, "--problems", str(workload), "--weights", "runs", "--total-budget", "3"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "Traceback" not in captured.err
-    assert "no set of 3 kernel(s) runs every problem some candidate can run" in captured.err.splitlines()[-1]
+    assert (
+        "gfx942 + gfx950 together: no set of 3 kernel(s) runs every problem some candidate can run"
+        in (captured.err.splitlines()[-1])
+    )
 
     plan = tmp_path / "plan.txt"
     plan.write_text(run_plan(capsys, arguments))

@@ -259,21 +259,28 @@ def _run_fleet(
     apart for ``--budget`` and ``--min-efficiency`` (each arch's plan is its one-arch plan), or in
     one solve over all the archs for ``--total-budget`` (:mod:`ckspace.planning.fleet`)."""
     from ckspace.planning.fleet import solve_total
+    from ckspace.planning.plan import PlanInfeasibleError
 
     planned = {arch: _arch_predictions(args, arch, workload, target, models.get(arch)) for arch in archs}
-    if args.total_budget is None:
-        results = {arch: _solve(args, predictions.instance) for arch, (_, predictions, _) in planned.items()}
-        joint = None
-    else:
-        joint, shares = solve_total(
-            [predictions.instance for _, predictions, _ in planned.values()], args.total_budget, **_solving(args)
-        )
-        results = dict(zip(archs, shares, strict=True))
+    joint = None
+    try:
+        if args.total_budget is None:
+            results = {}
+            for arch, (_, predictions, _) in planned.items():
+                where = arch  # a negative answer names the arch it is for
+                results[arch] = _solve(args, predictions.instance)
+        else:
+            where = f"{' + '.join(archs)} together"
+            instances = [predictions.instance for _, predictions, _ in planned.values()]
+            joint, shares = solve_total(instances, args.total_budget, **_solving(args))
+            results = dict(zip(archs, shares, strict=True))
+    except PlanInfeasibleError as exc:
+        raise PlanInfeasibleError(f"{where}: {exc}") from None
     reports = {
         arch: _report(args, selector, workload, predictions, results[arch], size)
         for arch, (selector, predictions, size) in planned.items()
     }
-    report = _fleet_report(args, reports, {arch: _estimates(args, planned[arch][0], models) for arch in archs}, joint)
+    report = _fleet_report(args, reports, {arch: _estimates(planned[arch][0], models) for arch in archs}, joint)
     write_report(out, args.format, report, _fleet_names_text)
     return 0
 
@@ -295,7 +302,7 @@ def _fleet_models(model: Path | None, archs: list[str]) -> dict[str, Path]:
     return {card.arch: model}
 
 
-def _estimates(args: argparse.Namespace, selector, models: dict[str, Path]) -> str:
+def _estimates(selector, models: dict[str, Path]) -> str:
     """Where an arch's estimates come from, in words: the model ``--model`` named, the shipped model
     of its cell, or the analytical performance model where it has none."""
     from ckspace.core.vocab import ScoreSource
@@ -306,6 +313,15 @@ def _estimates(args: argparse.Namespace, selector, models: dict[str, Path]) -> s
     if selector.arch in models:
         return f"the model at {models[selector.arch]} ({cell})"
     return f"the shipped model of {cell}"
+
+
+def _goal(args: argparse.Namespace) -> dict:
+    """What the plan was asked, as its report's one key: ``budget``, ``total_budget`` or ``min_efficiency``."""
+    if args.budget is not None:
+        return {"budget": args.budget}
+    if args.total_budget is not None:
+        return {"total_budget": args.total_budget}
+    return {"min_efficiency": args.min_efficiency}
 
 
 def _report(args, selector, workload, predictions, result, registry_size: int) -> dict:
@@ -337,18 +353,11 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
         if predictions.extrapolated and predictions.extrapolated[c] is not None
     }
     variants = sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry)
-    mode = (
-        {"budget": args.budget}
-        if args.budget is not None
-        else {"total_budget": args.total_budget}
-        if args.total_budget is not None
-        else {"min_efficiency": args.min_efficiency}
-    )
     return {
         "arch": selector.arch,
         "variant": selector.variant.value,
         "dtype": selector.dtype.value,
-        **mode,
+        **_goal(args),
         "target": selector.target.record(),
         "source": predictions.source,
         "what_drives_what": (
@@ -437,13 +446,6 @@ def _fleet_report(args, reports: dict[str, dict], estimates: dict[str, str], joi
     from ckspace.core.config import GemmConfig
 
     first = next(iter(reports.values()))
-    mode = (
-        {"budget": args.budget}
-        if args.budget is not None
-        else {"total_budget": args.total_budget}
-        if args.total_budget is not None
-        else {"min_efficiency": args.min_efficiency}
-    )
     holders: dict[tuple, list[str]] = {}
     names: dict[tuple, str] = {}
     for arch, report in reports.items():
@@ -456,7 +458,7 @@ def _fleet_report(args, reports: dict[str, dict], estimates: dict[str, str], joi
         "archs": list(reports),
         "variant": first["variant"],
         "dtype": first["dtype"],
-        **mode,
+        **_goal(args),
         "how": (
             "one solve over every arch's candidates gives each arch the kernels where they raise the mean of the "
             "archs' weighted mean predicted efficiencies most (each arch weighs the same; a kernel of two archs "
