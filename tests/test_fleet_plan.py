@@ -162,6 +162,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], status: 
         (["--arch", "gfx942", "gfx950", "gfx942", "--budget", "2"], ("gfx942 named twice", "gfx90a, gfx942, gfx950")),
         (["--arch", "gfx942", "GFX942", "--budget", "2"], ("--arch gfx942 GFX942: gfx942 named twice", "at most once")),
         (["--arch", "gfx942", "gfx1", "--budget", "2"], ("unknown arch 'gfx1'", "valid: gfx908")),
+        (["--arch", "gfx942", "gfx1100", "--budget", "2"], ("arch with hardware facts 'gfx1100'", "valid: gfx942")),
         (["--arch", "gfx942", "gfx950", "--budget", "0"], ("--budget 0", "at least 1")),
         (["--arch", "gfx942", "gfx950", "--total-budget", "0"], ("--total-budget 0", "at least 1")),
         (["--arch", "gfx942", "gfx950", "--budget", "2", "--total-budget", "4"], ("not allowed with",)),
@@ -178,14 +179,21 @@ def test_a_bad_fleet_is_one_line_naming_it(
 
 
 def test_a_model_of_none_of_the_archs_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--model`` is the model of the arch its card names; one of none of the fleet's archs is bad
+    input, before the workload is read."""
+    import shutil
+
     from ckspace.select.store import shipped_model_dir
 
-    workload = tmp_path / "w.csv"
-    workload.write_text(WORKLOAD)
-    model = shipped_model_dir("gfx950", "forward", "bf16")
-    argv = [*FLEET_ARGS[:2], "gfx942", "gfx90a", *FLEET_ARGS[4:], "--problems", str(workload), "--budget", "2"]
-    error = one_line_error(capsys, [*argv, "--model", str(model)])
-    assert f"--model {model} is a gfx950 model, for none of the archs gfx942 gfx90a" in error
+    model = tmp_path / "model"
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), model)
+    card = json.loads((model / "card.json").read_text())
+    (model / "card.json").write_text(json.dumps({**card, "arch": "gfx90a"}))
+    broken = tmp_path / "broken.csv"
+    broken.write_text("N,C,K\n1,2,3\n")  # missing columns: an error too, were it read first
+    argv = [*FLEET_ARGS, "--problems", str(broken), "--budget", "2", "--model", str(model)]
+    error = one_line_error(capsys, argv)
+    assert f"--model {model} is a gfx90a model, for none of the archs gfx942 gfx950" in error
 
 
 def test_emit_takes_its_archs_sections_and_names_the_plan_s(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -240,6 +248,13 @@ def test_a_fleet_plan_per_arch_is_each_arch_s_own_plan(capsys: pytest.CaptureFix
     both = set(report["plans"]["gfx942"]["kernels"]) & set(report["plans"]["gfx950"]["kernels"])
     assert set(report["shared"]) == both and all(v == list(ARCHS) for v in report["shared"].values())
     assert report["per_arch"]["gfx942"]["source"] == "analytical" and report["per_arch"]["gfx950"]["source"] == "model"
+    from ckspace.select.store import shipped_model_dir
+
+    model = shipped_model_dir("gfx950", "forward", "bf16")  # --model: the model of the arch its card names
+    arguments = [*FLEET_ARGS, "--problems", str(workload), "--budget", "2", "--format", "json", "--model", str(model)]
+    given = json.loads(run_plan(capsys, arguments))
+    assert given["per_arch"]["gfx950"]["estimates"] == f"the model at {model} (gfx950 forward bf16)"
+    assert given["plans"] == report["plans"]  # the shipped model, named: the same plans
 
 
 @pytest.mark.slow

@@ -140,9 +140,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _archs(args: argparse.Namespace) -> list[str]:
-    """The archs of ``--arch``, each spelled as ckspace spells it; an unknown one or one named twice
-    (in any spelling) is bad input, named with the valid choices: a fleet's plan has one section
-    per arch, and two of one arch would be two plans for the same machines."""
+    """The archs of ``--arch``, each spelled as ckspace spells it; an unknown one, one named twice
+    (in any spelling) or, in a fleet, one without the hardware facts scoring needs is bad input,
+    named with the valid choices: a fleet's plan has one section per arch, and two of one arch
+    would be two plans for the same machines."""
     from ckspace.core.vocab import arch_names, parse_arch
 
     archs = [parse_arch(a) for a in args.arch]
@@ -152,6 +153,11 @@ def _archs(args: argparse.Namespace) -> list[str]:
             f"--arch {' '.join(args.arch)}: {', '.join(twice)} named twice; valid: each of "
             f"{', '.join(arch_names())} at most once"
         )
+    if len(archs) > 1:  # every arch is scored, so each needs the hardware facts: all asked before any work
+        from ckspace.features.hardware import hardware_facts
+
+        for arch in archs:
+            hardware_facts(arch)
     return archs
 
 
@@ -454,6 +460,7 @@ def _fleet_report(args, reports: dict[str, dict], estimates: dict[str, str], joi
             holders.setdefault(key, []).append(arch)
             names[key] = name
     shared = {names[key]: archs for key, archs in holders.items() if len(archs) > 1}
+    serving = [r for r in reports.values() if r["problems"]]  # an arch that runs none of the workload counts not
     return {
         "archs": list(reports),
         "variant": first["variant"],
@@ -471,7 +478,7 @@ def _fleet_report(args, reports: dict[str, dict], estimates: dict[str, str], joi
             if joint is not None
             else {"kernels": sum(len(r["kernels"]) for r in reports.values())}
         ),
-        "mean_efficiency": round(sum(r["efficiency"] for r in reports.values()) / len(reports), 4),
+        "mean_efficiency": round(sum(r["efficiency"] for r in serving) / max(len(serving), 1), 4),
         "per_arch": {
             arch: {
                 "kernels": len(report["kernels"]),
@@ -514,6 +521,9 @@ def _fleet_names_text(report: dict) -> str:
         f"estimated by {a['estimates']}"
         for arch, a in report["per_arch"].items()
     ]
+    idle = [arch for arch, plan in report["plans"].items() if not plan["problems"]]
+    if idle:
+        lines.append(f"# {' '.join(idle)}: no candidate runs any problem of the workload (left out of the mean)")
     if report["shared"]:
         lines.append(f"# {len(report['shared'])} kernels chosen for several archs (emitted once, compiled for each):")
         lines += [f"#   {name}: {' '.join(archs)}" for name, archs in report["shared"].items()]
