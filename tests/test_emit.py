@@ -17,7 +17,8 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.emitter import SelectorOptions, emit
+from ckspace.emit.banner import generated
+from ckspace.emit.emitter import BANNER_MARK, SelectorOptions, emit
 from ckspace.emit.rendering import buildable, render_tree
 from ckspace.environment.ck_header_cache import find_revision
 from ckspace.environment.ck_locate import locate_ck
@@ -146,6 +147,23 @@ def test_banner_and_traits(tmp_path: Path) -> None:
         assert ("UnaryConvert" in header) == config.two_stage
         assert ("set_split_image" in header) == config.split_image
         assert f"NumGroupsToMerge = {config.num_groups_to_merge};" in header
+
+
+def test_every_generated_file_carries_the_one_banner() -> None:
+    """Every file of a tree with the dispatcher, a shipped model's TL2cgen regressor and the hipDNN
+    plugin opens with ckspace's one banner (:mod:`ckspace.emit.banner`) in its first two lines --
+    the emitter deletes only files that carry it. The rankers' QuickScorer C is worded by
+    ``ckspace.select.forest``, a layer below the banner's statement: it carries the mark only."""
+    config = GemmConfig.from_name(GOLDEN_NAMES[0], "gfx950")
+    selector = SelectorOptions(hipdnn_plugin=True)
+    tree = render_tree([kernel_of(config)], AITER, arch="gfx950", request={}, selector=selector)
+    assert any(path.startswith("ckspace_model/") and path.endswith(".h") for path in tree.files)  # TL2cgen's
+    words = generated("ckspace emit").split("`")[0]
+    for path, data in tree.files.items():
+        head = data[:512]
+        assert BANNER_MARK in head, path
+        if not path.endswith("_ranker.c"):
+            assert any(line.startswith("// " + words) for line in data.decode().splitlines()[:2]), path
 
 
 def _full(arch: str = "gfx942") -> list[Kernel]:

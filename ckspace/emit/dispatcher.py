@@ -27,7 +27,6 @@ from pathlib import Path
 
 import jinja2
 
-from ckspace import __version__
 from ckspace.constraints.language.cexpr import C_HELPERS, to_c
 from ckspace.constraints.rulebook.problem_rules import PARAMS, gemm_problem_templates
 from ckspace.core.config import GemmConfig
@@ -35,6 +34,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.kernel_key import KernelKey
 from ckspace.core.vocab import Dtype, Variant
+from ckspace.emit.banner import banner
 from ckspace.features.c_source import c_double, features_c
 from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import (
@@ -306,7 +306,7 @@ def dispatcher_sources(
     ranker and regressor in C, the header, the host C and ``ckspace_run``."""
     files, table = _host_sources(library, arch, environment, model_dirs, None)
     files[HEADER] = _header(environment, arch, None)
-    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render({"version": __version__}).encode()
+    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render().encode()
     files[RUN_SOURCE] = _run_source(environment, table["kernels"])
     return files
 
@@ -340,11 +340,11 @@ def fleet_dispatcher_sources(
             local[a][g] = i
     files[HOST_SOURCE] = (
         environment.get_template("ckspace_dispatch_fleet.c.j2")
-        .render({"version": __version__, "names": names, "units": units, "local": local, "arch_list": ",".join(archs)})
+        .render({"names": names, "units": units, "local": local, "arch_list": ",".join(archs)})
         .encode()
     )
     files[HEADER] = _header(environment, ",".join(archs), archs)
-    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render({"version": __version__}).encode()
+    files[LAYOUT_HEADER] = environment.get_template("ckspace_layout.h.j2").render().encode()
     files[RUN_SOURCE] = _run_source(environment, [{"name": name} for name in names])
     return files
 
@@ -379,7 +379,6 @@ def _header(environment: jinja2.Environment, arch: str, archs: Sequence[str] | N
         environment.get_template("ckspace_dispatch.h.j2")
         .render(
             {
-                "version": __version__,
                 "api_version": API_VERSION if archs else ONE_ARCH_API_VERSION,
                 "arch": arch,
                 "archs": list(archs or []),
@@ -397,7 +396,7 @@ def _header(environment: jinja2.Environment, arch: str, archs: Sequence[str] | N
 def _run_source(environment: jinja2.Environment, kernels: Sequence[Mapping[str, object]]) -> bytes:
     return (
         environment.get_template("ckspace_dispatch_run.cpp.j2")
-        .render({"version": __version__, "kernels": kernels, "operand_map": operand_map()})
+        .render({"kernels": kernels, "operand_map": operand_map()})
         .encode()
     )
 
@@ -431,7 +430,6 @@ def _host_sources(
         environment.get_template("ckspace_dispatch.c.j2")
         .render(
             {
-                "version": __version__,
                 **table,
                 "fields": GEMM_FIELD_NAMES,
                 "checks": checks,
@@ -613,7 +611,7 @@ def _cell_sources(
                 f"{prefix}_ranker", forest, _PROBLEM_SPAN, _CONFIG_SPAN, model_rows[index]
             ).encode()
             for path, text in model_sources(texts[TFLOPS_FILE], f"{prefix}_tflops", len(FEATURE_NAMES)).items():
-                files[f"{MODEL_DIR}/{path}"] = text.encode()
+                files[f"{MODEL_DIR}/{path}"] = f"{banner('c', 'ckspace emit --with-selector')}\n{text}".encode()
     return cell_context, files
 
 

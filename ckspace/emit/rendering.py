@@ -33,6 +33,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn_plugin
+from ckspace.emit.banner import banner
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import (
     RUN_SOURCE,
@@ -54,8 +55,9 @@ WRAPPER_DIR = "dispatcher_wrappers"
 
 @cache
 def template_environment() -> jinja2.Environment:
-    """The jinja2 environment of ``templates/``: undefined names fail, whitespace as written."""
-    return jinja2.Environment(
+    """The jinja2 environment of ``templates/``: undefined names fail, whitespace as written, and
+    every template renders its first lines' banner with the one statement of it (``banner``)."""
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("ckspace.emit", "templates"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -63,6 +65,8 @@ def template_environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    environment.globals["banner"] = banner
+    return environment
 
 
 def include_all_name(variant: Variant) -> str:
@@ -179,7 +183,7 @@ def render_tree(
             union.setdefault(config.name, config)
     configs = [union[name] for name in sorted(union)]
     fleet = len(archs) > 1
-    base = {"version": __version__, "revision": revision}
+    base = {"revision": revision}
     files, emitted = _kernel_files(configs, base, served if fleet else None)
     shared = _shared_files(configs, base)
     record = plugin = None
