@@ -14,9 +14,16 @@ only ckspace's memos cleared before a cold run. Then whole processes, as a user 
 shell: the first arch's ``full`` listed cold by ``ckspace enumerate --no-cache --count`` (imports
 included: its cold path loads numpy and pydantic, the nested loop only the standard library)
 against ``python tests/nested_loop.py``, and ``ckspace enumerate --arch gfx950 --variant
-bwd_weight --count`` with a warm cache, for the default target and with ``--rules-only``.
+bwd_weight --count`` with a warm cache, for the default target and with ``--rules-only``. Last, what
+the target costs over the rule space: ``ckspace enumerate --arch gfx950 --variant all --rule-set full
+--no-cache --count`` for the target and with ``--rules-only``, as whole processes run in alternation
+(``--paired`` pairs), each pair's ratio target / rules-only, and the median and range of both and of
+the ratios, in wall time and in CPU time (user + system of the child: what a loaded machine disturbs
+least), with the machine's load average; ``--against PATH`` runs the same pairs of another source
+tree (a checkout's root, put first on PYTHONPATH) in the same alternation, for a before/after figure.
 
-Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N]
+Usage: python bench/enumerate.py [--arch A ...] [--rule-set R ...] [--repeat N] [--paired N]
+[--against PATH] [--paired-only]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import argparse
 import atexit
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -108,12 +116,60 @@ def _compare(nested, arch: str, rule_set: str, repeat: int) -> None:
     )
 
 
+TARGET_LISTING = ["enumerate", "--arch", "gfx950", "--variant", "all", "--rule-set", "full", "--no-cache", "--count"]
+"""The cold listing whose target / rules-only ratio the paired figure measures."""
+
+
+def _spread(values: list[float], unit: str = " s") -> str:
+    return f"{statistics.median(values):.3f}{unit} ({min(values):.3f}..{max(values):.3f})"
+
+
+def _paired_target(pairs: int, against: Path | None) -> None:
+    """The target's cold listing beside the rules-only one, whole processes in alternation (the order
+    inside a pair alternates too, so neither side always runs first on a loaded machine)."""
+    trees = {"this tree": None} if against is None else {"this tree": None, str(against): against}
+    times: dict[tuple[str, str], list[float]] = {(t, side): [] for t in trees for side in ("target", "rules-only")}
+    cpu: dict[tuple[str, str], list[float]] = {key: [] for key in times}
+    loads = []
+    for i in range(pairs):
+        for tree, root in trees.items():
+            env = dict(os.environ)
+            if root is not None:
+                env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+            sides = [("target", []), ("rules-only", ["--rules-only"])]
+            for side, extra in sides if i % 2 == 0 else sides[::-1]:
+                cmd = [sys.executable, "-m", "ckspace", *TARGET_LISTING, *extra]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=root or HERE.parent)  # -m: cwd first
+                times[tree, side].append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[tree, side].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        loads.append(os.getloadavg()[0])
+    print(f"\ntarget vs rules-only, cold `ckspace {' '.join(TARGET_LISTING)}` (whole processes, {pairs} pairs):")
+    for tree in trees:
+        for clock, measured in (("wall", times), ("CPU", cpu)):
+            target, rules = measured[tree, "target"], measured[tree, "rules-only"]
+            ratios = [a / b for a, b in zip(target, rules, strict=True)]
+            print(
+                f"  {tree}, {clock}: target {_spread(target)}, rules-only {_spread(rules)}, paired ratio "
+                f"{_spread(ratios, '')} (goal <= 1.10)"
+            )
+    print(f"  load average (1 min) during the pairs: {min(loads):.1f}..{max(loads):.1f} on {os.cpu_count()} CPUs")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", nargs="+", default=["gfx942", "gfx950", "gfx90a", "gfx1250"])
     parser.add_argument("--rule-set", nargs="+", default=["default", "full", "full-tests", "tiny"])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--paired", type=int, default=7, help="pairs of the target / rules-only figure")
+    parser.add_argument("--against", type=Path, help="another source tree to pair with this one (before/after)")
+    parser.add_argument("--paired-only", action="store_true", help="only the target / rules-only figure")
     args = parser.parse_args()
+    if args.paired_only:
+        _paired_target(args.paired, args.against)
+        return 0
 
     tmp = tempfile.mkdtemp(prefix="ckspace-bench-")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
@@ -179,6 +235,7 @@ def main() -> int:
             f"{' '.join(extra)}` (whole process): {t_proc:.3f} s median of {args.repeat} (goal < 0.3 s; bare "
             f"interpreter start: {t_python:.3f} s)"
         )
+    _paired_target(args.paired, args.against)
     return 0
 
 

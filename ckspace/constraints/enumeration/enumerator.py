@@ -100,8 +100,12 @@ def target_flags(
     from ckspace.constraints.rulebook.catalogue import TargetRules, target_rules
     from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
 
+    out: dict[Cell, tuple[list[bool], list[bool]]] = {}
     groups: list[tuple[TargetRules, list[Cell]]] = []
-    for cell in results:
+    for cell, result in results.items():
+        if not any(result.gemm_valid) and not any(result.depthwise_valid):
+            out[cell] = (list(result.gemm_valid), list(result.depthwise_valid))  # nothing for the rules to clear
+            continue
         added = target_rules(target, arch, cell)
         for rules, cells in groups:
             if rules == added:
@@ -109,7 +113,6 @@ def target_flags(
                 break
         else:
             groups.append((added, [cell]))
-    out: dict[Cell, tuple[list[bool], list[bool]]] = {}
     for added, cells in groups:
         gemm = _narrowed(added.gemm, [(results[c].gemm, results[c].gemm_valid) for c in cells], GEMM_FIELD_NAMES)
         depthwise = _narrowed(

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ckspace.constraints.language.expr import evaluate
-from ckspace.constraints.language.rule import Rule, excludes_kind
+from ckspace.constraints.language.expr import FALSE, evaluate
+from ckspace.constraints.language.rule import Rule, any_excludes_kind
 from ckspace.constraints.rulebook.validity import depthwise_rules, gemm_rules
 from ckspace.core.cells import CellProposals, CellResult
 from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
@@ -44,8 +44,8 @@ def satisfies_all(rules: Sequence[Rule], rows: list[tuple[int, ...]], field_name
     filters, a problem's checks and a target's rules alike."""
     if not rules or not rows:
         return [True] * len(rows)
-    if any(excludes_kind(rule, field_names) for rule in rules):
-        return [False] * len(rows)
+    if any_excludes_kind(rules, field_names) or any(rule.expr == FALSE for rule in rules):
+        return [False] * len(rows)  # a rule none of them satisfies (a CK that cannot build the cell): no pass
     ok = np.ones(len(rows), dtype=bool)
     for mask in rule_masks(rules, columns(rows, field_names), len(rows)).values():
         ok &= mask

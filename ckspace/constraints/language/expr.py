@@ -160,6 +160,7 @@ class Not(Expr):
 
 
 TRUE = Const(1)
+FALSE = Const(0)
 
 NEGATED: dict[str, str] = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 """The comparison that holds exactly when the key does not."""
@@ -199,9 +200,10 @@ def in_table(items: Iterable[Expr], rows: Iterable[Iterable[int]]) -> Expr:
     return In(tuple(items), frozenset(tuple(int(v) for v in row) for row in rows))
 
 
-def fields_of(expr: Expr) -> tuple[str, ...]:
-    """The config fields ``expr`` reads, sorted: what a rule's blame message shows."""
-    return tuple(sorted({node.name for node in _nodes(expr) if isinstance(node, Field)}))
+def fields_of(*exprs: Expr) -> tuple[str, ...]:
+    """The config fields ``exprs`` read, sorted: what a rule's blame message shows (of several
+    expressions at once, a node they share is walked once)."""
+    return tuple(sorted({node.name for node in _nodes(*exprs) if isinstance(node, Field)}))
 
 
 ARITH: dict[str, Callable[[Any, Any], Any]] = {
@@ -230,10 +232,10 @@ def params_of(expr: Expr) -> tuple[str, ...]:
     return tuple(sorted({node.name for node in _nodes(expr) if isinstance(node, Param)}))
 
 
-def _nodes(expr: Expr):
-    """Every node of ``expr`` once: rules share subexpressions (the same objects), which a walk of the
+def _nodes(*exprs: Expr):
+    """Every node of ``exprs`` once: rules share subexpressions (the same objects), which a walk of the
     tree would visit once per use."""
-    stack = [expr]
+    stack = list(exprs)
     seen: set[int] = set()
     while stack:
         node = stack.pop()

@@ -102,6 +102,12 @@ def excludes_kind(rule: Rule, field_names: Collection[str]) -> bool:
     return not set(rule.fields) <= set(field_names)
 
 
+def any_excludes_kind(rules: Collection[Rule], field_names: Collection[str]) -> bool:
+    """Whether some rule of ``rules`` :func:`excludes_kind` (the fields of all of them walked at once:
+    the rules of a cell share their subexpressions)."""
+    return not set(fields_of(*(rule.expr for rule in rules))) <= set(field_names)
+
+
 def for_kind(rule: Rule, field_names: Collection[str], kind: str) -> Rule:
     """``rule`` as configs of ``kind`` (fields ``field_names``) meet it: itself, or, when it
     :func:`excludes_kind`, a rule of the same name that none of them satisfies and whose words say

@@ -19,8 +19,7 @@ are a rule set's proposals, not a family of the rulebook: the ``rules`` command 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ckspace.constraints.language.rule import Rule
 from ckspace.constraints.rulebook.ck_rules import ck_depthwise_rules, ck_rules
@@ -34,10 +33,12 @@ if TYPE_CHECKING:
     from ckspace.workloads.problem import ConvProblem
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(NamedTuple):
     """One family of rules: its section (the rules' grouping in ``ckspace rules``), the kind of config
-    it constrains, its title there, and whether a target adds it (rather than the rule space)."""
+    it constrains, its title there, and whether a target adds it (rather than the rule space).
+
+    This module's records are named tuples, not dataclasses: every cold listing of a target imports
+    it, and a named tuple's class costs a fraction of a frozen dataclass's to create."""
 
     section: str
     config: str
@@ -66,8 +67,7 @@ def sections() -> list[tuple[str, str | None, str]]:
     return [(section, configs[0] if len(configs) == 1 else None, title) for (section, title), configs in kinds.items()]
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One rule as built for one variant (None: the rule does not depend on it) of one config kind."""
 
     section: str
@@ -129,8 +129,7 @@ def entries(
     return out
 
 
-@dataclass(frozen=True)
-class TargetRules:
+class TargetRules(NamedTuple):
     """The rules a target adds to one cell of the rule space: the known-wrong GEMM kernels, and what
     its CK headers cannot build, for GEMM and depthwise configs. Empty for the rule space itself."""
 
