@@ -9,6 +9,8 @@ point into the tree itself (the header is ``<tree>/ckspace_dispatch.h``): nothin
 copied. The CMake files lie in the build directory itself, the first place ``find_package`` looks
 under a prefix. ``compile_commands.json`` gives editors and clang tools the compile command of each
 emitted source; ninja writes it (``ninja -t compdb``) from a ninja file that lists those sources.
+The CMake files and the pkg-config file are jinja2 templates beside every other generated file's
+(``ckspace/emit/templates``), so each is read as the file it makes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.emit.banner import generated
 from ckspace.emit.dispatcher import HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+from ckspace.emit.rendering import template_environment
 from ckspace.environment.files import sha256, write_if_changed
 from ckspace.select.compiled import host_c_compiler
 
@@ -48,79 +51,13 @@ NO_C_API = (
 """What a tree without the dispatcher lacks and how to get it: its library exports nothing to call,
 so rebuilding it alone never gives ``ckspace_dispatch.h`` (said by the package and by build)."""
 
-CONFIG_TEMPLATE = """\
-# @BANNER@
-# find_package(ckspace_kernels CONFIG) with CMAKE_PREFIX_PATH or ckspace_kernels_DIR naming this
-# directory defines the imported target below: link it and include "ckspace_dispatch.h".
-set(ckspace_kernels_TARGET "@TARGET@")
-set(ckspace_kernels_ARCH "@ARCH@")
-set(ckspace_kernels_MANIFEST_SHA256 "@MANIFEST_SHA256@")
-set(ckspace_kernels_LIBRARY @LIBRARY@)
-set(ckspace_kernels_INCLUDE_DIR @INCLUDE_DIR@)
-if(NOT EXISTS "${ckspace_kernels_LIBRARY}")
-  set(ckspace_kernels_FOUND FALSE)
-  set(ckspace_kernels_NOT_FOUND_MESSAGE "${ckspace_kernels_LIBRARY} is missing: rebuild it with ckspace build")
-  return()
-endif()
-if(NOT EXISTS "${ckspace_kernels_INCLUDE_DIR}/@HEADER@")
-  set(ckspace_kernels_FOUND FALSE)
-  set(ckspace_kernels_NOT_FOUND_MESSAGE "${ckspace_kernels_INCLUDE_DIR}/@HEADER@ is missing: @NO_HEADER@")
-  return()
-endif()
-if(NOT TARGET @TARGET@)
-  add_library(@TARGET@ SHARED IMPORTED)
-  # ckspace links without a soname: the consumer then records the library's name, not its path
-  set_target_properties(@TARGET@ PROPERTIES
-    IMPORTED_LOCATION "${ckspace_kernels_LIBRARY}"
-    IMPORTED_NO_SONAME TRUE
-    INTERFACE_INCLUDE_DIRECTORIES "${ckspace_kernels_INCLUDE_DIR}")
-endif()
-"""
-"""The package's config, ``@NAME@`` filled in by :func:`_filled` (``configure_file``'s convention)."""
-
-VERSION_TEMPLATE = """\
-# @BANNER@
-# The version of ckspace that built the library. A requested version is met by this one when it
-# has the same major version and is not newer (CMake's SameMajorVersion rule); a requested range
-# when this version lies in it and its lower end has the same major version. 64-bit consumers only.
-set(PACKAGE_VERSION "@VERSION@")
-set(PACKAGE_VERSION_COMPATIBLE FALSE)
-if(PACKAGE_FIND_VERSION_RANGE)
-  if("${PACKAGE_FIND_VERSION_MIN_MAJOR}" STREQUAL "@MAJOR@"
-     AND PACKAGE_VERSION VERSION_GREATER_EQUAL PACKAGE_FIND_VERSION_MIN
-     AND ((PACKAGE_FIND_VERSION_RANGE_MAX STREQUAL "INCLUDE"
-           AND PACKAGE_VERSION VERSION_LESS_EQUAL PACKAGE_FIND_VERSION_MAX)
-          OR (PACKAGE_FIND_VERSION_RANGE_MAX STREQUAL "EXCLUDE"
-              AND PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION_MAX)))
-    set(PACKAGE_VERSION_COMPATIBLE TRUE)
-  endif()
-elseif("${PACKAGE_FIND_VERSION_MAJOR}" STREQUAL "@MAJOR@"
-       AND PACKAGE_VERSION VERSION_GREATER_EQUAL PACKAGE_FIND_VERSION)
-  set(PACKAGE_VERSION_COMPATIBLE TRUE)
-  if(PACKAGE_VERSION VERSION_EQUAL PACKAGE_FIND_VERSION)
-    set(PACKAGE_VERSION_EXACT TRUE)
-  endif()
-endif()
-if(CMAKE_SIZEOF_VOID_P AND NOT CMAKE_SIZEOF_VOID_P EQUAL 8)
-  set(PACKAGE_VERSION "${PACKAGE_VERSION} (64bit)")
-  set(PACKAGE_VERSION_UNSUITABLE TRUE)
-endif()
-"""
-
-PC_TEMPLATE = """\
-# @BANNER@
-libdir=@LIBDIR@
-includedir=@INCLUDEDIR@
-arch=@ARCH@
-manifest_sha256=@MANIFEST_SHA256@
-
-Name: @NAME@
-Description: @DESCRIPTION@
-Version: @VERSION@
-Cflags: -I${includedir}
-Libs: -L${libdir} -Wl,-rpath,${libdir} -l@LINK_NAME@
-"""
-"""``-Wl,-rpath``: the library lies in a build tree, where no loader looks for it."""
+TEMPLATES = {
+    CONFIG: "ckspace_kernelsConfig.cmake.j2",
+    CONFIG_VERSION: "ckspace_kernelsConfigVersion.cmake.j2",
+    "pc": "ckspace_kernels.pc.j2",
+}
+"""The package's files and the templates they are rendered from (``ckspace/emit/templates``, beside
+every other generated file's, with the same banner); the pkg-config file is named for its module."""
 
 
 @dataclass(frozen=True)
@@ -237,42 +174,38 @@ def _host_rule(tree: Path, units: list[str]) -> dict[str, tuple[list[str], list[
 
 
 def _write_package(build_dir: Path, library: PackagedLibrary) -> None:
-    """The CMake config and version files and the pkg-config file of ``library``."""
-    manifest_sha256 = sha256((library.tree / MANIFEST_NAME).read_bytes())
+    """The CMake config and version files and the pkg-config file of ``library``, rendered from
+    their templates (:data:`TEMPLATES`); a value is escaped for where it lands (a CMake quoted
+    argument, a pkg-config word) before it is rendered, and never read as a template."""
     common = {
-        "BANNER": generated(REBUILD),
-        "ARCH": library.arch,
-        "MANIFEST_SHA256": manifest_sha256,
-        "VERSION": __version__,
+        "rebuild": REBUILD,
+        "arch": library.arch,
+        "manifest_sha256": sha256((library.tree / MANIFEST_NAME).read_bytes()),
+        "version": __version__,
     }
-    config = _filled(
-        CONFIG_TEMPLATE,
-        common,
-        TARGET=library.target,
-        LIBRARY=_cmake_quoted(str(library.path)),
-        INCLUDE_DIR=_cmake_quoted(str(library.tree)),
-        HEADER=HEADER,
-        NO_HEADER=NO_C_API,
-    )
-    version = _filled(VERSION_TEMPLATE, common, MAJOR=__version__.split(".")[0])
-    pc = _filled(
-        PC_TEMPLATE,
-        common,
-        LIBDIR=_pc_escaped(str(library.path.parent)),
-        INCLUDEDIR=_pc_escaped(str(library.tree)),
-        NAME=library.pc_name,
-        DESCRIPTION=library.description,
-        LINK_NAME=library.link_name,
-    )
-    for name, text in ((CONFIG, config), (CONFIG_VERSION, version), (f"{library.pc_name}.pc", pc)):
+    contexts = {
+        CONFIG: {
+            "target": library.target,
+            "library": _cmake_quoted(str(library.path)),
+            "include_dir": _cmake_quoted(str(library.tree)),
+            "header": HEADER,
+            "no_header": NO_C_API,
+        },
+        CONFIG_VERSION: {"major": __version__.split(".")[0]},
+        "pc": {
+            "libdir": _pc_escaped(str(library.path.parent)),
+            "includedir": _pc_escaped(str(library.tree)),
+            "name": library.pc_name,
+            "description": library.description,
+            "link_name": library.link_name,
+        },
+    }
+    environment = template_environment()
+    for key, template in TEMPLATES.items():
+        text = environment.get_template(template).render({**common, **contexts[key]})
+        name = f"{library.pc_name}.pc" if key == "pc" else key
         write_if_changed(build_dir / name, text.encode())
     log.info("wrote the CMake package %s (%s) and %s.pc in %s", PACKAGE, library.target, library.pc_name, build_dir)
-
-
-def _filled(template: str, common: dict[str, str], **values: str) -> str:
-    """``template`` with each ``@NAME@`` replaced in one pass: a value is never read as a template."""
-    values = {**common, **values}
-    return re.sub(r"@([A-Z0-9_]+)@", lambda m: values[m.group(1)], template)
 
 
 def _cmake_quoted(text: str) -> str:
