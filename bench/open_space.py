@@ -14,16 +14,23 @@ In one run:
 4. **Brute force on a reduced domain** (:data:`REDUCED` on top): every assignment of the domains'
    product classified by the rules with numpy in chunks, beside ckspace and Kernel Tuner.
 
+5. **The target beside the rule space**: the exact count of the whole arch for the target every
+   command answers for (the CK headers found, less the known-wrong kernels) and for the rule space
+   (``ck=None``), cold, in alternation (``--paired`` pairs), in wall and CPU time, with the paired
+   ratio and the machine's load (``--paired-only`` runs this part alone).
+
 Counts must be equal (the exit status says whether they are); times are the median of ``--repeat``
 runs with min..max as the noise (brute force: one run).
 
 Kernel Tuner is an optional dependency (``pip install ".[bench]"``); without it part 3 reports it
-absent. Usage: ``python bench/open_space.py [--arch gfx942] [--ck-root PATH] [--repeat 3]``.
+absent. Usage: ``python bench/open_space.py [--arch gfx942] [--ck-root PATH] [--repeat 3] [--paired 5]
+[--paired-only]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -180,13 +187,48 @@ def kernel_tuner(space: Space) -> int | None:
     return built.size
 
 
+def paired_target(arch: str, pairs: int) -> None:
+    """The whole arch counted cold for the target and for the rule space, in alternation (the order
+    inside a pair alternates too), wall and CPU time, with each pair's ratio target / rule space."""
+    spaces = {"target": Space(arch, rule_set="open"), "rule space": Space(arch, rule_set="open", ck=None)}
+    wall: dict[str, list[float]] = {name: [] for name in spaces}
+    cpu: dict[str, list[float]] = {name: [] for name in spaces}
+    counts: dict[str, int] = {}
+    loads = []
+    for i in range(pairs):
+        for name in list(spaces) if i % 2 == 0 else list(spaces)[::-1]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            counts[name] = cold_count(spaces[name])
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+        loads.append(os.getloadavg()[0])
+    print(f"5. the target beside the rule space: whole {arch} counted cold, {pairs} pairs in alternation")
+    print(f"  ({spaces['target'].target.describe()})")
+    for clock, measured in (("wall", wall), ("CPU", cpu)):
+        for name in spaces:
+            show(f"{clock}, {name}: {counts[name]:,}", statistics.median(measured[name]), *_range(measured[name]))
+        ratios = [a / b for a, b in zip(measured["target"], measured["rule space"], strict=True)]
+        median = statistics.median(ratios)
+        print(f"  {clock} ratio target / rule space: {median:.2f} ({min(ratios):.2f}..{max(ratios):.2f})")
+    print(f"  load average (1 min) during the pairs: {min(loads):.1f}..{max(loads):.1f} on {os.cpu_count()} CPUs")
+
+
+def _range(values: list[float]) -> tuple[float, float]:
+    return min(values), max(values)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="gfx942")
     parser.add_argument("--ck-root", default=None, help="apply this CK revision's rules too")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--list-rows", type=int, default=2_000_000)
+    parser.add_argument("--paired", type=int, default=5, help="pairs of part 5 (target beside the rule space)")
+    parser.add_argument("--paired-only", action="store_true", help="run part 5 alone")
     args = parser.parse_args()
+    if args.paired_only:
+        paired_target(args.arch, args.paired)
+        return 0
 
     def narrowed(space: Space) -> Space:
         if args.ck_root is None:
@@ -248,6 +290,7 @@ def main() -> int:
         show(f"Kernel Tuner 1.5 Searchspace: {tuned_r:,}", *t)
     equal = counted == listed and tuned in (None, counted) and counted_r == brute and tuned_r in (None, brute)
     print(f"  counts equal: {equal}")
+    paired_target(args.arch, args.paired)
     return 0 if equal else 1
 
 

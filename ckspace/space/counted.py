@@ -49,16 +49,35 @@ def cell_rules(space: SpaceView, request: Request, cell: Cell) -> tuple[Rule, ..
     return (*get_rule_set(request.rule_set).domain_rules(request.arch, cell), *validity, *extra)
 
 
+class _SameExpressions:
+    """A cell's rules as a tally reads them: equal to another cell's when their expressions are, in
+    order. A tally reads nothing else of a rule, and the rules of fp16 and bf16 (and of the ndims of a
+    variant) differ only in their names' words and sources, so such cells share one tally."""
+
+    __slots__ = ("key", "rules")
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self.rules = rules
+        self.key = tuple(rule.expr for rule in rules)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _SameExpressions) and self.key == other.key
+
+
 @lru_cache(maxsize=12)
-def _tally(rules: tuple[Rule, ...], first: tuple[str, ...]) -> Tally:
-    """Cells with the same rules (the ndims of a (variant, dtype), usually) share one tally."""
-    return Tally(GEMM_FIELD_NAMES, rules, first)
+def _tally(rules: _SameExpressions, first: tuple[str, ...]) -> Tally:
+    """Cells whose rules have the same expressions (the ndims and half dtypes of a variant, usually)
+    share one tally."""
+    return Tally(GEMM_FIELD_NAMES, rules.rules, first)
 
 
 def tally(space: SpaceView, request: Request, cell: Cell, first: Sequence[str] = ()) -> Tally | None:
     """The cell's tally (None: the cell is empty because a rule reads fields it lacks)."""
     rules = cell_rules(space, request, cell)
-    return None if rules is None else _tally(rules, tuple(first))
+    return None if rules is None else _tally(_SameExpressions(rules), tuple(first))
 
 
 def places(space: SpaceView) -> list[Place]:

@@ -99,21 +99,23 @@ def target_flags(
     not per row, and a row the rule space rejects stays rejected whatever they say."""
     from ckspace.constraints.rulebook.catalogue import TargetRules, target_rules
     from ckspace.core.fields import DEPTHWISE_FIELDS, GEMM_FIELD_NAMES
+    from ckspace.core.vocab import Dtype, Variant
 
     out: dict[Cell, tuple[list[bool], list[bool]]] = {}
-    groups: list[tuple[TargetRules, list[Cell]]] = []
+    groups: dict[tuple[Variant, Dtype], list[tuple[TargetRules, list[Cell]]]] = {}
     for cell, result in results.items():
         if not any(result.gemm_valid) and not any(result.depthwise_valid):
             out[cell] = (list(result.gemm_valid), list(result.depthwise_valid))  # nothing for the rules to clear
             continue
         added = target_rules(target, arch, cell)
-        for rules, cells in groups:
+        alike = groups.setdefault((cell.variant, cell.dtype), [])  # other variants and dtypes: other rules
+        for rules, cells in alike:
             if rules == added:
                 cells.append(cell)
                 break
         else:
-            groups.append((added, [cell]))
-    for added, cells in groups:
+            alike.append((added, [cell]))
+    for added, cells in (group for alike in groups.values() for group in alike):
         gemm = _narrowed(added.gemm, [(results[c].gemm, results[c].gemm_valid) for c in cells], GEMM_FIELD_NAMES)
         depthwise = _narrowed(
             added.depthwise, [(results[c].depthwise, results[c].depthwise_valid) for c in cells], DEPTHWISE_FIELDS
