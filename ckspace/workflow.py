@@ -27,6 +27,7 @@ from ckspace.core.cells import Cell
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.core.naming import is_benchmark_name, parse_benchmark_name, parse_kernel_name
+from ckspace.emit import manifest as tree_layout
 from ckspace.emit.emitter import EmitResult, SelectorOptions, emit
 from ckspace.run.library import KernelLibrary
 from ckspace.space.listing import Kernel
@@ -54,6 +55,25 @@ def emit_tree(
     it found (a rules-only space names kernels no CK may build); a space of several archs emits one
     library of them (each arch's kernels as its target lists them, each compiled for its archs, the
     dispatcher answering for the current device's arch)."""
+    _refuse_target(space)
+    archs = _archs(space, names)
+    kernels = _kernels_to_emit(space, names, names_from)
+    if (model is not None or fallbacks) and not with_selector:
+        raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
+    if hipdnn_plugin and not with_selector:
+        raise CkspaceError("the hipDNN plugin runs over the dispatcher: emit it with the selector")
+    selector = (
+        SelectorOptions(model=Path(model) if model else None, fallbacks=fallbacks, hipdnn_plugin=hipdnn_plugin)
+        if with_selector
+        else None
+    )
+    described = _described(space, archs, names is not None, names_from)
+    return emit(kernels, Path(out), space.ck, arch=",".join(archs), request=described, selector=selector, force=force)
+
+
+def _refuse_target(space: Space) -> None:
+    """Emit writes what CK headers can build: a rules-only space, or a target without headers, has
+    nothing an emitted tree could be compiled against."""
     if space.target.rules_only:
         raise CkspaceError(
             "emit writes kernels the CK headers of the target can build: not with --rules-only "
@@ -64,14 +84,26 @@ def emit_tree(
             f"emit needs CK headers: none found (looked at {space.target.looked}); "
             "scripts/install-toolchain-gfx942.sh installs them, --ck-root PATH names them"
         )
+
+
+def _archs(space: Space, names: Sequence[str] | Mapping[str, Sequence[str]] | None) -> list[str]:
+    """The tree's archs, sorted; names without their arch (a plan's) are refused for several archs,
+    since they could be any of them, unless each arch's names are given apart."""
     archs = list(dict.fromkeys(r.arch for r in space.requests))
     if len(archs) > 1 and names is not None and not isinstance(names, Mapping):
         raise CkspaceError(
             f"named kernels are one arch's (a plan's): emit them for one of {', '.join(archs)}, "
             "or give each arch's names (a fleet plan's sections), or a space for several archs"
         )
-    archs.sort()
-    if names is None:  # named kernels come from their own cells, whatever the rule set proposes
+    return sorted(archs)
+
+
+def _kernels_to_emit(
+    space: Space, names: Sequence[str] | Mapping[str, Sequence[str]] | None, names_from: str
+) -> list[Kernel]:
+    """The space's kernels, or the named ones (from their own cells, whatever the rule set
+    proposes); none that CK Tile can emit (depthwise only, or nothing) is a negative answer."""
+    if names is None:
         refuse_rule_set_without_kernels(space)
     kernels = space.kernels() if names is None else named_kernels(space, names, names_from)
     if not any(not k.depthwise for k in kernels):
@@ -80,12 +112,14 @@ def emit_tree(
             f"({space.target.describe().removeprefix('target: ')})",
             {},
         )
-    if (model is not None or fallbacks) and not with_selector:
-        raise CkspaceError("--model and --fallbacks are for the dispatcher: add --with-selector")
-    if hipdnn_plugin and not with_selector:
-        raise CkspaceError("the hipDNN plugin runs over the dispatcher: emit it with the selector")
+    return kernels
+
+
+def _described(space: Space, archs: list[str], named: bool, names_from: str) -> dict:
+    """The request the manifest records: what was asked for, so that the tree says how to emit it
+    again (and an emit of the same request finds nothing to rewrite)."""
     request = space.requests[0]
-    described = {
+    return {
         "arch": ",".join(archs),
         "rule_set": request.rule_set,
         "variants": [v.value for v in request.variants],
@@ -95,14 +129,8 @@ def emit_tree(
         "problem": space.problem.text() if space.problem is not None else None,
         "rules_revision": request.rules_revision,
         "target": space.target.record(),
-        **({"kernels_file": names_from} if names is not None else {}),
+        **({"kernels_file": names_from} if named else {}),
     }
-    selector = (
-        SelectorOptions(model=Path(model) if model else None, fallbacks=fallbacks, hipdnn_plugin=hipdnn_plugin)
-        if with_selector
-        else None
-    )
-    return emit(kernels, Path(out), space.ck, arch=",".join(archs), request=described, selector=selector, force=force)
 
 
 def named_cells(names: Sequence[str]) -> tuple[list[str], list[int], list[str]]:
@@ -194,7 +222,7 @@ def build_library(
         raise CkspaceError(
             f"{len(failed)} of {len(report.kernels)} kernels of {tree} failed to compile{first}"
             + (f"; link: {report.link_error}" if report.link_error else "")
-            + f"; see {tree / 'build' / report.arch / 'logs'}"
+            + f"; see {tree_layout.logs_dir(tree_layout.build_dir(tree, report.arch))}"
         )
     if failed:
         log.warning(

@@ -8,7 +8,8 @@ build`` does (:func:`ckspace.compiling.plugin_build.plugin_object`) and the disp
 links them with a stand-in for the library's device part: ``ckspace_device_supported`` reports a
 device of the tree's arch, and every other function of the device part the objects call (those
 running kernels) returns ``CKSPACE_LAUNCH_FAILED``. Its answers to "which graphs apply" are the
-built plugin's on a device of its arch; it can run nothing. Written to ``TREE/build/census/``.
+built plugin's on a device of its arch; it can run nothing. Written to the tree's census build folder
+(:func:`ckspace.emit.manifest.census_build_dir`).
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from pathlib import Path
 from ckspace.census.hip_imports import object_symbols
 from ckspace.compiling.plugin_build import export_flags, host_cxx_compiler, link, plugin_object
 from ckspace.core.errors import CkspaceError
+from ckspace.emit import manifest as tree_layout
 from ckspace.emit.dispatcher import HEADER
-from ckspace.emit.hipdnn_plugin import library_name
-from ckspace.emit.manifest import Manifest
+from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.environment.files import write_if_changed
 from ckspace.select.compiled import FLAGS, host_c_compiler
 
 log = logging.getLogger(__name__)
 
-FOLDER = "census"
 DEVICE_SUPPORTED = "ckspace_device_supported"
 _PREFIXES = ("ckspace_", "cks_")
 
@@ -63,7 +63,7 @@ def refusing_stubs(undefined: set[str], launch_failed: int) -> str:
 def census_plugin(tree: Path) -> Path:
     """The census-only plugin of the emitted ``tree`` (see the module docstring)."""
     try:
-        manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
+        manifest = Manifest.model_validate_json((tree / MANIFEST_NAME).read_bytes())
     except (OSError, ValueError):
         raise CkspaceError(f"{tree}: no manifest.json of ckspace emit; give a plugin file or an emitted tree") from None
     if manifest.hipdnn is None or manifest.dispatcher is None:
@@ -71,7 +71,7 @@ def census_plugin(tree: Path) -> Path:
     compiler = host_c_compiler()
     if compiler is None:
         raise CkspaceError("a census-only plugin needs a C compiler ($CC, cc, gcc or clang); none found")
-    build = tree / "build" / FOLDER
+    build = tree_layout.census_build_dir(tree)
     build.mkdir(parents=True, exist_ok=True)
     objects = [plugin_object(tree, build)]
     for unit in manifest.dispatcher.host_units:
@@ -89,7 +89,7 @@ def census_plugin(tree: Path) -> Path:
         write_if_changed(build / name, text.encode())
         objects.append(build / name.replace(".c", ".o"))
         _compile(compiler, tree, build / name, objects[-1])
-    output = build / library_name(manifest.label)
+    output = build / tree_layout.plugin_library_name(manifest.label)
     cxx = host_cxx_compiler()
     link(lambda path: [cxx, "-shared", *map(str, objects), *export_flags(build), "-o", path, "-lm"], output)
     log.info("linked the census-only plugin %s", output)

@@ -84,7 +84,7 @@ def _devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
-    from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+    from ckspace.emit.manifest import MANIFEST_NAME, Manifest, built_kernel_libraries
     from ckspace.environment.inputs import read_json_model
 
     manifest_path = tree / MANIFEST_NAME
@@ -93,7 +93,7 @@ def _library(tree: Path) -> tuple[Path, dict]:
     manifest = read_json_model(Manifest, manifest_path, "manifest")
     if manifest.dispatcher is None:
         raise InvalidInputError(f"{tree} has no dispatcher: emit it with --with-selector, then ckspace build")
-    built = sorted((tree / "build").glob("*/libckspace_kernels_*.so"))
+    built = built_kernel_libraries(tree)
     if not built:
         raise InvalidInputError(f"{tree} is not built: run ckspace build {tree} --arch ARCH first")
     if len(built) > 1:

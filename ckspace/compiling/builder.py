@@ -42,9 +42,9 @@ from ckspace.compiling.units import Planner
 from ckspace.core.ck import CkRevision
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.vocab import parse_arch
+from ckspace.emit import manifest as tree_layout
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.dispatcher import LAYOUT_HEADER
-from ckspace.emit.hipdnn_plugin import library_name
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest
 from ckspace.emit.rendering import REGISTRY_HEADER
 from ckspace.environment.ck_header_cache import find_revision
@@ -67,7 +67,7 @@ def _compile(executor: Executor, stage: str, build_dir: Path, units: list[Unit],
         results = executor.compile(stage, units, lambda unit: finished(unit.items))
     for unit in units:
         result = results[unit.name]
-        write_if_changed(build_dir / "logs" / f"{unit.name}.log", result.log.encode())
+        write_if_changed(tree_layout.logs_dir(build_dir) / f"{unit.name}.log", result.log.encode())
         if result.object is not None:
             objcache.store_bytes(unit.key, result.object)
 
@@ -137,8 +137,8 @@ def build(
     )
     toolchain = discover(archs[0]) if len(archs) == 1 else discover_fleet(archs)
     tree = tree.resolve()
-    build_dir = tree / "build" / label
-    (build_dir / "logs").mkdir(parents=True, exist_ok=True)
+    build_dir = tree_layout.build_dir(tree, label)
+    tree_layout.logs_dir(build_dir).mkdir(parents=True, exist_ok=True)
     groups = _compile_groups(manifest, toolchain, archs)
     compiled = _compile_every_group(
         tree, build_dir, manifest, revision, toolchain, groups, executor, address, jobs, batch, progress
@@ -434,7 +434,10 @@ def _host_objects(tree: Path, build_dir: Path, units: list[str]) -> list[str]:
         cached = objcache.lookup(key)
         if cached is None:
             cached = _compile_host_unit(
-                compiler, tree, source, build_dir / "obj" / "host" / (unit.replace("/", "__") + ".o")
+                compiler,
+                tree,
+                source,
+                tree_layout.objects_dir(build_dir) / tree_layout.HOST_LABEL / (unit.replace("/", "__") + ".o"),
             )
             objcache.store(key, cached)
             cached = objcache.lookup(key) or cached  # a cache that cannot be written costs time, not the link
@@ -478,7 +481,7 @@ def _dispatcher_objects(
         _compile(runner, "dispatch", build_dir, [unit], progress, "compiling ckspace_run")
     run_object = planner.cached(unit)
     if run_object is None:
-        log_file = build_dir / "logs" / "dispatch_run.log"
+        log_file = tree_layout.logs_dir(build_dir) / "dispatch_run.log"
         error = first_error(log_file.read_text(errors="replace")) if log_file.is_file() else None
         raise CkspaceError(f"compiling ckspace_run failed: {error or 'see ' + str(log_file)}")
     return [*_host_objects(planner.tree, build_dir, manifest.dispatcher.host_units), str(run_object)]
@@ -495,9 +498,9 @@ def build_host(tree: Path, allow_edited: bool = False) -> Path:
         raise CkspaceError(f"{tree} has no dispatcher: emit it with --with-selector")
     verify_sources(tree, manifest, allow_edited)
     tree = tree.resolve()
-    build_dir = tree / "build" / "host"
+    build_dir = tree_layout.host_build_dir(tree)
     objects = _host_objects(tree, build_dir, manifest.dispatcher.host_units)
-    output = build_dir / "libckspace_dispatch.so"
+    output = tree_layout.host_library(tree)
     output.parent.mkdir(parents=True, exist_ok=True)  # with every object cached, nothing else made it
     tmp = unique_temporary(output)  # two builds or benches of one tree link side by side
     try:
@@ -522,13 +525,13 @@ def _link(build_dir: Path, arch: str, toolchain: Toolchain, objects: list[str]) 
     """Link the kernels that compiled into ``libckspace_kernels_<arch>.so``."""
     if not objects:
         return None, None
-    output = build_dir / f"libckspace_kernels_{arch}.so"
+    output = build_dir / tree_layout.kernels_library_name(arch)
     tmp = unique_temporary(output)  # two builds of one tree link side by side
     try:
         command = toolchain.link_command([*objects, *export_flags(build_dir)], str(tmp))
         result = subprocess.run(command, capture_output=True, text=True, check=False)
-        (build_dir / "logs").mkdir(parents=True, exist_ok=True)
-        write_atomic(build_dir / "logs" / "link.log", (result.stdout + result.stderr).encode())
+        tree_layout.logs_dir(build_dir).mkdir(parents=True, exist_ok=True)
+        write_atomic(tree_layout.logs_dir(build_dir) / "link.log", (result.stdout + result.stderr).encode())
         if result.returncode != 0:
             return None, first_error(result.stderr) or "link failed (see logs/link.log)"
         os.replace(tmp, output)
@@ -541,7 +544,7 @@ def _link_plugin(tree: Path, build_dir: Path, arch: str, toolchain: Toolchain, o
     """``libckspace_hipdnn_<arch>.so``: the hipDNN plugin linked with the kernels and the
     dispatcher, exporting hipDNN's plugin API alone (:mod:`~ckspace.compiling.plugin_build`)."""
     plugin = str(plugin_build.plugin_object(tree, build_dir))
-    output = build_dir / library_name(arch)
+    output = build_dir / tree_layout.plugin_library_name(arch)
     plugin_build.link(
         lambda out: toolchain.link_command([*objects, plugin, *plugin_build.export_flags(build_dir)], out), output
     )

@@ -21,6 +21,7 @@ from ninja import ninja_syntax
 from ckspace.compiling.executor import Unit, UnitResult
 from ckspace.compiling.toolchain import Toolchain
 from ckspace.core.errors import CkspaceError
+from ckspace.emit.manifest import LOGS_FOLDER, OBJECTS_FOLDER, logs_dir, objects_dir
 from ckspace.environment.files import write_if_changed
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,12 @@ def _write_ninja(path: Path, units: list[Unit], toolchain: Toolchain, includes: 
     ninja.rule("cxx", command_value(toolchain.compile_command(*PLACEHOLDERS, includes)) + " > $log 2>&1", "CXX $in")
     for unit in units:
         ninja.newline()
-        ninja.build(f"obj/{unit.name}.o", "cxx", f"tu/{unit.name}.cpp", variables={"log": f"logs/{unit.name}.log"})
+        ninja.build(
+            f"{OBJECTS_FOLDER}/{unit.name}.o",
+            "cxx",
+            f"tu/{unit.name}.cpp",
+            variables={"log": f"{LOGS_FOLDER}/{unit.name}.log"},
+        )
     write_if_changed(path, text.getvalue().encode())
 
 
@@ -108,14 +114,14 @@ class NinjaExecutor:
     def compile(self, stage: str, units: list[Unit], advance: Callable[[Unit], None]) -> dict[str, UnitResult]:
         for unit in units:
             write_if_changed(self.build_dir / "tu" / f"{unit.name}.cpp", unit.text.encode())
-            (self.build_dir / "obj" / f"{unit.name}.o").unlink(missing_ok=True)
-        (self.build_dir / "logs").mkdir(parents=True, exist_ok=True)
+            (objects_dir(self.build_dir) / f"{unit.name}.o").unlink(missing_ok=True)
+        logs_dir(self.build_dir).mkdir(parents=True, exist_ok=True)
         _write_ninja(self.build_dir / f"{stage}.ninja", units, self.toolchain, self.includes)
         _run_ninja(self.build_dir, f"{stage}.ninja", self.jobs, units, advance)
         results = {}
         for unit in units:
-            obj = self.build_dir / "obj" / f"{unit.name}.o"
-            unit_log = self.build_dir / "logs" / f"{unit.name}.log"
+            obj = objects_dir(self.build_dir) / f"{unit.name}.o"
+            unit_log = logs_dir(self.build_dir) / f"{unit.name}.log"
             text = unit_log.read_text(errors="replace") if unit_log.is_file() else ""
             results[unit.name] = UnitResult(object=obj.read_bytes() if obj.is_file() else None, log=text)
         return results

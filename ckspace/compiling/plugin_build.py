@@ -30,6 +30,7 @@ from ckspace.compiling import objcache
 from ckspace.core.errors import CkspaceError
 from ckspace.emit.dispatcher import HEADER as DISPATCH_HEADER
 from ckspace.emit.hipdnn_plugin import API_HEADER, READER_HEADER, SCHEMA, SOURCE
+from ckspace.emit.manifest import objects_dir
 from ckspace.environment.compilers import identify
 from ckspace.environment.files import unique_temporary, write_if_changed
 from ckspace.environment.inputs import read_input
@@ -179,7 +180,7 @@ def plugin_object(tree: Path, build_dir: Path) -> Path:
     cached = objcache.lookup(key)
     if cached is not None:
         return cached
-    obj = build_dir / "obj" / "hipdnn_plugin.o"
+    obj = objects_dir(build_dir) / "hipdnn_plugin.o"
     obj.parent.mkdir(parents=True, exist_ok=True)
     tmp = unique_temporary(obj)  # two builds of one tree compile side by side
     try:

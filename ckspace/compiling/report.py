@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ckspace.compiling.executor import Unit
 from ckspace.compiling.toolchain import Toolchain
 from ckspace.compiling.units import Planner
+from ckspace.emit.manifest import logs_dir
 from ckspace.environment.files import write_atomic
 from ckspace.environment.inputs import read_input
 
@@ -78,12 +79,12 @@ def kernel_results(
     objects: list[str] = []
     for unit in units:
         cached_obj = planner.cached(unit)
-        unit_log = build_dir / "logs" / f"{unit.name}.log"
+        unit_log = logs_dir(build_dir) / f"{unit.name}.log"
         text = unit_log.read_text(errors="replace") if unit.name in fresh and unit_log.is_file() else ""
         if cached_obj is not None:
             objects.append(str(cached_obj))
         for name in unit.kernels:
-            kernel_log = build_dir / "logs" / "kernels" / f"{name}.log"
+            kernel_log = logs_dir(build_dir) / "kernels" / f"{name}.log"
             header = (
                 f"# unit {unit.name} ({len(unit.kernels)} kernels), "
                 f"{'compiled' if unit.name in fresh else 'from cache'} {unit.key}\n"

@@ -1,4 +1,11 @@
-"""``manifest.json`` of an emitted tree: what was emitted, from what, and what was left out and why."""
+"""``manifest.json`` of an emitted tree: what was emitted, from what, and what was left out and why;
+and the layout of the tree once built, stated here once.
+
+Every path ``ckspace build``, ``bench``, ``hipdnn census`` and the Python flow read or write inside
+a tree is asked of this module (:func:`build_dir`, :func:`kernels_library`, :func:`host_library`,
+:func:`plugin_library`, :func:`census_build_dir`, ...): a second spelling of ``build/<arch>/`` or of
+a library's name would let one command write where another no longer looks.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,88 @@ from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 
 MANIFEST_NAME = "manifest.json"
+
+# -- the built tree's layout -------------------------------------------------------------------------
+
+BUILD_FOLDER = "build"
+"""The tree's folder of everything built (nothing emitted lives there; ``emit`` leaves it alone)."""
+HOST_LABEL = "host"
+"""The build folder of the dispatcher's host part alone (``ckspace build --host-only``)."""
+CENSUS_LABEL = "census"
+"""The build folder of the plugin ``hipdnn census TREE`` links without kernels."""
+LOGS_FOLDER = "logs"
+"""Inside a build folder: the compile and link logs (``logs/kernels/<name>.log`` per kernel)."""
+OBJECTS_FOLDER = "obj"
+"""Inside a build folder: the objects compiled for it."""
+HOST_LIBRARY_NAME = "libckspace_dispatch.so"
+"""The host part's library: the dispatcher's C API without ``ckspace_run``."""
+
+
+def build_root(tree: Path) -> Path:
+    """``TREE/build``: every build folder of the tree."""
+    return Path(tree) / BUILD_FOLDER
+
+
+def build_dir(tree: Path, label: str) -> Path:
+    """``TREE/build/<label>``: the build folder of one library, named by its arch or archs
+    (:attr:`Manifest.label`), :data:`HOST_LABEL` or :data:`CENSUS_LABEL`."""
+    return build_root(tree) / label
+
+
+def host_build_dir(tree: Path) -> Path:
+    """The build folder of the host part alone."""
+    return build_dir(tree, HOST_LABEL)
+
+
+def census_build_dir(tree: Path) -> Path:
+    """The build folder of the census's plugin without kernels."""
+    return build_dir(tree, CENSUS_LABEL)
+
+
+def logs_dir(build: Path) -> Path:
+    """The logs of the build folder ``build``."""
+    return build / LOGS_FOLDER
+
+
+def objects_dir(build: Path) -> Path:
+    """The objects of the build folder ``build``."""
+    return build / OBJECTS_FOLDER
+
+
+def kernels_library_name(label: str) -> str:
+    """The kernels' library of an arch or archs (``libckspace_kernels_gfx942.so``)."""
+    return f"libckspace_kernels_{label}.so"
+
+
+def plugin_library_name(label: str) -> str:
+    """The hipDNN plugin of an arch or archs (``libckspace_hipdnn_gfx942.so``): what
+    ``HIPDNN_PLUGIN_DIR`` finds."""
+    return f"libckspace_hipdnn_{label}.so"
+
+
+def kernels_library(tree: Path, label: str) -> Path:
+    """Where ``ckspace build`` links the kernels' library of ``label``."""
+    return build_dir(tree, label) / kernels_library_name(label)
+
+
+def plugin_library(tree: Path, label: str) -> Path:
+    """Where ``ckspace build`` links the hipDNN plugin of ``label``."""
+    return build_dir(tree, label) / plugin_library_name(label)
+
+
+def host_library(tree: Path) -> Path:
+    """Where ``ckspace build --host-only`` links the host part."""
+    return host_build_dir(tree) / HOST_LIBRARY_NAME
+
+
+def built_kernel_libraries(tree: Path) -> list[Path]:
+    """The kernels' libraries built in ``tree``, one per build folder of an arch or archs, sorted."""
+    return sorted(build_root(tree).glob(f"*/{kernels_library_name('*')}"))
+
+
+def built_libraries(tree: Path) -> list[Path]:
+    """Every library built in ``tree`` (kernels, host part, plugins), sorted."""
+    return sorted(build_root(tree).glob("*/lib*.so"))
 
 
 class FileRecord(BaseModel):
