@@ -3,7 +3,9 @@
 :mod:`ckspace.commands.machine`), the archs with their facts, the rule sets, the rules revisions,
 the config fields with their domains, the shipped selection models with their training domains (a
 kernel outside one is extrapolated), the shipped data sets (their names work where a command takes
-a measurement or problems CSV), and the environment it reads."""
+a measurement or problems CSV), and the environment it reads. ``ckspace info DIR`` tells instead what
+an emitted tree holds (:func:`tree_facts`), per arch for a library of several: a fleet's library is
+read by what each arch gets from it, which its manifest records kernel by kernel."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ NAME = "info"
 HELP = (
     "tell what this machine has (HIP compiler per arch, CK headers, GPUs, shipped models, flatc) and list the archs "
     "(with their facts), rule sets, rules revisions, config fields, shipped models (with their training domains), "
-    "shipped data sets and environment variables"
+    "shipped data sets and environment variables; or, given an emitted tree, what it holds per arch"
 )
 FORMATS = ("text", "json")
 
