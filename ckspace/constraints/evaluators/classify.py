@@ -44,10 +44,16 @@ def satisfies_all(rules: Sequence[Rule], rows: list[tuple[int, ...]], field_name
     filters, a problem's checks and a target's rules alike."""
     if not rules or not rows:
         return [True] * len(rows)
-    if any_excludes_kind(rules, field_names) or any(rule.expr == FALSE for rule in rules):
+    if any(rule.expr == FALSE for rule in rules):
         return [False] * len(rows)  # a rule none of them satisfies (a CK that cannot build the cell): no pass
+    try:
+        masks = rule_masks(rules, columns(rows, field_names), len(rows))
+    except KeyError:  # a column the rows lack: walk the rules' fields only then, not on every pass
+        if any_excludes_kind(rules, field_names):
+            return [False] * len(rows)
+        raise
     ok = np.ones(len(rows), dtype=bool)
-    for mask in rule_masks(rules, columns(rows, field_names), len(rows)).values():
+    for mask in masks.values():
         ok &= mask
     return ok.tolist()
 
