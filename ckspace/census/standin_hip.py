@@ -17,7 +17,6 @@ can tell ckspace's entries from anything else kept there (:func:`clear_cache`).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import subprocess
 from importlib import resources
@@ -27,7 +26,7 @@ from ckspace.census.hip_imports import Imports
 from ckspace.core.errors import CkspaceError
 from ckspace.environment.compilers import rocm_roots
 from ckspace.environment.files import cache_dir, sha256
-from ckspace.environment.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
+from ckspace.environment.trees import clear_entry_folders, entry_folders_info, replace_directory
 from ckspace.select.compiled import host_c_compiler
 
 log = logging.getLogger(__name__)
@@ -149,25 +148,11 @@ def build(imports: Imports) -> Path:
 def cache_info() -> dict[str, object]:
     """Where the stand-in runtimes are cached, how many entries and their size in bytes (``cache
     info``): they are ckspace's to report, since ``cache clear`` removes them."""
-    folder = cache_dir() / CACHE_FOLDER
-    entries = [p for p in listed(folder) if _ENTRY_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
-    size = 0
-    for entry in entries:
-        for base, _, names in os.walk(entry):
-            size += sum(os.lstat(os.path.join(base, n)).st_size for n in names)
-    return {"directory": str(folder), "entries": len(entries), "bytes": size}
+    return entry_folders_info(cache_dir() / CACHE_FOLDER, _ENTRY_NAME)
 
 
 def clear_cache() -> int:
     """Delete the stand-in runtimes: entries named by their key, and what killed builders of them
     left (never the staging of a live one); nothing else in the folder. Returns how many entries
     were removed."""
-    folder = cache_dir() / CACHE_FOLDER
-    removed = 0
-    for path in listed(folder):
-        if _ENTRY_NAME.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
-            discard(path)
-            removed += 1
-        elif (match := TEMPORARY.fullmatch(path.name)) and _ENTRY_NAME.fullmatch(match["name"]):
-            remove_leftovers(folder / match["name"])
-    return removed
+    return clear_entry_folders(cache_dir() / CACHE_FOLDER, _ENTRY_NAME)

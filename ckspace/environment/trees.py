@@ -200,3 +200,33 @@ def write_directory(directory: Path, contents: Mapping[str, bytes], owned: bool)
                 (staging / name).write_bytes(data)
 
     replace_directory(directory, fill)
+
+
+def entry_folders(folder: Path, entry: re.Pattern[str]) -> list[Path]:
+    """The cache entries of ``folder`` that are folders swapped in whole (:func:`replace_directory`),
+    known by their name matching ``entry``: a link or a file of that name is not one."""
+    return [p for p in listed(folder) if entry.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+
+
+def entry_folders_info(folder: Path, entry: re.Pattern[str]) -> dict[str, object]:
+    """Where a cache of entry folders is, how many entries it holds and their size in bytes (what
+    ``ckspace cache info`` says of it); files not ckspace's are neither counted nor measured."""
+    entries = entry_folders(folder, entry)
+    size = 0
+    for found in entries:
+        for base, _, names in os.walk(found):
+            size += sum(os.lstat(os.path.join(base, n)).st_size for n in names)
+    return {"directory": str(folder), "entries": len(entries), "bytes": size}
+
+
+def clear_entry_folders(folder: Path, entry: re.Pattern[str]) -> int:
+    """Delete a cache's entry folders and what killed writers of them left (never the staging of a
+    live one; nothing else in ``folder``); returns how many entries were removed."""
+    removed = 0
+    for path in listed(folder):
+        if entry.fullmatch(path.name) and path.is_dir() and not path.is_symlink():
+            discard(path)
+            removed += 1
+        elif (match := TEMPORARY.fullmatch(path.name)) and entry.fullmatch(match["name"]):
+            remove_leftovers(folder / match["name"])
+    return removed
