@@ -145,6 +145,7 @@ def graph(
     memory_format: str = "contiguous",
     strides=None,
     bias: bool = False,
+    bias_strides=None,
     activation: tuple[str, dict] | None = None,
     post_padding: list[int] | None = None,
     mode: str = "CROSS_CORRELATION",
@@ -154,9 +155,9 @@ def graph(
     ``Conv_hipdnn.cpp`` builds it: the uids of :data:`UIDS`, logical dims with the memory format's
     strides (``strides``: a function of the dims instead), FLOAT compute (and intermediate type but
     for wgrad), groups left to the channel counts; ``bias`` adds the pointwise ADD of a ``[1, C, 1...]``
-    bias (uid 4, a reshaped contiguous vector) to the convolution's virtual result, writing the
-    output uid; ``activation`` (a hipDNN pointwise mode and its attributes) follows, as hipDNN's
-    other users build fused graphs."""
+    bias (uid 4, a reshaped contiguous vector; ``bias_strides``: a function of its dims instead) to
+    the convolution's virtual result, writing the output uid; ``activation`` (a hipDNN pointwise
+    mode and its attributes) follows, as hipDNN's other users build fused graphs."""
     ds = spatial(p)
     pads = [p.get(f"pad_{d}", 0) for d in ds]
     layout = strides or MEMORY_FORMATS[memory_format]
@@ -202,7 +203,7 @@ def graph(
                         "name": "bias",
                         "data_type": WIRE[dtype],
                         "dims": bias_dims,
-                        "strides": row_major(bias_dims),
+                        "strides": (bias_strides or row_major)(bias_dims),
                     }
                 )
                 node["in_1_tensor_uid"] = BIAS_UID
@@ -364,6 +365,10 @@ P2 = {"ndim": 2, "N": 2, "G": 2, "C": 16, "K": 32, "Hi": 6, "Wi": 5, "Y": 3, "X"
             "(RELU_FWD) clips below at 0.5; ckspace's ReLU clips at 0",
         ),
         ({"bias": True, "variant": "bwd_weight"}, "follows a weight gradient; ckspace fuses pointwise nodes after"),
+        (  # checked by the dispatcher's ckspace_check_layout alone, which names the bias (its culprit 4)
+            {"bias": True, "bias_strides": lambda dims: [dims[1], -1, *[1] * (len(dims) - 2)]},
+            "the bias (uid 4) has strides [32,-1,1,1]; ckspace serves a bias whose channel stride is >= 0",
+        ),
         ({"post_padding": [1, 2]}, "padding of spatial dimension 1 is 1 before and 2 after"),
         ({"mode": "CONVOLUTION"}, "conv_mode is CONVOLUTION; the kernels compute CROSS_CORRELATION"),
         ({"compute": "HALF"}, "the compute data type is HALF; the kernels accumulate in FLOAT"),
@@ -693,10 +698,14 @@ def test_execution_through_the_plugin_equals_the_cpu_reference(
 ) -> None:
     """hipDNN's whole call order, the dispatcher's pick, the caller's workspace (holding the layout
     conversions, all of it used): the output, bias and activation applied, equals the naive
-    convolution; the details list the pick beside the other kernels that can run it."""
+    convolution; the log says what the pointwise nodes fused (a bias alone is "bias fused"); the
+    details list the pick beside the other kernels that can run it."""
     lines = run_case(plugin, p, variant, dtype, **options)
     assert "applicable 1" in lines and "executed" in lines, lines
-    assert any(line.startswith("log 0: ") and "kernel " in line for line in lines)
+    (said,) = [line for line in lines if line.startswith("log 0: ") and ": kernel " in line]
+    fused = {(False, False): "no pointwise nodes", (True, False): "bias fused", (False, True): "activation fused"}
+    fused[True, True] = "bias and activation fused"
+    assert f", {fused[bool(options.get('bias')), 'activation' in options]}, " in said, said  # what was fused
     details = decoded(plugin, plugin.work / "run_details.bin", "EngineDetails")
     knob, *split_k = details["knobs"]
     assert knob["knob_id"] == hipdnn_plugin.KNOB and knob["default_value"]["value"] == hipdnn_plugin.KNOB_AUTO

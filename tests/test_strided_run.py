@@ -283,18 +283,20 @@ def test_a_strided_run_equals_the_naive_convolution_with_its_epilogue(library: L
 
 
 def test_strides_and_epilogues_the_library_does_not_serve_are_named(library: Library) -> None:
-    """A negative stride, a written tensor that overlaps itself, an epilogue on a weight gradient
-    and an unknown activation: CKSPACE_INVALID_LAYOUT with the culprit, from every entry point."""
+    """A negative stride, a written tensor that overlaps itself, an epilogue on a weight gradient,
+    an unknown activation and a negative bias stride: CKSPACE_INVALID_LAYOUT with the culprit, from
+    every entry point. The bias stride is a layout: checked without the bias pointer (a caller checks
+    before its buffers exist, as the hipDNN plugin does), any with one channel."""
     lib = library.lib
     p = {"ndim": 2, "N": 2, "G": 1, "C": 8, "K": 8, "Hi": 4, "Wi": 4, "Y": 3, "X": 3, "pad_h": 1, "pad_w": 1}
     p |= {"stride_h": 1, "stride_w": 1, "dil_h": 1, "dil_w": 1}
     dims = logical(p)
     good = {role: row_major(dims[role]) for role in dims}
 
-    def check(variant: str, strides: dict, epilogue: Epilogue | None) -> tuple[int, int]:
+    def check(variant: str, strides: dict, epilogue: Epilogue | None, q: dict = p) -> tuple[int, int]:
         culprit = ctypes.c_int(9)
         c_strides = Strides(**{role: (ctypes.c_int64 * 5)(*strides[role]) for role in strides})
-        problem = c_problem(p, variant, "bf16")
+        problem = c_problem(q, variant, "bf16")
         e = ctypes.byref(epilogue) if epilogue is not None else None
         status = lib.ckspace_check_layout(ctypes.byref(problem), ctypes.byref(c_strides), e, ctypes.byref(culprit))
         asked = lib.ckspace_strided_workspace_size(0, ctypes.byref(problem), ctypes.byref(c_strides), e)
@@ -311,6 +313,14 @@ def test_strides_and_epilogues_the_library_does_not_serve_are_named(library: Lib
     assert check("bwd_weight", good, Epilogue(activation=1)) == (STATUS["INVALID_LAYOUT"], 3)
     assert check("forward", good, Epilogue(activation=len(C_ACTIVATIONS))) == (STATUS["INVALID_LAYOUT"], 3)
     assert check("forward", good, Epilogue(activation=0)) == (0, -1)
+    bias = (ctypes.c_uint16 * 8)()
+    for pointer in (None, ctypes.addressof(bias)):  # the bias stride checked with and without the data
+        assert check("forward", good, Epilogue(bias=pointer, bias_stride=-1)) == (STATUS["INVALID_LAYOUT"], 4)
+        assert check("bwd_data", good, Epilogue(bias=pointer, bias_stride=-2)) == (STATUS["INVALID_LAYOUT"], 4)
+        assert check("forward", good, Epilogue(bias=pointer, bias_stride=0)) == (0, -1)  # one value repeated
+    one = {**p, "K": 1}
+    one_channel = {role: row_major(dims) for role, dims in logical(one).items()}
+    assert check("forward", one_channel, Epilogue(bias=ctypes.addressof(bias), bias_stride=-1), one) == (0, -1)
 
 
 def test_the_layout_element_is_one_source_for_the_gpu_and_the_stand_in() -> None:

@@ -2249,7 +2249,10 @@ static void cks_tensor_dims(const ckspace_conv_problem* p, cks_layout_plan* plan
 }
 
 /* The plan of a normalized problem, or CKSPACE_INVALID_LAYOUT with what is not served in *culprit
-   (0-2 a tensor, 3 the epilogue). kernel_bytes is the kernel's own workspace (set by the caller). */
+   (0-2 a tensor, 3 the epilogue, 4 its bias's stride). kernel_bytes is the kernel's own workspace
+   (set by the caller). The epilogue's data pointer is never read: its presence and its strides are
+   the layout, so a caller without buffers yet (the hipDNN plugin asked whether it applies) gets the
+   answer the run gives. */
 static int cks_plan_layout(const ckspace_conv_problem* p, const ckspace_strides* strides,
                            const ckspace_epilogue* epilogue, cks_layout_plan* plan, int* culprit) {
   cks_tensor_dims(p, plan);
@@ -2268,7 +2271,8 @@ static int cks_plan_layout(const ckspace_conv_problem* p, const ckspace_strides*
     *culprit = 3;
     if (p->variant == CKSPACE_BWD_WEIGHT) return CKSPACE_INVALID_LAYOUT; /* a weight gradient takes none */
     if (epilogue->activation < 0 || epilogue->activation >= 5) return CKSPACE_INVALID_LAYOUT;
-    if (epilogue->bias != NULL && epilogue->bias_stride < 0) return CKSPACE_INVALID_LAYOUT;
+    *culprit = 4;
+    if (plan->dims[written][1] != 1 && epilogue->bias_stride < 0) return CKSPACE_INVALID_LAYOUT; /* one channel: any */
   }
   *culprit = -1;
   return CKSPACE_OK;

@@ -184,7 +184,9 @@ typedef struct ckspace_strides {
 /* What is applied to the convolution's result before it is stored: result + bias[c], then the
    activation, in fp32, rounded once to the tensor's dtype. `bias` is a device array of one value
    per channel of the written tensor (K forward, C bwd_data) in the problem's dtype, `bias_stride`
-   elements apart (NULL: no bias). Forward and bwd_data only. */
+   elements apart (NULL: no bias). `bias_stride` is part of the layout: >= 0 (any when the written
+   tensor has one channel), checked whether or not `bias` is set, so that ckspace_check_layout
+   answers without the data (0 when there is no bias). Forward and bwd_data only. */
 typedef struct ckspace_epilogue {
   const void* bias;
   int64_t bias_stride;
@@ -197,7 +199,9 @@ typedef struct ckspace_epilogue {
 /* CKSPACE_OK if ckspace_strided_run serves the problem with these strides (NULL: every tensor
    packed channels-last) and epilogue (NULL: none), CKSPACE_INVALID_LAYOUT if not (writing what it
    does not serve to *culprit unless NULL: 0 the input's strides, 1 the weight's, 2 the output's,
-   3 the epilogue; -1 when served), CKSPACE_INVALID_PROBLEM for a malformed problem. Host code. */
+   3 the epilogue (its activation, or any epilogue on a weight gradient), 4 the bias's stride; -1
+   when served), CKSPACE_INVALID_PROBLEM for a malformed problem. It reads no tensor nor the bias
+   pointer: a layout is checked before its buffers exist. Host code. */
 int ckspace_check_layout(const ckspace_conv_problem* problem, const ckspace_strides* strides,
                          const ckspace_epilogue* epilogue, int* culprit);
 

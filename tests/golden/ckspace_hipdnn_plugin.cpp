@@ -389,9 +389,7 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
     if (b.strides() == nullptr || b.strides()->size() != dims.size())
       return format("the bias (uid %lld) has %u strides for %u dims", (long long)conv.bias_uid,
                     b.strides() ? b.strides()->size() : 0u, dims.size());
-    conv.epilogue.bias_stride = b.strides()->Get(1);
-    if (channels > 1 && conv.epilogue.bias_stride < 0)
-      return format("the bias (uid %lld) has a negative channel stride", (long long)conv.bias_uid);
+    conv.epilogue.bias_stride = b.strides()->Get(1);  // checked with the tensors' by ckspace_check_layout
   }
   const auto& in = *t[0]->dims();
   const auto& wei = *t[1]->dims();
@@ -435,6 +433,9 @@ Why read_convolution(const wire::Graph& graph, const wire::Node& node, const Att
   p.k_batch = 1;
   int culprit = -1;
   if (ckspace_check_layout(&p, &conv.strides, conv.fused ? &conv.epilogue : nullptr, &culprit) == CKSPACE_INVALID_LAYOUT) {
+    if (culprit == 4)
+      return format("the bias (uid %lld) has strides [%s]; ckspace serves a bias whose channel stride is >= 0",
+                    (long long)conv.bias_uid, joined(*tensor_of(graph, conv.bias_uid)->strides()).c_str());
     if (culprit < 0 || culprit > 2) return "the pointwise nodes ask an epilogue the library does not serve";
     return format("the %s tensor (uid %lld) has strides [%s]; ckspace serves any strides >= 0, the written tensor's "
                   "not overlapping itself",
@@ -519,6 +520,15 @@ struct Estimate {
 std::string estimate_text(const Estimate& e) {
   if (e.source < 0 || e.source >= static_cast<int>(sizeof ESTIMATE / sizeof ESTIMATE[0])) return "no estimate (pinned by the knob)";
   return format("predicted %.4g TFLOPS (an estimate: %s)", (double)e.tflops, ESTIMATE[e.source]);
+}
+
+/* What the pointwise nodes fused into the run: the log says it as the graph asked it, so a
+   bias-only graph reads "bias fused", not an activation it lacks. */
+const char* fused_text(const Conv& conv) {
+  if (!conv.fused) return "no pointwise nodes";
+  const bool bias = conv.bias_uid != 0;
+  const bool activation = conv.epilogue.activation != CKSPACE_ACTIVATION_NONE;
+  return bias && activation ? "bias and activation fused" : bias ? "bias fused" : "activation fused";
 }
 
 /* The kernel to run: the knob's pick (checked to run the problem) or the dispatcher's. */
@@ -878,7 +888,7 @@ CKSPACE_HIPDNN_EXPORT hipdnnPluginStatus_t hipdnnEnginePluginCreateExecutionCont
     *execution_context = new HipdnnEnginePluginExecutionContext{r};
     log(HIPDNN_SEV_INFO, "%s: kernel %s, %s, k_batch %lld, %s, %zu workspace bytes", r.conv.engine->name,
         ckspace_kernel_name(r.kernel), estimate_text(r.estimate).c_str(), (long long)r.conv.problem.k_batch,
-        r.conv.fused ? (r.conv.bias_uid != 0 ? "bias and activation fused" : "activation fused") : "no pointwise nodes",
+        fused_text(r.conv),
         r.workspace);
     return HIPDNN_PLUGIN_STATUS_SUCCESS;
   });
