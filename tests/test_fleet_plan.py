@@ -293,6 +293,10 @@ def test_a_total_budget_is_kept_and_emit_and_info_follow_the_plan(
     assert main(["emit", "--arch", *ARCHS, "--kernels", str(plan), "--out", str(tree)]) == 0
     manifest = json.loads((tree / "manifest.json").read_text())
     assert manifest["dispatcher"]["archs"] == {arch: report["plans"][arch]["kernels"] for arch in ARCHS}
+    one = tmp_path / "gfx950"  # one arch of the plan: its section alone, a one-arch tree
+    assert main(["emit", "--arch", "gfx950", "--kernels", str(plan), "--out", str(one)]) == 0
+    alone = json.loads((one / "manifest.json").read_text())
+    assert alone["arch"] == "gfx950" and alone["dispatcher"]["kernels"] == report["plans"]["gfx950"]["kernels"]
     capsys.readouterr()
     assert main(["info", str(tree), "--format", "json"]) == 0
     info = json.loads(capsys.readouterr().out)
