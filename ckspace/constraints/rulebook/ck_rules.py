@@ -44,9 +44,18 @@ def ck_rules(
 
     A rule folds to TRUE where the revision has the feature, keeping its name (as the space's
     other rules do), so callers can list every revision rule and see which ones bite.
+
+    The rules of a revision's cell are built once per process (:data:`_BUILT`): a target's listing
+    asks for every cell, and the ndims of a variant and dtype get the very same rules (only
+    ``ck_bwd_weight_1d`` reads the ndim, and only whether it is 1), which its passes then group by
+    identity rather than by comparing expressions.
     """
+    key = (id(revision), variant, dtype, arch, ndim == 1)
+    built = _BUILT.get(key)
+    if built is not None and built[0] is revision:
+        return built[1]
     ck = CkCell(revision, variant, dtype, arch, ndim)
-    return (
+    rules = (
         *_missing_features(ck),
         *_kernel_calls(ck),
         *_kernel_defects(ck),
@@ -56,6 +65,17 @@ def ck_rules(
         wave_groups_transpose(ck),
         *epilogue_stores(ck),
     )
+    if len(_BUILT) >= _BUILT_LIMIT:
+        _BUILT.clear()
+    _BUILT[key] = (revision, rules)
+    return rules
+
+
+_BUILT: dict[tuple[int, Variant, Dtype, str | None, bool], tuple[CkRevision, tuple[Rule, ...]]] = {}
+"""Rules built, by the revision's identity and what of the cell they read; each entry holds its
+revision, so the identity cannot pass to another object while the entry lives."""
+_BUILT_LIMIT = 256
+"""Entries kept at most (every cell of every arch of a few revisions), then the memo starts over."""
 
 
 def _missing_features(ck: CkCell) -> tuple[Rule, ...]:
