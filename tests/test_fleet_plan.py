@@ -72,7 +72,7 @@ def best_split(parts: list[PlanInstance], budget: int) -> float | None:
     return best
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(instances(), min_size=2, max_size=3), st.integers(1, 6))
 def test_a_total_budget_goes_where_it_raises_the_mean_efficiency_most(parts: list[PlanInstance], budget: int) -> None:
     """Against every split of the budget, each arch's best subset for its share found by trying
@@ -309,3 +309,27 @@ def test_a_total_budget_is_kept_and_emit_and_info_follow_the_plan(
     text = capsys.readouterr().out
     assert f"{len(report['shared'])} kernels serve several archs" in text or not report["shared"]
     assert "forward bf16 ranked by the analytical performance model (ckspace ships no model for it)" in text
+
+
+def test_a_fleet_tree_as_candidates_gives_each_arch_its_kernels(tmp_path: Path) -> None:
+    """``--candidates`` of a library of several archs (plan, select): an arch's candidates are the
+    kernels whose records name it, as that arch's configs; an arch the library lacks is one line."""
+    from ckspace.commands.select import read_registry
+    from ckspace.space.benchmark_names import config_from_any_name
+
+    names = (
+        "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_64x128x64_2x2x1_32x32x16",
+        "grouped_conv_fwd_bf16_nhwgc_2d_compv3_cshuffle_intrawave_128x128x64_2x2x1_32x32x16_vec4_4_4",
+    )
+    held = ({"gfx942", "gfx950"}, {"gfx950"})
+    kernels = [
+        {"name": name, "config": config_from_any_name(name, sorted(archs)[0]).fields(), "archs": sorted(archs)}
+        for name, archs in zip(names, held, strict=True)
+    ]
+    (tmp_path / "manifest.json").write_text(json.dumps({"archs": list(ARCHS), "kernels": kernels}))
+    for arch in ARCHS:
+        candidates, pool = read_registry(tmp_path, arch)
+        assert [c.name for c in candidates] == [n for n, a in zip(names, held, strict=True) if arch in a]
+        assert {c.arch for c in pool} == {arch}
+    with pytest.raises(CkspaceError, match="a library of gfx942 gfx950, with no gfx90a kernel"):
+        read_registry(tmp_path, "gfx90a")

@@ -59,7 +59,8 @@ def read_registry(path: Path, arch: str) -> tuple[list, list | None]:
     family falls back to any variant of the target); or, from a build manifest (given as the file or
     as the emitted tree that holds it), the configs of its ``kernels`` with all of them as the pool,
     so that the fallbacks are kernels the tree holds, as its C dispatcher's are. Kernels a tree holds
-    only as fallbacks (``emit --fallbacks``) are in the pool, not among the candidates, as in C."""
+    only as fallbacks (``emit --fallbacks``) are in the pool, not among the candidates, as in C. A
+    library of several archs gives ``arch``'s kernels (a shared kernel's record names its first arch)."""
     from ckspace.core.config import GemmConfig
     from ckspace.emit.manifest import MANIFEST_NAME
     from ckspace.environment.inputs import parse_json, read_input_text
@@ -70,8 +71,15 @@ def read_registry(path: Path, arch: str) -> tuple[list, list | None]:
     if not text.lstrip().startswith("{"):
         return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")], None
     manifest = parse_json(text, path, "--candidates")
+    archs = manifest.get("archs") if isinstance(manifest, dict) else None
+    if archs and arch not in archs:
+        raise CkspaceError(f"{path}: a library of {' '.join(map(str, archs))}, with no {arch} kernel")
     try:
-        configs = [GemmConfig.from_fields(entry["config"]) for entry in manifest["kernels"]]
+        if archs:  # a library of several archs: ``arch``'s kernels, those whose record names it
+            entries = [e for e in manifest["kernels"] if arch in e.get("archs", ())]
+            configs = [GemmConfig.from_fields({**e["config"], "arch": arch}) for e in entries]
+        else:
+            configs = [GemmConfig.from_fields(entry["config"]) for entry in manifest["kernels"]]
         fallback_only = set((manifest.get("dispatcher") or {}).get("fallback_only", ()))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a config not an object
         raise CkspaceError(f"{path}: not a build manifest with a 'kernels' list of configs ({exc})") from None
