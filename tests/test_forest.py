@@ -1,8 +1,10 @@
-"""The dispatcher's ranker as QuickScorer tables scores every row as TL2cgen's C does, to the bit.
+"""The dispatcher's ranker as QuickScorer tables scores every row as TL2cgen's C and LightGBM do,
+to the bit.
 
-Both are compiled from the shipped gfx950 forward bf16 ranker into one library and fed the same
-rows: drawn values, values exactly at split thresholds (``<=`` goes left), NaN (right), infinities,
-and doubles whose first four bytes read as TL2cgen's missing value (the split's default branch).
+Both C forms are compiled from the shipped gfx950 forward bf16 ranker into one library and fed the
+same rows as LightGBM: drawn values, values exactly at split thresholds (``<=`` goes left), NaN
+(missing: the split's default branch), infinities, and doubles whose first four bytes are the int
+-1, which TL2cgen's own ``union Entry`` would have read as missing (they compare as any value).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import struct
 
+import lightgbm as lgb
 import numpy as np
 import pytest
 from conftest import c_compiler
@@ -21,8 +24,8 @@ from ckspace.select.store import RANKER_FILE, load_model, model_texts, shipped_m
 
 SHARED = range(len(PROBLEM_FEATURES))
 CONFIG = range(len(PROBLEM_FEATURES), len(PROBLEM_FEATURES) + len(CONFIG_FEATURES))
-MISSING = struct.unpack("=d", struct.pack("=i", -1) + struct.pack("=i", 0x3FF00000))[0]
-"""A double (about 1.0) whose first four bytes are the int -1: TL2cgen reads it as missing."""
+LOW_WORD_SET = struct.unpack("=d", struct.pack("=i", -1) + struct.pack("=i", 0x3FF00000))[0]
+"""A double (about 1.0) whose first four bytes are the int -1: TL2cgen's union read it as missing."""
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +36,7 @@ def ranker_text() -> str:
 
 def _rows(forest: Forest, seed: int, n: int) -> np.ndarray:
     """``n`` rows sharing their problem features: each value drawn near, at or across a threshold of
-    its feature, or one of NaN, the infinities and MISSING."""
+    its feature, or one of NaN, the infinities and LOW_WORD_SET."""
     rng = np.random.default_rng(seed)
     thresholds: dict[int, list[float]] = {}
     for split in forest.splits:
@@ -44,7 +47,7 @@ def _rows(forest: Forest, seed: int, n: int) -> np.ndarray:
         column = np.where(rng.random(n) < 0.3, at, at + rng.normal(0.0, 1.0 + np.abs(at) / 10, n))
         odd = rng.random(n)
         column = np.where(odd < 0.02, np.nan, np.where(odd < 0.03, np.inf, np.where(odd < 0.04, -np.inf, column)))
-        rows[:, f] = np.where((odd > 0.04) & (odd < 0.06), MISSING, column)
+        rows[:, f] = np.where((odd > 0.04) & (odd < 0.06), LOW_WORD_SET, column)
     rows[:, SHARED.start : SHARED.stop] = rows[0, SHARED.start : SHARED.stop]
     return rows
 
@@ -72,12 +75,14 @@ def test_quickscorer_scores_are_tl2cgens(ranker_text: str, seed: int) -> None:
     order = np.arange(len(rows), dtype=np.intc)
     lib.quick_scores(rows.ctypes.data, order.ctypes.data, len(rows), got.ctypes.data)
     assert expected.tobytes() == got.tobytes()
+    assert np.array_equal(got, lgb.Booster(model_str=ranker_text).predict(rows))
 
 
-def test_goes_left_reads_tl2cgens_missing_value() -> None:
+def test_goes_left_takes_the_default_branch_for_nan_alone() -> None:
     left, right = Split(0, 0.5, True, 0, 0), Split(0, 0.5, False, 0, 0)
-    assert goes_left(left, 0.5) and not goes_left(left, np.nextafter(0.5, 1.0)) and not goes_left(left, np.nan)
-    assert goes_left(left, MISSING) and not goes_left(right, MISSING)
+    assert goes_left(left, 0.5) and not goes_left(left, np.nextafter(0.5, 1.0))
+    assert goes_left(left, np.nan) and not goes_left(right, np.nan)
+    assert not goes_left(left, LOW_WORD_SET) and goes_left(Split(0, 1.5, False, 0, 0), LOW_WORD_SET)
 
 
 def test_a_tree_too_wide_for_a_mask_word_is_refused(ranker_text: str) -> None:
