@@ -146,7 +146,7 @@ def tree_facts(tree: Path) -> dict:
     several archs share (each compiled for all of them); the libraries built from it."""
     from collections import Counter
 
-    from ckspace.emit.manifest import read_manifest
+    from ckspace.emit.manifest import built_libraries, read_manifest
     from ckspace.select.store import shipped_models
 
     manifest = read_manifest(tree)
@@ -175,7 +175,7 @@ def tree_facts(tree: Path) -> dict:
         "shared": {k.name: list(k.archs or ()) for k in manifest.shared_kernels()},
         "dispatcher": manifest.dispatcher is not None,
         "hipdnn_plugin": manifest.hipdnn.plugin if manifest.hipdnn is not None else None,
-        "built": sorted(str(p.relative_to(tree)) for p in (tree / "build").glob("*/lib*.so")),
+        "built": [str(p.relative_to(tree)) for p in built_libraries(tree)],
     }
 
 
