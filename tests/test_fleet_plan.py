@@ -275,8 +275,12 @@ def test_a_total_budget_is_kept_and_emit_and_info_follow_the_plan(
     assert report["kernels"] == sum(len(p["kernels"]) for p in report["plans"].values()) <= 5
     assert report["status"] == "optimal"
     assert report["mean_efficiency"] >= per_arch["mean_efficiency"] - 1e-4  # 2 + 2 is one of the splits of 5
-    for arch in ARCHS:
+    for arch in ARCHS:  # each arch's share is as good as its one-arch plan of that many kernels
         assert report["plans"][arch]["total_budget"] == 5
+        one = [a if a != "gfx950" else arch for a in PLAN_ARGS]
+        size = str(len(report["plans"][arch]["kernels"]))
+        alone = json.loads(run_plan(capsys, one, "--problems", str(workload), "--budget", size, "--format", "json"))
+        assert report["plans"][arch]["efficiency"] == pytest.approx(alone["efficiency"], abs=1e-3)
     capsys.readouterr()  # a negative answer after the workload's warnings: its last line
     assert main([*FLEET_ARGS, "--problems", str(workload), "--weights", "runs", "--total-budget", "3"]) == 1
     captured = capsys.readouterr()
