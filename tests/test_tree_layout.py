@@ -108,3 +108,31 @@ def test_the_plugin_template_names_the_library_the_build_links() -> None:
 
     for label in ("gfx942", "gfx942_gfx950"):
         assert library_name(label) == tree_layout.plugin_library_name(label)
+
+
+@pytest.mark.slow
+def test_build_and_bench_follow_the_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the owner's folder names patched, ``build --host-only`` links where the owner now says,
+    its report and package beside it, and ``bench`` looks for the kernels' library there too."""
+    from conftest import fake_ck
+
+    from ckspace.cli import main
+    from ckspace.commands.bench import _library
+
+    monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
+    monkeypatch.setattr(tree_layout, "BUILD_FOLDER", "made")
+    monkeypatch.setattr(tree_layout, "HOST_LABEL", "cpu")
+    tree = tmp_path / "tree"
+    emit = ["emit", "--arch", "gfx950", "--variant", "forward", "--ndim", "2", "--dtype", "bf16"]
+    assert main([*emit, "--rule-set", "default", "--with-selector", "--out", str(tree)]) == 0
+    assert main(["build", str(tree), "--host-only"]) == 0
+    library = tree / "made" / "cpu" / "libckspace_dispatch.so"
+    assert f"library: {library}" in capsys.readouterr().out
+    assert library.is_file() and (library.parent / "ckspace_kernelsConfig.cmake").is_file()
+    assert not (tree / "build").exists()
+    kernels = tree_layout.kernels_library(tree.resolve(), "gfx950")
+    kernels.parent.mkdir(parents=True)
+    kernels.write_bytes(b"")  # bench only looks here; nothing is loaded
+    assert _library(tree)[0] == tree / "made" / "gfx950" / "libckspace_kernels_gfx950.so"
