@@ -81,15 +81,14 @@ def build_standin_plugin(tree: Path) -> Path:
     but over the stand-in ``ckspace_run`` instead of HIP kernels, in the folder ``standin`` of the
     tree's build folder."""
     from ckspace.compiling import plugin_build
-    from ckspace.emit.hipdnn_plugin import library_name
-    from ckspace.emit.manifest import Manifest
+    from ckspace.emit.manifest import Manifest, plugin_library_name
 
     manifest = Manifest.model_validate_json((tree / "manifest.json").read_bytes())
     assert manifest.dispatcher is not None and manifest.hipdnn is not None
     build_dir = tree / "build" / "standin"
     build_dir.mkdir(parents=True, exist_ok=True)
     plugin = plugin_build.plugin_object(tree, build_dir)
-    output = build_dir / library_name(manifest.label)
+    output = build_dir / plugin_library_name(manifest.label)
     objects = []
     for source in [*(tree / unit for unit in manifest.dispatcher.host_units), STANDIN]:
         objects.append(str(build_dir / f"{source.stem}.o"))

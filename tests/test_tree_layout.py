@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import manifest as tree_layout
 
 ASKERS = sorted(
@@ -26,9 +27,7 @@ ASKERS = sorted(
         ROOT / "ckspace" / "workflow.py",
     ]
 )
-"""The modules that read or write inside a built tree. ``compiling/package.py`` (the CMake package
-beside a library) joins ``obj/sources`` of its own still and is left out until it asks the owner."""
-ASKERS = [p for p in ASKERS if p.name != "package.py" or p.parent.name != "compiling"]
+"""The modules that read or write inside a built tree."""
 FOLDERS = {
     tree_layout.BUILD_FOLDER,
     tree_layout.HOST_LABEL,
@@ -102,12 +101,16 @@ def test_every_path_follows_the_owner(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_the_plugin_template_names_the_library_the_build_links() -> None:
-    """The plugin's own record of its file name (``emit.hipdnn_plugin.library_name``) and the name
-    the build links it under are one name."""
-    from ckspace.emit.hipdnn_plugin import library_name
+    """The plugin's own record of its file name (the template's ``library``) is the name the build
+    links it under."""
+    from ckspace.emit.hipdnn_plugin import plugin_sources
+    from ckspace.emit.rendering import template_environment
 
-    for label in ("gfx942", "gfx942_gfx950"):
-        assert library_name(label) == tree_layout.plugin_library_name(label)
+    two_archs = {"gfx942": [Variant.FORWARD], "gfx950": [Variant.FORWARD]}
+    for label, fleet in (("gfx942", None), ("gfx942_gfx950", two_archs)):
+        files = plugin_sources(label, [Variant.FORWARD], [Dtype.BF16], template_environment(), fleet)
+        text = "".join(data.decode() for data in files.values())
+        assert tree_layout.plugin_library_name(label) in text
 
 
 @pytest.mark.slow

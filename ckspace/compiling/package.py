@@ -30,7 +30,7 @@ from ckspace.compiling.toolchain import Toolchain, host_compile_command
 from ckspace.core.errors import CkspaceError
 from ckspace.emit.banner import generated
 from ckspace.emit.dispatcher import HEADER
-from ckspace.emit.manifest import MANIFEST_NAME, Manifest
+from ckspace.emit.manifest import MANIFEST_NAME, Manifest, objects_dir
 from ckspace.emit.rendering import template_environment
 from ckspace.environment.files import sha256, write_if_changed
 from ckspace.select.compiled import host_c_compiler
@@ -227,7 +227,7 @@ def write_compile_commands(tree: Path, build_dir: Path, rules: dict[str, tuple[l
     ninja runs in ``tree``, the entries' directory, so the paths it reads are names ckspace chose
     (no ninja escaping needed: a path of the tree's own may hold ``$``, which ``ninja_syntax`` does
     not escape in paths). The file is a description, never built."""
-    objects = os.path.relpath(build_dir / "obj" / "sources", tree)
+    objects = os.path.relpath(objects_dir(build_dir) / "sources", tree)
     text = io.StringIO()
     ninja = ninja_writer(text)
     ninja.comment(f"{generated(REBUILD)} What {COMPILE_COMMANDS} is made from (ninja -t compdb); never built.")

@@ -25,6 +25,7 @@ import jinja2
 from ckspace import __version__
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import ESTIMATES, STATUSES, tensor_of_operand
+from ckspace.emit.manifest import plugin_library_name, plugin_name
 
 SCHEMA = "ckspace_hipdnn.fbs"
 API_HEADER = "ckspace_hipdnn_api.h"
@@ -82,15 +83,6 @@ class Engine:
         return fnv1a64(self.name)
 
 
-def plugin_name(arch: str) -> str:
-    return f"ckspace_hipdnn_{arch}"
-
-
-def library_name(arch: str) -> str:
-    """The plugin's file, as ``ckspace build`` links it (hipDNN loads every plugin in its directory)."""
-    return f"lib{plugin_name(arch)}.so"
-
-
 def engines(arch: str, variants: Sequence[Variant]) -> list[Engine]:
     """The engines of a library of ``variants`` for ``arch``: the arch is in each name, so that
     plugins of two archs in one process keep apart (hipDNN drops an engine whose id an earlier
@@ -124,7 +116,7 @@ def plugin_sources(
         "api_version": ENGINE_API_VERSION,
         "arch": arch,
         "plugin_name": plugin_name(arch),
-        "library": library_name(arch),
+        "library": plugin_library_name(arch),
         "wire_namespace": WIRE_NAMESPACE,
         "knob": KNOB,
         "knob_auto": KNOB_AUTO,

@@ -73,10 +73,16 @@ def kernels_library_name(label: str) -> str:
     return f"libckspace_kernels_{label}.so"
 
 
+def plugin_name(label: str) -> str:
+    """The hipDNN plugin's name for an arch or archs (``ckspace_hipdnn_gfx942``): what the plugin
+    calls itself to hipDNN and what its library is named after."""
+    return f"ckspace_hipdnn_{label}"
+
+
 def plugin_library_name(label: str) -> str:
     """The hipDNN plugin of an arch or archs (``libckspace_hipdnn_gfx942.so``): what
-    ``HIPDNN_PLUGIN_DIR`` finds."""
-    return f"libckspace_hipdnn_{label}.so"
+    ``HIPDNN_PLUGIN_DIR`` finds (hipDNN loads every plugin in its directory)."""
+    return f"lib{plugin_name(label)}.so"
 
 
 def kernels_library(tree: Path, label: str) -> Path:

@@ -43,7 +43,15 @@ from ckspace.emit.dispatcher import (
     host_units,
     ranker_source,
 )
-from ckspace.emit.manifest import DispatcherRecord, EmittedKernel, ExcludedKernel, FileRecord, HipdnnRecord, Manifest
+from ckspace.emit.manifest import (
+    DispatcherRecord,
+    EmittedKernel,
+    ExcludedKernel,
+    FileRecord,
+    HipdnnRecord,
+    Manifest,
+    plugin_name,
+)
 from ckspace.environment.files import sha256
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
@@ -333,7 +341,7 @@ def _hipdnn_plugin(
     files = hipdnn_plugin.plugin_sources(label, variants, dtypes, template_environment(), fleet)
     listed = hipdnn_plugin.fleet_engines(fleet) if fleet else hipdnn_plugin.engines(arch, variants)
     record = HipdnnRecord(
-        plugin=hipdnn_plugin.plugin_name(label),
+        plugin=plugin_name(label),
         engines={e.name: e.id for e in listed},
         schema_file=hipdnn_plugin.SCHEMA,
         source=hipdnn_plugin.SOURCE,
