@@ -19,6 +19,11 @@ scored against their measurements (mean and P10 efficiency of the pick, top-1), 
 each needed built. Run::
 
     python bench/learning_study.py --seeds 0 1 2 --plot docs/learning_study.png
+
+or a seed per process, then the table and the plot of all of them::
+
+    python bench/learning_study.py --seeds 0 --json seed0.json   # and 1, 2 beside it
+    python bench/learning_study.py --merge seed0.json seed1.json seed2.json --plot docs/learning_study.png
 """
 
 from __future__ import annotations
@@ -216,7 +221,19 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=30, help="the loop's kernel budget")
     parser.add_argument("--plot", type=Path, help="write the plot here (PNG)")
     parser.add_argument("--json", type=Path, help="write every run's figures here")
+    parser.add_argument("--merge", type=Path, nargs="+", help="--json files to tabulate (and plot): no run")
     args = parser.parse_args()
+    if args.merge:
+        refs, results = {}, []
+        for path in args.merge:
+            dump = json.loads(path.read_text())
+            refs.update({int(s): {k: Scores(**v) for k, v in r.items()} for s, r in dump["references"].items()})
+            scored = ("loop", "random", "random_anchored")
+            results += [{k: Scores(**v) if k in scored else v for k, v in r.items()} for r in dump["runs"]]
+        print(table(results, refs))
+        if args.plot:
+            plot(results, refs, args.plot)
+        return
     print(f"replay costs: a build {REPLAY_BUILD_SECONDS:g} s, a pair {REPLAY_PAIR_SECONDS:g} s", flush=True)
     refs, results = {}, []
     for seed in args.seeds:

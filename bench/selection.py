@@ -10,7 +10,11 @@ calls ``ckspace_select`` in a loop over the answered problems), the figure a hos
 Also reported: LightGBM's own ``Booster.predict`` on the same feature matrix, against the direct
 C-API call the selector makes.
 
-    python3 bench/selection.py [--repeats N]
+    python3 bench/selection.py [--repeats N] [--model DIR] [--c-only]
+
+``--model DIR`` times a model directory of your own (``ckspace train`` or ``ckspace learn`` wrote it)
+in place of the shipped one; ``--c-only`` times only the 30 measured kernels' ``ckspace_select`` from
+C (the figure the selection target is stated in).
 
 (Not named select.py: a script's folder comes first on the import path, and a select.py there would
 shadow the standard library's select module that subprocess and asyncio import.)
@@ -30,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ckspace.core.errors import NoKernelError
+from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit.dispatcher import HEADER, Library, dispatcher_sources, host_units
 from ckspace.emit.rendering import template_environment
 from ckspace.features.matrix import feature_matrix
@@ -67,11 +72,12 @@ def report(label: str, ms: np.ndarray) -> None:
 DRIVER = Path(__file__).with_name("selection_driver.c")
 
 
-def dispatcher_for(configs: list) -> tuple[KernelLibrary, str]:
-    """The generated dispatcher's host part for ``configs``, compiled with the host C compiler, and
-    its header's text."""
+def dispatcher_for(configs: list, model: Path | None = None) -> tuple[KernelLibrary, str]:
+    """The generated dispatcher's host part for ``configs`` (ranked by ``model``, default the shipped
+    one), compiled with the host C compiler, and its header's text."""
     library = Library.build(configs)
-    files = dispatcher_sources(library, "gfx950", template_environment())
+    models = {(Variant.FORWARD, Dtype.BF16): model} if model is not None else {}
+    files = dispatcher_sources(library, "gfx950", template_environment(), models)
     sources = {path: data.decode() for path, data in files.items()}
     return KernelLibrary(compile_library(sources, host_units(list(sources)), host_c_compiler())), sources[HEADER]
 
@@ -93,16 +99,35 @@ def timed_from_c(library: Path, header: str, structs: list[ConvProblemC], repeat
     return float(out[1]), float(out[3])
 
 
+def _answers(selector: Selector, problem: ConvProblem, candidates: list) -> bool:
+    try:
+        selector.select(problem, candidates)
+    except NoKernelError:
+        return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3000)
+    parser.add_argument("--model", type=Path, help="a model directory to time (default: the shipped model)")
+    parser.add_argument("--c-only", action="store_true", help="only ckspace_select from C, 30 kernels")
     args = parser.parse_args()
     start = time.perf_counter()
-    selector = Selector.load("gfx950", "forward", "bf16")
-    print(f"load shipped model: {(time.perf_counter() - start) * 1e3:.1f} ms (engine: {selector.engine})")
-    reference = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")
+    selector = Selector.load("gfx950", "forward", "bf16", model_dir=args.model)
+    took = (time.perf_counter() - start) * 1e3
+    print(f"load {args.model or 'the shipped model'}: {took:.1f} ms (engine: {selector.engine})")
     shapes = problems()
-    measured = [config_from_any_name(n, "gfx950") for n in selector.default_candidates]
+    shipped = Selector.load("gfx950", "forward", "bf16")
+    measured = [config_from_any_name(n, "gfx950") for n in shipped.default_candidates]
+    if args.c_only:
+        answered = [p for p in shapes if _answers(selector, p, measured)]
+        dispatcher, header = dispatcher_for(measured, args.model)
+        structs = [s for p in answered if dispatcher.select_raw(s := ConvProblemC.of(p, "forward", "bf16"))[0] == 0]
+        p50, p99 = timed_from_c(dispatcher.path, header, structs, args.repeats)
+        print(f"30 measured kernels, ckspace_select from C: p50 {p50:.1f} us   p99 {p99:.1f} us   (n={args.repeats})")
+        return
+    reference = Selector.load("gfx950", "forward", "bf16", model_dir=args.model, engine="lightgbm")
     registries = {
         "30 measured kernels": measured,
         "full rule set (forward 2D bf16)": [
@@ -127,7 +152,7 @@ def main() -> None:
             "  Python select, LightGBM engine, k=5",
             timed(lambda p, candidates=candidates: reference.select(p, candidates, k=5), answered, args.repeats),
         )
-        dispatcher, header = dispatcher_for(candidates)
+        dispatcher, header = dispatcher_for(candidates, args.model)
         # the dispatcher holds no vector fallback outside the registry: time the problems it answers
         structs = [s for p in answered if dispatcher.select_raw(s := ConvProblemC.of(p, "forward", "bf16"))[0] == 0]
         print(f"  the dispatcher answers {len(structs)} of them (its fallbacks are the registry's kernels only)")

@@ -271,3 +271,42 @@ def test_issue_38_the_c_dispatcher_picks_as_python_on_a_learnt_model(
         assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
         compared += 1
     assert compared >= 8
+
+
+def test_the_rankers_corrections_learn_only_measured_pairs() -> None:
+    """The ranker's rows: a problem's measured pairs when it has two or more (a ranking needs two),
+    graded among its measured kernels; an unmeasured pair is no row and a lone pair no group."""
+    features = [np.arange(3 * 2, dtype=float).reshape(3, 2) + 10 * p for p in range(3)]
+    tflops = np.array([[10.0, np.nan, 20.0], [5.0, np.nan, np.nan], [1.0, 4.0, 2.0]])
+    rows = anchored.measured_rows(np.arange(3), features, tflops)
+    assert rows is not None
+    assert rows.group_sizes.tolist() == [2, 3]
+    assert rows.efficiency.tolist() == pytest.approx([0.5, 1.0, 0.25, 1.0, 0.5])
+    assert rows.log_tflops.tolist() == pytest.approx(np.log([10.0, 20.0, 1.0, 4.0, 2.0]).tolist())
+    assert rows.features.tolist() == [[0.0, 1.0], [4.0, 5.0], [20.0, 21.0], [22.0, 23.0], [24.0, 25.0]]
+    assert rows.weight.tolist() == [1.0] * 5
+    assert anchored.measured_rows(np.array([1]), features, tflops) is None
+
+
+def test_the_rankers_prior_scales_keep_the_analytical_order() -> None:
+    """Every scale the out-of-fold choice weighs is positive (a steeper prior, the same order), and 1
+    (the regressor's prior itself) is among them."""
+    assert 1.0 in anchored.RANKER_PRIOR_SCALES and all(s > 0 for s in anchored.RANKER_PRIOR_SCALES)
+
+
+def test_rounds_measure_the_unsure_problems_contenders() -> None:
+    """contender_pairs: problems by regret, most first (none without regret), each with its best
+    estimated allowed kernels not yet tried; once every unsure problem's contenders are tried, one
+    more contender each."""
+    from ckspace.training.acquisition import contender_pairs
+
+    mu = np.array([[3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+    regret = np.array([0.01, 0.05, 0.0])
+    untried = np.ones(mu.shape, dtype=bool)
+    allowed = np.array([True, True, True, False])
+    assert contender_pairs(mu, regret, untried, allowed, 10, 2) == [(1, 2), (1, 1), (0, 0), (0, 1)]
+    assert contender_pairs(mu, regret, untried, allowed, 3, 2) == [(1, 2), (1, 1), (0, 0)]
+    untried[[0, 0, 1, 1], [0, 1, 2, 1]] = False  # every contender of depth 2 tried: depth 3
+    assert contender_pairs(mu, regret, untried, allowed, 10, 2) == [(1, 0), (0, 2)]
+    untried[:, :3] = False
+    assert contender_pairs(mu, regret, untried, allowed, 10, 2) == []

@@ -186,6 +186,29 @@ def choose_pairs(
     return on_built[: slots - len(packages)] + packages
 
 
+def contender_pairs(
+    mu: np.ndarray, regret: np.ndarray, untried: np.ndarray, allowed: np.ndarray, slots: int, contenders: int
+) -> list[tuple[int, int]]:
+    """The next batch as each unsure problem's contenders: problems by ``regret`` (weighted expected
+    loss of the pick, most first; none with none), each with its ``contenders`` best-estimated
+    kernels among the ``allowed`` ones (built, or buildable within the budget), the untried pairs of
+    them, at most ``slots``. Where every problem's contenders are tried, one more contender each, and
+    so on: a problem's close contenders decide its pick, and corrections learnt on them carry to
+    other problems' (a uniform draw measures mostly kernels far from any pick)."""
+    order = [p for p in np.argsort(-regret, kind="stable").tolist() if regret[p] > 0]
+    kernels = np.flatnonzero(allowed)
+    for depth in range(contenders, len(kernels) + 1):
+        pairs: list[tuple[int, int]] = []
+        for p in order:
+            top = kernels[np.argsort(-mu[p, kernels], kind="stable")[:depth]]
+            pairs += [(p, int(k)) for k in top if untried[p, k]]
+            if len(pairs) >= slots:
+                return pairs[:slots]
+        if pairs:
+            return pairs
+    return []
+
+
 def _ranked_pairs(worth: np.ndarray, kernels: list[int]) -> list[tuple[int, int]]:
     """The pairs of ``kernels`` with value, most value first (ties by problem, then kernel)."""
     pairs = [(p, k) for k in kernels for p in np.flatnonzero(worth[:, k] > 0).tolist()]

@@ -11,14 +11,19 @@ the best where the analytical model alone reaches 97 %). So the loop's model is 
    :data:`PRIOR_MARGIN_LOG2`. A model directory holds trees only (the selector, the C dispatcher
    and its QuickScorer tables read nothing else), and trees cannot hold a linear term, so the prior
    is written as trees; fitted on a dense grid of the feature, not on measurements, it needs none.
-2. **Corrections.** Boosting continues from the prior on the measured pairs (lambdarank for the
-   ranker, regression for the TFLOPS regressor), with small trees, a slow rate and a strong L2
-   penalty (:data:`CORRECTION_PARAMS`), so each tree can move the prior's order a little.
-3. **Out-of-fold choice.** How many correction rounds (:data:`ROUNDS`, none among them) is chosen on
+2. **Corrections.** Boosting continues from the prior on the measured pairs, with small trees, a
+   slow rate and a strong L2 penalty (:data:`CORRECTION_PARAMS`), so each tree can move the prior's
+   order a little. The ranker's corrections (lambdarank) see only the measured pairs, graded among
+   each problem's measured kernels, and continue from the prior or a steeper copy of it
+   (:data:`RANKER_PRIOR_SCALES`): the steeper, the more a measurement must disagree with the prior
+   to reorder kernels. The TFLOPS regressor's see every pair, the unmeasured ones labelled by the prior.
+3. **Out-of-fold choice.** How many correction rounds (:data:`ROUNDS`, none among them), of which
+   objective and, for the ranker, on which prior's scale, is chosen on
    the measured problems by grouped cross-validation (by shape, as ``evaluate`` splits): the pick's
-   efficiency among each held-out problem's measured kernels. Corrections are kept only when their
-   mean gain over the prior alone exceeds the standard error of the per-problem gains: where the
-   evidence is thin, the model is the analytical model.
+   efficiency on held-out problems whose analytical pick and one more kernel are measured, an
+   unmeasured pick worth what the prior estimates (:func:`choose`). Corrections
+   are kept only when their mean gain over the prior alone exceeds the standard error of the
+   per-problem gains: where the evidence is thin, the model is the analytical model.
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ class Choice:
     prior: Scores | None
     chosen: Scores | None
     tflops_error: dict[int, float]
+    ranker_scale: float = 1.0
 
     def text(self) -> str:
         if self.prior is None or self.chosen is None:
@@ -109,7 +115,8 @@ class Choice:
         what = (
             "the analytical model alone (calibrated)"
             if self.ranker_rounds == 0
-            else f"the analytical model with {self.ranker_rounds} {self.ranker_objective} correction rounds"
+            else f"the analytical model (x{self.ranker_scale:g}) with {self.ranker_rounds} {self.ranker_objective} "
+            "correction rounds"
         )
         return (
             f"{what}: out of fold ({self.folds} folds by shape, picks among measured kernels) mean "
@@ -125,8 +132,9 @@ def analytical(per_problem: list[np.ndarray]) -> np.ndarray:
     return np.vstack([m[:, column] for m in per_problem])
 
 
-def prior_booster(low: float, high: float, level: float, seed: int, threads: int):
-    """The calibrated analytical model as trees over ``[low, high]`` log2 TFLOPS (see the module doc)."""
+def prior_booster(low: float, high: float, level: float, seed: int, threads: int, scale: float = 1.0):
+    """The calibrated analytical model as trees over ``[low, high]`` log2 TFLOPS (see the module doc),
+    times ``scale`` (:data:`RANKER_PRIOR_SCALE` for the ranker's prior: the same order)."""
     import lightgbm as lgb
 
     grid = np.arange(low, high + PRIOR_STEP_LOG2, PRIOR_STEP_LOG2)
@@ -140,22 +148,27 @@ def prior_booster(low: float, high: float, level: float, seed: int, threads: int
         "seed": seed,
         "num_threads": threads,
     }
-    label = math.log(level) + math.log(2.0) * grid
+    label = scale * (math.log(level) + math.log(2.0) * grid)
     dataset = lgb.Dataset(features, label=label, feature_name=list(FEATURE_NAMES))
     log.info("fitting the prior: %d grid points over [%.2f, %.2f] log2 TFLOPS", grid.size, low, high)
     return lgb.train(params, dataset, num_boost_round=PRIOR_ROUNDS)
 
 
 PSEUDO_WEIGHT = 0.3
-"""The weight of an unmeasured pair in the corrections' fit, labelled by the prior (moved by its
-problem's median residual): the corrections learn the measured pairs and keep the prior's order
-everywhere else, unmeasured kernels beside measured ones included."""
+"""The weight of an unmeasured pair in the regressor's corrections, labelled by the prior (moved by
+its problem's median residual): the TFLOPS corrections learn the measured pairs and keep the prior's
+level everywhere else, unmeasured kernels beside measured ones included."""
+RANKER_PRIOR_SCALES = (1.0, 4.0)
+"""The ranker's prior is the regressor's times one of these (the same order), chosen out of fold:
+lambdarank's gradients shrink as a problem's scores spread apart, so corrections continued from a
+steeper prior move it only where the measured pairs disagree with it clearly."""
 
 
 @dataclass(frozen=True)
 class Rows:
-    """Every (problem, kernel) pair of some problems, in problem order, with the measurement where
-    there is one and the prior's estimate elsewhere (:func:`completed`), and each pair's weight."""
+    """(problem, kernel) pairs of some problems, in problem order: every pair with the measurement
+    where there is one and the prior's estimate elsewhere (:func:`completed`), or the measured pairs
+    alone (:func:`measured_rows`); each pair's weight."""
 
     features: np.ndarray
     log_tflops: np.ndarray
@@ -171,7 +184,8 @@ def completed(log_prior: np.ndarray, tflops: np.ndarray) -> np.ndarray:
 
 
 def rows_of(index: np.ndarray, per_problem: list[np.ndarray], log_tflops: np.ndarray, tflops: np.ndarray) -> Rows:
-    """The pairs of the problems at ``index`` (``log_tflops``: :func:`completed`)."""
+    """Every pair of the problems at ``index`` (``log_tflops``: :func:`completed`), unmeasured ones
+    at :data:`PSEUDO_WEIGHT`: the regressor's corrections."""
     measured = ~np.isnan(tflops[index])
     labels = log_tflops[index]
     return Rows(
@@ -183,11 +197,29 @@ def rows_of(index: np.ndarray, per_problem: list[np.ndarray], log_tflops: np.nda
     )
 
 
-def corrected(prior, rows: Rows, objective: str, rounds: int, seed: int, threads: int):
-    """``prior`` with ``rounds`` correction trees fitted on ``rows`` (the prior itself for 0)."""
+def measured_rows(index: np.ndarray, per_problem: list[np.ndarray], tflops: np.ndarray) -> Rows | None:
+    """The measured pairs of the problems at ``index`` that have two or more (a ranking needs two),
+    efficiency among the problem's measured kernels: the ranker's corrections learn only what was
+    measured, and the prior holds everywhere else. None when no problem has two."""
+    keep = [i for i in index if np.count_nonzero(~np.isnan(tflops[i])) >= 2]
+    if not keep:
+        return None
+    masks = [~np.isnan(tflops[i]) for i in keep]
+    values = [tflops[i, m] for i, m in zip(keep, masks, strict=True)]
+    return Rows(
+        np.vstack([per_problem[i][m] for i, m in zip(keep, masks, strict=True)]),
+        np.concatenate([np.log(v) for v in values]),
+        np.concatenate([v / v.max() for v in values]),
+        np.ones(sum(v.size for v in values)),
+        np.asarray([v.size for v in values]),
+    )
+
+
+def corrected(prior, rows: Rows | None, objective: str, rounds: int, seed: int, threads: int):
+    """``prior`` with ``rounds`` correction trees fitted on ``rows`` (the prior itself for 0 or no rows)."""
     import lightgbm as lgb
 
-    if rounds == 0:
+    if rounds == 0 or rows is None:
         return prior
     params = {**CORRECTION_PARAMS, "objective": objective, "seed": seed, "num_threads": threads}
     if objective == "lambdarank":
@@ -201,6 +233,9 @@ def corrected(prior, rows: Rows, objective: str, rounds: int, seed: int, threads
 
 def _staged(booster, prior_trees: int, features: np.ndarray, threads: int) -> dict[int, np.ndarray]:
     """The booster's predictions after the prior and each of :data:`ROUNDS` correction rounds."""
+    if booster.num_trees() == prior_trees:  # no rows to correct on: the prior at every stage
+        alone = booster.predict(features, num_threads=threads)
+        return dict.fromkeys(ROUNDS, alone)
     return {r: booster.predict(features, num_iteration=prior_trees + r, num_threads=threads) for r in ROUNDS}
 
 
@@ -210,53 +245,71 @@ def worth_it(gains: np.ndarray) -> bool:
     return len(gains) >= 2 and float(gains.mean()) > float(gains.std(ddof=1)) / math.sqrt(len(gains))
 
 
+def informative(tflops: np.ndarray, log2_model: np.ndarray) -> np.ndarray:
+    """The problems whose measurements can judge a correction: two or more kernels measured, the
+    analytical model's own pick among them. What matters is whether a correction beats the prior's
+    pick at the top; on a problem measured only on kernels the prior ranks low (a uniform draw of a
+    few pairs mostly is), a correction that orders those well may still misorder the top, which
+    nothing measured there shows."""
+    measured = ~np.isnan(tflops)
+    top = np.argmax(log2_model, axis=1)
+    return np.flatnonzero((measured.sum(axis=1) >= 2) & measured[np.arange(len(tflops)), top])
+
+
 def choose(
-    data: Measurements, per_problem: list[np.ndarray], log_tflops: np.ndarray, prior, seed: int, threads: int
+    data: Measurements,
+    per_problem: list[np.ndarray],
+    log_tflops: np.ndarray,
+    priors: dict[tuple[str, float], object],
+    seed: int,
+    threads: int,
 ) -> Choice:
     """The correction rounds of the ranker and the regressor, by grouped out-of-fold comparison (see
-    the module doc): every workload problem is in a fold; the held-out problems with a measurement
-    are scored, each pick among all kernels against :func:`completed` (a pick of an unmeasured
-    kernel is worth what the prior and its problem's measurements say it is)."""
+    the module doc; ``priors`` by objective and scale): every workload problem is in a fold; the held-out
+    problems :func:`informative` names are scored, each pick among all kernels as held-out picks are
+    made, against :func:`completed` (a measured pick is worth its measurement; an unmeasured one no
+    more than the prior and its problem's measurements say: the ranker's corrections never saw it,
+    so a correction that lifts it has no evidence, and judging picks among measured kernels alone
+    would not see it lifted)."""
     folds = min(CHOICE_FOLDS, len(set(data.groups)))
-    scored = np.flatnonzero((~np.isnan(data.tflops)).sum(axis=1) >= 1)
+    scored = informative(data.tflops, analytical(per_problem))
     if folds < 2 or len({data.groups[i] for i in scored}) < 2:
         return Choice("regression", 0, 0, folds, None, None, {})
     fold = fold_of_groups(data.groups, folds, seed)
     everything = np.arange(len(data.problems))
-    ranked = {r: np.full(data.tflops.shape, np.nan) for r in ROUNDS}
-    logged = {r: np.full(data.tflops.shape, np.nan) for r in ROUNDS}
-    trees = prior.num_trees()
+    arms = [("regression", 1.0)] + [("lambdarank", scale) for scale in RANKER_PRIOR_SCALES]
+    out = {arm: {r: np.full(data.tflops.shape, np.nan) for r in ROUNDS} for arm in arms}
     for f in range(folds):
         train, test = everything[fold != f], everything[fold == f]
-        rows = rows_of(train, per_problem, log_tflops, data.tflops)
         held = np.vstack([per_problem[i] for i in test])
-        for objective, out in (("lambdarank", ranked), ("regression", logged)):
+        ranking = measured_rows(train, per_problem, data.tflops)
+        regression = rows_of(train, per_problem, log_tflops, data.tflops)
+        for objective, scale in arms:
+            prior = priors[(objective, scale)]
+            rows = ranking if objective == "lambdarank" else regression
             booster = corrected(prior, rows, objective, max(ROUNDS), seed, threads)
-            for r, predicted in _staged(booster, trees, held, threads).items():
-                out[r][test] = predicted.reshape(len(test), -1)
+            for r, predicted in _staged(booster, prior.num_trees(), held, threads).items():
+                out[(objective, scale)][r][test] = predicted.reshape(len(test), -1)
     truth = np.exp(log_tflops[scored])
-    base = per_problem_efficiency(ranked[0][scored], truth)
-    gains = {
-        (objective, r): per_problem_efficiency(out[r][scored], truth) - base
-        for objective, out in (("lambdarank", ranked), ("regression", logged))
-        for r in ROUNDS
-        if r
-    }
+    prior_alone = out[("regression", 1.0)][0][scored]
+    base = per_problem_efficiency(prior_alone, truth)
+    gains = {(*arm, r): per_problem_efficiency(out[arm][r][scored], truth) - base for arm in arms for r in ROUNDS if r}
     for key, g in gains.items():
         log.info(
-            "out-of-fold gain of %s x %d: mean %.3f %%, standard error %.3f %%",
+            "out-of-fold gain of %s (prior x%g) x %d: mean %.3f %%, standard error %.3f %%",
             *key,
             100 * g.mean(),
             100 * g.std(ddof=1) / math.sqrt(len(g)),
         )
     worth = [key for key, g in gains.items() if worth_it(g)]
-    objective, rounds = max(worth, key=lambda key: gains[key].mean(), default=("regression", 0))
+    objective, scale, rounds = max(worth, key=lambda key: gains[key].mean(), default=("regression", 1.0, 0))
     ok = ~np.isnan(data.tflops)
+    logged = out[("regression", 1.0)]
     errors = {r: tflops_error(logged[r][ok], np.log(data.tflops[ok])) for r in ROUNDS}
     regressor = min(ROUNDS, key=lambda r: (errors[r], r))
-    chosen = (ranked if objective == "lambdarank" else logged)[rounds][scored]
+    chosen = out[(objective, scale)][rounds][scored]
     return Choice(
-        objective, rounds, regressor, folds, summarize(ranked[0][scored], truth), summarize(chosen, truth), errors
+        objective, rounds, regressor, folds, summarize(prior_alone, truth), summarize(chosen, truth), errors, scale
     )
 
 
@@ -276,17 +329,22 @@ def train_anchored(
     log2_model = analytical(per_problem)
     rows_any = ~np.all(np.isnan(data.tflops), axis=1)
     level = fit_level(log2_model[rows_any], data.tflops[rows_any]) if rows_any.any() else 1.0
-    prior = prior_booster(
-        float(log2_model.min()) - PRIOR_MARGIN_LOG2,
-        float(log2_model.max()) + PRIOR_MARGIN_LOG2,
-        level,
-        seed,
-        num_threads,
-    )
+    low, high = float(log2_model.min()) - PRIOR_MARGIN_LOG2, float(log2_model.max()) + PRIOR_MARGIN_LOG2
+    prior = prior_booster(low, high, level, seed, num_threads)
+    priors = {("regression", 1.0): prior, ("lambdarank", 1.0): prior}
+    for scale in RANKER_PRIOR_SCALES:
+        if scale != 1.0:
+            priors[("lambdarank", scale)] = prior_booster(low, high, level, seed, num_threads, scale)
     log_tflops = completed(math.log(level) + math.log(2.0) * log2_model, data.tflops)
-    choice = choose(data, per_problem, log_tflops, prior, seed, num_threads)
-    rows = rows_of(np.arange(len(data.problems)), per_problem, log_tflops, data.tflops)
-    ranker = corrected(prior, rows, choice.ranker_objective, choice.ranker_rounds, seed, num_threads)
+    choice = choose(data, per_problem, log_tflops, priors, seed, num_threads)
+    everything = np.arange(len(data.problems))
+    rows = rows_of(everything, per_problem, log_tflops, data.tflops)
+    if choice.ranker_objective == "lambdarank":
+        ranker_rows = measured_rows(everything, per_problem, data.tflops)
+    else:
+        ranker_rows = rows
+    ranker_prior = priors[(choice.ranker_objective, choice.ranker_scale)]
+    ranker = corrected(ranker_prior, ranker_rows, choice.ranker_objective, choice.ranker_rounds, seed, num_threads)
     regressor = corrected(prior, rows, "regression", choice.regressor_rounds, seed, num_threads)
     measured = np.flatnonzero((~np.isnan(data.tflops)).sum(axis=1) >= 1)
     rows = design(data.subset(measured), [per_problem[i] for i in measured])
@@ -298,6 +356,7 @@ def train_anchored(
         "seed": seed,
         "analytical_level": level,
         "ranker_rounds": choice.ranker_rounds,
+        "ranker_prior_scale": choice.ranker_scale,
         "regressor_rounds": choice.regressor_rounds,
         "tflops_median_error_percent_by_rounds": {str(r): e for r, e in choice.tflops_error.items()},
         **figures,

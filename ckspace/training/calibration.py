@@ -9,6 +9,12 @@ model's, does. The level is fitted where it is read: at the model's pick of each
 kernel whose TFLOPS ``select`` shows), as the median of measured / modelled TFLOPS -- the median,
 so a few problems the model misjudges do not move it. It is one multiplicative constant, so it
 never changes a pick (``performance.CONSTANTS['analytical_level']``).
+
+The model's *fitted* constants (``bench/analytical_fit.py`` searches them) can be fitted from few
+measurements: :func:`design_pairs` chooses which (the model's close contenders of problems spread
+over the workload: the pairs a constant's change reorders) and :func:`centred_log_error` is a loss
+that every measured pair informs, where a pick's efficiency among a problem's few measured kernels
+moves only when a pick changes.
 """
 
 from __future__ import annotations
@@ -47,6 +53,31 @@ def ratios(log2_tflops: np.ndarray, tflops: np.ndarray, level: float = 1.0) -> n
 def fit_level(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
     """The level that centres the picks' ratios on 1: the median of measured over modelled."""
     return float(np.exp(-np.median(np.log(ratios(log2_tflops, tflops)))))
+
+
+def design_pairs(log2_tflops: np.ndarray, flops: np.ndarray, problems: int = 20, per_problem: int = 3) -> list:
+    """(problem, kernel) pairs to fit the model's constants on: the model's ``per_problem`` best-scored
+    kernels of ``problems`` problems spread evenly over the FLOP counts (sorted, evenly spaced
+    ranks). A constant matters to a pick where it reorders a problem's close contenders, and which
+    constant binds (latency, bandwidth, epilogue) changes with the problem's size, so the pairs are
+    the contenders, over the whole range of sizes; the kernels follow from the problems (each
+    problem's contenders), so the families the model thinks matter are the ones measured."""
+    order = np.argsort(flops, kind="stable")
+    ranks = np.round(np.linspace(0, len(order) - 1, min(problems, len(order)))).astype(int)
+    chosen = list(dict.fromkeys(order[ranks].tolist()))
+    top = np.argsort(-log2_tflops, axis=1, kind="stable")[:, :per_problem]
+    return [(p, int(k)) for p in chosen for k in top[p]]
+
+
+def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
+    """The mean squared error of the model's natural-log TFLOPS against the measured pairs', each
+    problem's residuals less their mean (its level is no error: only the order within a problem
+    matters to a pick). NaN pairs take no part; a problem with one measured pair adds nothing."""
+    residual = np.log(tflops) - np.log(2.0) * log2_tflops
+    counts = np.count_nonzero(~np.isnan(residual), axis=1)
+    rows = counts >= 2
+    centred = residual[rows] - np.nanmean(residual[rows], axis=1, keepdims=True)
+    return float(np.nanmean(centred**2)) if rows.any() else 0.0
 
 
 def figures(values: np.ndarray) -> LevelFigures:
