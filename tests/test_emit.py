@@ -17,12 +17,11 @@ from ckspace.core.ck import CkRevision
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.banner import generated
 from ckspace.emit.emitter import BANNER_MARK, SelectorOptions, emit
 from ckspace.emit.rendering import buildable, render_tree
 from ckspace.environment.ck_header_cache import find_revision
 from ckspace.environment.ck_locate import locate_ck
-from ckspace.environment.files import sha256
+from ckspace.environment.files import generated, sha256
 from ckspace.space.listing import Kernel
 from ckspace.space.space import Space
 
@@ -151,9 +150,8 @@ def test_banner_and_traits(tmp_path: Path) -> None:
 
 def test_every_generated_file_carries_the_one_banner() -> None:
     """Every file of a tree with the dispatcher, a shipped model's TL2cgen regressor and the hipDNN
-    plugin opens with ckspace's one banner (:mod:`ckspace.emit.banner`) in its first two lines --
-    the emitter deletes only files that carry it. The rankers' QuickScorer C is worded by
-    ``ckspace.select.forest``, a layer below the banner's statement: it carries the mark only."""
+    plugin opens with ckspace's one banner (:func:`ckspace.environment.files.banner`) in its first
+    two lines -- the emitter deletes only files that carry it; the rankers' QuickScorer C included."""
     config = GemmConfig.from_name(GOLDEN_NAMES[0], "gfx950")
     selector = SelectorOptions(hipdnn_plugin=True)
     tree = render_tree([kernel_of(config)], AITER, arch="gfx950", request={}, selector=selector)
@@ -162,8 +160,7 @@ def test_every_generated_file_carries_the_one_banner() -> None:
     for path, data in tree.files.items():
         head = data[:512]
         assert BANNER_MARK in head, path
-        if not path.endswith("_ranker.c"):
-            assert any(line.startswith("// " + words) for line in data.decode().splitlines()[:2]), path
+        assert any(line.startswith("// " + words) for line in data.decode().splitlines()[:2]), path
 
 
 def _full(arch: str = "gfx942") -> list[Kernel]:

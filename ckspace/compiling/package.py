@@ -28,11 +28,10 @@ from ckspace import __version__
 from ckspace.compiling.ninja_executor import PLACEHOLDERS, command_value, ninja_binary, ninja_writer
 from ckspace.compiling.toolchain import Toolchain, host_compile_command
 from ckspace.core.errors import CkspaceError
-from ckspace.emit.banner import generated
 from ckspace.emit.dispatcher import HEADER
 from ckspace.emit.manifest import MANIFEST_NAME, Manifest, objects_dir
 from ckspace.emit.rendering import template_environment
-from ckspace.environment.files import sha256, write_if_changed
+from ckspace.environment.files import generated, sha256, write_if_changed
 from ckspace.select.compiled import host_c_compiler
 
 log = logging.getLogger(__name__)
@@ -43,7 +42,7 @@ CONFIG_VERSION = f"{PACKAGE}ConfigVersion.cmake"
 COMPILE_COMMANDS = "compile_commands.json"
 COMPDB_NINJA = "compdb.ninja"
 REBUILD = "ckspace build"
-"""What re-makes the files this module writes (their banner names it: :mod:`ckspace.emit.banner`)."""
+"""What re-makes the files this module writes (their banner names it: :func:`ckspace.environment.files.banner`)."""
 NO_C_API = (
     "the tree has no C API, re-emit it with ckspace emit --with-selector (emit --kernels writes it by default), "
     "then ckspace build"

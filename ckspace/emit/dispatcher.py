@@ -34,7 +34,7 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.kernel_key import KernelKey
 from ckspace.core.vocab import Dtype, Variant
-from ckspace.emit.banner import banner
+from ckspace.environment.files import banner
 from ckspace.features.c_source import c_double, features_c
 from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import (

@@ -33,7 +33,6 @@ from ckspace.core.errors import CkspaceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Variant
 from ckspace.emit import hipdnn_plugin
-from ckspace.emit.banner import banner
 from ckspace.emit.cxx import kernel_context
 from ckspace.emit.dispatcher import (
     RUN_SOURCE,
@@ -52,7 +51,7 @@ from ckspace.emit.manifest import (
     Manifest,
     plugin_name,
 )
-from ckspace.environment.files import sha256
+from ckspace.environment.files import banner, sha256
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
 

@@ -83,7 +83,7 @@ def model_sources(model_text: str, prefix: str, features: int) -> dict[str, str]
     ``{prefix}/header.h`` from TL2cgen, and ``{prefix}.c``, the translation unit to compile, which
     renames TL2cgen's symbols to ``{prefix}_*`` and adds ``{prefix}_batch``. They carry no banner:
     the emitter, which puts them in a tree a user may open, adds ckspace's one banner
-    (:mod:`ckspace.emit.banner`, a layer above); here they are also a cache's, which no one edits."""
+    (:func:`ckspace.environment.files.banner`); here they are also a cache's, which no one edits."""
     import tl2cgen
     import treelite
 
