@@ -182,7 +182,7 @@ def _ck_headers(ck_root: str | None) -> CkHeadersFound:
 
     try:
         include = locate_ck(ck_root)
-        fingerprint, label, verified = identity_at(include)
+        fingerprint, label, verified, _ = identity_at(include)
     except (CkspaceError, OSError) as exc:
         return CkHeadersFound(reason=str(exc))
     return CkHeadersFound(include_dir=str(include), label=label, fingerprint=fingerprint, verified=verified)

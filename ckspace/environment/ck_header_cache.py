@@ -98,13 +98,16 @@ _REVISIONS: dict[str, CkRevision] = {}
 """Revisions read in this process, by :func:`_signature` of their headers."""
 
 
-def revision_at(include_dir: str) -> CkRevision:
+def revision_at(include_dir: str, signature: str | None = None) -> CkRevision:
     """The revision of the CK headers at a located include directory: from memory or the disk cache
     while their files are unchanged (by :func:`_signature`), else read off the headers (what
-    ``find_revision`` answers)."""
+    ``find_revision`` answers). ``signature``: the headers' signature as :func:`identity_at` took
+    it, so that a target reads the revision of the headers it resolved without a second stat of
+    every header (a cold listing's cost over the rule space)."""
     from ckspace.core.ck import CkRevision
 
-    signature = _signature(Path(include_dir))
+    if signature is None:
+        signature = _signature(Path(include_dir))
     if signature in _REVISIONS:
         return _REVISIONS[signature]
     cached = _read_cached(signature)
@@ -137,11 +140,12 @@ def clear_cache() -> int:
     return clear_folder(cache_dir() / "ck")
 
 
-def identity_at(include: Path) -> tuple[str, str, bool]:
-    """(fingerprint, label, verified) of the headers at a located include directory: from the cache
-    while their files are unchanged, without loading pydantic (what a warm listing needs)."""
+def identity_at(include: Path) -> tuple[str, str, bool, str]:
+    """(fingerprint, label, verified, signature) of the headers at a located include directory: from
+    the cache while their files are unchanged, without loading pydantic (what a warm listing needs);
+    the signature lets :func:`revision_at` read the same headers' revision later without a stat."""
     signature = _signature(include)
     cached = _read_cached(signature)
     if cached is None:
-        cached = revision_at(str(include)).model_dump(mode="json")
-    return cached["fingerprint"], cached["label"], bool(cached["verified"])
+        cached = revision_at(str(include), signature).model_dump(mode="json")
+    return cached["fingerprint"], cached["label"], bool(cached["verified"]), signature

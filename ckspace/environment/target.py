@@ -44,6 +44,10 @@ class CkHeaders:
     fingerprint: str
     label: str
     verified: bool
+    signature: str | None = field(default=None, compare=False, repr=False)
+    """The headers' signature when they were found
+    (:func:`~ckspace.environment.ck_header_cache.identity_at`): the revision read later is of those
+    headers, without a second stat of each."""
     given: CkRevision | None = field(default=None, compare=False, repr=False)
     """The revision the caller passed (``Space(..., ck=revision)``): used as it is, never read again
     from ``include_dir``, which need not exist on this machine."""
@@ -58,7 +62,7 @@ class CkHeaders:
         if read is None:
             from ckspace.environment.ck_header_cache import revision_at
 
-            read = revision_at(self.include_dir)
+            read = revision_at(self.include_dir, self.signature)
             object.__setattr__(self, "_revision", read)  # frozen: a memo, not part of the identity
         return read
 
