@@ -59,28 +59,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.environment.files import output_path
-    from ckspace.workflow import emit_tree, named_cells
+    from ckspace.workflow import emit_tree
 
     target = output_path(args.out, "--out")
     args.arch = list(dict.fromkeys(args.arch))  # an arch named twice is one arch
-    names = None
-    if args.kernels is not None:
-        names = _names_in(args.kernels, args.arch)
-        variants, ndims, dtypes = named_cells([n for listed in names.values() for n in listed])
-        if len(names) == 1:  # one arch's names: as before libraries of several archs
-            names = next(iter(names.values()))
-        space = space_from_args(
-            args,
-            variant=None if args.variant else variants,
-            ndim=None if args.ndim else ndims,
-            dtype=None if args.dtype else dtypes,
-        )
-    elif args.variant is None:
-        raise InvalidInputError(
-            "--variant is required: forward, bwd_data, bwd_weight or all (or --kernels FILE, whose names carry it)"
-        )
-    else:
-        space = space_from_args(args)
+    space, names = _space_and_names(args)
     result = emit_tree(
         space,
         target,
@@ -92,12 +75,42 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         force=args.force,
         names_from=f"--kernels {args.kernels}",
     )
-    manifest = result.manifest
     out.write(
-        f"{len(manifest.kernels)} kernels emitted to {args.out} "
+        f"{len(result.manifest.kernels)} kernels emitted to {args.out} "
         f"({len(result.written)} files written, {result.unchanged} unchanged, "
         f"{len(result.removed)} removed)\n{space.target.describe()}\n"
     )
+    _write_manifest_summary(result.manifest, out)
+    return 0
+
+
+def _space_and_names(args: argparse.Namespace):
+    """The space to emit and the kernel names to keep (None: all). A ``--kernels`` file's names carry
+    their cells, so the options it leaves out are filled from them rather than required."""
+    from ckspace.workflow import named_cells
+
+    if args.kernels is None:
+        if args.variant is None:
+            raise InvalidInputError(
+                "--variant is required: forward, bwd_data, bwd_weight or all (or --kernels FILE, whose names carry it)"
+            )
+        return space_from_args(args), None
+    names = _names_in(args.kernels, args.arch)
+    variants, ndims, dtypes = named_cells([n for listed in names.values() for n in listed])
+    if len(names) == 1:  # one arch's names: as before libraries of several archs
+        names = next(iter(names.values()))
+    space = space_from_args(
+        args,
+        variant=None if args.variant else variants,
+        ndim=None if args.ndim else ndims,
+        dtype=None if args.dtype else dtypes,
+    )
+    return space, names
+
+
+def _write_manifest_summary(manifest, out: TextIO) -> None:
+    """What the tree holds beyond its kernels (dispatcher, archs, hipDNN plugin, skipped depthwise
+    configs), so the reader learns what to build and link without opening the manifest."""
     if manifest.dispatcher is not None:
         models = ", ".join(f"{cell}: {source}" for cell, source in manifest.dispatcher.models.items())
         extra = (
@@ -122,7 +135,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         )
     if manifest.depthwise_note:
         out.write(f"{manifest.depthwise_skipped} depthwise configs skipped: {manifest.depthwise_note}\n")
-    return 0
 
 
 def _names_in(path: Path, archs: list[str]) -> dict[str, list[str]]:

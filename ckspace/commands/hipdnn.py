@@ -89,31 +89,46 @@ def _variants(values: list[str] | None):
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from ckspace.census.survey import Verdict, read_layers, run_census, totals
-    from ckspace.core.errors import CkspaceError
+    from ckspace.census.survey import read_layers, run_census
     from ckspace.core.vocab import Dtype, parse_arch
-    from ckspace.emit.hipdnn_rules import heuristic_config, render
     from ckspace.emit.pytorch_graphs import MemoryFormat
-    from ckspace.environment.files import write_atomic
-    from ckspace.workloads.datasets import argument_text
 
     variants = _variants(args.variant)
     dtype = Dtype.parse(args.dtype)
     arch = parse_arch(args.arch) if args.arch is not None else None
     layers = read_layers(args.problems)
-    if args.plugin.is_dir():
+    plugin, built = _plugin(args.plugin)
+    census = run_census(plugin, layers, variants, dtype, MemoryFormat(args.memory_format), arch)
+    report = _report(args, census, variants, dtype, built)
+    if args.hipdnn_rules is not None:
+        report["hipdnn_rules"] = _write_rules(census, args.hipdnn_rules)
+    write_report(out, args.format, report, _text, indent=1)
+    return 0
+
+
+def _plugin(path: Path) -> tuple[Path, str | None]:
+    """The plugin library to survey, and what it was built from (None: given as a file). A tree lets
+    the census run without compiling a single kernel, so the plugin is linked without them."""
+    from ckspace.core.errors import CkspaceError
+
+    if path.is_dir():
         from ckspace.census.census_plugin import census_plugin
 
-        plugin, built = census_plugin(args.plugin), f"{args.plugin}'s plugin, linked without kernels for the census"
-    elif args.plugin.is_file():
-        plugin, built = args.plugin, None
-    else:
-        raise CkspaceError(
-            f"plugin {str(args.plugin)!r} is neither a plugin file (ckspace build links "
-            "build/<arch>/libckspace_hipdnn_<arch>.so) nor a tree emitted --hipdnn-plugin"
-        )
-    census = run_census(plugin, layers, variants, dtype, MemoryFormat(args.memory_format), arch)
-    report = {
+        return census_plugin(path), f"{path}'s plugin, linked without kernels for the census"
+    if path.is_file():
+        return path, None
+    raise CkspaceError(
+        f"plugin {str(path)!r} is neither a plugin file (ckspace build links "
+        "build/<arch>/libckspace_hipdnn_<arch>.so) nor a tree emitted --hipdnn-plugin"
+    )
+
+
+def _report(args: argparse.Namespace, census, variants, dtype, built: str | None) -> dict:
+    """The census as one JSON-friendly record, the single source both formats render from."""
+    from ckspace.census.survey import totals
+    from ckspace.workloads.datasets import argument_text
+
+    return {
         "plugin": census.plugin,
         "census_only_build_of": str(args.plugin) if built else None,
         "engines": {name: str(engine) for engine, name in census.engines.items()},
@@ -137,18 +152,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ],
         **totals(census),
     }
-    if args.hipdnn_rules is not None:
-        served = [
-            (v, a.engines[0], census.documents[i][v])
-            for i, answers in enumerate(census.answers)
-            for v, a in answers.items()
-            if a.verdict is Verdict.SERVED
-        ]
-        config = heuristic_config(served)
-        write_atomic(args.hipdnn_rules, render(config), "--hipdnn-rules")
-        report["hipdnn_rules"] = {"file": str(args.hipdnn_rules), "rules": len(config["engine_overrides"])}
-    write_report(out, args.format, report, _text, indent=1)
-    return 0
+
+
+def _write_rules(census, path: Path) -> dict:
+    """hipDNN's heuristic rules from the graphs the plugin served, so hipDNN prefers the engine that
+    answered each; returns the report's record of the file written."""
+    from ckspace.census.survey import Verdict
+    from ckspace.emit.hipdnn_rules import heuristic_config, render
+    from ckspace.environment.files import write_atomic
+
+    served = [
+        (v, a.engines[0], census.documents[i][v])
+        for i, answers in enumerate(census.answers)
+        for v, a in answers.items()
+        if a.verdict is Verdict.SERVED
+    ]
+    config = heuristic_config(served)
+    write_atomic(path, render(config), "--hipdnn-rules")
+    return {"file": str(path), "rules": len(config["engine_overrides"])}
 
 
 def _text(report: dict) -> str:

@@ -332,8 +332,45 @@ def _goal(args: argparse.Namespace) -> dict:
 
 def _report(args, selector, workload, predictions, result, registry_size: int) -> dict:
     """Everything the plan says, JSON-friendly and deterministic (no timings)."""
-    from ckspace.core.vocab import ScoreSource
+    instance = predictions.instance
+    problems, unrunnable = _problem_rows(workload, predictions, result)
+    chosen = sorted(result.chosen)
+    extrapolated = {
+        predictions.kernels[c]: predictions.extrapolated[c]
+        for c in chosen
+        if predictions.extrapolated and predictions.extrapolated[c] is not None
+    }
+    return {
+        "arch": selector.arch,
+        "variant": selector.variant.value,
+        "dtype": selector.dtype.value,
+        **_goal(args),
+        "target": selector.target.record(),
+        "source": predictions.source,
+        "what_drives_what": _what_drives_what(predictions.source),
+        "extrapolated": dict(sorted(extrapolated.items())),
+        "status": result.status,
+        "gap": round(100.0 * result.gap, 4),
+        "time_limit": result.time_limit,
+        "pruned_to": result.pruned_to,
+        "registry": registry_size,
+        "fallback_variants": predictions.instance.items - predictions.registry,
+        "rows": workload.rows,
+        "distinct_problems": len(workload.problems),
+        "skipped_rows": list(workload.skipped),
+        "efficiency": round(100.0 * instance.value_of(result.chosen), 4),
+        "model_efficiency": round(100.0 * result.model_value, 4),
+        "kernels": sorted(predictions.kernels[c] for c in result.chosen),
+        "vector_variants": sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry),
+        "configs": {predictions.kernels[c]: predictions.configs[c].fields() for c in chosen},
+        "unrunnable": unrunnable,
+        "problems": problems,
+    }
 
+
+def _problem_rows(workload, predictions, result) -> tuple[list[dict], list[str]]:
+    """Each problem's pick inside the chosen set and its efficiency against the whole registry's
+    best, and apart the problems no chosen kernel runs: the plan's promise, checked row by row."""
     instance = predictions.instance
     picks = instance.picks(result.chosen)
     efficiencies = instance.efficiencies(result.chosen)
@@ -352,46 +389,22 @@ def _report(args, selector, workload, predictions, result, registry_size: int) -
                 "efficiency": round(100.0 * float(efficiencies[p]), 4),
             }
         )
-    kernels = sorted(predictions.kernels[c] for c in result.chosen)
-    extrapolated = {
-        predictions.kernels[c]: predictions.extrapolated[c]
-        for c in sorted(result.chosen)
-        if predictions.extrapolated and predictions.extrapolated[c] is not None
-    }
-    variants = sorted(predictions.kernels[c] for c in result.chosen if c >= predictions.registry)
-    return {
-        "arch": selector.arch,
-        "variant": selector.variant.value,
-        "dtype": selector.dtype.value,
-        **_goal(args),
-        "target": selector.target.record(),
-        "source": predictions.source,
-        "what_drives_what": (
+    return problems, unrunnable
+
+
+def _what_drives_what(source) -> str:
+    """Which numbers order the candidates and which value them, so a reader of the efficiencies
+    knows whether a model or the analytical estimate stands behind them."""
+    from ckspace.core.vocab import ScoreSource
+
+    if source is ScoreSource.MODEL:
+        return (
             "the ranker's score orders the candidates of each problem (the pick inside the set "
             "is the first of that order, as the selector picks); the regressor's predicted "
             "TFLOPS, capped at the kernel ranked above as the selector shows them, give the "
             "efficiency: the pick's over the best of the whole registry"
-            if predictions.source is ScoreSource.MODEL
-            else "no model: the analytical performance model both orders and values the candidates"
-        ),
-        "extrapolated": dict(sorted(extrapolated.items())),
-        "status": result.status,
-        "gap": round(100.0 * result.gap, 4),
-        "time_limit": result.time_limit,
-        "pruned_to": result.pruned_to,
-        "registry": registry_size,
-        "fallback_variants": predictions.instance.items - predictions.registry,
-        "rows": workload.rows,
-        "distinct_problems": len(workload.problems),
-        "skipped_rows": list(workload.skipped),
-        "efficiency": round(100.0 * instance.value_of(result.chosen), 4),
-        "model_efficiency": round(100.0 * result.model_value, 4),
-        "kernels": kernels,
-        "vector_variants": variants,
-        "configs": {predictions.kernels[c]: predictions.configs[c].fields() for c in sorted(result.chosen)},
-        "unrunnable": unrunnable,
-        "problems": problems,
-    }
+        )
+    return "no model: the analytical performance model both orders and values the candidates"
 
 
 def _names_text(report: dict) -> str:

@@ -117,48 +117,66 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise CkspaceError(f"--top {args.top}: valid: how many kernels to list, at least 1")
     problem = ConvProblem.parse(args.problem)
     target = target_from_args(args)  # one target for the registry and the selector's fallbacks
-    space = None
-    if not args.candidates:  # a registry too large to rank is refused first, before any model loads
-        from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
-        from ckspace.space.space import Space
-
-        space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full", ck=target)
-        space.refuse_beyond(
-            CANDIDATE_LIMIT, "select ranks", f"a rule set with a table ({table_rule_sets()}) or --candidates FILE"
-        )
-        refuse_rule_set_without_kernels(space)  # before any model loads: one line, no warning
+    space = None if args.candidates else _checked_space(args, problem, target)
     selector = Selector.load(args.arch, args.variant, args.dtype, model_dir=args.model, ck=target)
-    pool = None
-    if args.candidates:
-        candidates, pool = read_registry(args.candidates, selector.arch)
-        candidates = of_cell(candidates, selector, args.candidates)
-    else:
-        candidates = [c for c in space if c.kind == "gemm"]
-        if not candidates:
-            raise CkspaceError(
-                f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
-                f"set {args.rule_set or 'full'} for {selector.arch} in the target "
-                f"({selector.target.describe().removeprefix('target: ')})"
-            )
+    candidates, pool = _candidates(args, problem, selector, space)
     try:
         selection = selector.select(problem, candidates, k=args.top, pool=pool)
     except NoKernelError as exc:
         if args.format != "json":
             raise
-        # JSON readers get an answer too: no pick, why, and the target (exit 1, as in text)
-        out.write(
-            json_text(
-                {
-                    "pick": None,
-                    "no_kernel": str(exc),
-                    "blocking": exc.blocking,
-                    "candidates": len(candidates),
-                    "target": selector.target.record(),
-                }
-            )
-        )
+        out.write(json_text(_no_kernel_report(exc, candidates, selector)))
         return 1
-    report = {
+    write_report(out, args.format, _report(selection, selector), _text)
+    return 0
+
+
+def _checked_space(args: argparse.Namespace, problem, target):
+    """The rule set's registry, refused at once if too large to rank or empty of kernels: a refusal
+    costs one line and no wait, so it comes before any model loads (and before its warnings)."""
+    from ckspace.space.rule_set_choice import refuse_rule_set_without_kernels
+    from ckspace.space.space import Space
+
+    space = Space(args.arch, args.variant, problem.ndim, args.dtype, args.rule_set or "full", ck=target)
+    space.refuse_beyond(
+        CANDIDATE_LIMIT, "select ranks", f"a rule set with a table ({table_rule_sets()}) or --candidates FILE"
+    )
+    refuse_rule_set_without_kernels(space)  # before any model loads: one line, no warning
+    return space
+
+
+def _candidates(args: argparse.Namespace, problem, selector, space) -> tuple[list, object]:
+    """The kernels to rank and their vector-width pool: a ``--candidates`` file is narrowed to the
+    selector's cell; a rule set's GEMM kernels must not be empty, or the answer would be a silent
+    "no kernel" that hides a registry mismatch rather than a problem no kernel serves."""
+    if args.candidates:
+        candidates, pool = read_registry(args.candidates, selector.arch)
+        return of_cell(candidates, selector, args.candidates), pool
+    candidates = [c for c in space if c.kind == "gemm"]
+    if not candidates:
+        raise CkspaceError(
+            f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
+            f"set {args.rule_set or 'full'} for {selector.arch} in the target "
+            f"({selector.target.describe().removeprefix('target: ')})"
+        )
+    return candidates, None
+
+
+def _no_kernel_report(exc: NoKernelError, candidates: list, selector) -> dict:
+    """JSON readers get an answer too when no kernel serves: no pick, why, and the target (exit 1,
+    as in text), so a script can tell "none" from a failure without parsing stderr."""
+    return {
+        "pick": None,
+        "no_kernel": str(exc),
+        "blocking": exc.blocking,
+        "candidates": len(candidates),
+        "target": selector.target.record(),
+    }
+
+
+def _report(selection, selector) -> dict:
+    """The selection as one JSON-friendly record, the single source both formats render from."""
+    return {
         "pick": selection.pick,
         "family": selection.family,
         "top": [
@@ -179,8 +197,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         "candidates": selection.candidates,
         "target": selector.target.record(),
     }
-    write_report(out, args.format, report, _text)
-    return 0
 
 
 def _text(report: dict) -> str:
