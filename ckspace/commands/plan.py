@@ -32,6 +32,19 @@ arch, so ``emit --kernels`` reads the arch they were planned for here (:func:`pl
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    _add_workload_arguments(parser)
+    _add_goal_arguments(parser)
+    _add_registry_arguments(parser)
+    _add_solver_arguments(parser)
+    add_format_argument(
+        parser,
+        FORMATS,
+        "; names: the kernels to emit, with the report as '#' comments (feeds `ckspace emit --kernels`)",
+    )
+
+
+def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cell and the problems to serve: what the plan's kernels must run, weighed as the user says."""
     parser.add_argument(
         "--arch",
         required=True,
@@ -52,6 +65,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "C and K are totals over the groups), " + data_set_help(Kind.PROBLEMS),
     )
     parser.add_argument("--weights", metavar="COLUMN", help="the column saying how much each problem counts")
+
+
+def _add_goal_arguments(parser: argparse.ArgumentParser) -> None:
+    """How many kernels, or how good: exactly one goal, since a budget and an efficiency target pull
+    the solve in opposite directions."""
     goal = parser.add_mutually_exclusive_group(required=True)
     goal.add_argument(
         "--budget", type=int, metavar="K", help="at most K kernels (for each arch): the best predicted efficiency"
@@ -69,6 +87,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="E",
         help="the fewest kernels whose weighted mean predicted efficiency reaches E percent (on each arch)",
     )
+
+
+def _add_registry_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the candidates come from and what ranks them: the registry, its target and the model."""
     registry = parser.add_mutually_exclusive_group()
     registry.add_argument(
         "--candidates",
@@ -92,6 +114,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a model directory instead of the shipped one (several archs: of the arch its card names)",
     )
+
+
+def _add_solver_arguments(parser: argparse.ArgumentParser) -> None:
+    """The solve's size and time, traded against its optimality; the seed keeps plans reproducible."""
     parser.add_argument(
         "--top",
         type=int,
@@ -107,11 +133,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="CP-SAT deterministic time per solve (about seconds; default: 20)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the solver's seed, a 32-bit integer (default: 0)")
-    add_format_argument(
-        parser,
-        FORMATS,
-        "; names: the kernels to emit, with the report as '#' comments (feeds `ckspace emit --kernels`)",
-    )
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -163,14 +163,8 @@ class PlanModel:
         else:
             self.model.minimize(objective)
         if self.solver is not None:  # start from the previous answer
-            self.model.clear_hints()
-            for var in self.x:
-                self.model.add_hint(var, self.solver.value(var))
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = workers
-        solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = time_limit
-        solver.parameters.linearization_level = 2  # the clauses in the LP: proves 300-problem plans in seconds
+            self._hint_previous_answer()
+        solver = _configured_solver(time_limit, workers, seed)
         log.info(
             "plan: solving (%d items, %s the objective, %g deterministic s at most)",
             len(self.x),
@@ -180,15 +174,8 @@ class PlanModel:
         status = solve_interruptibly(solver, self.model)
         if status == cp_model.INFEASIBLE:
             return None
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) and start is not None:
-            log.info("plan: no set found within the time limit; answering with the greedy cover")
-            self.solver, self.start = None, start[0]
-            return "feasible", start[1], start[2]
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            raise CkspaceError(
-                f"the plan solver found no kernel set within its time limit ({time_limit:g} "
-                "deterministic seconds): raise --time-limit or prune harder (--top)"
-            )
+            return self._fall_back_to_start(start, time_limit)
         self.solver = solver
         return (
             "optimal" if status == cp_model.OPTIMAL else "feasible",
@@ -196,8 +183,38 @@ class PlanModel:
             round(solver.best_objective_bound),
         )
 
+    def _hint_previous_answer(self) -> None:
+        """A second solve (the best value, then the smallest set of it, or the other way) starts from the
+        first one's answer: the search then begins at a good set instead of rediscovering it."""
+        self.model.clear_hints()
+        for var in self.x:
+            self.model.add_hint(var, self.solver.value(var))
+
+    def _fall_back_to_start(self, start: tuple[tuple[int, ...], int, int] | None, time_limit: float) -> tuple:
+        """No set within the time limit: the caller's feasible start (the greedy cover) is still an
+        answer, reported as feasible; without one the user is told how to give the search room."""
+        if start is None:
+            raise CkspaceError(
+                f"the plan solver found no kernel set within its time limit ({time_limit:g} "
+                "deterministic seconds): raise --time-limit or prune harder (--top)"
+            )
+        log.info("plan: no set found within the time limit; answering with the greedy cover")
+        self.solver, self.start = None, start[0]
+        return "feasible", start[1], start[2]
+
     def chosen(self) -> tuple[int, ...]:
         if self.solver is None and self.start is not None:
             return self.start
         assert self.solver is not None
         return tuple(c for c, var in enumerate(self.x) if self.solver.value(var))
+
+
+def _configured_solver(time_limit: float, workers: int, seed: int) -> cp_model.CpSolver:
+    """A CP-SAT solver bounded by deterministic time and seeded, so a plan is the same on every
+    run and machine; the LP linearization proves 300-problem plans in seconds."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    solver.parameters.max_deterministic_time = time_limit
+    solver.parameters.linearization_level = 2  # the clauses in the LP: proves 300-problem plans in seconds
+    return solver

@@ -154,35 +154,13 @@ def predicted_instance(
     A library runs a problem with the kernels it holds, and its dispatcher falls back only to
     those, so an item runs a problem as it is: a variant is chosen, and counted, like any kernel."""
     prepared = selector.prepare(candidates)
-    configs = list(prepared.table.configs)
-    known = {c.name for c in configs}
-    for problem in workload.problems:
-        _, fallback = selector.runnable(problem, prepared)
-        if fallback.size:
-            variant_configs = prepared.variants()[0].table.configs
-            for j in fallback[:, 1].tolist():
-                if variant_configs[j].name not in known:
-                    known.add(variant_configs[j].name)
-                    configs.append(variant_configs[j])
+    configs = _items(selector, prepared, workload)
     universe = selector.prepare(configs)
     order, value, tflops, best = [], [], [], []
     for problem in workload.problems:
-        index = np.flatnonzero(selector.feasible(problem, universe))
-        if index.size == 0:
-            order.append(index)
-            value.append(np.empty(0))
-            tflops.append(np.empty(0))
-            best.append(0.0)
-        else:
-            scored = selector.score_table(problem, universe.table.take(index), universe.support_of(index))
-            score = scored.scores
-            predicted = selector.predicted_tflops(scored, np.arange(index.size))
-            ranked = np.argsort(-score, kind="stable")  # item order breaks ties, as select does
-            shown = shown_tflops(predicted[ranked]) if selector.source is ScoreSource.MODEL else predicted[ranked]
-            order.append(index[ranked])
-            value.append(shown / shown[0])
-            tflops.append(shown)
-            best.append(float(shown[0]))
+        ranked = _ranked(selector, problem, universe)
+        for column, entry in zip((order, value, tflops, best), ranked, strict=True):
+            column.append(entry)
         if advance is not None:
             advance()
     instance = PlanInstance(len(configs), tuple(order), tuple(value), workload.weights)
@@ -197,3 +175,34 @@ def predicted_instance(
         tuple(configs),
         support.reasons if support is not None else (None,) * len(configs),
     )
+
+
+def _items(selector: Selector, prepared, workload: Workload) -> list:
+    """The registry's configs, then each vector variant the selector's fallbacks reach for a problem
+    of the workload (in the order first reached): a library's dispatcher falls back only to kernels
+    it holds, so a variant the plan relies on must be an item it chooses and counts."""
+    configs = list(prepared.table.configs)
+    known = {c.name for c in configs}
+    for problem in workload.problems:
+        _, fallback = selector.runnable(problem, prepared)
+        if fallback.size:
+            variant_configs = prepared.variants()[0].table.configs
+            for j in fallback[:, 1].tolist():
+                if variant_configs[j].name not in known:
+                    known.add(variant_configs[j].name)
+                    configs.append(variant_configs[j])
+    return configs
+
+
+def _ranked(selector: Selector, problem, universe) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One problem's feasible items in the selector's order, with their values relative to the first
+    and their shown TFLOPS: the plan's pick inside a set must be the one ``select`` would make, and
+    its efficiency the one ``select`` would show (empty for a problem no item runs)."""
+    index = np.flatnonzero(selector.feasible(problem, universe))
+    if index.size == 0:
+        return index, np.empty(0), np.empty(0), 0.0
+    scored = selector.score_table(problem, universe.table.take(index), universe.support_of(index))
+    predicted = selector.predicted_tflops(scored, np.arange(index.size))
+    ranked = np.argsort(-scored.scores, kind="stable")  # item order breaks ties, as select does
+    shown = shown_tflops(predicted[ranked]) if selector.source is ScoreSource.MODEL else predicted[ranked]
+    return index[ranked], shown / shown[0], shown, float(shown[0])
