@@ -134,19 +134,20 @@ def test_the_centred_error_ignores_each_problems_level() -> None:
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="not reached: 60 designed pairs (the start model's top 3 kernels of 20 problems spread over the "
-    "FLOP counts, the centred log error) fit held-out mean 96.95 %, P10 89.82 % against every pair's "
-    "96.83 %, 90.73 %: the mean is within 0.3 point, P10 0.9 short (the covering round's 60 pairs with "
-    "the picks objective: 96.10 %, 87.53 %). Strict: it fails the run once it passes, so the target is "
-    "stated again",
+    reason="not reached on every seed: 60 designed pairs (the start model's top 3 kernels of 20 problems spread "
+    "over the FLOP counts, the mixed objective, 3 sweeps) fit held-out mean 96.97 %, P10 90.57 % against every "
+    "pair's 96.83 %, 90.73 % on fold seed 0 (within 0.3 point), but 96.37 %, 88.68 % against 96.86 %, 90.73 % "
+    "on fold seed 1 (the covering round's 60 pairs with the picks objective, seed 0: 96.10 %, 87.53 %). "
+    "Strict: it fails the run once it passes, so the target is stated again",
 )
 def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
     """Calibration alone, no trees: the three fitted constants of the analytical model, searched
     from a start far from the shipped values (each off by a factor of 2) on 60 pairs of the training
     folds chosen by design from that start (:func:`~ckspace.training.calibration.design_pairs`: its
-    top 3 kernels on 20 problems spread over the FLOP counts) against the centred log error, carry
-    to the held-out fold (grouped 5-fold, seed 0) within 0.3 points of mean and P10 of the same
-    search on every pair of the training folds (picks objective)."""
+    top 3 kernels on 20 problems spread over the FLOP counts) against the mixed objective, carry to
+    the held-out folds (grouped 5-fold) within 0.3 points of mean and P10 of the same search (3
+    sweeps) on every pair of the training folds (picks objective), on every fold seed (seed 1 first:
+    the one known to miss, so the expected failure costs one seed's time)."""
     import dataclasses
 
     from analytical_fit import FITTED, fit, scores
@@ -157,24 +158,25 @@ def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     factors = dict(zip(FITTED, (2.0, 0.5, 2.0), strict=True))
     start = {name: performance.constant(name) * factors[name] for name in FITTED}
-    fold = fold_of_groups(data.groups, 5, 0)
-    everything, few = np.zeros(len(data.problems)), np.zeros(len(data.problems))
-    for f in range(5):
-        train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        sub = data.subset(train)
-        flops = np.array([p.flops for p in sub.problems])
-        pairs = calibration.design_pairs(scores(sub, start), flops)
-        assert len(pairs) <= 60
-        measured = np.unique([p for p, _ in pairs])
-        thin = np.full(sub.tflops.shape, np.nan)
-        for p, k in pairs:
-            thin[p, k] = sub.tflops[p, k]
-        designed = dataclasses.replace(sub.subset(measured), tflops=thin[measured])
-        fitted_few = fit(designed, np.arange(len(measured)), 2, start, loss="centred")
-        fitted_all = fit(sub, np.arange(len(train)), 2, start)
-        everything[test] = per_problem_efficiency(scores(data, fitted_all)[test], data.tflops[test])
-        few[test] = per_problem_efficiency(scores(data, fitted_few)[test], data.tflops[test])
-    mean_all, p10_all = 100 * everything.mean(), 100 * np.percentile(everything, 10)
-    mean_few, p10_few = 100 * few.mean(), 100 * np.percentile(few, 10)
-    print(f"every pair: mean {mean_all:.2f} P10 {p10_all:.2f}; 60 pairs: mean {mean_few:.2f} P10 {p10_few:.2f}")
-    assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3
+    for seed in (1, 0, 2):
+        fold = fold_of_groups(data.groups, 5, seed)
+        everything, few = np.zeros(len(data.problems)), np.zeros(len(data.problems))
+        for f in range(5):
+            train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+            sub = data.subset(train)
+            flops = np.array([p.flops for p in sub.problems])
+            pairs = calibration.design_pairs(scores(sub, start), flops)
+            assert len(pairs) <= 60
+            measured = np.unique([p for p, _ in pairs])
+            thin = np.full(sub.tflops.shape, np.nan)
+            for p, k in pairs:
+                thin[p, k] = sub.tflops[p, k]
+            designed = dataclasses.replace(sub.subset(measured), tflops=thin[measured])
+            fitted_few = fit(designed, np.arange(len(measured)), 3, start, loss="mixed")
+            fitted_all = fit(sub, np.arange(len(train)), 3, start)
+            everything[test] = per_problem_efficiency(scores(data, fitted_all)[test], data.tflops[test])
+            few[test] = per_problem_efficiency(scores(data, fitted_few)[test], data.tflops[test])
+        mean_all, p10_all = 100 * everything.mean(), 100 * np.percentile(everything, 10)
+        mean_few, p10_few = 100 * few.mean(), 100 * np.percentile(few, 10)
+        print(f"seed {seed}: every pair {mean_all:.2f} / {p10_all:.2f}; 60 pairs {mean_few:.2f} / {p10_few:.2f}")
+        assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3, seed

@@ -1,8 +1,9 @@
 """``ckspace learn``: a cell's selection model from few built kernels timed on many problems.
 
 The loop (:mod:`ckspace.training.learning`) starts from the analytical model, measures a covering
-batch, fits, and round by round builds and times where its picks are most likely wrong, by expected
-regret reduction per second, until a budget or a target regret stops it; then it trains the model,
+batch, and round by round builds and times the close contenders of the problems whose picks are
+least sure (the analytical model moved by each problem's measurements estimates them), until a
+budget or a target regret stops it; then it trains the model,
 anchored on the analytical model (:mod:`ckspace.training.anchored`), into a directory as ``ckspace
 train`` writes one. ``--out DIR`` is that model directory (``ckspace select --model DIR``
 takes it) and holds the loop's record beside the model files: ``measurements.csv`` (bench's schema,
