@@ -206,14 +206,14 @@ def _registry(args: argparse.Namespace, selector, ndims: list[int], space) -> li
         from ckspace.commands.select import of_cell, read_candidates
 
         return of_cell(read_candidates(args.candidates, selector.arch), selector, args.candidates)
-    candidates = [c for c in space if c.kind == "gemm"]
-    if not candidates:
-        raise CkspaceError(
-            f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "
-            f"of rule set {args.rule_set or 'full'} for {selector.arch} "
-            f"{'/'.join(f'{n}D' for n in ndims)}{' matches --where' if args.where else ''}"
-        )
-    return candidates
+    from ckspace.commands.select import gemm_kernels
+
+    empty = (
+        f"the registry is empty: no {selector.variant.value} {selector.dtype.value} GEMM kernel "
+        f"of rule set {args.rule_set or 'full'} for {selector.arch} "
+        f"{'/'.join(f'{n}D' for n in ndims)}{' matches --where' if args.where else ''}"
+    )
+    return gemm_kernels(space, empty)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

@@ -146,20 +146,26 @@ def _checked_space(args: argparse.Namespace, problem, target):
 
 
 def _candidates(args: argparse.Namespace, problem, selector, space) -> tuple[list, object]:
-    """The kernels to rank and their vector-width pool: a ``--candidates`` file is narrowed to the
-    selector's cell; a rule set's GEMM kernels must not be empty, or the answer would be a silent
-    "no kernel" that hides a registry mismatch rather than a problem no kernel serves."""
+    """The kernels to rank and their vector-width pool: a ``--candidates`` file narrowed to the
+    selector's cell (a registry may hold several), else the rule set's GEMM kernels."""
     if args.candidates:
         candidates, pool = read_registry(args.candidates, selector.arch)
         return of_cell(candidates, selector, args.candidates), pool
+    empty = (
+        f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
+        f"set {args.rule_set or 'full'} for {selector.arch} in the target "
+        f"({selector.target.describe().removeprefix('target: ')})"
+    )
+    return gemm_kernels(space, empty), None
+
+
+def gemm_kernels(space, empty: str) -> list:
+    """A rule set's GEMM kernels, the only kind ranked; none is refused with ``empty``, since an empty
+    registry would answer "no kernel" and hide a registry mismatch behind the problem."""
     candidates = [c for c in space if c.kind == "gemm"]
     if not candidates:
-        raise CkspaceError(
-            f"no {selector.variant.value} {selector.dtype.value} {problem.ndim}D GEMM kernel of rule "
-            f"set {args.rule_set or 'full'} for {selector.arch} in the target "
-            f"({selector.target.describe().removeprefix('target: ')})"
-        )
-    return candidates, None
+        raise CkspaceError(empty)
+    return candidates
 
 
 def _no_kernel_report(exc: NoKernelError, candidates: list, selector) -> dict:
