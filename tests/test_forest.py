@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from conftest import c_compiler
 
-from ckspace.features.matrix import CONFIG_FEATURES, FEATURE_NAMES, PROBLEM_FEATURES
+from ckspace.features.matrix import ANALYTICAL_FEATURE, CONFIG_FEATURES, FEATURE_NAMES, PROBLEM_FEATURES
 from ckspace.select.compiled import compile_library, model_sources
-from ckspace.select.forest import Forest, Split, forest_c, goes_left
+from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left
 from ckspace.select.store import RANKER_FILE, load_model, model_texts, shipped_model_dir
 
 SHARED = range(len(PROBLEM_FEATURES))
@@ -105,3 +105,69 @@ def test_a_tree_too_wide_for_a_mask_word_is_refused(ranker_text: str) -> None:
     }
     with pytest.raises(Exception, match="65 leaves"):
         Forest.from_treelite_json(dump)
+
+
+def _staircase_then_corrections(seed: int) -> str:
+    """A model shaped as the learning loop's anchored ones, small: trees on the analytical feature
+    alone (a staircase of a line, as its prior), then trees on every feature (its corrections)."""
+    rng = np.random.default_rng(seed)
+    column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    grid = np.zeros((2000, len(FEATURE_NAMES)))
+    grid[:, column] = np.linspace(4.0, 10.0, 2000)
+    base = {"objective": "regression", "verbose": -1, "seed": seed, "num_threads": 1, "min_data_in_leaf": 1}
+    prior = lgb.train(
+        {**base, "num_leaves": 31, "max_bin": 2000, "interaction_constraints": [[column]]},
+        lgb.Dataset(grid, label=0.7 * grid[:, column] - 1.0, feature_name=list(FEATURE_NAMES)),
+        num_boost_round=40,
+    )
+    rows = rng.normal(0.0, 2.0, (400, len(FEATURE_NAMES)))
+    rows[:, column] = rng.uniform(4.0, 10.0, 400)
+    label = 0.7 * rows[:, column] - 1.0 + 0.3 * np.sin(rows[:, 0]) + 0.2 * rows[:, CONFIG.start]
+    corrected = lgb.train(
+        {**base, "num_leaves": 7, "learning_rate": 0.1},
+        lgb.Dataset(rows, label=label, feature_name=list(FEATURE_NAMES)),
+        num_boost_round=15,
+        init_model=prior,
+    )
+    return corrected.model_to_string()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.slow
+def test_a_staircase_of_leading_trees_is_tabled_and_scores_to_the_bit(seed: int) -> None:
+    """The leading trees that split on one interaction feature alone are one step function of it:
+    the C tables their sums per interval and searches it, and scores every row as TL2cgen and
+    LightGBM do, values at every threshold, NaN, infinities and low-word-set doubles included."""
+    text = _staircase_then_corrections(seed)
+    forest = Forest.from_model_text(text)
+    interaction = set(range(CONFIG.stop, forest.features))
+    stairs = Stairs.of(forest, interaction)
+    assert stairs is not None and stairs.feature == FEATURE_NAMES.index(ANALYTICAL_FEATURE)
+    assert stairs.trees == 40 and len(stairs.sums) == len(stairs.thresholds) + 1
+    for x in (stairs.thresholds[0], stairs.thresholds[len(stairs.thresholds) // 2], 1e9, np.nan):
+        split_sum = 0.0
+        for t in range(stairs.trees):  # the independent statement: each tree walked, summed in order
+            live = (1 << len(forest.leaves[t])) - 1
+            for split in (s for s in forest.splits if s.tree == t):
+                if not goes_left(split, x):
+                    live &= split.mask
+            split_sum += forest.leaves[t][(live & -live).bit_length() - 1]
+        k = int(np.searchsorted(stairs.thresholds, x)) if not np.isnan(x) else None
+        assert split_sum == (stairs.nan_sum if k is None else stairs.sums[k])
+    rows = _rows(forest, seed, 61)
+    configs = rows[:, CONFIG.start : CONFIG.stop].copy()
+    lib = _library(text, forest, configs)
+    expected, got = np.empty(len(rows)), np.full(len(rows), -1.0)
+    pointer, size = ctypes.c_void_p, ctypes.c_long
+    lib.tl2cgen_batch.argtypes = [pointer, size, size, pointer]
+    lib.quick_scores.argtypes = [pointer, pointer, size, pointer]
+    lib.tl2cgen_batch(rows.ctypes.data, len(rows), forest.features, expected.ctypes.data)
+    order = np.arange(len(rows), dtype=np.intc)
+    lib.quick_scores(rows.ctypes.data, order.ctypes.data, len(rows), got.ctypes.data)
+    assert expected.tobytes() == got.tobytes()
+    assert np.array_equal(got, lgb.Booster(model_str=text).predict(rows))
+
+
+def test_a_forest_without_a_leading_staircase_tables_none(ranker_text: str) -> None:
+    forest = Forest.from_model_text(ranker_text)
+    assert Stairs.of(forest, set(range(CONFIG.stop, forest.features))) is None

@@ -13,6 +13,13 @@ call. QuickScorer (Lucchese et al., SIGIR 2015) reaches the same leaf without wa
 * the splits of each feature sit sorted by threshold, so a row visits only the splits it goes right
   at, one predictable loop per feature.
 
+A model whose first trees split on one row feature alone (the learning loop's anchored models:
+hundreds of trees that state the analytical model as a staircase of its feature) would make that
+loop visit every one of their splits per row (tens of thousands). Such a run of trees is one step
+function of the feature, so it is tabled here instead (:class:`Stairs`): the sum of its trees'
+leaves, in tree order from 0.0, on each interval between its thresholds and for a NaN; a row finds
+its interval by binary search and continues the sum from there, to the same bit.
+
 Most splits need not be visited per row at all. The problem features are the same in every row of
 a call, so their splits are applied once per call; the config features are the same in every call
 for a kernel, so their splits are applied here, when the dispatcher is generated, into one word per
@@ -112,6 +119,56 @@ class Forest:
         return next(bits for bits in (8, 16, 32, 64) if most <= bits)
 
 
+@dataclass(frozen=True)
+class Stairs:
+    """The forest's first :attr:`trees` trees when every split of theirs is on :attr:`feature`: one
+    step function of it. ``sums[k]`` is their leaves' sum (in tree order, from 0.0) for a value
+    ``thresholds[k-1] < x <= thresholds[k]`` (``sums[-1]``: above every threshold), ``nan_sum``
+    for a NaN."""
+
+    feature: int
+    trees: int
+    thresholds: tuple[float, ...]
+    sums: tuple[float, ...]
+    nan_sum: float
+
+    @classmethod
+    def of(cls, forest: Forest, row_features: set[int]) -> Stairs | None:
+        """The leading trees of ``forest`` that split on one of ``row_features`` alone, tabled; None
+        when fewer than two do (nothing to save)."""
+        import numpy as np
+
+        by_tree: dict[int, set[int]] = {}
+        for split in forest.splits:
+            by_tree.setdefault(split.tree, set()).add(split.feature)
+        first = by_tree.get(0, set())
+        if len(first) != 1 or not first <= row_features:
+            return None
+        feature = next(iter(first))
+        trees = 0
+        while trees < len(forest.leaves) and by_tree.get(trees, set()) <= {feature}:
+            trees += 1
+        if trees < 2:
+            return None
+        splits = [s for s in forest.splits if s.tree < trees]
+        thresholds = sorted({s.threshold for s in splits})
+        # a value per interval: each threshold itself (x <= t holds for t at or above it), then above all
+        values = np.array([*thresholds, np.inf, np.nan])
+        live = np.empty((trees, values.size), dtype=np.uint64)
+        for t in range(trees):
+            live[t] = (1 << len(forest.leaves[t])) - 1
+        for split in splits:
+            right = ~(values <= split.threshold)
+            right[-1] = not split.default_left  # the NaN takes the default branch
+            live[split.tree, right] &= np.uint64(split.mask)
+        total = np.zeros(values.size)
+        for t in range(trees):
+            lowest = live[t] & (~live[t] + np.uint64(1))  # the exit leaf: the lowest live bit
+            leaf = np.log2(lowest.astype(np.float64)).astype(np.int64)
+            total = total + np.asarray(forest.leaves[t])[leaf]  # one addition per tree, in order
+        return cls(feature, trees, tuple(thresholds), tuple(total[:-1].tolist()), float(total[-1]))
+
+
 def goes_left(split: Split, value: float) -> bool:
     """The test at a split, as the compiled trees make it: a NaN is missing and takes the default
     branch; any other value goes left when ``<=`` the threshold."""
@@ -157,8 +214,11 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
     applied here, once)."""
     if shared.stop > config.start or config.stop > forest.features:
         raise ValueError("the shared features come before the config features, both inside the row")
+    interaction = {s.feature for s in forest.splits if s.feature not in shared and s.feature not in config}
+    stairs = Stairs.of(forest, interaction)
+    tabled = stairs.trees if stairs is not None else 0
     row_splits = sorted(
-        (s for s in forest.splits if s.feature not in shared and s.feature not in config),
+        (s for s in forest.splits if s.tree >= tabled and s.feature not in shared and s.feature not in config),
         key=lambda s: (s.feature, s.threshold, s.tree),
     )
     shared_splits = sorted((s for s in forest.splits if s.feature in shared), key=lambda s: (s.threshold, s.tree))
@@ -180,6 +240,10 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
         "N_ROW_FEATURES": len(row_features),
         "BASE_SCORE": c_double(forest.base_score),
         "ROW_BLOCK": ROW_BLOCK,
+        "STAIR_TREES": tabled,
+        "STAIR_FEATURE": stairs.feature if stairs is not None else 0,
+        "N_STAIRS": len(stairs.thresholds) if stairs is not None else 0,
+        "STAIR_NAN_SUM": c_double(stairs.nan_sum if stairs is not None else 0.0),
     }
 
     def table(ctype: str, name: str, values: Sequence[str]) -> str:
@@ -198,6 +262,9 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
         + table("int", "SPLIT_BEGIN", [str(b) for b in begin])
         + table("int", "ROW_FEATURES", [str(f) for f in row_features])
         + _split_tables(prefix, "", row_splits, bits)
+        + f"/* the first {tabled} trees' sum on each interval of their one feature's thresholds */\n"
+        + table("double", "STAIR_THRESHOLD", [c_double(v) for v in stairs.thresholds] if stairs else [])
+        + table("double", "STAIR_SUM", [c_double(v) for v in stairs.sums] if stairs else [c_double(0.0)])
         + "/* per config row, each tree's leaves its config features' splits leave live */\n"
         + f"static const {word} {prefix}_CONFIG_LIVE[{max(len(configs), 1)}][{len(forest.leaves)}] = {{\n"
         + "".join(f"  {{ {', '.join(_hex(w, bits) for w in live)} }},\n" for live in configs or [[0]])
@@ -240,6 +307,18 @@ static void PREFIX_apply(int f, double x, WORD* live) {
   for (; s < end && !(x <= PREFIX_THRESHOLD[s]); ++s) live[PREFIX_TREE[s]] &= PREFIX_MASK[s];
 }
 
+/* The first STAIR_TREES trees' leaves summed in tree order from 0.0, for the value x of their one
+   feature: the sum on x's interval, found by binary search (the first threshold at or above x). */
+static double PREFIX_stairs(double x) {
+  if (isnan(x)) return STAIR_NAN_SUM;
+  int low = 0, high = N_STAIRS;
+  while (low < high) {
+    const int mid = (low + high) / 2;
+    if (x <= PREFIX_STAIR_THRESHOLD[mid]) high = mid; else low = mid + 1;
+  }
+  return PREFIX_STAIR_SUM[low];
+}
+
 /* Raw scores of n rows of N_FEATURES features (row-major) that share their problem features and
    take their config features from CONFIG_LIVE[configs[r]]: the leaf each row exits each tree at,
    added in tree order to 0.0, then the base score (TL2cgen's sum). */
@@ -257,13 +336,13 @@ void PREFIX_scores(const double* rows, const int* configs, long n, double* out) 
     for (long r = 0; r < m; ++r) {
       const double* row = rows + (first + r) * N_FEATURES;
       const WORD* config = PREFIX_CONFIG_LIVE[configs[first + r]];
-      for (int t = 0; t < TREES; ++t) live[r][t] = shared[t] & config[t];
+      for (int t = STAIR_TREES; t < TREES; ++t) live[r][t] = shared[t] & config[t];
       for (int i = 0; i < N_ROW_FEATURES; ++i) {
         PREFIX_apply(PREFIX_ROW_FEATURES[i], row[PREFIX_ROW_FEATURES[i]], live[r]);
       }
-      out[first + r] = 0.0;
+      out[first + r] = STAIR_TREES ? PREFIX_stairs(row[STAIR_FEATURE]) : 0.0;
     }
-    for (int t = 0; t < TREES; ++t)
+    for (int t = STAIR_TREES; t < TREES; ++t)
       for (long r = 0; r < m; ++r) out[first + r] += PREFIX_LEAF[PREFIX_LEAF_BEGIN[t] + __builtin_ctzll(live[r][t])];
     for (long r = 0; r < m; ++r) out[first + r] += BASE_SCORE;
   }
