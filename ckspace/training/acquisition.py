@@ -3,11 +3,13 @@
 The estimate of a round is a predicted log TFLOPS ``mu[p, k]`` of every (problem, kernel) pair and
 one spread ``sigma`` of its error *within a problem* (a problem's level does not change its pick):
 
-* before there are enough measurements to fit LightGBM, ``mu`` is the analytical performance model
-  at its calibrated level (:func:`~ckspace.training.calibration.fit_level` on the pairs measured);
-* then it is a LightGBM log-TFLOPS regressor fitted as ``ckspace train`` fits one
-  (:func:`~ckspace.training.boosters.fit`), its spread taken from predictions on problems it was not
-  fitted on (two folds grouped by shape, :func:`~ckspace.training.evaluation.fold_of_groups`);
+* ``mu`` is the analytical performance model at its calibrated level
+  (:func:`~ckspace.training.calibration.fit_level` on the pairs measured);
+* or, once enough problems have two kernels measured and the loop is asked to
+  (``LearnSettings.fit_problems``; by default never), a LightGBM log-TFLOPS regressor fitted as
+  ``ckspace train`` fits one (:func:`~ckspace.training.boosters.fit`), its spread taken from
+  predictions on problems it was not fitted on (two folds grouped by shape,
+  :func:`~ckspace.training.evaluation.fold_of_groups`);
 * each problem's measured pairs shift its unmeasured ones by their median residual, and replace
   their own estimate with the measurement.
 
@@ -17,9 +19,11 @@ with ``sigma`` (seeded: the same state gives the same estimate). A pair's *value
 it is expected to lower its problem's regret: a one-step lookahead over the same samples (for each
 drawn outcome of the pair, the pick that outcome would make and the regret left), which is high
 where the top estimates are close or unmeasured and nil where a pick is already certain. A round
-then buys the most value per second: pairs on built kernels at the measurer's pair cost, and a new
-kernel only when the value of its best pairs, beyond the pairs it displaces, beats what its build
-time would buy in pairs at the round's marginal value.
+then measures either the least sure problems' contenders, building what they need
+(:func:`contender_pairs`, the loop's default), or the most value per second (:func:`choose_pairs`:
+pairs on built kernels at the measurer's pair cost, and a new kernel only when the value of its best
+pairs, beyond the pairs it displaces, beats what its build time would buy in pairs at the round's
+marginal value).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def analytical(per_problem: list[np.ndarray]) -> np.ndarray:
 
 def prior_booster(low: float, high: float, level: float, seed: int, threads: int, scale: float = 1.0):
     """The calibrated analytical model as trees over ``[low, high]`` log2 TFLOPS (see the module doc),
-    times ``scale`` (:data:`RANKER_PRIOR_SCALE` for the ranker's prior: the same order)."""
+    times ``scale`` (one of :data:`RANKER_PRIOR_SCALES` for the ranker's prior: the same order)."""
     import lightgbm as lgb
 
     grid = np.arange(low, high + PRIOR_STEP_LOG2, PRIOR_STEP_LOG2)

@@ -285,8 +285,9 @@ class Loop:
         return np.vstack([m[:, column] for m in self.per_problem])
 
     def plan(self, number: int, estimate: Estimate | None) -> RoundPlan:
-        """The batch of round ``number``: the covering round without an estimate, else the most
-        value per second (:func:`~ckspace.training.acquisition.choose_pairs`)."""
+        """The batch of round ``number``: the covering round without an estimate, else the least
+        sure problems' contenders (:func:`~ckspace.training.acquisition.contender_pairs`, the
+        default) or the most value per second (:func:`~ckspace.training.acquisition.choose_pairs`)."""
         s = self.state
         if estimate is None:
             pairs = initial_plan(self.log2_model(), s, self.settings)
