@@ -1,5 +1,5 @@
 """The built tree's layout has one owner: :mod:`ckspace.emit.manifest` states every path of an
-emitted and built tree (``build/<arch>/``, ``build/host/``, ``build/census/``, the logs and objects
+emitted and built tree (``DIR/build/<arch>/``, ``DIR/build/host/``, ``DIR/build/census/``, the logs and objects
 folders, the libraries' names), and the modules that build, bench, survey or open a tree ask it.
 
 A second spelling would let one command write where another no longer looks (``build`` linking
