@@ -60,13 +60,12 @@ def _library(text: str, forest: Forest, configs: np.ndarray) -> ctypes.CDLL:
     return ctypes.CDLL(str(compile_library(sources, ["quick.c", "tl2cgen.c"], c_compiler())))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.slow
-def test_quickscorer_scores_are_tl2cgens(ranker_text: str, seed: int) -> None:
-    forest = Forest.from_model_text(ranker_text)
+def _assert_scores_as_tl2cgen_and_lightgbm(text: str, forest: Forest, seed: int) -> None:
+    """The QuickScorer C of ``forest`` (the model ``text``) scores :func:`_rows` of ``seed`` as
+    TL2cgen's C does, to the bit, and as LightGBM predicts."""
     rows = _rows(forest, seed, 61)  # not a multiple of the row block
     configs = rows[:, CONFIG.start : CONFIG.stop].copy()
-    lib = _library(ranker_text, forest, configs)
+    lib = _library(text, forest, configs)
     expected, got = np.empty(len(rows)), np.full(len(rows), -1.0)
     pointer, size = ctypes.c_void_p, ctypes.c_long
     lib.tl2cgen_batch.argtypes = [pointer, size, size, pointer]
@@ -75,7 +74,13 @@ def test_quickscorer_scores_are_tl2cgens(ranker_text: str, seed: int) -> None:
     order = np.arange(len(rows), dtype=np.intc)
     lib.quick_scores(rows.ctypes.data, order.ctypes.data, len(rows), got.ctypes.data)
     assert expected.tobytes() == got.tobytes()
-    assert np.array_equal(got, lgb.Booster(model_str=ranker_text).predict(rows))
+    assert np.array_equal(got, lgb.Booster(model_str=text).predict(rows))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
+def test_quickscorer_scores_are_tl2cgens(ranker_text: str, seed: int) -> None:
+    _assert_scores_as_tl2cgen_and_lightgbm(ranker_text, Forest.from_model_text(ranker_text), seed)
 
 
 def test_goes_left_takes_the_default_branch_for_nan_alone() -> None:
@@ -154,18 +159,7 @@ def test_a_staircase_of_leading_trees_is_tabled_and_scores_to_the_bit(seed: int)
             split_sum += forest.leaves[t][(live & -live).bit_length() - 1]
         k = int(np.searchsorted(stairs.thresholds, x)) if not np.isnan(x) else None
         assert split_sum == (stairs.nan_sum if k is None else stairs.sums[k])
-    rows = _rows(forest, seed, 61)
-    configs = rows[:, CONFIG.start : CONFIG.stop].copy()
-    lib = _library(text, forest, configs)
-    expected, got = np.empty(len(rows)), np.full(len(rows), -1.0)
-    pointer, size = ctypes.c_void_p, ctypes.c_long
-    lib.tl2cgen_batch.argtypes = [pointer, size, size, pointer]
-    lib.quick_scores.argtypes = [pointer, pointer, size, pointer]
-    lib.tl2cgen_batch(rows.ctypes.data, len(rows), forest.features, expected.ctypes.data)
-    order = np.arange(len(rows), dtype=np.intc)
-    lib.quick_scores(rows.ctypes.data, order.ctypes.data, len(rows), got.ctypes.data)
-    assert expected.tobytes() == got.tobytes()
-    assert np.array_equal(got, lgb.Booster(model_str=text).predict(rows))
+    _assert_scores_as_tl2cgen_and_lightgbm(text, forest, seed)
 
 
 def test_a_forest_without_a_leading_staircase_tables_none(ranker_text: str) -> None:
