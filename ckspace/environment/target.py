@@ -11,7 +11,7 @@ whatever is installed: what the parity tests compare.
 
 Resolving a target stays cheap (a warm ``ckspace enumerate --count`` answers in about a tenth of a
 second): the headers' fingerprint and label come from the revision cache of
-:mod:`ckspace.environment.ck_headers` without loading pydantic; the revision itself is read only when a
+:mod:`ckspace.environment.ck_header_cache` without loading pydantic; the revision itself is read only when a
 listing is not cached.
 """
 
