@@ -18,7 +18,7 @@ import pytest
 from conftest import c_compiler
 
 from ckspace.features.matrix import ANALYTICAL_FEATURE, CONFIG_FEATURES, FEATURE_NAMES, PROBLEM_FEATURES
-from ckspace.select.compiled import compile_library, model_sources
+from ckspace.select.compiled import _tl2cgen_sources, _with_batch, compile_library, model_sources
 from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left
 from ckspace.select.store import RANKER_FILE, load_model, model_texts, shipped_model_dir
 
@@ -90,7 +90,7 @@ def test_goes_left_takes_the_default_branch_for_nan_alone() -> None:
     assert not goes_left(left, LOW_WORD_SET) and goes_left(Split(0, 1.5, False, 0, 0), LOW_WORD_SET)
 
 
-def test_a_tree_too_wide_for_a_mask_word_is_refused(ranker_text: str) -> None:
+def test_a_tree_too_wide_for_a_mask_word_is_refused_by_the_tables_alone(ranker_text: str) -> None:
     forest = Forest.from_model_text(ranker_text)
     assert forest.word_bits() == 16  # 15 leaves: ckspace's boosters
     node = {"node_type": "numerical_test_node", "comparison_op": "<=", "threshold": 0.0, "default_left": True}
@@ -106,32 +106,39 @@ def test_a_tree_too_wide_for_a_mask_word_is_refused(ranker_text: str) -> None:
         "average_tree_output": False,
         "num_feature": 1,
         "base_scores": [0.0],
-        "trees": [{"nodes": nodes}],
+        "trees": [{"nodes": nodes}, {"nodes": nodes}],
     }
+    wide = Forest.from_treelite_json(dump)  # read (the compiled selector takes it), neither tabled nor masked
+    assert Stairs.of(wide, {0}) is None
     with pytest.raises(Exception, match="65 leaves"):
-        Forest.from_treelite_json(dump)
+        wide.word_bits()
 
 
-def _staircase_then_corrections(seed: int) -> str:
-    """A model shaped as the learning loop's anchored ones, small: trees on the analytical feature
-    alone (a staircase of a line, as its prior), then trees on every feature (its corrections)."""
+def _staircase_then_corrections(seed: int, corrections: int = 15) -> str:
+    """A model shaped as the learning loop's anchored ones, small: 40 trees on the analytical feature
+    alone (a staircase of a line, as its prior), then ``corrections`` trees on every feature."""
     rng = np.random.default_rng(seed)
     column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
     grid = np.zeros((2000, len(FEATURE_NAMES)))
     grid[:, column] = np.linspace(4.0, 10.0, 2000)
+    label = 0.7 * grid[:, column] - 1.0
+    grid[::20, column] = np.nan  # missing values learnt: each split sends a NaN its own way
+    label[::20] = 3.0
     base = {"objective": "regression", "verbose": -1, "seed": seed, "num_threads": 1, "min_data_in_leaf": 1}
     prior = lgb.train(
         {**base, "num_leaves": 31, "max_bin": 2000, "interaction_constraints": [[column]]},
-        lgb.Dataset(grid, label=0.7 * grid[:, column] - 1.0, feature_name=list(FEATURE_NAMES)),
+        lgb.Dataset(grid, label=label, feature_name=list(FEATURE_NAMES)),
         num_boost_round=40,
     )
+    if not corrections:
+        return prior.model_to_string()
     rows = rng.normal(0.0, 2.0, (400, len(FEATURE_NAMES)))
     rows[:, column] = rng.uniform(4.0, 10.0, 400)
     label = 0.7 * rows[:, column] - 1.0 + 0.3 * np.sin(rows[:, 0]) + 0.2 * rows[:, CONFIG.start]
     corrected = lgb.train(
         {**base, "num_leaves": 7, "learning_rate": 0.1},
         lgb.Dataset(rows, label=label, feature_name=list(FEATURE_NAMES)),
-        num_boost_round=15,
+        num_boost_round=corrections,
         init_model=prior,
     )
     return corrected.model_to_string()
@@ -165,3 +172,36 @@ def test_a_staircase_of_leading_trees_is_tabled_and_scores_to_the_bit(seed: int)
 def test_a_forest_without_a_leading_staircase_tables_none(ranker_text: str) -> None:
     forest = Forest.from_model_text(ranker_text)
     assert Stairs.of(forest, set(range(CONFIG.stop, forest.features))) is None
+
+
+@pytest.mark.parametrize("corrections", [15, 0])
+@pytest.mark.slow
+def test_the_compiled_selector_tables_a_leading_staircase_and_gives_tl2cgen_the_rest(corrections: int) -> None:
+    """:func:`model_sources` of an anchored-shaped model (staircase and corrections, or the
+    staircase alone) tables the staircase, hands TL2cgen only the trees after it (none: no TL2cgen
+    at all) and scores every row as TL2cgen's C over every tree does, to the bit, and as LightGBM
+    predicts: the analytical feature at each threshold and just above it, NaN and the infinities."""
+    text = _staircase_then_corrections(0, corrections)
+    forest = Forest.from_model_text(text)
+    stairs = Stairs.of(forest, set(range(forest.features)))
+    assert stairs is not None and stairs.trees == 40 and len(forest.leaves) == 40 + corrections
+    sources = model_sources(text, "tabled", forest.features)
+    if corrections:  # TL2cgen's predict adds one leaf per line, then its base score
+        rest = sum(len(tree) for tree in forest.leaves[40:])
+        assert sources["tabled/main.c"].count("result[0] += ") == rest + 1
+    else:
+        assert set(sources) == {"tabled.c"}
+    whole = _with_batch(_tl2cgen_sources(text, "whole"), "whole", forest.features, "0.0", "every tree by TL2cgen")
+    lib = ctypes.CDLL(str(compile_library({**sources, **whole}, ["tabled.c", "whole.c"], c_compiler())))
+    rows = _rows(forest, 0, 61)
+    edges = np.repeat(rows[:1], 2 * len(stairs.thresholds) + 3, axis=0)
+    thresholds = np.asarray(stairs.thresholds)
+    edges[:, stairs.feature] = [*thresholds, *np.nextafter(thresholds, np.inf), np.nan, np.inf, -np.inf]
+    rows = np.vstack([rows, edges])
+    expected, got = np.empty(len(rows)), np.full(len(rows), -1.0)
+    for name, out in (("whole", expected), ("tabled", got)):
+        batch = getattr(lib, f"{name}_batch")
+        batch.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_void_p]
+        batch(rows.ctypes.data, len(rows), forest.features, out.ctypes.data)
+    assert expected.tobytes() == got.tobytes()
+    assert np.array_equal(got, lgb.Booster(model_str=text).predict(rows))

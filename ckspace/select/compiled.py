@@ -9,7 +9,15 @@ same model compiled to C answers in microseconds. Both the generated dispatcher 
   booster, Treelite's LightGBM frontend), with every exported symbol prefixed so that two models
   (ranker and regressor) link into one library, plus a batch entry point
   ``<prefix>_batch(const double* rows, long n, long cols, double* out)`` that writes the raw
-  scores (LightGBM's ``raw_score``: trees summed in order, no transformation).
+  scores (LightGBM's ``raw_score``: trees summed in order, no transformation). A leading run of
+  trees on one feature alone, such as a learnt model's prior (``ckspace learn``: 400 trees of 63
+  leaves on the analytical feature), is not TL2cgen's: as nested ``if``s it is ~5 MB of C, which
+  made the first select of such a model take over a minute and a half, most of it in the C
+  compiler. It is tabled instead, as the dispatcher's ranker tables it
+  (:class:`~ckspace.select.forest.Stairs`, :func:`~ckspace.select.forest.stairs_c`): the batch
+  starts each row's score at the run's sum for the row, and TL2cgen's ``predict``, given the
+  trees after the run, adds theirs and then the base score, so the scores are TL2cgen's over
+  every tree to the bit (tests compare them, and with LightGBM).
 * :class:`CompiledSelector` adds the features rendered from their formulas
   (:mod:`ckspace.features.c_source`), builds everything once per model with the host C compiler into
   the cache directory (keyed by the sources and the compiler's
@@ -60,9 +68,10 @@ from ckspace.environment.compilers import identify
 from ckspace.environment.files import cache_dir, sha256
 from ckspace.environment.progress import NOTICE
 from ckspace.environment.trees import TEMPORARY, discard, listed, remove_leftovers, replace_directory
-from ckspace.features.c_source import features_c
+from ckspace.features.c_source import c_double, features_c
 from ckspace.features.formula import Formula
 from ckspace.features.matrix import ConfigTable
+from ckspace.select.forest import Forest, Stairs, stairs_c
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +88,73 @@ _EXPORTED = (
 
 def model_sources(model_text: str, prefix: str, features: int) -> dict[str, str]:
     """C sources of one booster (its model file's text, as :func:`ckspace.select.store.model_texts`
-    checks it first: Treelite's parser trusts its input): ``{prefix}/main.c`` and
-    ``{prefix}/header.h`` from TL2cgen, and ``{prefix}.c``, the translation unit to compile, which
-    renames TL2cgen's symbols to ``{prefix}_*`` and adds ``{prefix}_batch``. They carry no banner:
-    the emitter, which puts them in a tree a user may open, adds ckspace's one banner
-    (:func:`ckspace.environment.files.banner`); here they are also a cache's, which no one edits."""
+    checks it first: Treelite's parser trusts its input): ``{prefix}.c``, the translation unit to
+    compile, exporting ``{prefix}_batch``, and, unless the staircase is every tree,
+    ``{prefix}/main.c`` and ``{prefix}/header.h`` from TL2cgen, which ``{prefix}.c`` includes with
+    its symbols renamed to ``{prefix}_*``. A leading run of trees on one feature
+    (:class:`~ckspace.select.forest.Stairs`) is tabled in ``{prefix}.c`` and only the trees after it
+    go to TL2cgen. They carry no banner: the emitter, which puts them in a tree a user may open, adds
+    ckspace's one banner (:func:`ckspace.environment.files.banner`); here they are also a cache's,
+    which no one edits."""
+    forest = Forest.from_model_text(model_text)
+    stairs = Stairs.of(forest, set(range(features)))
+    if stairs is None:
+        return _with_batch(_tl2cgen_sources(model_text, prefix), prefix, features, "0.0", "the trees summed in order")
+    tabled = stairs_c(prefix, stairs) + "\n"
+    start = f"{prefix}_stairs(rows[r * cols + {stairs.feature}])"
+    if stairs.trees < len(forest.leaves):
+        sources = _tl2cgen_sources(_trees_from(model_text, stairs.trees), prefix)
+        what = f"the trees summed in order: the first {stairs.trees} tabled, the rest by TL2cgen"
+        return _with_batch(sources, prefix, features, start, what, tabled)
+    # every tree tabled: no TL2cgen, whose predict would add the base score after the trees
+    return {
+        f"{prefix}.c": f"""#include <math.h>
+
+{tabled}/* Raw scores of n rows of cols features (row-major doubles): the trees summed in order (every
+   one on the same feature, tabled), then the base score. */
+void {prefix}_batch(const double* rows, long n, long cols, double* out) {{
+  for (long r = 0; r < n; ++r) out[r] = {start} + {c_double(forest.base_score)};
+}}
+"""
+    }
+
+
+def _with_batch(
+    sources: dict[str, str], prefix: str, features: int, start: str, what: str, tabled: str = ""
+) -> dict[str, str]:
+    """TL2cgen's ``sources`` and ``{prefix}.c``: they renamed, the C ``tabled`` and
+    ``{prefix}_batch``, each row's score started at ``start`` (an expression of ``rows``, ``r`` and
+    ``cols``) and continued by TL2cgen's ``predict`` (``result[0] += leaf`` per tree, then the base
+    score)."""
+    renames = "".join(f"#define {name} {prefix}_{name}\n" for name in _EXPORTED)
+    sources[f"{prefix}.c"] = f"""{renames}#include "{prefix}/main.c"
+
+{tabled}/* Raw scores of n rows of cols features (row-major doubles): {what}. */
+void {prefix}_batch(const double* rows, long n, long cols, double* out) {{
+  struct Entry entry[{features}];
+  for (long r = 0; r < n; ++r) {{
+    for (long c = 0; c < cols; ++c) {{
+      entry[c].fvalue = rows[r * cols + c];
+      entry[c].missing = isnan(entry[c].fvalue) ? -1 : 0;
+    }}
+    out[r] = {start};
+    {prefix}_predict(entry, 1, &out[r]);
+  }}
+}}
+"""
+    return sources
+
+
+def _trees_from(model_text: str, first: int) -> str:
+    """The model without its first ``first`` trees, as LightGBM writes it (the leaves and
+    thresholds at full precision: Treelite reads the same values, tests compare them)."""
+    import lightgbm as lgb
+
+    return lgb.Booster(model_str=model_text).model_to_string(start_iteration=first)
+
+
+def _tl2cgen_sources(model_text: str, prefix: str) -> dict[str, str]:
+    """TL2cgen's ``{prefix}/main.c`` and ``{prefix}/header.h`` of a model, its entry a struct."""
     import tl2cgen
     import treelite
 
@@ -98,24 +169,7 @@ def model_sources(model_text: str, prefix: str, features: int) -> dict[str, str]
         except (treelite.TreeliteError, tl2cgen.TL2cgenError) as exc:
             first = (str(exc).strip().splitlines() or [""])[-1]
             raise CkspaceError(f"{prefix}: Treelite/TL2cgen refuse the model: {first}") from None
-        sources = {f"{prefix}/{name}": _separate_missing((out / name).read_text()) for name in ("main.c", "header.h")}
-    renames = "".join(f"#define {name} {prefix}_{name}\n" for name in _EXPORTED)
-    sources[f"{prefix}.c"] = f"""{renames}#include "{prefix}/main.c"
-
-/* Raw scores of n rows of cols features (row-major doubles): the trees summed in order. */
-void {prefix}_batch(const double* rows, long n, long cols, double* out) {{
-  struct Entry entry[{features}];
-  for (long r = 0; r < n; ++r) {{
-    for (long c = 0; c < cols; ++c) {{
-      entry[c].fvalue = rows[r * cols + c];
-      entry[c].missing = isnan(entry[c].fvalue) ? -1 : 0;
-    }}
-    out[r] = 0.0;
-    {prefix}_predict(entry, 1, &out[r]);
-  }}
-}}
-"""
-    return sources
+        return {f"{prefix}/{name}": _separate_missing((out / name).read_text()) for name in ("main.c", "header.h")}
 
 
 _UNION_ENTRY = "union Entry {\n  int missing;\n  double fvalue;\n  int qvalue;\n};"

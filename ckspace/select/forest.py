@@ -18,7 +18,9 @@ hundreds of trees that state the analytical model as a staircase of its feature)
 loop visit every one of their splits per row (tens of thousands). Such a run of trees is one step
 function of the feature, so it is tabled here instead (:class:`Stairs`): the sum of its trees'
 leaves, in tree order from 0.0, on each interval between its thresholds and for a NaN; a row finds
-its interval by binary search and continues the sum from there, to the same bit.
+its interval by binary search and continues the sum from there, to the same bit. The compiled
+selector's TL2cgen C starts from the same table (:func:`stairs_c`): as nested ``if``s such a run
+is megabytes of C to compile.
 
 Most splits need not be visited per row at all. The problem features are the same in every row of
 a call, so their splits are applied once per call; the config features are the same in every call
@@ -47,7 +49,8 @@ from ckspace.environment.files import banner
 from ckspace.features.c_source import c_double
 
 MAX_LEAVES = 64
-"""Leaves per tree a mask word holds; ckspace's boosters grow 15 (``num_leaves``)."""
+"""Leaves per tree a mask word holds; ckspace's boosters grow 15 (``num_leaves``), the anchored
+models' prior trees 63."""
 ROW_BLOCK = 8
 """Rows scored together: their live words stay in the stack, and their leaf sums run interleaved
 (each row's sum is one chain of additions in tree order)."""
@@ -94,9 +97,9 @@ class Forest:
     def from_treelite_json(cls, dump: dict) -> Forest:
         """The forest of Treelite's JSON dump of a single-output model with numerical splits."""
         if dump["num_target"] != 1 or list(dump["num_class"]) != [1] or dump["postprocessor"] != "identity":
-            raise CkspaceError("the ranker must be one raw-score output (no classes, no transformation)")
+            raise CkspaceError("the model must be one raw-score output (no classes, no transformation)")
         if dump["average_tree_output"]:
-            raise CkspaceError("the ranker must sum its trees, not average them")
+            raise CkspaceError("the model must sum its trees, not average them")
         leaves, splits = [], []
         for t, tree in enumerate(dump["trees"]):
             tree_leaves, tree_splits = _tree(tree["nodes"], t)
@@ -114,7 +117,14 @@ class Forest:
         return live
 
     def word_bits(self) -> int:
-        """The narrowest unsigned C type's bits that hold every tree's leaves: smaller tables."""
+        """The narrowest unsigned C type's bits that hold every tree's leaves: smaller tables. A
+        forest with a tree wider than :data:`MAX_LEAVES` is refused here, not when it is read: only
+        the QuickScorer tables need its masks in a word (the compiled selector reads any forest)."""
+        for t, tree in enumerate(self.leaves):
+            if len(tree) > MAX_LEAVES:
+                raise CkspaceError(
+                    f"tree {t} has {len(tree)} leaves; the dispatcher's ranker takes at most {MAX_LEAVES}"
+                )
         most = max((len(tree) for tree in self.leaves), default=1)
         return next(bits for bits in (8, 16, 32, 64) if most <= bits)
 
@@ -134,8 +144,8 @@ class Stairs:
 
     @classmethod
     def of(cls, forest: Forest, row_features: set[int]) -> Stairs | None:
-        """The leading trees of ``forest`` that split on one of ``row_features`` alone, tabled; None
-        when fewer than two do (nothing to save)."""
+        """The leading trees of ``forest`` that split on one of ``row_features`` alone (and whose
+        leaves fit a mask word), tabled; None when fewer than two do (nothing to save)."""
         import numpy as np
 
         by_tree: dict[int, set[int]] = {}
@@ -146,27 +156,72 @@ class Stairs:
             return None
         feature = next(iter(first))
         trees = 0
-        while trees < len(forest.leaves) and by_tree.get(trees, set()) <= {feature}:
+        while (
+            trees < len(forest.leaves)
+            and by_tree.get(trees, set()) <= {feature}
+            and len(forest.leaves[trees]) <= MAX_LEAVES
+        ):
             trees += 1
         if trees < 2:
             return None
-        splits = [s for s in forest.splits if s.tree < trees]
-        thresholds = sorted({s.threshold for s in splits})
+        splits: dict[int, list[Split]] = {}
+        for split in forest.splits:
+            if split.tree < trees:
+                splits.setdefault(split.tree, []).append(split)
+        thresholds = sorted({s.threshold for run in splits.values() for s in run})
         # a value per interval: each threshold itself (x <= t holds for t at or above it), then above all
-        values = np.array([*thresholds, np.inf, np.nan])
-        live = np.empty((trees, values.size), dtype=np.uint64)
+        values = np.array([*thresholds, np.inf])
+        total = np.zeros(values.size + 1)  # and last, a NaN's sum
         for t in range(trees):
-            live[t] = (1 << len(forest.leaves[t])) - 1
-        for split in splits:
-            right = ~(values <= split.threshold)
-            right[-1] = not split.default_left  # the NaN takes the default branch
-            live[split.tree, right] &= np.uint64(split.mask)
-        total = np.zeros(values.size)
-        for t in range(trees):
-            lowest = live[t] & (~live[t] + np.uint64(1))  # the exit leaf: the lowest live bit
-            leaf = np.log2(lowest.astype(np.float64)).astype(np.int64)
-            total = total + np.asarray(forest.leaves[t])[leaf]  # one addition per tree, in order
+            # a tree's exit leaf depends only on where x falls among its own thresholds: found for
+            # one value per own interval (and NaN), then looked up by every interval of the run
+            run = splits.get(t, [])
+            own = np.array(sorted({s.threshold for s in run}))
+            probes = np.array([*own, np.inf, np.nan])
+            right = ~(probes[None, :] <= np.array([s.threshold for s in run])[:, None])  # per split and probe
+            right[:, -1] = [not s.default_left for s in run]  # the NaN takes the default branch
+            full = np.uint64((1 << len(forest.leaves[t])) - 1)
+            masks = np.array([s.mask for s in run], dtype=np.uint64)[:, None]
+            live = np.bitwise_and.reduce(np.where(right, masks, full), axis=0, initial=full)
+            lowest = live & (~live + np.uint64(1))  # the exit leaf: the lowest live bit
+            exits = np.log2(lowest.astype(np.float64)).astype(np.int64)
+            own_interval = np.append(np.searchsorted(own, values), own.size + 1)  # first own threshold >= x
+            total = total + np.asarray(forest.leaves[t])[exits[own_interval]]  # one addition per tree, in order
         return cls(feature, trees, tuple(thresholds), tuple(total[:-1].tolist()), float(total[-1]))
+
+
+NO_STAIRS = Stairs(feature=0, trees=0, thresholds=(), sums=(0.0,), nan_sum=0.0)
+"""No leading trees tabled: the sum of none, 0.0, for every value."""
+
+
+def stairs_c(prefix: str, stairs: Stairs) -> str:
+    """C of ``stairs``: its tables and
+
+        static double <prefix>_stairs(double x)
+
+    the sum of its trees' leaves (in tree order, from 0.0) for the value ``x`` of its feature, the
+    sum on x's interval found by binary search. Both compiled forms of a model start a row's score
+    from it: the dispatcher's ranker (:func:`forest_c`) and the TL2cgen C
+    (:func:`ckspace.select.compiled.model_sources`)."""
+    thresholds = ", ".join(c_double(v) for v in stairs.thresholds) or "0"
+    sums = ", ".join(c_double(v) for v in stairs.sums)
+    return f"""/* the first {stairs.trees} trees' sum on each interval of their one feature's thresholds */
+static const double {prefix}_STAIR_THRESHOLD[{max(len(stairs.thresholds), 1)}] = {{ {thresholds} }};
+static const double {prefix}_STAIR_SUM[{len(stairs.sums)}] = {{ {sums} }};
+
+/* The first {stairs.trees} trees' leaves summed in tree order from 0.0, for the value x of their one
+   feature: a NaN's sum (it takes each split's default branch), else the sum on x's interval, found
+   by binary search (the first threshold at or above x: x <= t goes left). */
+static double {prefix}_stairs(double x) {{
+  if (isnan(x)) return {c_double(stairs.nan_sum)};
+  int low = 0, high = {len(stairs.thresholds)};
+  while (low < high) {{
+    const int mid = (low + high) / 2;
+    if (x <= {prefix}_STAIR_THRESHOLD[mid]) high = mid; else low = mid + 1;
+  }}
+  return {prefix}_STAIR_SUM[low];
+}}
+"""
 
 
 def goes_left(split: Split, value: float) -> bool:
@@ -198,8 +253,6 @@ def _tree(nodes: list[dict], t: int) -> tuple[tuple[float, ...], list[Split]]:
         return range(left.start, right.stop)
 
     visit(0)
-    if len(leaves) > MAX_LEAVES:
-        raise CkspaceError(f"tree {t} has {len(leaves)} leaves; the dispatcher's ranker takes at most {MAX_LEAVES}")
     full = (1 << len(leaves)) - 1
     return tuple(leaves), [Split(s.feature, s.threshold, s.default_left, s.tree, s.mask & full) for s in splits]
 
@@ -215,10 +268,9 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
     if shared.stop > config.start or config.stop > forest.features:
         raise ValueError("the shared features come before the config features, both inside the row")
     interaction = {s.feature for s in forest.splits if s.feature not in shared and s.feature not in config}
-    stairs = Stairs.of(forest, interaction)
-    tabled = stairs.trees if stairs is not None else 0
+    stairs = Stairs.of(forest, interaction) or NO_STAIRS
     row_splits = sorted(
-        (s for s in forest.splits if s.tree >= tabled and s.feature not in shared and s.feature not in config),
+        (s for s in forest.splits if s.tree >= stairs.trees and s.feature not in shared and s.feature not in config),
         key=lambda s: (s.feature, s.threshold, s.tree),
     )
     shared_splits = sorted((s for s in forest.splits if s.feature in shared), key=lambda s: (s.threshold, s.tree))
@@ -240,10 +292,8 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
         "N_ROW_FEATURES": len(row_features),
         "BASE_SCORE": c_double(forest.base_score),
         "ROW_BLOCK": ROW_BLOCK,
-        "STAIR_TREES": tabled,
-        "STAIR_FEATURE": stairs.feature if stairs is not None else 0,
-        "N_STAIRS": len(stairs.thresholds) if stairs is not None else 0,
-        "STAIR_NAN_SUM": c_double(stairs.nan_sum if stairs is not None else 0.0),
+        "STAIR_TREES": stairs.trees,
+        "STAIR_FEATURE": stairs.feature,
     }
 
     def table(ctype: str, name: str, values: Sequence[str]) -> str:
@@ -262,9 +312,7 @@ def forest_c(prefix: str, forest: Forest, shared: range, config: range, config_r
         + table("int", "SPLIT_BEGIN", [str(b) for b in begin])
         + table("int", "ROW_FEATURES", [str(f) for f in row_features])
         + _split_tables(prefix, "", row_splits, bits)
-        + f"/* the first {tabled} trees' sum on each interval of their one feature's thresholds */\n"
-        + table("double", "STAIR_THRESHOLD", [c_double(v) for v in stairs.thresholds] if stairs else [])
-        + table("double", "STAIR_SUM", [c_double(v) for v in stairs.sums] if stairs else [c_double(0.0)])
+        + stairs_c(prefix, stairs)
         + "/* per config row, each tree's leaves its config features' splits leave live */\n"
         + f"static const {word} {prefix}_CONFIG_LIVE[{max(len(configs), 1)}][{len(forest.leaves)}] = {{\n"
         + "".join(f"  {{ {', '.join(_hex(w, bits) for w in live)} }},\n" for live in configs or [[0]])
@@ -305,18 +353,6 @@ static void PREFIX_apply(int f, double x, WORD* live) {
     return;
   }
   for (; s < end && !(x <= PREFIX_THRESHOLD[s]); ++s) live[PREFIX_TREE[s]] &= PREFIX_MASK[s];
-}
-
-/* The first STAIR_TREES trees' leaves summed in tree order from 0.0, for the value x of their one
-   feature: the sum on x's interval, found by binary search (the first threshold at or above x). */
-static double PREFIX_stairs(double x) {
-  if (isnan(x)) return STAIR_NAN_SUM;
-  int low = 0, high = N_STAIRS;
-  while (low < high) {
-    const int mid = (low + high) / 2;
-    if (x <= PREFIX_STAIR_THRESHOLD[mid]) high = mid; else low = mid + 1;
-  }
-  return PREFIX_STAIR_SUM[low];
 }
 
 /* Raw scores of n rows of N_FEATURES features (row-major) that share their problem features and
