@@ -111,6 +111,11 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
             "ckspace learn --arch gfx950 --variant forward --dtype bf16 --problems mi355x-forward-bf16 "
             "--replay mi355x-forward-bf16 --budget-kernels 12 --budget-pairs 700 --out learnt",
         ),
+        (
+            "the same on a GPU: build an emitted tree (whole, once) and time the pairs the loop asks, verified",
+            "ckspace learn --arch gfx942 --variant forward --dtype bf16 --problems YOUR.csv --tree kernels "
+            "--budget-kernels 12 --budget-pairs 600 --out learnt",
+        ),
     ),
     "select": (
         (

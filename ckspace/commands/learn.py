@@ -10,8 +10,10 @@ takes it) and holds the loop's record beside the model files: ``measurements.csv
 every pair asked) and ``round.json`` (the round being measured). Running the same command again
 resumes: no pair is asked twice, and the same seed ends with the same model.
 
-The only measurer is ``--replay``: answers from a recorded measurement CSV. Measuring on a GPU runs
-through ``ckspace build`` and ``ckspace bench``, whose results ``ckspace train`` reads.
+Two measurers: ``--replay CSV`` answers from a recorded measurement CSV; ``--tree DIR`` builds a
+tree emitted ``--with-selector`` with ``ckspace build``'s machinery (the whole tree, once) and
+times the pairs with ``ckspace bench``'s sweep, verified (:mod:`ckspace.run.bench_measurer`;
+``--backend host`` times a stand-in library on the CPU, as ``ckspace bench --backend host`` does).
 """
 
 from __future__ import annotations
@@ -24,14 +26,16 @@ from typing import TextIO
 
 from ckspace.commands.common import add_format_argument, data_set_help, write_report
 from ckspace.commands.train import bound_openmp, parse_threads
-from ckspace.core.errors import InvalidInputError
+from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.workloads.datasets import DATASETS, Kind, argument_text, data_file
 
 NAME = "learn"
 HELP = (
     "learn a cell's selection model by building few kernels and timing many problems, round by round "
-    "(replayed from a recording: real GPU measurement runs through build + bench)"
+    "(replayed from a recording, or built and benched from an emitted tree)"
 )
+MEASURER_OPTIONS = ("backend", "executor", "address", "devices")
+"""The options of the ``--tree`` measurer, refused with ``--replay``."""
 FORMATS = ("text", "json")
 
 
@@ -49,14 +53,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--replay",
-        required=True,
         metavar="CSV",
         help="measure by replaying this recording (ckspace bench's or tile-engine's CSV, "
         + data_set_help(Kind.MEASUREMENTS)
         + "); a pair it lacks is not measured, never invented, and builds and pairs cost what "
-        "the replay measurer states. This is the only measurer: real GPU measurement runs through "
-        "ckspace build + ckspace bench",
+        "the replay measurer states. Give --replay or --tree",
     )
+    parser.add_argument(
+        "--tree",
+        metavar="DIR",
+        help="measure for real: build this tree (written by ckspace emit --with-selector; built whole, "
+        "once, as ckspace build does) and time the pairs as ckspace bench does, verified; a kernel "
+        "that fails to build, a wrong result, a crash or a timeout is a pair not measured",
+    )
+    parser.add_argument(
+        "--backend",
+        help="with --tree: hip (the default: AMD GPUs) or host (the tree's stand-in library computing "
+        "on host memory, as ckspace bench --backend host)",
+    )
+    parser.add_argument(
+        "--executor", help="with --tree: what runs the compiles and the timed batches, local (the default) or ray"
+    )
+    parser.add_argument("--address", metavar="ADDR", help="with --executor ray: the cluster (as ckspace build's)")
+    parser.add_argument("--devices", metavar="0,1,...", help="with --tree: the devices to time on (default: all)")
     parser.add_argument("--budget-kernels", required=True, metavar="K", help="the most kernels to build, 1 or more")
     parser.add_argument("--budget-pairs", required=True, metavar="P", help="the most pairs to time, 1 or more")
     parser.add_argument(
@@ -142,6 +161,7 @@ def _learn_directory(value: str) -> Path:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.vocab import Dtype, Variant, parse_arch
     from ckspace.planning.workload import read_workload
+    from ckspace.run.bench_measurer import BenchMeasurer
     from ckspace.run.results import ResultsFile
     from ckspace.training.learning import RECORD_FILE, Budget, learn
     from ckspace.training.measurer import ReplayMeasurer
@@ -154,10 +174,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
     seed, threads = _seed(args.seed), parse_threads(args.threads)
     problems_path = _problems_file(args.problems)
-    replay_path = data_file(args.replay, Kind.MEASUREMENTS)
+    _check_measurer(args)
+    replay_path = data_file(args.replay, Kind.MEASUREMENTS) if args.replay is not None else None
     directory = _learn_directory(args.out)
     bound_openmp(threads)
-    measurer = ReplayMeasurer.load(replay_path, arch, variant.value, dtype.value)
+    if replay_path is not None:
+        measurer = ReplayMeasurer.load(replay_path, arch, variant.value, dtype.value)
+        label = argument_text(replay_path)
+    else:
+        measurer = _bench_measurer(args, arch, variant.value, dtype.value)
+        label = f"bench --backend {measurer.options.backend} of {args.tree}"
     workload = read_workload(problems_path, variant)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RECORD_FILE
@@ -170,19 +196,86 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
         report = learn(
-            measurer, record, workload.problems, workload.weights, budget, directory, seed, None, threads, command
+            measurer,
+            measurer.record(record) if isinstance(measurer, BenchMeasurer) else record,
+            workload.problems,
+            workload.weights,
+            budget,
+            directory,
+            seed,
+            None,
+            threads,
+            command,
         )
     finally:
         record.close()
-    write_report(out, args.format, report, lambda r: _text(r, argument_text(replay_path)))
+    built = _built(measurer) if isinstance(measurer, BenchMeasurer) else ""
+    write_report(out, args.format, report, lambda r: _text(r, label) + built)
     return 0
 
 
-def _text(report, replay: str) -> str:
+def _check_measurer(args: argparse.Namespace) -> None:
+    """One measurer: ``--replay`` or ``--tree``, the latter's options only with it, each in one line."""
+    from ckspace.compiling.executor import EXECUTORS
+    from ckspace.run.device import BACKENDS
+
+    if (args.replay is None) == (args.tree is None):
+        raise InvalidInputError(
+            "give one measurer: --replay CSV (a recording) or --tree DIR (build and bench an emitted tree)"
+        )
+    if args.replay is not None:
+        given = [f"--{name}" for name in MEASURER_OPTIONS if getattr(args, name) is not None]
+        if given:
+            raise InvalidInputError(f"{given[0]} is an option of --tree, not of --replay")
+        return
+    if args.backend is not None and args.backend not in BACKENDS:
+        raise InvalidChoiceError("--backend", args.backend, BACKENDS)
+    if args.executor is not None and args.executor not in EXECUTORS:
+        raise InvalidChoiceError("--executor", args.executor, EXECUTORS)
+    if args.address is not None and args.executor != "ray":
+        raise InvalidInputError("--address is for --executor ray")
+
+
+def _bench_measurer(args: argparse.Namespace, arch: str, variant: str, dtype: str):
+    """The ``--tree`` measurer, its devices as ``ckspace bench`` takes them (on this machine's GPUs,
+    each checked to exist), bench's defaults otherwise (verification on)."""
+    from ckspace.commands.bench import _devices, _local_gpus
+    from ckspace.run.bench_measurer import BenchMeasurer
+    from ckspace.run.sweep import SweepOptions
+
+    args.backend = args.backend or "hip"
+    args.executor = args.executor or "local"
+    devices = _local_gpus(args, _devices(args.devices, args.backend))
+    if devices == []:  # before the tree's build, which would be minutes spent for nothing
+        raise InvalidInputError(
+            "--backend hip: this machine has no AMD GPU to time on (--backend host times a tree's stand-in library)"
+        )
+    return BenchMeasurer(
+        Path(args.tree),
+        arch,
+        variant,
+        dtype,
+        SweepOptions(backend=args.backend),
+        executor=args.executor,
+        address=args.address,
+        devices=devices or [0],
+    )
+
+
+def _built(measurer) -> str:
+    """What building the tree cost (the ``--tree`` measurer builds it whole, not per kernel)."""
+    seconds = measurer.tree_seconds
+    if seconds is None:  # the loop built nothing
+        return ""
+    failed = f", {len(measurer.failed)} of them failed" if measurer.failed else ""
+    return f"{measurer.tree} built whole in {seconds:.1f} s ({len(measurer.kernels())} kernels of the cell{failed})\n"
+
+
+def _text(report, measurer: str) -> str:
     regret = report.estimated_mean_regret
     estimated = "none" if regret is None else f"{100.0 * regret:.2f} %"
     return (
-        f"{report.rounds} rounds on {replay}, stopped by {report.stopped_by}: {report.kernels_built} kernels "
+        f"{report.rounds} rounds on {measurer}, stopped by {report.stopped_by}: {report.kernels_built} kernels "
         f"built, {report.pairs_timed} pairs timed ({report.pairs_not_measured} not measured), "
         f"{report.measurement_seconds:.0f} s of builds and timing\n"
         f"estimated mean regret of the picks ({report.estimate_source}): {estimated}\n"

@@ -7,9 +7,9 @@ set-up. The loop (:mod:`ckspace.training.learning`) trades them off, so a measur
 
 :class:`ReplayMeasurer` answers from a recorded measurement CSV (either schema
 :mod:`ckspace.training.dataset` reads) instead of a GPU: the honest stand-in where there is none. A
-pair the recording lacks is *not measured* (``None``), never invented. A measurer that builds
-through ``ckspace build`` and times through ``ckspace bench``'s supervisor would sit beside it, above
-``run/`` (this layer cannot import it).
+pair the recording lacks is *not measured* (``None``), never invented. The measurer that builds
+through ``ckspace build`` and times through ``ckspace bench``'s sweep is
+:class:`ckspace.run.bench_measurer.BenchMeasurer`, in ``run/`` (this layer cannot import it).
 """
 
 from __future__ import annotations
