@@ -206,8 +206,8 @@ def test_issue_38_the_prior_trees_pick_as_the_analytical_model(recorded_features
 
 @pytest.mark.slow
 def test_issue_38_thin_data_leave_the_analytical_model(recorded_features, tmp_path: Path) -> None:
-    """48 pairs (round 1's size): the out-of-fold comparison keeps no correction, and the model's
-    picks on every recorded problem are the prior's; its card says so and loads in select."""
+    """48 pairs (round 1's size), far below MIN_CORRECTION_PAIRS: no correction, and the model's picks
+    on every recorded problem are the prior's; its card says so and loads in select."""
     data, per_problem = recorded_features
     rng = np.random.default_rng(0)
     thin = np.full(data.tflops.shape, np.nan)
@@ -230,12 +230,36 @@ def test_issue_38_thin_data_leave_the_analytical_model(recorded_features, tmp_pa
     assert selector.select(PROBLEM, data.configs, pool=data.configs).pick in {c.name for c in data.configs}
 
 
-def test_issue_38_corrections_are_kept_only_when_they_beat_the_prior_out_of_fold() -> None:
-    """The choice rule alone: a gain smaller than its standard error is no gain."""
-    assert anchored.worth_it(np.array([0.02, 0.01, 0.03, 0.02]))
-    assert not anchored.worth_it(np.array([0.05, -0.04, 0.03, -0.03]))
-    assert not anchored.worth_it(np.zeros(5))
-    assert not anchored.worth_it(np.array([0.01]))
+@pytest.mark.slow
+def test_enough_measured_pairs_get_the_rankers_corrections(recorded_features, tmp_path: Path) -> None:
+    """From MIN_CORRECTION_PAIRS measured pairs on, the ranker is the steep prior (the analytical
+    order: its prior trees pick as the regressor's prior does) with RANKER_ROUNDS lambdarank rounds
+    learnt on the measured pairs; one pair fewer and it is the prior alone. The card says which."""
+    data, per_problem = recorded_features
+    rng = np.random.default_rng(1)
+    measured = np.argwhere(~np.isnan(data.tflops))
+    chosen = measured[rng.choice(len(measured), anchored.MIN_CORRECTION_PAIRS, replace=False)]
+    tflops = np.full(data.tflops.shape, np.nan)
+    tflops[chosen[:, 0], chosen[:, 1]] = data.tflops[chosen[:, 0], chosen[:, 1]]
+    enough = dataclasses.replace(data, tflops=tflops)
+    card, choice = anchored.train_anchored(enough, enough, per_problem, tmp_path / "enough", 0)
+    assert (choice.ranker_rounds, choice.measured_pairs) == (anchored.RANKER_ROUNDS, anchored.MIN_CORRECTION_PAIRS)
+    assert card.objective == "lambdarank" and f"{anchored.RANKER_ROUNDS} lambdarank" in card.objective_choice
+    ranker = lightgbm.Booster(model_file=str(tmp_path / "enough" / "ranker.txt"))
+    regressor = lightgbm.Booster(model_file=str(tmp_path / "enough" / "tflops.txt"))
+    assert ranker.num_trees() == anchored.PRIOR_ROUNDS + anchored.RANKER_ROUNDS
+    rows = np.vstack(per_problem)
+    steep = ranker.predict(rows, num_iteration=anchored.PRIOR_ROUNDS).reshape(data.tflops.shape)
+    flat = regressor.predict(rows, num_iteration=anchored.PRIOR_ROUNDS).reshape(data.tflops.shape)
+    assert np.array_equal(np.argmax(steep, axis=1), np.argmax(flat, axis=1))
+    assert np.ptp(steep) == pytest.approx(anchored.RANKER_PRIOR_SCALE * np.ptp(flat), rel=1e-3)
+    corrected = ranker.predict(rows).reshape(data.tflops.shape)
+    assert not np.array_equal(np.argmax(corrected, axis=1), np.argmax(steep, axis=1))  # the corrections move picks
+    tflops[tuple(chosen[0])] = np.nan
+    fewer = dataclasses.replace(data, tflops=tflops)
+    card, choice = anchored.train_anchored(fewer, fewer, per_problem, tmp_path / "fewer", 0)
+    assert choice.ranker_rounds == 0 and "analytical model alone" in card.objective_choice
+    assert lightgbm.Booster(model_file=str(tmp_path / "fewer" / "ranker.txt")).num_trees() == anchored.PRIOR_ROUNDS
 
 
 @pytest.mark.slow
@@ -286,12 +310,6 @@ def test_the_rankers_corrections_learn_only_measured_pairs() -> None:
     assert rows.features.tolist() == [[0.0, 1.0], [4.0, 5.0], [20.0, 21.0], [22.0, 23.0], [24.0, 25.0]]
     assert rows.weight.tolist() == [1.0] * 5
     assert anchored.measured_rows(np.array([1]), features, tflops) is None
-
-
-def test_the_rankers_prior_scales_keep_the_analytical_order() -> None:
-    """Every scale the out-of-fold choice weighs is positive (a steeper prior, the same order), and 1
-    (the regressor's prior itself) is among them."""
-    assert 1.0 in anchored.RANKER_PRIOR_SCALES and all(s > 0 for s in anchored.RANKER_PRIOR_SCALES)
 
 
 def test_rounds_measure_the_unsure_problems_contenders() -> None:

@@ -1,7 +1,7 @@
 """The learning loop's parts on small inputs made by hand, for the fast tier (the loop itself, which
 runs them on a recording, is tests/test_learning.py's and slow): how acquisition moves estimates,
-reads a spread and values pairs (:mod:`ckspace.training.acquisition`), and when the anchored model
-keeps its corrections (:mod:`ckspace.training.anchored`)."""
+reads a spread and values pairs (:mod:`ckspace.training.acquisition`), and how many corrections the
+anchored model takes (:mod:`ckspace.training.anchored`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
+from ckspace.training import anchored
 from ckspace.training.acquisition import SIGMA_FLOOR, centred_sigma, lookahead, shifted
-from ckspace.training.anchored import worth_it
 
 NAN = math.nan
 
@@ -54,8 +54,28 @@ def test_timing_is_worth_it_where_the_pick_is_uncertain_only() -> None:
     assert np.array_equal(again[0], regret) and np.array_equal(again[1], value)  # seeded
 
 
-def test_corrections_need_gains_beyond_their_standard_error() -> None:
-    assert worth_it(np.array([0.02, 0.03, 0.025]))
-    assert not worth_it(np.array([0.05, -0.04, 0.0]))  # a mean within the noise of the gains
-    assert not worth_it(np.array([0.5]))  # one problem is no evidence
-    assert not worth_it(np.array([0.0, 0.0]))
+def test_the_ranker_is_corrected_from_enough_pairs_and_the_regressor_by_its_least_error(monkeypatch) -> None:
+    """choose: the ranker's RANKER_ROUNDS from MIN_CORRECTION_PAIRS measured pairs on (none below);
+    the regressor's rounds the fewest of least out-of-fold error; none without errors to compare."""
+    errors = {0: 9.0, 25: 7.5, 75: 7.5, 200: 8.0}
+    monkeypatch.setattr(anchored, "regressor_errors", lambda *args: (5, errors))
+    shape = (40, 30)
+
+    def record(pairs: int):
+        tflops = np.full(shape, NAN)
+        tflops.flat[:pairs] = 1.0
+        return type("Record", (), {"tflops": tflops})()
+
+    at = anchored.choose(record(anchored.MIN_CORRECTION_PAIRS), [], np.zeros(shape), None, 0, 1)
+    assert (at.ranker_rounds, at.regressor_rounds, at.measured_pairs) == (
+        anchored.RANKER_ROUNDS,
+        25,
+        anchored.MIN_CORRECTION_PAIRS,
+    )
+    assert at.ranker_objective == "lambdarank" and "7.5 %" in at.text()
+    below = anchored.choose(record(anchored.MIN_CORRECTION_PAIRS - 1), [], np.zeros(shape), None, 0, 1)
+    assert below.ranker_rounds == 0 and below.ranker_objective == "regression"
+    assert "analytical model alone" in below.text()
+    monkeypatch.setattr(anchored, "regressor_errors", lambda *args: (1, {}))
+    none = anchored.choose(record(anchored.MIN_CORRECTION_PAIRS), [], np.zeros(shape), None, 0, 1)
+    assert none.regressor_rounds == 0 and "too few measured shapes" in none.text()
