@@ -19,7 +19,7 @@ from conftest import c_compiler
 
 from ckspace.features.matrix import ANALYTICAL_FEATURE, CONFIG_FEATURES, FEATURE_NAMES, PROBLEM_FEATURES
 from ckspace.select.compiled import _tl2cgen_sources, _with_batch, compile_library, model_sources
-from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left
+from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left, readable_gains
 from ckspace.select.store import RANKER_FILE, load_model, model_texts, shipped_model_dir
 
 SHARED = range(len(PROBLEM_FEATURES))
@@ -205,3 +205,20 @@ def test_the_compiled_selector_tables_a_leading_staircase_and_gives_tl2cgen_the_
         batch(rows.ctypes.data, len(rows), forest.features, out.ctypes.data)
     assert expected.tobytes() == got.tobytes()
     assert np.array_equal(got, lgb.Booster(model_str=text).predict(rows))
+
+
+def test_a_subnormal_split_gain_is_read_as_zero_and_changes_no_score(ranker_text: str) -> None:
+    """LightGBM writes a split of no gain as a float32 subnormal, which Treelite's loader refuses for
+    the whole model: the forest and the compiled sources read it as 0, every threshold and leaf as
+    written, so the scores are the unchanged model's."""
+    lines = ranker_text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("split_gain="))
+    gains = lines[at][len("split_gain=") :].split()
+    lines[at] = "split_gain=" + " ".join(["5.87747e-39", *gains[1:]]) + "\n"
+    subnormal = "".join(lines)
+    readable = readable_gains(subnormal).splitlines(keepends=True)
+    assert readable[at] == "split_gain=" + " ".join(["0", *gains[1:]]) + "\n"
+    assert readable[:at] + readable[at + 1 :] == lines[:at] + lines[at + 1 :]
+    assert readable_gains(ranker_text) == ranker_text
+    assert Forest.from_model_text(subnormal) == Forest.from_model_text(ranker_text)
+    assert model_sources(subnormal, "p", len(FEATURE_NAMES)) == model_sources(ranker_text, "p", len(FEATURE_NAMES))

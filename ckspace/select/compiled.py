@@ -71,7 +71,7 @@ from ckspace.environment.trees import TEMPORARY, discard, listed, remove_leftove
 from ckspace.features.c_source import c_double, features_c
 from ckspace.features.formula import Formula
 from ckspace.features.matrix import ConfigTable
-from ckspace.select.forest import Forest, Stairs, stairs_c
+from ckspace.select.forest import Forest, Stairs, stairs_c, treelite_model
 
 log = logging.getLogger(__name__)
 
@@ -156,19 +156,16 @@ def _trees_from(model_text: str, first: int) -> str:
 def _tl2cgen_sources(model_text: str, prefix: str) -> dict[str, str]:
     """TL2cgen's ``{prefix}/main.c`` and ``{prefix}/header.h`` of a model, its entry a struct."""
     import tl2cgen
-    import treelite
 
+    model = treelite_model(model_text)
     with tempfile.TemporaryDirectory(prefix="ckspace-tl2cgen-") as tmp:
-        path = Path(tmp) / "model.txt"
-        path.write_text(model_text)
         out = Path(tmp) / "c"
         try:  # the text was checked by ckspace.select.store; a refusal left is still one line
-            model = treelite.frontend.load_lightgbm_model(str(path))
             with _quiet_tl2cgen():
                 tl2cgen.generate_c_code(model, dirpath=str(out), params={"parallel_comp": 0})
-        except (treelite.TreeliteError, tl2cgen.TL2cgenError) as exc:
+        except tl2cgen.TL2cgenError as exc:
             first = (str(exc).strip().splitlines() or [""])[-1]
-            raise CkspaceError(f"{prefix}: Treelite/TL2cgen refuse the model: {first}") from None
+            raise CkspaceError(f"{prefix}: TL2cgen refuses the model: {first}") from None
         return {f"{prefix}/{name}": _separate_missing((out / name).read_text()) for name in ("main.c", "header.h")}
 
 

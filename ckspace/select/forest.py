@@ -51,6 +51,10 @@ from ckspace.features.c_source import c_double
 MAX_LEAVES = 64
 """Leaves per tree a mask word holds; ckspace's boosters grow 15 (``num_leaves``), the anchored
 models' prior trees 63."""
+FLOAT32_TINY = 1.1754943508222875e-38
+"""The smallest normal float32: Treelite reads split gains into float32 and refuses a subnormal one."""
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32."""
 ROW_BLOCK = 8
 """Rows scored together: their live words stay in the stack, and their leaf sums run interleaved
 (each row's sum is one chain of additions in tree order)."""
@@ -81,16 +85,7 @@ class Forest:
     def from_model_text(cls, model_text: str) -> Forest:
         """The forest of a LightGBM model file's text (checked by :mod:`ckspace.select.store`), read
         by Treelite as TL2cgen reads it."""
-        import treelite
-
-        with tempfile.TemporaryDirectory(prefix="ckspace-forest-") as tmp:
-            path = Path(tmp) / "model.txt"
-            path.write_text(model_text)
-            try:
-                model = treelite.frontend.load_lightgbm_model(str(path))
-            except treelite.TreeliteError as exc:
-                first = (str(exc).strip().splitlines() or [""])[-1]
-                raise CkspaceError(f"Treelite refuses the model: {first}") from None
+        model = treelite_model(model_text)
         return cls.from_treelite_json(json.loads(model.dump_as_json(pretty_print=False)))
 
     @classmethod
@@ -222,6 +217,42 @@ static double {prefix}_stairs(double x) {{
   return {prefix}_STAIR_SUM[low];
 }}
 """
+
+
+def treelite_model(model_text: str):
+    """Treelite's model of a LightGBM model file's text (checked by :mod:`ckspace.select.store`:
+    Treelite's parser trusts its input), as TL2cgen and :class:`Forest` read it. Treelite 4 reads a
+    split's gain into a float32 and refuses the whole model when one does not fit ("Range error
+    while converting string to double"), and LightGBM writes a split of no gain as a float32
+    subnormal (``split_gain=5.87747e-39``); a gain takes no part in a prediction, so such a gain is
+    read as 0 (:func:`readable_gains`)."""
+    import treelite
+
+    with tempfile.TemporaryDirectory(prefix="ckspace-treelite-") as tmp:
+        path = Path(tmp) / "model.txt"
+        path.write_text(readable_gains(model_text))
+        try:
+            return treelite.frontend.load_lightgbm_model(str(path))
+        except treelite.TreeliteError as exc:
+            first = (str(exc).strip().splitlines() or [""])[-1]
+            raise CkspaceError(f"Treelite refuses the model: {first}") from None
+
+
+def readable_gains(model_text: str) -> str:
+    """``model_text`` with every split gain a float32 cannot hold (subnormal, or beyond its largest)
+    written 0 (see :func:`treelite_model`); every other line, thresholds and leaves included, as it
+    was."""
+
+    def gain(token: str) -> str:
+        size = abs(float(token))
+        return "0" if 0.0 < size < FLOAT32_TINY or FLOAT32_MAX < size < math.inf else token
+
+    return "".join(
+        "split_gain=" + " ".join(gain(token) for token in line[len("split_gain=") :].split()) + "\n"
+        if line.startswith("split_gain=")
+        else line
+        for line in model_text.splitlines(keepends=True)
+    )
 
 
 def goes_left(split: Split, value: float) -> bool:
