@@ -34,6 +34,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ckspace.compiling.builder import build, build_host, stderr_is_terminal
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
@@ -43,7 +45,7 @@ from ckspace.environment.inputs import read_json_model
 from ckspace.environment.progress import NOTICE
 from ckspace.run.sweep import SweepOptions, run_sweep
 from ckspace.training.learning import Record
-from ckspace.training.measurer import REPLAY_PAIR_SECONDS, Measurer, Pair
+from ckspace.training.measurer import REPLAY_PAIR_SECONDS, Measurer, Pair, supported_pairs
 from ckspace.workloads.measurement import EXTRA_PROBLEM_COLUMNS, PROBLEM_COLUMNS, problem_cells
 from ckspace.workloads.problem import ConvProblem
 
@@ -115,6 +117,11 @@ class BenchMeasurer(Measurer):
 
     def kernels(self) -> tuple[GemmConfig, ...]:
         return tuple(self._configs.values())
+
+    def runs(self, problems: Sequence[ConvProblem]) -> np.ndarray:
+        """The pairs whose kernel passes CK's support checks for the problem: the checks the tree's
+        dispatcher makes before it runs a pair, so the loop asks none it would refuse."""
+        return supported_pairs(problems, self.kernels())
 
     def build(self, kernels: Sequence[GemmConfig]) -> float:
         """Build the whole tree at the first call (every kernel of it, whichever were asked for);

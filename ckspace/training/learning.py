@@ -134,19 +134,34 @@ class Record(Protocol):
 
 @dataclass
 class State:
-    """Every pair asked so far: ``values`` TFLOPS (NaN: not measured), ``tried`` asked at all."""
+    """Every pair asked so far: ``values`` TFLOPS (NaN: not measured), ``tried`` asked at all;
+    ``runs`` the pairs that can run at all (:meth:`~ckspace.training.measurer.Measurer.runs`):
+    the others are never asked."""
 
     problems: tuple[ConvProblem, ...]
     weights: np.ndarray
     configs: tuple[GemmConfig, ...]
     values: np.ndarray
     tried: np.ndarray
+    runs: np.ndarray
     built: list[int] = field(default_factory=list)
 
     @classmethod
-    def empty(cls, problems: tuple[ConvProblem, ...], weights: np.ndarray, configs: tuple[GemmConfig, ...]) -> State:
+    def empty(
+        cls,
+        problems: tuple[ConvProblem, ...],
+        weights: np.ndarray,
+        configs: tuple[GemmConfig, ...],
+        runs: np.ndarray | None = None,
+    ) -> State:
         shape = (len(problems), len(configs))
-        return cls(problems, weights, configs, np.full(shape, np.nan), np.zeros(shape, dtype=bool))
+        runs = np.ones(shape, dtype=bool) if runs is None else runs
+        return cls(problems, weights, configs, np.full(shape, np.nan), np.zeros(shape, dtype=bool), runs)
+
+    @property
+    def askable(self) -> np.ndarray:
+        """The pairs not asked yet that can run."""
+        return ~self.tried & self.runs
 
     def note(self, p: int, k: int, tflops: float | None) -> None:
         if k not in self.built:
@@ -200,8 +215,8 @@ def read_record(path: Path, state: State) -> None:
 
 
 def initial_plan(log2_model: np.ndarray, state: State, settings: LearnSettings) -> list[tuple[int, int]]:
-    """Round 1 (see the module doc): each chosen kernel on each chosen problem."""
-    top3 = np.argsort(-log2_model, axis=1, kind="stable")[:, :3]
+    """Round 1 (see the module doc): each chosen kernel on each chosen problem it can run."""
+    top3 = np.argsort(-np.where(state.runs, log2_model, -np.inf), axis=1, kind="stable")[:, :3]
     covered = np.zeros(len(state.problems), dtype=bool)
     kernels: list[int] = []
     for _ in range(min(settings.initial_kernels, len(state.configs))):
@@ -215,7 +230,7 @@ def initial_plan(log2_model: np.ndarray, state: State, settings: LearnSettings) 
     by_flops = np.argsort([p.flops for p in state.problems], kind="stable")
     spread = np.linspace(0, len(by_flops) - 1, min(settings.initial_problems, len(by_flops)))
     problems = list(dict.fromkeys(by_flops[np.round(spread).astype(int)].tolist()))
-    return [(p, k) for k in kernels for p in problems]
+    return [(p, k) for k in kernels for p in problems if state.runs[p, k]]
 
 
 @dataclass
@@ -274,6 +289,7 @@ class Loop:
         failed = s.tried & np.isnan(s.values)
         lost = (failed.sum(axis=1) >= LOST_AFTER) & ~(s.tried & ~failed).any(axis=1)
         failed[lost] = True
+        failed |= ~s.runs  # neither picked nor timed, and no sign that a problem cannot run
         rng = np.random.default_rng([self.seed, s.pairs])
         regret, value = lookahead(mu, sigma, s.values, failed, rng, self.settings.samples)
         weights = np.where(lost, 0.0, s.weights)
@@ -298,11 +314,11 @@ class Loop:
                 allowed[:] = True
             regret = estimate.regret * estimate.weights
             pairs = contender_pairs(
-                estimate.mu, regret, ~s.tried, allowed, self.settings.round_pairs, self.settings.contenders
+                estimate.mu, regret, s.askable, allowed, self.settings.round_pairs, self.settings.contenders
             )
         else:
             new = min(self.settings.round_kernels, max(0, self.budget.kernels - len(s.built)))
-            pairs = choose_pairs(estimate.value, s.built, ~s.tried, new, self.settings.round_pairs, self.costs)
+            pairs = choose_pairs(estimate.value, s.built, s.askable, new, self.settings.round_pairs, self.costs)
         return RoundPlan(round=number, pairs=[(p, s.configs[k].name) for p, k in pairs])
 
     def execute(self, plan: RoundPlan) -> None:
@@ -376,7 +392,7 @@ class Loop:
         s, b = self.state, self.budget
         if s.pairs >= b.pairs:
             return "pairs budget"
-        if len(s.built) >= b.kernels and s.tried[:, s.built].all():
+        if len(s.built) >= b.kernels and not s.askable[:, s.built].any():
             return "kernels budget"
         if estimate is not None and b.target_regret is not None and estimate.mean_regret() < b.target_regret:
             return "target regret"
@@ -408,7 +424,7 @@ def learn(
     """Run the loop (see the module doc) with ``record`` (its existing rows resume it), then train
     the model into ``out``, which holds the record and the round file as well."""
     configs = measurer.kernels()
-    state = State.empty(problems, weights, configs)
+    state = State.empty(problems, weights, configs, measurer.runs(problems))
     read_record(record.path, state)
     if state.built:  # a resumed run's measurer has built nothing yet (a GPU one finds them cached)
         measurer.build([configs[k] for k in state.built])

@@ -24,6 +24,8 @@ import numpy as np
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError
 from ckspace.core.kernel_key import KernelKey
+from ckspace.select.candidates import CandidateSet, Rows
+from ckspace.select.feasibility import feasible
 from ckspace.training.dataset import Measurements, load_measurements
 from ckspace.workloads.problem import ConvProblem
 
@@ -64,6 +66,13 @@ class Measurer(ABC):
     def measure(self, pairs: Sequence[Pair]) -> list[float | None]:
         """TFLOPS of each pair on its built kernel, ``None`` where the pair has no measurement."""
 
+    def runs(self, problems: Sequence[ConvProblem]) -> np.ndarray | None:
+        """Which (problem, kernel) pairs of :meth:`kernels` can run at all, known before anything is
+        built (problems x kernels); None when the measurer cannot tell, and every pair may run. The
+        loop never asks a pair that cannot run: on a GPU it would be a pair of the budget spent on
+        a refusal."""
+        return None
+
 
 class ReplayMeasurer(Measurer):
     """Answers from a recording; builds cost :data:`REPLAY_BUILD_SECONDS` each."""
@@ -98,6 +107,18 @@ class ReplayMeasurer(Measurer):
                 raise CkspaceError(f"{config.name} is timed before it was built")
             out.append(self._values.get((problem, key)))
         return out
+
+
+def supported_pairs(problems: Sequence[ConvProblem], configs: Sequence[GemmConfig]) -> np.ndarray:
+    """The pairs whose kernel, as it is (no vector fallback: the loop times the kernel it names),
+    passes every check CK's ``IsSupportedArgument`` makes for the problem
+    (:func:`ckspace.select.feasibility.feasible`, the checks the generated dispatcher's
+    ``ckspace_is_supported`` makes): problems x kernels."""
+    candidates = CandidateSet(
+        tuple(c.name for c in configs), Rows.build(list(configs)), np.asarray([c.ndim for c in configs])
+    )
+    cell = configs[0]
+    return np.vstack([feasible(p, candidates, cell.variant, cell.dtype) for p in problems])
 
 
 def _recorded(data: Measurements) -> dict[tuple[ConvProblem, KernelKey], float]:
