@@ -21,13 +21,17 @@ from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
+from ckspace.planning.workload import read_workload
+from ckspace.run.results import ResultsFile
+from ckspace.select.candidates import CandidateSet, Rows
+from ckspace.select.feasibility import feasible
 from ckspace.select.selector import Selector
 from ckspace.training import anchored
 from ckspace.training.boosters import problem_features
 from ckspace.training.calibration import fit_level
 from ckspace.training.dataset import load_measurements
-from ckspace.training.learning import RECORD_FILE, ROUND_FILE, Budget, LearnSettings
-from ckspace.training.measurer import REPLAY_BUILD_SECONDS, ReplayMeasurer
+from ckspace.training.learning import RECORD_FILE, ROUND_FILE, Budget, LearnSettings, Loop, State
+from ckspace.training.measurer import REPLAY_BUILD_SECONDS, ReplayMeasurer, supported_pairs
 from ckspace.workloads.problem import ConvProblem
 
 CELL = ["--arch", "gfx950", "--variant", "forward", "--dtype", "bf16"]
@@ -127,16 +131,18 @@ def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, f
 
 @pytest.mark.slow
 def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
-    """Held-out shapes (fold 0 of the grouped split, seed 0), 20 % of the training problems' pairs,
+    """Held-out shapes (fold 0 of the grouped split, seed 0), 10 % of the training problems' pairs,
     on fewer kernels than random sampling touches: the loop's picks beat ``ckspace train``'s model
-    on as many random pairs in mean and P10, and are within 0.3 point of the analytical model's mean
-    (the other budgets and seeds: ``python bench/learning_study.py``)."""
-    result = compare(0, 0.2, 30, tmp_path)
+    on as many random pairs, and the analytical model alone, in mean and P10 (97.67 / 92.46 against
+    94.16 / 85.98 and 97.39 / 91.64 when written; the other budgets and seeds:
+    ``python bench/learning_study.py``)."""
+    result = compare(0, 0.1, 30, tmp_path)
     loop, rand = result["loop"], result["random"]
     print(f"loop mean {loop.mean:.2f} P10 {loop.p10:.2f}; random mean {rand.mean:.2f} P10 {rand.p10:.2f}")
     assert loop.problems == rand.problems == len(split(recording(), 0)[1])
     assert loop.mean >= rand.mean and loop.p10 >= rand.p10
-    assert loop.mean >= references(0, tmp_path)["analytical"].mean - 0.3
+    analytical = references(0, tmp_path)["analytical"]
+    assert loop.mean > analytical.mean and loop.p10 > analytical.p10
     assert result["loop_kernels"] < result["random_kernels"]
 
 
@@ -328,3 +334,35 @@ def test_rounds_measure_the_unsure_problems_contenders() -> None:
     assert contender_pairs(mu, regret, untried, allowed, 10, 2) == [(1, 0), (0, 2)]
     untried[:, :3] = False
     assert contender_pairs(mu, regret, untried, allowed, 10, 2) == []
+
+
+def test_the_loop_asks_no_pair_that_cannot_run(tmp_path: Path) -> None:
+    """A measurer that knows which pairs cannot run (a GPU measurer: CK's support checks) is never
+    asked one, in the covering round or later, and the rounds go on over the pairs that can run;
+    the support mask is the select layer's, kernel by kernel."""
+    data = recording()
+    workload = read_workload(write_problems(data, np.arange(len(data.problems)), tmp_path / "p.csv"), "forward")
+    runs = np.random.default_rng(0).random((len(workload.problems), len(data.configs))) > 0.3
+    runs[:, ::3] = False  # every third kernel runs nothing
+
+    class Refusing(ReplayMeasurer):
+        def runs(self, problems):
+            return runs
+
+    measurer = Refusing(data, "recording")
+    budget = Budget(kernels=30, pairs=300)
+    record = ResultsFile.open(tmp_path / RECORD_FILE, False, workload.problems)
+    try:
+        state = State.empty(workload.problems, workload.weights, measurer.kernels(), measurer.runs(workload.problems))
+        loop = Loop(measurer, record, state, budget, LearnSettings(), 0, 1, [], tmp_path / ROUND_FILE)
+        loop.per_problem = problem_features(loop.data())
+        loop.run()
+    finally:
+        record.close()
+    assert state.pairs == budget.pairs and not (state.tried & ~runs).any()
+    assert not loop.estimate().value[~runs].any()  # worth nothing to time, and never a pick
+    names, rows = tuple(c.name for c in data.configs), Rows.build(list(data.configs))
+    candidates = CandidateSet(names, rows, np.asarray([c.ndim for c in data.configs]))
+    expected = np.vstack([feasible(p, candidates, data.variant, data.dtype) for p in data.problems[:20]])
+    assert np.array_equal(supported_pairs(data.problems[:20], data.configs), expected)
+    assert not expected.all()  # tile-engine's kernel names read as vector widths some problems refuse

@@ -23,9 +23,9 @@ the best where the analytical model alone reaches 97 %). So the loop's model is 
    fold on the measured problems, was tried and failed: a pick the corrections move to an unmeasured
    kernel can only be judged by the prior's estimate (which rates it below the prior's own pick) or
    not at all, so the comparison either condemned corrections that help or kept ones that harm. On
-   the loop's 10 % records of the MI355X recording it scored the recipe's corrections at -0.6 to
-   +0.3 % while, on problems held out and fully measured, they gained 0.3 to 1.3 points of mean on
-   every one of seven records (docs/results.md). The regressor's rounds (:data:`ROUNDS`, none among
+   six of the loop's 10 % records of the MI355X recording it scored the recipe's corrections at
+   -0.6 to +0.5 % while, on problems held out and fully measured, they gained 0.3 to 1.3 points of
+   mean on every one of seven records (docs/results.md). The regressor's rounds (:data:`ROUNDS`, none among
    them) are chosen out of fold, grouped by shape as ``evaluate`` splits, by the median TFLOPS error
    on measured pairs, which has no such blind spot (:func:`choose`).
 """
