@@ -69,7 +69,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _devices(text: str | None, backend: str) -> list[int] | None:
+def parse_devices(text: str | None, backend: str) -> list[int] | None:
+    """``--devices`` as bench and ``learn --tree`` take it: indices, or None for every GPU (hip),
+    device 0 for a stand-in."""
     if text is None:
         return None if backend == "hip" else [0]
     try:
@@ -110,14 +112,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.planning.workload import read_workload
 
     _check_options(args)
-    devices = _devices(args.devices, args.backend)
+    devices = parse_devices(args.devices, args.backend)
     target = output_path(str(args.out), "--out")
     library, configs = _library(args.dir)
     arch, configs = _arch_of_run(args, library, configs, devices)
     variant = _variant(args, configs)
     names = _kernel_names(args.kernels, configs, variant)
     workload = read_workload(args.problems, variant)
-    devices = _local_gpus(args, devices)
+    devices = local_gpus(args, devices)
     summary = _sweep(args, library, configs, workload.problems, Path(target), names, devices, arch)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.counts.items())) or "nothing to run"
     out.write(
@@ -173,7 +175,7 @@ def _variant(args: argparse.Namespace, configs: dict):
     raise InvalidInputError(f"{args.dir} holds {', '.join(variants)} kernels: choose one with --variant")
 
 
-def _local_gpus(args: argparse.Namespace, devices: list[int] | None) -> list[int] | None:
+def local_gpus(args: argparse.Namespace, devices: list[int] | None) -> list[int] | None:
     """On this machine's GPUs, the devices asked (all of them by default), each checked to exist,
     so a wrong index fails here in one line, not in a worker; other backends and Ray are as given."""
     from ckspace.run import gpus

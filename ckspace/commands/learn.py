@@ -239,13 +239,13 @@ def _check_measurer(args: argparse.Namespace) -> None:
 def _bench_measurer(args: argparse.Namespace, arch: str, variant: str, dtype: str):
     """The ``--tree`` measurer, its devices as ``ckspace bench`` takes them (on this machine's GPUs,
     each checked to exist), bench's defaults otherwise (verification on)."""
-    from ckspace.commands.bench import _devices, _local_gpus
+    from ckspace.commands.bench import local_gpus, parse_devices
     from ckspace.run.bench_measurer import BenchMeasurer
     from ckspace.run.sweep import SweepOptions
 
     args.backend = args.backend or "hip"
     args.executor = args.executor or "local"
-    devices = _local_gpus(args, _devices(args.devices, args.backend))
+    devices = local_gpus(args, parse_devices(args.devices, args.backend))
     if devices == []:  # before the tree's build, which would be minutes spent for nothing
         raise InvalidInputError(
             "--backend hip: this machine has no AMD GPU to time on (--backend host times a tree's stand-in library)"
