@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ckspace.cli import main
 from ckspace.core.errors import CkspaceError
 from ckspace.features.matrix import FEATURE_NAMES
-from ckspace.select.store import FEATURES_FILE, RANKER_FILE, TFLOPS_FILE, load_model, shipped_model_dir
+from ckspace.select.store import FEATURES_FILE, RANKER_FILE, TFLOPS_FILE, _booster_text, load_model, shipped_model_dir
 
 SHIPPED = shipped_model_dir("gfx950", "forward", "bf16")
 PROBLEM = "N=1,C=64,K=64,Hi=8,Wi=8,Y=3,X=3"
@@ -168,3 +168,53 @@ def test_checked_text_predicts_what_the_file_does() -> None:
     for booster, name in ((ranker, RANKER_FILE), (regressor, TFLOPS_FILE)):
         original = lgb.Booster(model_str=(SHIPPED / name).read_text())
         assert np.array_equal(booster.predict(rows, raw_score=True), original.predict(rows, raw_score=True))
+
+
+# -- each refusal names the value, line by line (the check reads a whole line at once) -----------
+SHIPPED_TEXT = (SHIPPED / RANKER_FILE).read_text()
+
+
+def _with(text: str, key: str, index: int, token: str) -> bytes:
+    """``text`` with the first tree's ``key`` line's value ``index`` replaced by ``token``."""
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(key + "="))
+    values = lines[at][len(key) + 1 :].rstrip("\n").split(" ")
+    values[index] = token
+    lines[at] = f"{key}={' '.join(values)}\n"
+    return "".join(lines).encode()
+
+
+def _check(data: bytes) -> str:
+    """The checked text of a ranker file's ``data`` (what LightGBM and Treelite are then given)."""
+    return _booster_text(Path("m"), RANKER_FILE, data, list(FEATURE_NAMES))
+
+
+@pytest.mark.parametrize(
+    ("key", "index", "token", "said"),
+    [
+        ("threshold", 0, "nan", "'nan' is not a finite number"),
+        ("threshold", 2, "inf", "'inf' is not a finite number"),
+        ("threshold", -1, "1e999", "'1e999' is not a finite number"),
+        ("leaf_value", 3, "0x10", "'0x10' is not a finite number"),
+        ("leaf_value", 0, "1_0", "'1_0' is not a finite number"),
+        ("split_gain", 1, "", "'' is not a finite number"),
+        ("split_feature", 0, "999", "'999' is not an integer in 0.."),
+        ("split_feature", -1, "-1", "'-1' is not an integer in 0.."),
+        ("left_child", 0, "1.5", "'1.5' is not an integer in"),
+        ("internal_count", 0, "+", "'+' is not an integer in"),
+        ("decision_type", 0, "1", "decision_type other than"),
+    ],
+)
+def test_a_malformed_number_is_refused_and_named(key: str, index: int, token: str, said: str) -> None:
+    with pytest.raises(CkspaceError, match="not a whole LightGBM model file") as caught:
+        _check(_with(SHIPPED_TEXT, key, index, token))
+    assert said in str(caught.value) and "tree 0" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_line_of_the_wrong_length_is_refused() -> None:
+    lines = SHIPPED_TEXT.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("leaf_value="))
+    lines[at] = lines[at].rstrip("\n") + " 1.0\n"
+    with pytest.raises(CkspaceError, match="tree 0 leaf_value has"):
+        _check("".join(lines).encode())
