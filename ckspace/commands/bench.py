@@ -86,15 +86,9 @@ def parse_devices(text: str | None, backend: str) -> list[int] | None:
 def _library(tree: Path) -> tuple[Path, dict]:
     """The built library of ``tree`` and the configs of its kernels (from the manifest: kernel
     identity is the config)."""
-    from ckspace.emit.manifest import MANIFEST_NAME, Manifest, built_kernel_libraries
-    from ckspace.environment.inputs import read_json_model
+    from ckspace.emit.manifest import built_kernel_libraries, read_manifest
 
-    manifest_path = tree / MANIFEST_NAME
-    if not manifest_path.exists():
-        raise InvalidInputError(f"{tree} has no {MANIFEST_NAME}: give a tree written by ckspace emit --with-selector")
-    manifest = read_json_model(Manifest, manifest_path, "manifest")
-    if manifest.dispatcher is None:
-        raise InvalidInputError(f"{tree} has no dispatcher: emit it with --with-selector, then ckspace build")
+    manifest = read_manifest(tree, dispatcher=True)
     built = built_kernel_libraries(tree)
     if not built:
         raise InvalidInputError(f"{tree} is not built: run ckspace build {tree} --arch ARCH first")
@@ -150,7 +144,9 @@ def _check_options(args: argparse.Namespace) -> None:
 def _arch_of_run(args: argparse.Namespace, library: Path, configs: dict, devices: list[int] | None):
     """The arch the sweep runs (None for a library of one arch) and the configs of its kernels: a
     library of several archs is benched for its devices' arch, with that arch's kernels only."""
-    manifest = _manifest_of(args.dir)
+    from ckspace.emit.manifest import read_manifest
+
+    manifest = read_manifest(args.dir)
     if not manifest.archs:
         return None, configs
     arch = _devices_arch(manifest, library, args.backend, args.executor, devices)
@@ -222,13 +218,6 @@ def _sweep(args: argparse.Namespace, library: Path, configs: dict, problems, tar
         progress=stderr_is_terminal(),
         arch=arch,
     )
-
-
-def _manifest_of(tree: Path):
-    from ckspace.emit.manifest import MANIFEST_NAME, Manifest
-    from ckspace.environment.inputs import read_json_model
-
-    return read_json_model(Manifest, tree / MANIFEST_NAME, "manifest")
 
 
 def _devices_arch(manifest, library: Path, backend: str, executor: str, devices: list[int] | None) -> str:

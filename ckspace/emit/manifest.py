@@ -256,11 +256,16 @@ def _drop_absent(record: dict[str, Any], key: str) -> None:
         record.pop(key, None)
 
 
-def read_manifest(tree: Path) -> Manifest:
-    """The manifest of the emitted tree ``tree``; a folder that holds none is one line saying how one is made."""
+def read_manifest(tree: Path, dispatcher: bool = False, named: str | None = None) -> Manifest:
+    """The manifest of the emitted tree ``tree``; a folder that holds none is one line saying how one is made,
+    and so is a tree without the dispatcher when ``dispatcher`` (bench and ``learn --tree`` run through it).
+    ``named``: how the line names the tree (default: its path)."""
     from ckspace.environment.inputs import read_json_model
 
-    path = tree / MANIFEST_NAME
-    if not path.is_file():
-        raise CkspaceError(f"{tree} has no {MANIFEST_NAME}: no tree ckspace emit wrote (ckspace emit --out {tree})")
-    return read_json_model(Manifest, path, "manifest")
+    path, named = tree / MANIFEST_NAME, named or str(tree)
+    if not path.exists() and not path.is_symlink():  # anything else there: the reader says what it is
+        raise CkspaceError(f"{named} has no {MANIFEST_NAME}: no tree ckspace emit wrote (ckspace emit --out {tree})")
+    manifest = read_json_model(Manifest, path, "manifest")
+    if dispatcher and manifest.dispatcher is None:
+        raise CkspaceError(f"{named} has no dispatcher: emit it with --with-selector")
+    return manifest

@@ -40,8 +40,7 @@ from ckspace.compiling.builder import build, build_host, stderr_is_terminal
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.core.kernel_key import KernelKey
-from ckspace.emit.manifest import MANIFEST_NAME, Manifest, built_kernel_libraries
-from ckspace.environment.inputs import read_json_model
+from ckspace.emit.manifest import Manifest, built_kernel_libraries, read_manifest
 from ckspace.environment.progress import NOTICE
 from ckspace.run.sweep import SweepOptions, run_sweep
 from ckspace.training.learning import Record
@@ -98,7 +97,7 @@ class BenchMeasurer(Measurer):
     ) -> None:
         self.tree = Path(tree)
         self.options, self.executor, self.address, self.devices, self.jobs = options, executor, address, devices, jobs
-        manifest = _manifest(self.tree)
+        manifest = read_manifest(self.tree, dispatcher=True, named=f"--tree {self.tree}")
         self.archs = manifest.arch_list if manifest.archs else [arch]
         self._arch = arch if manifest.archs else None  # run_sweep's arch: only for a library of several
         self._configs = _cell(manifest, self.tree, arch, variant, dtype)
@@ -246,16 +245,6 @@ class _EvidencedRecord:
 def _key(name: str, cells: dict[str, str]) -> _Key:
     """A pair by its kernel and its problem's columns (the loop and the sweep index problems apart)."""
     return name, tuple(cells[column] for column in _PAIR_COLUMNS)
-
-
-def _manifest(tree: Path) -> Manifest:
-    path = tree / MANIFEST_NAME
-    if not path.is_file():
-        raise InvalidInputError(f"--tree {tree} has no {MANIFEST_NAME}: give a tree written by ckspace emit")
-    manifest = read_json_model(Manifest, path, "manifest")
-    if manifest.dispatcher is None:
-        raise InvalidInputError(f"--tree {tree} has no dispatcher: emit it with --with-selector")
-    return manifest
 
 
 def _cell(manifest: Manifest, tree: Path, arch: str, variant: str, dtype: str) -> dict[str, GemmConfig]:
