@@ -161,7 +161,6 @@ def _learn_directory(value: str) -> Path:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.vocab import Dtype, Variant, parse_arch
     from ckspace.planning.workload import read_workload
-    from ckspace.run.bench_measurer import BenchMeasurer
     from ckspace.run.results import ResultsFile
     from ckspace.training.learning import RECORD_FILE, Budget, learn
     from ckspace.training.measurer import ReplayMeasurer
@@ -196,21 +195,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
         report = learn(
-            measurer,
-            measurer.record(record) if isinstance(measurer, BenchMeasurer) else record,
-            workload.problems,
-            workload.weights,
-            budget,
-            directory,
-            seed,
-            None,
-            threads,
-            command,
+            measurer, record, workload.problems, workload.weights, budget, directory, seed, None, threads, command
         )
     finally:
         record.close()
-    built = _built(measurer) if isinstance(measurer, BenchMeasurer) else ""
-    write_report(out, args.format, report, lambda r: _text(r, label) + built)
+    write_report(out, args.format, report, lambda r: _text(r, label) + measurer.summary())
     return 0
 
 
@@ -260,15 +249,6 @@ def _bench_measurer(args: argparse.Namespace, arch: str, variant: str, dtype: st
         address=args.address,
         devices=devices or [0],
     )
-
-
-def _built(measurer) -> str:
-    """What building the tree cost (the ``--tree`` measurer builds it whole, not per kernel)."""
-    seconds = measurer.tree_seconds
-    if seconds is None:  # the loop built nothing
-        return ""
-    failed = f", {len(measurer.failed)} of them failed" if measurer.failed else ""
-    return f"{measurer.tree} built whole in {seconds:.1f} s ({len(measurer.kernels())} kernels of the cell{failed})\n"
 
 
 def _text(report, measurer: str) -> str:

@@ -43,8 +43,7 @@ from ckspace.core.kernel_key import KernelKey
 from ckspace.emit.manifest import Manifest, built_kernel_libraries, read_manifest
 from ckspace.environment.progress import NOTICE
 from ckspace.run.sweep import SweepOptions, run_sweep
-from ckspace.training.learning import Record
-from ckspace.training.measurer import REPLAY_PAIR_SECONDS, Measurer, Pair, supported_pairs
+from ckspace.training.measurer import REPLAY_PAIR_SECONDS, Measurer, Pair, Record, supported_pairs
 from ckspace.workloads.measurement import EXTRA_PROBLEM_COLUMNS, PROBLEM_COLUMNS, problem_cells
 from ckspace.workloads.problem import ConvProblem
 
@@ -177,6 +176,14 @@ class BenchMeasurer(Measurer):
     def record(self, inner: Record) -> Record:
         """``inner`` with each row the loop appends completed by the sweep's evidence of its pair."""
         return _EvidencedRecord(inner, self._evidence)
+
+    def summary(self) -> str:
+        """What building the tree cost (it is built whole, not per kernel); '' if it was not built."""
+        if self.tree_seconds is None:
+            return ""
+        failed = f", {len(self.failed)} of them failed" if self.failed else ""
+        kernels = f"{len(self.kernels())} kernels of the cell{failed}"
+        return f"{self.tree} built whole in {self.tree_seconds:.1f} s ({kernels})\n"
 
     def _stand_in(self) -> Path:
         """The tree's stand-in kernel library (``--backend host``), else one line saying what is missing."""

@@ -31,7 +31,6 @@ import io
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel
@@ -57,7 +56,7 @@ from ckspace.training.acquisition import (
 from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
 from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
-from ckspace.training.measurer import Measurer
+from ckspace.training.measurer import Measurer, Record
 from ckspace.workloads.measurement import COLUMNS, config_cells, config_from_row, problem_cells
 from ckspace.workloads.problem import ConvProblem
 
@@ -121,15 +120,6 @@ class LearnReport(BaseModel):
     stopped_by: str
     model: str
     objective: str
-
-
-class Record(Protocol):
-    """Where measurement rows go (``ckspace.run.results.ResultsFile`` is one): already opened,
-    checked against the problems and locked by the caller."""
-
-    path: Path
-
-    def append(self, row: dict[str, str]) -> None: ...
 
 
 @dataclass
@@ -424,6 +414,7 @@ def learn(
     """Run the loop (see the module doc) with ``record`` (its existing rows resume it), then train
     the model into ``out``, which holds the record and the round file as well."""
     configs = measurer.kernels()
+    record = measurer.record(record)
     state = State.empty(problems, weights, configs, measurer.runs(problems))
     read_record(record.path, state)
     if state.built:  # a resumed run's measurer has built nothing yet (a GPU one finds them cached)

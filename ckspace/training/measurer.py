@@ -18,6 +18,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -40,6 +41,15 @@ kernel runs milliseconds (3 warm-up and 10 timed runs by default); bench's worke
 upload and CPU check of the result dominate, and are taken as about a second."""
 
 Pair = tuple[ConvProblem, GemmConfig]
+
+
+class Record(Protocol):
+    """Where measurement rows go (``ckspace.run.results.ResultsFile`` is one): already opened,
+    checked against the problems and locked by the caller."""
+
+    path: Path
+
+    def append(self, row: dict[str, str]) -> None: ...
 
 
 class Measurer(ABC):
@@ -65,6 +75,17 @@ class Measurer(ABC):
     @abstractmethod
     def measure(self, pairs: Sequence[Pair]) -> list[float | None]:
         """TFLOPS of each pair on its built kernel, ``None`` where the pair has no measurement."""
+
+    def record(self, inner: Record) -> Record:
+        """The record the loop appends its rows to: ``inner``, or ``inner`` behind a wrapper that
+        adds what this measurer knows of each pair beyond its TFLOPS (a GPU measurer: the check of
+        the result, the device)."""
+        return inner
+
+    def summary(self) -> str:
+        """What the measurer has to say after the loop, beyond the loop's own report ('' for nothing):
+        a line, or lines, each ending in a newline."""
+        return ""
 
     def runs(self, problems: Sequence[ConvProblem]) -> np.ndarray | None:
         """Which (problem, kernel) pairs of :meth:`kernels` can run at all, known before anything is
