@@ -240,7 +240,8 @@ def test_issue_38_thin_data_leave_the_analytical_model(recorded_features, tmp_pa
 def test_enough_measured_pairs_get_the_rankers_corrections(recorded_features, tmp_path: Path) -> None:
     """From MIN_CORRECTION_PAIRS measured pairs on, the ranker is the steep prior (the analytical
     order: its prior trees pick as the regressor's prior does) with RANKER_ROUNDS lambdarank rounds
-    learnt on the measured pairs; one pair fewer and it is the prior alone. The card says which."""
+    learnt on the measured pairs, and the card says so (one pair fewer: the prior alone, stated by
+    tests/test_loop_parts.py on choose's rule and by the thin-data test on the model)."""
     data, per_problem = recorded_features
     rng = np.random.default_rng(1)
     measured = np.argwhere(~np.isnan(data.tflops))
@@ -261,11 +262,6 @@ def test_enough_measured_pairs_get_the_rankers_corrections(recorded_features, tm
     assert np.ptp(steep) == pytest.approx(anchored.RANKER_PRIOR_SCALE * np.ptp(flat), rel=1e-3)
     corrected = ranker.predict(rows).reshape(data.tflops.shape)
     assert not np.array_equal(np.argmax(corrected, axis=1), np.argmax(steep, axis=1))  # the corrections move picks
-    tflops[tuple(chosen[0])] = np.nan
-    fewer = dataclasses.replace(data, tflops=tflops)
-    card, choice = anchored.train_anchored(fewer, fewer, per_problem, tmp_path / "fewer", 0)
-    assert choice.ranker_rounds == 0 and "analytical model alone" in card.objective_choice
-    assert lightgbm.Booster(model_file=str(tmp_path / "fewer" / "ranker.txt")).num_trees() == anchored.PRIOR_ROUNDS
 
 
 @pytest.mark.slow

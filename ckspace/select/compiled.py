@@ -96,8 +96,8 @@ def model_sources(model_text: str, prefix: str, features: int) -> dict[str, str]
     go to TL2cgen. They carry no banner: the emitter, which puts them in a tree a user may open, adds
     ckspace's one banner (:func:`ckspace.environment.files.banner`); here they are also a cache's,
     which no one edits."""
-    forest = Forest.from_model_text(model_text)
-    stairs = Stairs.of(forest, set(range(features)))
+    forest = Forest.from_model_text(model_text) if _first_tree_on_one_feature(model_text) else None
+    stairs = Stairs.of(forest, set(range(features))) if forest is not None else None
     if stairs is None:
         return _with_batch(_tl2cgen_sources(model_text, prefix), prefix, features, "0.0", "the trees summed in order")
     tabled = stairs_c(prefix, stairs) + "\n"
@@ -117,6 +117,18 @@ void {prefix}_batch(const double* rows, long n, long cols, double* out) {{
 }}
 """
     }
+
+
+def _first_tree_on_one_feature(model_text: str) -> bool:
+    """Whether the model's first tree splits on one feature alone, as a staircase's does, read off
+    its ``split_feature`` line: Treelite's parse and the forest it gives (a fifth of a second for a
+    shipped model, paid on every select since the sources key the cache) are needed only then."""
+    for line in model_text.partition("\nTree=0\n")[2].splitlines():
+        if line.startswith("split_feature="):
+            return len(set(line[len("split_feature=") :].split())) == 1
+        if line.startswith("Tree="):
+            break
+    return False
 
 
 def _with_batch(
