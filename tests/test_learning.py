@@ -23,8 +23,6 @@ from ckspace.core.errors import CkspaceError, NoKernelError
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.planning.workload import read_workload
 from ckspace.run.results import ResultsFile
-from ckspace.select.candidates import CandidateSet, Rows
-from ckspace.select.feasibility import feasible
 from ckspace.select.selector import Selector
 from ckspace.training import anchored
 from ckspace.training.boosters import problem_features
@@ -357,8 +355,8 @@ def test_the_loop_asks_no_pair_that_cannot_run(tmp_path: Path) -> None:
         record.close()
     assert state.pairs == budget.pairs and not (state.tried & ~runs).any()
     assert not loop.estimate().value[~runs].any()  # worth nothing to time, and never a pick
-    names, rows = tuple(c.name for c in data.configs), Rows.build(list(data.configs))
-    candidates = CandidateSet(names, rows, np.asarray([c.ndim for c in data.configs]))
-    expected = np.vstack([feasible(p, candidates, data.variant, data.dtype) for p in data.problems[:20]])
+    selector = Selector.load("gfx950", "forward", "bf16", engine="lightgbm")  # select's own path to the mask
+    prepared = selector.prepare(list(data.configs))
+    expected = np.vstack([selector.feasible(p, prepared) for p in data.problems[:20]])
     assert np.array_equal(supported_pairs(data.problems[:20], data.configs), expected)
     assert not expected.all()  # tile-engine's kernel names read as vector widths some problems refuse
