@@ -25,6 +25,7 @@ Nothing it fits is written anywhere: changing a constant is an edit of ``perform
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from pathlib import Path
 
@@ -61,13 +62,14 @@ def scores(data, values: dict[str, float], column: str = features.ANALYTICAL_FEA
         features._PROGRAMS.clear()
 
 
-LOSSES = ("picks", "centred", "mixed")
+LOSSES = ("picks", "centred", "mixed", "level")
 """What the search maximises: ``picks``, mean + P10/2 of the pick's efficiency among each problem's
 measured kernels (every pair measured: the figures the model is judged by); ``centred``, minus
 :func:`~ckspace.training.calibration.centred_log_error` (every pair informs it, where the picks among
 a problem's two or three measured kernels move only when one changes); ``mixed``, the picks
 objective less :data:`CENTRED_WEIGHT` times the centred error (few pairs: the picks decide, the
-error breaks their ties and keeps the search off the flats a few picks leave)."""
+error breaks their ties and keeps the search off the flats a few picks leave); ``level``, as
+``mixed`` with the error about one level for all problems instead of each problem's own."""
 CENTRED_WEIGHT = 50.0
 """Points of the picks objective one unit of mean squared centred log error is worth in ``mixed``:
 an error of 0.02 (residuals of about 14 % within a problem) weighs a point."""
@@ -78,24 +80,56 @@ def objective(data, values: dict[str, float], rows: np.ndarray, loss: str = "pic
     if loss == "centred":
         return -calibration.centred_log_error(modelled, measured)
     s = summarize(modelled, measured)
-    penalty = CENTRED_WEIGHT * calibration.centred_log_error(modelled, measured) if loss == "mixed" else 0.0
-    return s.mean + 0.5 * s.p10 - penalty
+    error = {"mixed": calibration.centred_log_error, "level": _one_level_error}.get(loss)
+    return s.mean + 0.5 * s.p10 - (CENTRED_WEIGHT * error(modelled, measured) if error else 0.0)
+
+
+def _one_level_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
+    """The mean squared log error about one level for every pair, each problem's level not free:
+    how fast small problems run beside big ones is what latency and bandwidth decide."""
+    residual = np.log(tflops) - np.log(2.0) * log2_tflops
+    return float(np.nanmean((residual - np.nanmean(residual)) ** 2))
 
 
 def fit(
-    data, rows: np.ndarray, sweeps: int, start: dict[str, float] | None = None, loss: str = "picks"
+    data,
+    rows: np.ndarray,
+    sweeps: int,
+    start: dict[str, float] | None = None,
+    loss: str = "picks",
+    within: float | None = None,
 ) -> dict[str, float]:
     """Coordinate search from ``start`` (default: the shipped constants) on the measured pairs of
-    ``rows`` (a pair without a measurement takes no part), maximising ``loss`` (:data:`LOSSES`)."""
-    best = start or {name: performance.CONSTANTS[name].value for name in FITTED}
-    value = objective(data, best, rows, loss)
+    ``rows`` (a pair without a measurement takes no part), maximising ``loss`` (:data:`LOSSES`);
+    with ``within``, no constant leaves [start / within, start x within]."""
+    origin = start or {name: performance.CONSTANTS[name].value for name in FITTED}
+    best, value = origin, objective(data, origin, rows, loss)
     for _ in range(sweeps):
         for name in FITTED:
             for factor in FACTORS:
                 trial = {**best, name: best[name] * factor}
+                if within and not origin[name] / within <= trial[name] <= origin[name] * within:
+                    continue
                 score = objective(data, trial, rows, loss)
                 if score > value + 1e-9:
                     best, value = trial, score
+    return best
+
+
+GRID = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""Factors of the start a :func:`grid_start` tries for each constant (5^3 points)."""
+
+
+def grid_start(data, rows: np.ndarray, start: dict[str, float], loss: str = "picks") -> dict[str, float]:
+    """The best point of a coarse grid around ``start`` (:data:`GRID` on every constant at once): the
+    coordinate search moves one constant at a time, so from a start far off it stops at the first
+    local optimum on its way, which a joint step of two constants would have left."""
+    best, value = start, -np.inf
+    for factors in itertools.product(GRID, repeat=len(FITTED)):
+        trial = {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
+        score = objective(data, trial, rows, loss)
+        if score > value + 1e-9:
+            best, value = trial, score
     return best
 
 

@@ -119,6 +119,44 @@ def test_the_designed_pairs_are_each_spread_problems_contenders() -> None:
     assert len(calibration.design_pairs(scores, flops, problems=9, per_problem=1)) == 5
 
 
+@pytest.mark.slow
+def test_the_sensitive_design_takes_one_problem_per_size_bin_and_its_contenders() -> None:
+    """bench/calibration_designs.py's D-optimal design, against its statement: 20 distinct problems,
+    the i-th of the i-th of 20 bins of the FLOP ranks (sizes as even as can be, the larger first), each
+    with the start's best kernel first and two others of the start's next five; and the search kept
+    within a factor of the start moves no constant out of it (within 1: not at all)."""
+    from analytical_fit import FITTED, fit, scores
+    from calibration_designs import POOL, sensitive_pairs
+
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    sub = data.subset(np.arange(0, len(data.problems), 3))  # 77 problems: bins of 4 and 3
+    start = {name: performance.constant(name) * 2.0 for name in FITTED}
+    pairs = sensitive_pairs(sub, start)
+    problems = list(dict.fromkeys(p for p, _ in pairs))
+    assert len(pairs) == 60 and len(problems) == 20
+    rank = {p: r for r, p in enumerate(np.argsort([q.flops for q in sub.problems], kind="stable"))}
+    n, edges = len(sub.problems), [0]
+    for i in range(20):
+        edges.append(edges[-1] + n // 20 + (1 if i < n % 20 else 0))
+    assert edges[-1] == n
+    for i, p in enumerate(problems):
+        assert edges[i] <= rank[p] < edges[i + 1]
+    base = scores(sub, start)
+    for p in problems:
+        kernels = [k for q, k in pairs if q == p]
+        order = list(np.argsort(-base[p], kind="stable"))
+        assert kernels[0] == order[0] and len(set(kernels)) == 3
+        assert all(order.index(k) < POOL for k in kernels[1:])
+    thin = sub.subset(np.array(problems[:5]))
+    rows = np.arange(5)
+    assert fit(thin, rows, 1, start, "picks", within=1.0) == start
+    for off in (0.25, 4.0):  # the search leaves the box upwards from one start, downwards from the other
+        origin = {name: performance.constant(name) * off for name in FITTED}
+        free, boxed = fit(thin, rows, 1, origin, "mixed"), fit(thin, rows, 1, origin, "mixed", within=1.5)
+        assert not all(origin[k] / 1.5 <= v <= origin[k] * 1.5 for k, v in free.items())
+        assert all(origin[k] / 1.5 <= v <= origin[k] * 1.5 for k, v in boxed.items()) and boxed != origin
+
+
 def test_the_centred_error_ignores_each_problems_level() -> None:
     """A model off by a factor per problem has no error; one that misorders two kernels has; a problem
     with one measured pair, and unmeasured pairs, add nothing."""
