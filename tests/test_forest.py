@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import subprocess
 
 import lightgbm as lgb
 import numpy as np
 import pytest
 from conftest import c_compiler
 
+from ckspace.core.errors import CkspaceError
 from ckspace.features.matrix import ANALYTICAL_FEATURE, CONFIG_FEATURES, FEATURE_NAMES, PROBLEM_FEATURES
 from ckspace.select.compiled import _tl2cgen_sources, _with_batch, compile_library, model_sources
-from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left, readable_gains
+from ckspace.select.forest import Forest, Split, Stairs, forest_c, goes_left, readable_gains, treelite_model
 from ckspace.select.store import RANKER_FILE, load_model, model_texts, shipped_model_dir
 
 SHARED = range(len(PROBLEM_FEATURES))
@@ -93,22 +95,9 @@ def test_goes_left_takes_the_default_branch_for_nan_alone() -> None:
 def test_a_tree_too_wide_for_a_mask_word_is_refused_by_the_tables_alone(ranker_text: str) -> None:
     forest = Forest.from_model_text(ranker_text)
     assert forest.word_bits() == 16  # 15 leaves: ckspace's boosters
-    node = {"node_type": "numerical_test_node", "comparison_op": "<=", "threshold": 0.0, "default_left": True}
-    nodes = [
-        {"node_id": i, "split_feature_id": 0, "left_child": 2 * i + 1, "right_child": 2 * i + 2, **node}
-        for i in range(64)
-    ]
-    nodes += [{"node_id": i, "leaf_value": 0.0} for i in range(64, 129)]
-    dump = {
-        "num_target": 1,
-        "num_class": [1],
-        "postprocessor": "identity",
-        "average_tree_output": False,
-        "num_feature": 1,
-        "base_scores": [0.0],
-        "trees": [{"nodes": nodes}, {"nodes": nodes}],
-    }
-    wide = Forest.from_treelite_json(dump)  # read (the compiled selector takes it), neither tabled nor masked
+    wide = Forest.from_treelite_json(
+        _dump([_balanced(64)] * 2, features=1)
+    )  # read (the compiled selector takes it), neither tabled nor masked
     assert Stairs.of(wide, {0}) is None
     with pytest.raises(Exception, match="65 leaves"):
         wide.word_bits()
@@ -222,3 +211,89 @@ def test_a_subnormal_split_gain_is_read_as_zero_and_changes_no_score(ranker_text
     assert readable_gains(ranker_text) == ranker_text
     assert Forest.from_model_text(subnormal) == Forest.from_model_text(ranker_text)
     assert model_sources(subnormal, "p", len(FEATURE_NAMES)) == model_sources(ranker_text, "p", len(FEATURE_NAMES))
+
+
+def _dump(trees: list[list[dict]], features: int = 2, **fields) -> dict:
+    """Treelite's JSON dump of a forest of ``trees`` (node lists), ``fields`` overriding its header."""
+    header = {"num_target": 1, "num_class": [1], "postprocessor": "identity", "average_tree_output": False}
+    return {**header, "num_feature": features, "base_scores": [0.0], "trees": [{"nodes": n} for n in trees], **fields}
+
+
+def _balanced(inner: int) -> list[dict]:
+    """The nodes of a tree of ``inner`` splits on feature 0 in breadth-first order and ``inner`` + 1 leaves."""
+    test = {"node_type": "numerical_test_node", "comparison_op": "<=", "threshold": 0.0, "default_left": True}
+    splits = [
+        {"node_id": i, "split_feature_id": 0, "left_child": 2 * i + 1, "right_child": 2 * i + 2} for i in range(inner)
+    ]
+    return [{**n, **test} for n in splits] + [{"node_id": i, "leaf_value": 0.0} for i in range(inner, 2 * inner + 1)]
+
+
+def _stump(feature: int, threshold: float, left: float, right: float, node_type: str = "numerical_test_node") -> list:
+    test = {"node_type": node_type, "comparison_op": "<=", "threshold": threshold, "default_left": True}
+    return [
+        {"node_id": 0, "split_feature_id": feature, "left_child": 1, "right_child": 2, **test},
+        {"node_id": 1, "leaf_value": left},
+        {"node_id": 2, "leaf_value": right},
+    ]
+
+
+def test_a_staircase_needs_two_leading_trees_on_one_row_feature() -> None:
+    """Stairs.of's bounds, by hand: two leading stumps on feature 0 are tabled (their thresholds, the
+    sums of their leaves on each interval and for NaN, which goes left); one is not (nothing to save);
+    nor are trees on a feature the rows do not vary."""
+    two = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1.0, 2.0), _stump(0, 3.0, 10.0, 20.0), _stump(1, 0.0, 0, 5)]))
+    stairs = Stairs.of(two, {0, 1})
+    assert (stairs.feature, stairs.trees, stairs.thresholds) == (0, 2, (1.0, 3.0))
+    assert stairs.sums == (11.0, 12.0, 22.0) and stairs.nan_sum == 11.0
+    assert Stairs.of(two, {0}) == stairs  # the rows vary feature 0 alone
+    assert Stairs.of(two, {1}) is None  # feature 0 is not a row feature
+    three = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1, 2)] * 3 + [_stump(1, 0.0, 0, 5)]))
+    assert Stairs.of(three, {0, 1}).trees == 3
+    wide_last = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1, 2)] * 2 + [_balanced(64)]))
+    assert Stairs.of(wide_last, {0}).trees == 2  # a tree too wide for a word ends the run
+    widest = Forest.from_treelite_json(_dump([_balanced(63)] * 2))  # 64 leaves: a whole word
+    assert Stairs.of(widest, {0}).trees == 2
+    assert all(0 <= s.mask < 2**64 for s in widest.splits)
+    assert all(0 <= w < 2**64 for w in widest.live_words({0: 1.0}))
+    assert widest.live_words({}) == [2**64 - 1] * 2  # no split applied: every leaf live
+    one = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1.0, 2.0), _stump(1, 3.0, 10.0, 20.0)]))
+    assert Stairs.of(one, {0, 1}) is None
+
+
+def test_the_readers_refuse_what_the_tables_cannot_state() -> None:
+    """A second output, a categorical split, a config range past the row, and a model Treelite cannot
+    parse are each refused with the reason; a tree of exactly 64 leaves fits a word."""
+    for header in ({"num_target": 2}, {"num_class": [2]}, {"postprocessor": "sigmoid"}):
+        with pytest.raises(CkspaceError, match="one raw-score output"):
+            Forest.from_treelite_json(_dump([_stump(0, 1.0, 1.0, 2.0)], **header))
+    with pytest.raises(CkspaceError, match="only numerical '<=' splits"):
+        Forest.from_treelite_json(_dump([_stump(0, 1.0, 1.0, 2.0, "categorical_test_node")]))
+    forest = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1.0, 2.0)]))
+    with pytest.raises(ValueError, match="inside the row"):
+        forest_c("p", forest, range(1), range(1, 3), [[0.0, 0.0]])
+    with pytest.raises(ValueError, match="inside the row"):
+        forest_c("p", forest, range(2), range(1, 2), [[0.0]])
+    assert "p_scores" in forest_c("p", forest, range(1), range(1, 2), [[0.0]])  # config up to the row's end
+    assert forest.word_bits() == 8
+    with pytest.raises(CkspaceError, match=r"Treelite refuses the model: \S"):
+        treelite_model("tree\nnot a model\n")
+    assert Forest.from_treelite_json(_dump([_balanced(63)])).word_bits() == 64
+
+
+def test_only_gains_a_float32_cannot_hold_are_read_as_zero() -> None:
+    """The float32 range's own ends and infinity are kept; a subnormal and a value beyond the largest
+    float32, of either sign, are written 0; other lines are untouched."""
+    ends = "1.1754943508222875e-38 3.4028234663852886e+38"
+    text = f"split_gain={ends} 5.87747e-39 1e39 -1e39 inf 0 0.0 2.5\nthreshold=1e39\n"
+    assert readable_gains(text) == f"split_gain={ends} 0 0 0 inf 0 0.0 2.5\nthreshold=1e39\n"
+
+
+def test_a_forest_with_empty_tables_is_iso_c(tmp_path) -> None:
+    """No shared split, no config feature, no config row: every table still has an element, so
+    the unit compiles as ISO C with every warning an error (a zero-length array is not C)."""
+    forest = Forest.from_treelite_json(_dump([_stump(1, 1.0, 1.0, 2.0)] * 3))
+    source = tmp_path / "forest.c"
+    source.write_text(forest_c("p", forest, range(0), range(0), []))
+    flags = ["-std=c11", "-pedantic-errors", "-Wall", "-Werror", "-c", "-o", str(tmp_path / "forest.o")]
+    result = subprocess.run([c_compiler(), *flags, str(source)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
