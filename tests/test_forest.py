@@ -251,6 +251,8 @@ def test_a_staircase_needs_two_leading_trees_on_one_row_feature() -> None:
     assert Stairs.of(three, {0, 1}).trees == 3
     wide_last = Forest.from_treelite_json(_dump([_stump(0, 1.0, 1, 2)] * 2 + [_balanced(64)]))
     assert Stairs.of(wide_last, {0}).trees == 2  # a tree too wide for a word ends the run
+    wide_first = Forest.from_treelite_json(_dump([_balanced(64)] + [_stump(0, 1.0, 1, 2)] * 2))
+    assert Stairs.of(wide_first, {0}) is None  # nor may it start one
     widest = Forest.from_treelite_json(_dump([_balanced(63)] * 2))  # 64 leaves: a whole word
     assert Stairs.of(widest, {0}).trees == 2
     assert all(0 <= s.mask < 2**64 for s in widest.splits)
@@ -291,9 +293,10 @@ def test_only_gains_a_float32_cannot_hold_are_read_as_zero() -> None:
 def test_a_forest_with_empty_tables_is_iso_c(tmp_path) -> None:
     """No shared split, no config feature, no config row: every table still has an element, so
     the unit compiles as ISO C with every warning an error (a zero-length array is not C)."""
-    forest = Forest.from_treelite_json(_dump([_stump(1, 1.0, 1.0, 2.0)] * 3))
-    source = tmp_path / "forest.c"
-    source.write_text(forest_c("p", forest, range(0), range(0), []))
     flags = ["-std=c11", "-pedantic-errors", "-Wall", "-Werror", "-c", "-o", str(tmp_path / "forest.o")]
-    result = subprocess.run([c_compiler(), *flags, str(source)], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
+    for trees in (3, 1):  # with a staircase of three trees, and with none (an empty staircase table)
+        forest = Forest.from_treelite_json(_dump([_stump(1, 1.0, 1.0, 2.0)] * trees))
+        source = tmp_path / "forest.c"
+        source.write_text(forest_c("p", forest, range(0), range(0), []))
+        result = subprocess.run([c_compiler(), *flags, str(source)], capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stderr
