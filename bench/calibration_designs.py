@@ -70,6 +70,21 @@ def sensitive_pairs(sub, start: dict[str, float], problems: int = 20, per_proble
     return [(p, k) for p in chosen for k in best[p][0]]
 
 
+def far_start() -> dict[str, float]:
+    """The constants the searches start from: the shipped ones, each off by its factor of :data:`OFF`."""
+    return {name: performance.constant(name) * off for name, off in zip(FITTED, OFF, strict=True)}
+
+
+def measured_only(sub, pairs: list):
+    """``sub``'s problems of ``pairs`` with only those pairs measured (the others NaN): what a
+    calibration from those pairs alone sees."""
+    measured = np.unique([p for p, _ in pairs])
+    thin = np.full(sub.tflops.shape, np.nan)
+    for p, k in pairs:
+        thin[p, k] = sub.tflops[p, k]
+    return dataclasses.replace(sub.subset(measured), tflops=thin[measured])
+
+
 def spread_pairs(sub, start: dict[str, float]) -> list:
     return calibration.design_pairs(scores(sub, start), np.array([p.flops for p in sub.problems]))
 
@@ -116,15 +131,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
-    start = {name: performance.constant(name) * off for name, off in zip(FITTED, OFF, strict=True)}
+    start = far_start()
 
     def few(sub):
-        pairs = DESIGNS[args.design](sub, start)
-        measured = np.unique([p for p, _ in pairs])
-        thin = np.full(sub.tflops.shape, np.nan)
-        for p, k in pairs:
-            thin[p, k] = sub.tflops[p, k]
-        designed = dataclasses.replace(sub.subset(measured), tflops=thin[measured])
+        designed = measured_only(sub, DESIGNS[args.design](sub, start))
         return search(args.search, designed, start, args.sweeps, args.loss)
 
     print(f"60 pairs: {args.design} design, {args.loss} objective, {args.search} search, {args.sweeps} sweeps")

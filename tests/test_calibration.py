@@ -186,35 +186,23 @@ def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
     the held-out folds (grouped 5-fold) within 0.3 points of mean and P10 of the same search (3
     sweeps) on every pair of the training folds (picks objective), on every fold seed (seed 1 first:
     the one known to miss, so the expected failure costs one seed's time)."""
-    import dataclasses
-
-    from analytical_fit import FITTED, fit, scores
+    from analytical_fit import fit
+    from calibration_designs import far_start, held_out, measured_only, spread_pairs
 
     from ckspace.training.evaluation import fold_of_groups
-    from ckspace.training.metrics import per_problem_efficiency
 
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
-    factors = dict(zip(FITTED, (2.0, 0.5, 2.0), strict=True))
-    start = {name: performance.constant(name) * factors[name] for name in FITTED}
+    start = far_start()
+
+    def few(sub):
+        pairs = spread_pairs(sub, start)
+        assert len(pairs) <= 60
+        designed = measured_only(sub, pairs)
+        return fit(designed, np.arange(len(designed.problems)), 3, start, loss="mixed")
+
     for seed in (1, 0, 2):
         fold = fold_of_groups(data.groups, 5, seed)
-        everything, few = np.zeros(len(data.problems)), np.zeros(len(data.problems))
-        for f in range(5):
-            train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-            sub = data.subset(train)
-            flops = np.array([p.flops for p in sub.problems])
-            pairs = calibration.design_pairs(scores(sub, start), flops)
-            assert len(pairs) <= 60
-            measured = np.unique([p for p, _ in pairs])
-            thin = np.full(sub.tflops.shape, np.nan)
-            for p, k in pairs:
-                thin[p, k] = sub.tflops[p, k]
-            designed = dataclasses.replace(sub.subset(measured), tflops=thin[measured])
-            fitted_few = fit(designed, np.arange(len(measured)), 3, start, loss="mixed")
-            fitted_all = fit(sub, np.arange(len(train)), 3, start)
-            everything[test] = per_problem_efficiency(scores(data, fitted_all)[test], data.tflops[test])
-            few[test] = per_problem_efficiency(scores(data, fitted_few)[test], data.tflops[test])
-        mean_all, p10_all = 100 * everything.mean(), 100 * np.percentile(everything, 10)
-        mean_few, p10_few = 100 * few.mean(), 100 * np.percentile(few, 10)
+        mean_all, p10_all = held_out(data, fold, lambda sub: fit(sub, np.arange(len(sub.problems)), 3, start))
+        mean_few, p10_few = held_out(data, fold, few)
         print(f"seed {seed}: every pair {mean_all:.2f} / {p10_all:.2f}; 60 pairs {mean_few:.2f} / {p10_few:.2f}")
         assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3, seed
