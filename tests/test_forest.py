@@ -300,3 +300,28 @@ def test_a_forest_with_empty_tables_is_iso_c(tmp_path) -> None:
         source.write_text(forest_c("p", forest, range(0), range(0), []))
         result = subprocess.run([c_compiler(), *flags, str(source)], capture_output=True, text=True, check=False)
         assert result.returncode == 0, result.stderr
+
+
+def test_a_block_of_rows_goes_right_just_above_a_threshold_and_adds_the_base_score(tmp_path) -> None:
+    """The rows of a block are cleared side by side, but each by its own value: stated here by hand
+    for stumps on a row feature (thresholds 1 and -1, NaN goes left; 2, NaN goes right) after one on
+    the shared feature (so no staircase), with a base score. A block whose greatest value is the next
+    double above a threshold still visits its split; a NaN row is not cleared as any number would
+    be; a block of values at the threshold, NaN and -inf; 11 rows: a whole block and a part one."""
+    nan_right = [{**_stump(1, 2.0, 0.0, 100.0)[0], "default_left": False}, *_stump(1, 2.0, 0.0, 100.0)[1:]]
+    trees = [_stump(0, 0.5, 0.0, 0.0), _stump(1, 1.0, 1.0, 2.0), nan_right, _stump(1, -1.0, 0.0, 1000.0)]
+    forest = Forest.from_treelite_json(_dump(trees, base_scores=[0.25]))
+    above = float(np.nextafter(1.0, 2.0))
+    values = [1.0, above, np.nan, -np.inf, 0.5, 1.0, 1.0, 1.0, 1.0, np.nan, -np.inf]
+    rows = np.array([[0.0, v] for v in values])
+    source = tmp_path / "forest.c"
+    source.write_text(forest_c("p", forest, range(1), range(1, 1), [[]]))  # one kernel, no config feature
+    lib = ctypes.CDLL(str(compile_library({"forest.c": source.read_text()}, ["forest.c"], c_compiler())))
+    lib.p_scores.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p]
+    got, configs = np.full(len(rows), -1.0), np.zeros(len(rows), dtype=np.intc)
+    lib.p_scores(rows.ctypes.data, configs.ctypes.data, len(rows), got.ctypes.data)
+    expected = [
+        0.25 + (2.0 if v == above else 1.0) + (100.0 if np.isnan(v) else 0.0) + (1000.0 if v > -1.0 else 0.0)
+        for v in values
+    ]
+    assert got.tolist() == expected
