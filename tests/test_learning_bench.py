@@ -153,6 +153,34 @@ def test_learn_builds_and_benches_resumes_and_select_takes_its_model(
     assert status == 0 and "grouped_conv" in captured.out
 
 
+@pytest.mark.slow
+def test_learn_runs_its_compiles_and_timed_batches_on_a_ray_cluster(tree: Path, tmp_path: Path) -> None:
+    """``--executor ray``: a Ray cluster started here (two loopback nodes, one stand-in device each)
+    runs the loop's compiles and timed batches; the record is a whole one (every pair once, timed and
+    verified by the stand-in on a cluster node) and the model is written."""
+    import sys
+
+    from ray_loopback import loopback_cluster
+
+    problems = tmp_path / "problems.csv"
+    problems.write_text(PROBLEMS)
+    out = tmp_path / "learnt"
+    device = {"num_cpus": 1, "resources": {"ckspace_device": 1}}
+    with loopback_cluster(device, device) as address:
+        command = [sys.executable, "-m", "ckspace", *learn_args(tree, problems, out, 2, 6)]
+        done = subprocess.run(
+            [*command, "--executor", "ray", "--address", address], capture_output=True, text=True, timeout=900
+        )
+    assert done.returncode == 0, done.stderr
+    assert f"written to {out}" in done.stdout
+    rows = _rows(out / RECORD_FILE)
+    pairs = [(row["kernel"], row["problem_idx"]) for row in rows]
+    assert 0 < len(pairs) == len(set(pairs)) <= 6 and len({row["kernel"] for row in rows}) <= 2
+    ok = [row for row in rows if row["status"] == "ok"]
+    assert ok and all(row["device_name"] == "host stand-in 0" and row["tolerance"] for row in ok), rows
+    assert all(row["device"].startswith("127.0.0.1:node-") for row in ok)  # a cluster node ran each batch
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
