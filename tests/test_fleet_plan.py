@@ -306,7 +306,11 @@ def test_a_total_budget_is_kept_and_emit_and_info_follow_the_plan(
     info = json.loads(capsys.readouterr().out)
     for arch in ARCHS:
         assert info["archs"][arch]["kernels"] == len(report["plans"][arch]["kernels"])
-    assert info["archs"]["gfx942"]["models"]["forward bf16"] == {"ranked_by": "analytical", "shipped_model": False}
+    assert info["archs"]["gfx942"]["models"]["forward bf16"] == {
+        "ranked_by": "analytical",
+        "shipped_model": False,
+        "is_the_shipped_model": False,
+    }
     assert info["archs"]["gfx950"]["models"]["forward bf16"]["shipped_model"] is True
     assert info["shared"] == report["shared"]
     assert main(["info", str(tree)]) == 0

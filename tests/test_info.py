@@ -19,6 +19,7 @@ from ckspace.commands.machine import Machine, probe_machine
 from ckspace.compiling.toolchain import discover
 from ckspace.core.errors import CkspaceError
 from ckspace.environment.ck_header_cache import find_revision
+from ckspace.select.store import shipped_models
 
 
 def _info(monkeypatch: pytest.MonkeyPatch, **env: str) -> tuple[str, dict]:
@@ -192,9 +193,14 @@ def test_info_of_a_fleet_tree_says_what_each_arch_holds(tmp_path: Path, monkeypa
     for arch, names in manifest["dispatcher"]["archs"].items():
         assert report["archs"][arch]["kernels"] == len(names)
         assert report["archs"][arch]["cells"] == {"forward 2D bf16": len(names)}
-    assert report["archs"]["gfx942"]["models"] == {"forward bf16": {"ranked_by": "analytical", "shipped_model": False}}
+    analytical = {"ranked_by": "analytical", "shipped_model": False, "is_the_shipped_model": False}
+    assert report["archs"]["gfx942"]["models"] == {"forward bf16": analytical}
     gfx950 = report["archs"]["gfx950"]["models"]["forward bf16"]
-    assert gfx950["shipped_model"] is True and gfx950["ranked_by"].startswith("model ")
+    ranker = shipped_models()["gfx950 forward bf16"].files["ranker.txt"]  # the model's identity, as its card says
+    assert gfx950 == {"ranked_by": f"model {ranker}", "shipped_model": True, "is_the_shipped_model": True}
+    text = run_cli(["info", str(tree)])
+    assert f"forward bf16 ranked by a trained model (ranker.txt sha256 {ranker[:12]})" in text.stdout
+    assert "(the model ckspace ships for it)" in text.stdout
     both = {k["name"] for k in manifest["kernels"] if len(k["archs"]) == 2}
     assert both and set(report["shared"]) == both
     assert report["built"] == [] and report["library"] == "gfx942_gfx950"

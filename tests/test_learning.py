@@ -264,10 +264,11 @@ def test_enough_measured_pairs_get_the_rankers_corrections(recorded_features, tm
 
 @pytest.mark.slow
 def test_issue_38_the_c_dispatcher_picks_as_python_on_a_learnt_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A loop-trained model goes into a forward library's C dispatcher unchanged (emit --model,
-    build --host-only), whose pick and TFLOPS equal the Python selector's on the same model."""
+    build --host-only), whose pick and TFLOPS equal the Python selector's on the same model; ``info``
+    names it by its ranker file's sha256 as not the model ckspace ships."""
     from conftest import fake_ck
 
     from ckspace.core.config import GemmConfig as Config
@@ -295,6 +296,11 @@ def test_issue_38_the_c_dispatcher_picks_as_python_on_a_learnt_model(
         assert choice.predicted_tflops == pytest.approx(expected.top[0].predicted_tflops, rel=1e-5)
         compared += 1
     assert compared >= 8
+    capsys.readouterr()
+    assert main(["info", str(tree)]) == 0  # the tree says its cell is ranked by another model than ckspace's
+    said = capsys.readouterr().out
+    learnt = json.loads((out / "card.json").read_text())["files"]["ranker.txt"]
+    assert f"ranker.txt sha256 {learnt[:12]}) (ckspace ships another model for it)" in said, said
 
 
 def test_the_rankers_corrections_learn_only_measured_pairs() -> None:

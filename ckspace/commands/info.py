@@ -142,7 +142,8 @@ def _datasets() -> dict[str, dict]:
 def tree_facts(tree: Path) -> dict:
     """What an emitted tree holds, as plain data: its archs, and for each its kernels per cell
     (``variant ndim dtype``), what ranks each of its dispatcher's cells (a model, by the sha256 of its
-    ranker, or the analytical model) and whether ckspace ships a model for the cell; the kernels
+    ranker file, or the analytical model), whether ckspace ships a model for the cell and whether
+    that model is the one ranking it (``emit --model`` gives another); the kernels
     several archs share (each compiled for all of them); the libraries built from it."""
     from collections import Counter
 
@@ -150,7 +151,7 @@ def tree_facts(tree: Path) -> dict:
     from ckspace.select.store import shipped_models
 
     manifest = read_manifest(tree)
-    shipped = set(shipped_models())
+    shipped = shipped_models()
     fallback_only = set(manifest.dispatcher.fallback_only) if manifest.dispatcher is not None else set()
     models = manifest.arch_models()
     archs = {}
@@ -161,7 +162,11 @@ def tree_facts(tree: Path) -> dict:
             "fallback_only": sum(k.name in fallback_only for k in kernels),
             "cells": dict(sorted(cells.items())),
             "models": {
-                cell: {"ranked_by": source, "shipped_model": f"{arch} {cell}" in shipped}
+                cell: {
+                    "ranked_by": source,
+                    "shipped_model": f"{arch} {cell}" in shipped,
+                    "is_the_shipped_model": source == _shipped_source(shipped.get(f"{arch} {cell}")),
+                }
                 for cell, source in models[arch].items()
             },
         }
@@ -177,6 +182,13 @@ def tree_facts(tree: Path) -> dict:
         "hipdnn_plugin": manifest.hipdnn.plugin if manifest.hipdnn is not None else None,
         "built": [str(p.relative_to(tree)) for p in built_libraries(tree)],
     }
+
+
+def _shipped_source(card) -> str | None:
+    """How a manifest names the shipped model of a cell (``dispatcher.models``), None without one."""
+    from ckspace.select.store import RANKER_FILE
+
+    return f"model {card.files[RANKER_FILE]}" if card is not None else None
 
 
 def _cell_of(config: dict) -> str:
@@ -197,7 +209,12 @@ def _tree_text(report: dict) -> str:
         lines.append(f"{arch}: {held['kernels']} kernels{fallbacks}")
         lines += [f"  {cell}: {count}" for cell, count in held["cells"].items()]
         for cell, model in held["models"].items():
-            shipped = "ckspace ships a model for it" if model["shipped_model"] else "ckspace ships no model for it"
+            if model["is_the_shipped_model"]:
+                shipped = "the model ckspace ships for it"
+            elif model["shipped_model"]:
+                shipped = "ckspace ships another model for it"
+            else:
+                shipped = "ckspace ships no model for it"
             lines.append(f"  {cell} ranked by {_ranker(model['ranked_by'])} ({shipped})")
         if not held["models"]:
             lines.append("  no dispatcher (emitted without --with-selector)")
@@ -218,7 +235,7 @@ def _tree_text(report: dict) -> str:
 def _ranker(source: str) -> str:
     """A dispatcher cell's ranking in words: a model by the first 12 digits of its ranker's sha256."""
     if source.startswith("model "):
-        return f"a trained model (ranker sha256 {source.removeprefix('model ')[:12]})"
+        return f"a trained model (ranker.txt sha256 {source.removeprefix('model ')[:12]})"
     return "the analytical performance model"
 
 

@@ -271,6 +271,14 @@ class Library:
         return cls(kernels, tuple(c.name not in fallback_only for c in kernels), tuple(fallbacks))
 
 
+def model_directory(
+    arch: str, variant: Variant, dtype: Dtype, model_dirs: Mapping[tuple[Variant, Dtype], Path]
+) -> Path:
+    """The model directory that ranks a cell: the one given for it, else the one ckspace ships for
+    it (which may not exist: the cell is then ranked by the analytical score)."""
+    return Path(model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value))
+
+
 def _cell_models(
     cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: Mapping[tuple[Variant, Dtype], Path]
 ) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
@@ -278,7 +286,7 @@ def _cell_models(
     analytical score."""
     out: dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None] = {}
     for variant, dtype in cells:
-        directory = model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value)
+        directory = model_directory(arch, variant, dtype, model_dirs)
         if not Path(directory).is_dir():
             log.info(
                 "no model for %s %s %s: the dispatcher ranks that cell by the analytical score",

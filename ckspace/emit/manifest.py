@@ -156,7 +156,8 @@ class DispatcherRecord(BaseModel):
     fallback_only: list[str] = []
     """Kernels emitted only as vector-width fallbacks of the others (``--fallbacks``)."""
     models: dict[str, str]
-    """Per cell (``variant dtype``): ``model <sha256 of the ranker>`` or ``analytical``."""
+    """Per cell (``variant dtype``): ``model <sha256 of its ranker.txt, as the model card records
+    it>`` or ``analytical``."""
     host_units: list[str]
     """The C translation units of the host part (``ckspace build --host-only`` compiles these)."""
     run_unit: str

@@ -40,6 +40,7 @@ from ckspace.emit.dispatcher import (
     dispatcher_sources,
     fleet_dispatcher_sources,
     host_units,
+    model_directory,
     ranker_source,
 )
 from ckspace.emit.manifest import (
@@ -52,6 +53,7 @@ from ckspace.emit.manifest import (
     plugin_name,
 )
 from ckspace.environment.files import banner, sha256
+from ckspace.environment.inputs import read_json_model
 from ckspace.select.fallbacks import serving_variants
 from ckspace.space.listing import Kernel
 
@@ -283,11 +285,12 @@ def _dispatcher(
 ) -> tuple[dict[str, bytes], DispatcherRecord]:
     """``--with-selector``: the dispatcher's files and their manifest record."""
     library = Library.build(configs, fallback_only)
-    files = dispatcher_sources(library, arch, template_environment(), _model_dirs(model, library))
+    model_dirs = _model_dirs(model, library)
+    files = dispatcher_sources(library, arch, template_environment(), model_dirs)
     record = DispatcherRecord(
         kernels=[c.name for c in library.kernels],
         fallback_only=sorted(fallback_only),
-        models=_model_sources(files, library),
+        models=_model_sources(files, library, arch, model_dirs),
         host_units=host_units(list(files)),
         run_unit=RUN_SOURCE,
     )
@@ -315,7 +318,7 @@ def _fleet_dispatcher(
         models={
             f"{a} {cell}": source
             for a, library in libraries.items()
-            for cell, source in _model_sources(files, library, a).items()
+            for cell, source in _model_sources(files, library, a, model_dirs[a], a).items()
         },
         host_units=host_units(list(files)),
         run_unit=RUN_SOURCE,
@@ -366,12 +369,26 @@ def _model_dirs(model: Path | None, library: Library, arch: str | None = None) -
     return {cell: model}
 
 
-def _model_sources(files: Mapping[str, bytes], library: Library, unit: str | None = None) -> dict[str, str]:
+def _model_sources(
+    files: Mapping[str, bytes],
+    library: Library,
+    arch: str,
+    model_dirs: Mapping[tuple[Variant, Dtype], Path],
+    unit: str | None = None,
+) -> dict[str, str]:
     """Per cell what ranks it (the manifest's ``dispatcher.models``; ``unit``: of that arch's part
-    of a library of several archs)."""
+    of a library of several archs): a model by the sha256 of its ranker file as its card records it
+    (the model's identity: ``ckspace info`` tells the shipped model from another by it), or the
+    analytical score where no ranker was generated."""
+    from ckspace.select.store import CARD_FILE, RANKER_FILE, ModelCard
+
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     out = {}
     for variant, dtype in cells:
-        ranker = files.get(ranker_source(variant, dtype, unit))
-        out[f"{variant.value} {dtype.value}"] = f"model {sha256(ranker)}" if ranker else "analytical"
+        if ranker_source(variant, dtype, unit) not in files:
+            out[f"{variant.value} {dtype.value}"] = "analytical"
+            continue
+        card_path = model_directory(arch, variant, dtype, model_dirs) / CARD_FILE
+        card = read_json_model(ModelCard, card_path, "model card")
+        out[f"{variant.value} {dtype.value}"] = f"model {card.files[RANKER_FILE]}"
     return out
