@@ -132,3 +132,34 @@ def test_program_computes_like_python(recipes, values, rows) -> None:
             assert np.allclose(out, expected, rtol=1e-12, atol=0), (recipe, out, expected)
         else:
             assert isinstance(out, float) and math.isclose(out, value(recipe, values), rel_tol=1e-12), recipe
+
+
+def test_a_node_hashes_as_its_parts_and_anew_where_it_is_unpickled() -> None:
+    """Op keeps its hash from when it was built (shared subtrees are hashed once); it is the hash of
+    (op, args), equal nodes hash alike, and a node pickled here and read by a process with another
+    string-hash seed hashes as that process hashes its parts (the cached value is not carried)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from ckspace.features.formula import Op, Var
+
+    node = Op("+", (Var("problem", "N"), Op("log2", (Var("config", "tile_m"),))))
+    twin = Op("+", (Var("problem", "N"), Op("log2", (Var("config", "tile_m"),))))
+    assert node == twin and hash(node) == hash(twin) == hash(("+", node.args))
+    assert {node: 1}[twin] == 1 and node != Op("-", node.args)
+    check = (
+        "import pickle, sys\n"
+        "node = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert hash(node) == hash((node.op, node.args)), 'a stale hash'\n"
+        "assert hash(node.args[1]) == hash((node.args[1].op, node.args[1].args))\n"
+    )
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", check],
+            input=pickle.dumps(node),
+            capture_output=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -72,10 +72,24 @@ class Num(Formula):
 @dataclass(frozen=True, slots=True)
 class Op(Formula):
     """``op`` applied to ``args``: ``+ - * /`` (two arguments), ``min``/``max`` (two), ``log2``,
-    ``ceil``, ``floor`` (one)."""
+    ``ceil``, ``floor`` (one). Its hash is computed once, when it is built: the features share
+    subtrees, and a hash recomputed down the tree at every lookup made hashing most of the time
+    spent generating the features' C and programs."""
 
     op: str
     args: tuple[Formula, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.op, self.args)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        """Pickled without the hash: a string's hash differs between processes, so an unpickled
+        node hashes anew where it lands."""
+        return (Op, (self.op, self.args))
 
 
 def lift(value: FormulaLike) -> Formula:
