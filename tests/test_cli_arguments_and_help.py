@@ -138,3 +138,14 @@ def test_stdout_that_cannot_encode_a_character_gets_its_escape_not_stdout_is_clo
     stdout.flush()
     text = stdout.buffer.getvalue().decode("ascii")
     assert f"{tmp_path}/\\xfc/cells" in text and capsys.readouterr().err == ""
+
+
+def test_the_paths_help_spells_are_where_the_code_writes() -> None:
+    """``build --help`` names the host library's path as text (importing the manifest module for it
+    would cost every command's start a third of a second): it is the path ``build`` links."""
+    from ckspace.cli import _parser
+    from ckspace.emit.manifest import host_library
+
+    parser, _ = _parser()
+    text = " ".join(parser.subcommands["build"].format_help().split())
+    assert f"C compiler: {host_library(Path())}, no HIP needed" in text
