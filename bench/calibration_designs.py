@@ -14,6 +14,10 @@ Designs (all 20 problems x 3 kernels): ``spread``, :func:`~ckspace.training.cali
 ``coord``, the coordinate search; ``box``, the same kept within a factor of 4 of the start;
 ``grid``, the coordinate search from the best point of a coarse grid (``analytical_fit.grid_start``);
 ``bagged``, the median constants of 7 box searches on bootstrap resamples of the designed problems.
+``committee`` is a design and a search of its own (:func:`committee_fit`, query by committee: 36
+designed pairs, then 24 where a committee of fits on them disagrees); ``--search`` does not apply.
+
+    python3 bench/calibration_designs.py --design committee --seeds 0 1 2 3 4 5 6 7 8 9
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import itertools
 import time
 
 import numpy as np
-from analytical_fit import FITTED, LOSSES, fit, grid_start, scores
+from analytical_fit import FITTED, LOSSES, fit, grid_start, objective, scores
 
 from ckspace.features import performance
 from ckspace.training import calibration
@@ -68,6 +72,49 @@ def sensitive_pairs(sub, start: dict[str, float], problems: int = 20, per_proble
         information = information + best[p][1].T @ best[p][1]
         chosen.append(int(p))
     return [(p, k) for p in chosen for k in best[p][0]]
+
+
+FIRST = 12
+"""Problems of the ``committee`` design's first, one-shot stage (x 3 kernels: 36 pairs)."""
+MEMBERS_BOOTSTRAP = 4
+"""Committee members fitted on bootstrap resamples of the first stage's problems."""
+
+
+def committee_fit(sub, start: dict[str, float], sweeps: int = 3, loss: str = "mixed") -> dict[str, float]:
+    """Query by committee, 60 pairs in two stages. First the ``sensitive`` design on :data:`FIRST`
+    problems; on those pairs a committee of fits (the box search, the search from the grid start,
+    and :data:`MEMBERS_BOOTSTRAP` box searches on bootstrap resamples). Then the pairs where the
+    committee disagrees: the unmeasured problems whose members pick the most distinct kernels (then
+    the least agreed), each with its members' picks (at most 3, by votes), until 60 pairs. The
+    constants are searched on the 60 from every member, and the best objective is kept: the second
+    stage measures exactly what tells the members apart, and a search from each escapes the stop
+    any one of them makes."""
+    rng = np.random.default_rng(0)
+    pairs = sensitive_pairs(sub, start, problems=FIRST)
+    first = measured_only(sub, pairs)
+    rows = np.arange(len(first.problems))
+    members = [fit(first, rows, sweeps, start, loss, within=4.0)]
+    members.append(fit(first, rows, sweeps, grid_start(first, rows, start, loss), loss))
+    for _ in range(MEMBERS_BOOTSTRAP):
+        resample = first.subset(rng.choice(len(rows), len(rows), replace=True))
+        members.append(fit(resample, rows, sweeps, start, loss, within=4.0))
+    picks = np.stack([np.argmax(scores(sub, m), axis=1) for m in members])
+    taken = {p for p, _ in pairs}
+    options = []
+    for p in range(len(sub.problems)):
+        kernels, votes = np.unique(picks[:, p], return_counts=True)
+        if p not in taken and len(kernels) > 1:
+            chosen = [int(kernels[i]) for i in np.argsort(-votes, kind="stable")[:3]]
+            options.append(((-len(kernels), int(votes.max()), p), p, chosen))
+    budget = 60 - len(pairs)
+    for _, p, kernels in sorted(options):
+        if len(kernels) <= budget:
+            pairs += [(p, k) for k in kernels]
+            budget -= len(kernels)
+    designed = measured_only(sub, pairs)
+    rows = np.arange(len(designed.problems))
+    fits = [fit(designed, rows, sweeps, m, loss) for m in members]
+    return max(fits, key=lambda values: objective(designed, values, rows, loss))
 
 
 def far_start() -> dict[str, float]:
@@ -123,7 +170,7 @@ def held_out(data, fold: np.ndarray, fitter) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--design", choices=sorted(DESIGNS), default="spread")
+    parser.add_argument("--design", choices=[*sorted(DESIGNS), "committee"], default="spread")
     parser.add_argument("--loss", choices=LOSSES, default="mixed")
     parser.add_argument("--search", choices=SEARCHES, default="coord")
     parser.add_argument("--reference", choices=SEARCHES, default="coord", help="the every-pair search")
@@ -134,10 +181,13 @@ def main() -> None:
     start = far_start()
 
     def few(sub):
+        if args.design == "committee":  # its own two stages and searches
+            return committee_fit(sub, start, args.sweeps, args.loss)
         designed = measured_only(sub, DESIGNS[args.design](sub, start))
         return search(args.search, designed, start, args.sweeps, args.loss)
 
-    print(f"60 pairs: {args.design} design, {args.loss} objective, {args.search} search, {args.sweeps} sweeps")
+    how = "its own two-stage" if args.design == "committee" else args.search
+    print(f"60 pairs: {args.design} design, {args.loss} objective, {how} search, {args.sweeps} sweeps")
     for seed in args.seeds:
         began = time.perf_counter()
         fold = fold_of_groups(data.groups, 5, seed)
