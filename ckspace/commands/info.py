@@ -186,9 +186,10 @@ def tree_facts(tree: Path) -> dict:
 
 def _shipped_source(card) -> str | None:
     """How a manifest names the shipped model of a cell (``dispatcher.models``), None without one."""
+    from ckspace.emit.manifest import ranked_by_model
     from ckspace.select.store import RANKER_FILE
 
-    return f"model {card.files[RANKER_FILE]}" if card is not None else None
+    return ranked_by_model(card.files[RANKER_FILE]) if card is not None else None
 
 
 def _cell_of(config: dict) -> str:
@@ -234,8 +235,10 @@ def _tree_text(report: dict) -> str:
 
 def _ranker(source: str) -> str:
     """A dispatcher cell's ranking in words: a model by the first 12 digits of its ranker's sha256."""
-    if source.startswith("model "):
-        return f"a trained model (ranker.txt sha256 {source.removeprefix('model ')[:12]})"
+    from ckspace.emit.manifest import RANKED_BY_MODEL
+
+    if source.startswith(RANKED_BY_MODEL):
+        return f"a trained model (ranker.txt sha256 {source.removeprefix(RANKED_BY_MODEL)[:12]})"
     return "the analytical performance model"
 
 

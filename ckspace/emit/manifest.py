@@ -145,6 +145,16 @@ class ExcludedKernel(BaseModel):
     """The ``ck_revision`` rules the config breaks."""
 
 
+def ranked_by_model(ranker_sha256: str) -> str:
+    """How ``DispatcherRecord.models`` names a cell ranked by a model: by the sha256 of its
+    ranker.txt as its card records it (the model's identity, whatever C was generated from it)."""
+    return f"{RANKED_BY_MODEL}{ranker_sha256}"
+
+
+RANKED_BY_MODEL = "model "
+"""The prefix of a model's entry in ``DispatcherRecord.models`` (the other value: ``analytical``)."""
+
+
 class DispatcherRecord(BaseModel):
     """What ``--with-selector`` generated: the dispatcher's kernel table and where each cell's
     ranking comes from."""

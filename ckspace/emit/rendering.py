@@ -51,6 +51,7 @@ from ckspace.emit.manifest import (
     HipdnnRecord,
     Manifest,
     plugin_name,
+    ranked_by_model,
 )
 from ckspace.environment.files import banner, sha256
 from ckspace.environment.inputs import read_json_model
@@ -390,5 +391,5 @@ def _model_sources(
             continue
         card_path = model_directory(arch, variant, dtype, model_dirs) / CARD_FILE
         card = read_json_model(ModelCard, card_path, "model card")
-        out[f"{variant.value} {dtype.value}"] = f"model {card.files[RANKER_FILE]}"
+        out[f"{variant.value} {dtype.value}"] = ranked_by_model(card.files[RANKER_FILE])
     return out

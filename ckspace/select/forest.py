@@ -16,8 +16,8 @@ call. QuickScorer (Lucchese et al., SIGIR 2015) reaches the same leaf without wa
   SIGIR 2016): a split is read once for the block, a compare of the block's values against its
   threshold clears its mask from the rows that go right, and the loop ends at the first threshold
   no row of the block exceeds. The C is plain loops the compiler vectorises (``bench/selection.py``:
-  ``ckspace_select`` among 30 kernels from C went from 24-30 to 16-17 µs p50 on this project's
-  2-core machine).
+  ``ckspace_select`` among 30 kernels from C went from 22-25 to 16-17 µs p50 on this project's
+  2-core machine; docs/results.md).
 
 A model whose first trees split on one row feature alone (the learning loop's anchored models:
 hundreds of trees that state the analytical model as a staircase of its feature) would make that
