@@ -76,7 +76,11 @@ an error of 0.02 (residuals of about 14 % within a problem) weighs a point."""
 
 
 def objective(data, values: dict[str, float], rows: np.ndarray, loss: str = "picks") -> float:
-    modelled, measured = scores(data, values)[rows], data.tflops[rows]
+    return objective_of(scores(data, values)[rows], data.tflops[rows], loss)
+
+
+def objective_of(modelled: np.ndarray, measured: np.ndarray, loss: str = "picks") -> float:
+    """:func:`objective` of the model's log2 TFLOPS ``modelled`` against the ``measured`` pairs."""
     if loss == "centred":
         return -calibration.centred_log_error(modelled, measured)
     s = summarize(modelled, measured)

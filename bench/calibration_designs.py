@@ -15,9 +15,13 @@ Designs (all 20 problems x 3 kernels): ``spread``, :func:`~ckspace.training.cali
 ``grid``, the coordinate search from the best point of a coarse grid (``analytical_fit.grid_start``);
 ``bagged``, the median constants of 7 box searches on bootstrap resamples of the designed problems.
 ``committee`` is a design and a search of its own (:func:`committee_fit`, query by committee: 36
-designed pairs, then 24 where a committee of fits on them disagrees); ``--search`` does not apply.
+designed pairs, then 24 where a committee of fits on them disagrees); so is ``disagree``
+(:func:`disagreement_fit`: the pairs where a grid of plausible constants disagrees, fitted to the
+centred log error from the grid's best point); ``--search`` applies to neither. ``--reference
+plausible`` fits every pair by the same grid-then-coordinate search (:func:`grid_fit`).
 
     python3 bench/calibration_designs.py --design committee --seeds 0 1 2 3 4 5 6 7 8 9
+    python3 bench/calibration_designs.py --design disagree --reference plausible
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import itertools
 import time
 
 import numpy as np
-from analytical_fit import FITTED, LOSSES, fit, grid_start, objective, scores
+from analytical_fit import FITTED, LOSSES, fit, grid_start, objective, objective_of, scores
 
 from ckspace.features import performance
 from ckspace.training import calibration
@@ -37,8 +41,13 @@ from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency
 from ckspace.workloads.datasets import DATASETS
 
-OFF = (2.0, 0.5, 2.0)
-"""How far the start is from the shipped constants, per constant of ``FITTED``."""
+OFF = (1.8, 0.55, 2.2)
+"""How far the start is from the shipped constants, per constant of ``FITTED``: about a factor of 2,
+but not one that the searches' steps (powers of 2 and of sqrt 2 on a grid, ``FACTORS``) multiply
+back onto them exactly. The shipped constants were fitted on every problem, held-out ones included;
+a start exactly 2 off let a search step onto them and carried that knowledge into the held-out
+figures (the grid-start search then reached 97.36-97.54 % mean held out on fold seeds 0-2, the
+in-sample optimum's 97.59 % at most; from this start, 96.92-96.98 %)."""
 STEP = 1.25
 """The factor a constant is moved by to read the model's sensitivity to it."""
 POOL = 6
@@ -117,6 +126,50 @@ def committee_fit(sub, start: dict[str, float], sweeps: int = 3, loss: str = "mi
     return max(fits, key=lambda values: objective(designed, values, rows, loss))
 
 
+GRID_STEPS = 4
+"""The plausible constants of a :class:`PlausibleGrid`: the start times 2^(i/2), i = -GRID_STEPS ..
+GRID_STEPS, for each constant (9^3 points, each constant within a factor of 4 of the start)."""
+
+
+class PlausibleGrid:
+    """The model's scores of every (problem, kernel) of ``data`` under every plausible constants: one
+    computation per data set (the model needs no measurement), which each fold then reads rows of."""
+
+    def __init__(self, data, start: dict[str, float]) -> None:
+        steps = 2.0 ** (np.arange(-GRID_STEPS, GRID_STEPS + 1) / 2)
+        self.points = [
+            {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
+            for factors in itertools.product(steps, repeat=len(FITTED))
+        ]
+        self.scores = np.stack([scores(data, values) for values in self.points])
+
+    def best(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> dict[str, float]:
+        """The point whose scores of ``rows`` best fit ``measured`` (NaN: not measured) under ``loss``."""
+        values = [objective_of(s[rows], measured, loss) for s in self.scores]
+        return self.points[int(np.argmax(values))]
+
+
+def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:
+    """Calibration from 60 pairs where the plausible constants disagree
+    (:func:`~ckspace.training.calibration.disagreement_pairs`: 30 problems spread over the FLOP counts,
+    each the most split in its bin, with its 2 most-picked kernels), fitted to the centred log error
+    (every pair informs it; the picks among two kernels are one bit a problem): the grid's best point,
+    then the coordinate search from it."""
+    flops = np.array([p.flops for p in sub.problems])
+    pairs = calibration.disagreement_pairs(grid.scores[:, train], flops)
+    designed = measured_only(sub, pairs)
+    rows = np.unique([p for p, _ in pairs])
+    start = grid.best(train[rows], designed.tflops, "centred")
+    return fit(designed, np.arange(len(rows)), sweeps, start, "centred")
+
+
+def grid_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:
+    """The fit on every pair: the grid's best point on the picks objective, then the coordinate
+    search from it (the same search :func:`disagreement_fit` makes, on every pair)."""
+    start = grid.best(train, sub.tflops, "picks")
+    return fit(sub, np.arange(len(sub.problems)), sweeps, start, "picks")
+
+
 def far_start() -> dict[str, float]:
     """The constants the searches start from: the shipped ones, each off by its factor of :data:`OFF`."""
     return {name: performance.constant(name) * off for name, off in zip(FITTED, OFF, strict=True)}
@@ -159,44 +212,55 @@ SEARCHES = ("coord", "box", "grid", "bagged")
 
 
 def held_out(data, fold: np.ndarray, fitter) -> tuple[float, float]:
-    """Held-out mean and P10 (%) of the picks under the constants ``fitter`` gives per training set."""
+    """Held-out mean and P10 (%) of the picks under the constants ``fitter(training set, its rows of
+    data)`` gives per fold."""
     efficiency = np.zeros(len(data.problems))
     for f in range(fold.max() + 1):
         train, test = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        values = fitter(data.subset(train))
+        values = fitter(data.subset(train), train)
         efficiency[test] = per_problem_efficiency(scores(data, values)[test], data.tflops[test])
     return 100 * efficiency.mean(), 100 * np.percentile(efficiency, 10)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--design", choices=[*sorted(DESIGNS), "committee"], default="spread")
+    parser.add_argument("--design", choices=[*sorted(DESIGNS), "committee", "disagree"], default="spread")
     parser.add_argument("--loss", choices=LOSSES, default="mixed")
     parser.add_argument("--search", choices=SEARCHES, default="coord")
-    parser.add_argument("--reference", choices=SEARCHES, default="coord", help="the every-pair search")
+    parser.add_argument("--reference", choices=[*SEARCHES, "plausible"], default="coord", help="the every-pair search")
     parser.add_argument("--sweeps", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     start = far_start()
+    needs_grid = args.design == "disagree" or args.reference == "plausible"
+    grid = PlausibleGrid(data, start) if needs_grid else None
 
-    def few(sub):
+    def few(sub, train):
         if args.design == "committee":  # its own two stages and searches
             return committee_fit(sub, start, args.sweeps, args.loss)
+        if args.design == "disagree":  # its own objective and search
+            return disagreement_fit(grid, sub, train, args.sweeps)
         designed = measured_only(sub, DESIGNS[args.design](sub, start))
         return search(args.search, designed, start, args.sweeps, args.loss)
 
-    how = "its own two-stage" if args.design == "committee" else args.search
-    print(f"60 pairs: {args.design} design, {args.loss} objective, {how} search, {args.sweeps} sweeps")
+    def every(sub, train):
+        if args.reference == "plausible":
+            return grid_fit(grid, sub, train)
+        return search(args.reference, sub, start, 3, "picks")
+
+    how = "its own" if args.design in ("committee", "disagree") else f"{args.loss} objective, {args.search}"
+    print(f"60 pairs: {args.design} design, {how} search, {args.sweeps} sweeps; start {start}")
     for seed in args.seeds:
         began = time.perf_counter()
         fold = fold_of_groups(data.groups, 5, seed)
-        mean_all, p10_all = held_out(data, fold, lambda sub: search(args.reference, sub, start, 3, "picks"))
+        mean_all, p10_all = held_out(data, fold, every)
         mean_few, p10_few = held_out(data, fold, few)
         verdict = "within 0.3" if mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3 else "short"
         print(
             f"fold seed {seed}: every pair ({args.reference}) {mean_all:.2f} / {p10_all:.2f}, 60 pairs"
-            f" {mean_few:.2f} / {p10_few:.2f}: {verdict} ({time.perf_counter() - began:.0f} s)"
+            f" {mean_few:.2f} / {p10_few:.2f}: {verdict} ({time.perf_counter() - began:.0f} s)",
+            flush=True,
         )
 
 

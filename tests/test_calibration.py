@@ -119,6 +119,26 @@ def test_the_designed_pairs_are_each_spread_problems_contenders() -> None:
     assert len(calibration.design_pairs(scores, flops, problems=9, per_problem=1)) == 5
 
 
+def test_the_disagreement_design_takes_each_size_bins_most_split_problem() -> None:
+    """disagreement_pairs against a hand count: 4 grid points, 4 problems. Picks over the grid:
+    problem 0 kernels 0, 0, 1, 2 (shares 1/2, 1/4, 1/4: the most split), problem 1 always 2 (not
+    split), problem 2 0, 1, 0, 1 (1/2, 1/2), problem 3 0, 0, 0, 1 (3/4, 1/4). By FLOPs the order is
+    3, 1, 0, 2. A problem's kernels by votes, then by mean score over the grid."""
+    grid = np.zeros((4, 4, 3))
+    picks = [[0, 2, 0, 0], [0, 2, 1, 0], [1, 2, 0, 0], [2, 2, 1, 1]]  # [point][problem]
+    for g, row in enumerate(picks):
+        for p, k in enumerate(row):
+            grid[g, p, k] = 1.0
+    grid[:, 0, 2] += 0.05  # problem 0: kernels 1 and 2 have a vote each, 2 the higher mean (0.30, 0.25)
+    grid[:, 1, 0] = 0.5  # problem 1: kernels 0 and 1 have no vote, 0 the higher mean
+    flops = np.array([30.0, 20.0, 40.0, 10.0])
+    # two bins, {3, 1} and {0, 2}: the most split of each (1 has no split, 2 less than 0)
+    assert calibration.disagreement_pairs(grid, flops, problems=2, per_problem=2) == [(3, 0), (3, 1), (0, 0), (0, 2)]
+    every = calibration.disagreement_pairs(grid, flops, problems=4, per_problem=3)
+    assert every == [(3, 0), (3, 1), (3, 2), (1, 2), (1, 0), (1, 1), (0, 0), (0, 2), (0, 1), (2, 0), (2, 1), (2, 2)]
+    assert calibration.disagreement_pairs(grid, flops, problems=1, per_problem=1) == [(0, 0)]
+
+
 @pytest.mark.slow
 def test_the_sensitive_design_takes_one_problem_per_size_bin_and_its_contenders() -> None:
     """bench/calibration_designs.py's D-optimal design, against its statement: 20 distinct problems,
@@ -172,19 +192,20 @@ def test_the_centred_error_ignores_each_problems_level() -> None:
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="not reached on every seed: 60 designed pairs (the start model's top 3 kernels of 20 problems spread "
-    "over the FLOP counts, the mixed objective, 3 sweeps) fit held-out mean 96.97 %, P10 90.57 % against every "
-    "pair's 96.83 %, 90.73 % on fold seed 0 (within 0.3 point), but 96.37 %, 88.68 % against 96.86 %, 90.73 % "
-    "on fold seed 1 (the covering round's 60 pairs with the picks objective, seed 0: 96.10 %, 87.53 %). "
+    reason="not reached on every seed: from a start off by (1.8, 0.55, 2.2), 60 designed pairs (the start "
+    "model's top 3 kernels of 20 problems spread over the FLOP counts, the mixed objective, 3 sweeps) fit "
+    "held-out mean / P10 96.97 / 90.73 against every pair's 97.13 / 91.00 on fold seed 1 and 97.15 / 91.00 "
+    "against 96.80 / 90.57 on seed 0 (within 0.3 point), but 96.59 / 89.04 against 97.41 / 92.04 on seed 2. "
     "Strict: it fails the run once it passes, so the target is stated again",
 )
 def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
     """Calibration alone, no trees: the three fitted constants of the analytical model, searched
-    from a start far from the shipped values (each off by a factor of 2) on 60 pairs of the training
+    from a start far from the shipped values (``calibration_designs.OFF``: each off by about a factor of
+    2, but not one a search step multiplies back onto them) on 60 pairs of the training
     folds chosen by design from that start (:func:`~ckspace.training.calibration.design_pairs`: its
     top 3 kernels on 20 problems spread over the FLOP counts) against the mixed objective, carry to
     the held-out folds (grouped 5-fold) within 0.3 points of mean and P10 of the same search (3
-    sweeps) on every pair of the training folds (picks objective), on every fold seed (seed 1 first:
+    sweeps) on every pair of the training folds (picks objective), on every fold seed (seed 2 first:
     the one known to miss, so the expected failure costs one seed's time)."""
     from analytical_fit import fit
     from calibration_designs import far_start, held_out, measured_only, spread_pairs
@@ -194,15 +215,15 @@ def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     start = far_start()
 
-    def few(sub):
+    def few(sub, _train):
         pairs = spread_pairs(sub, start)
         assert len(pairs) <= 60
         designed = measured_only(sub, pairs)
         return fit(designed, np.arange(len(designed.problems)), 3, start, loss="mixed")
 
-    for seed in (1, 0, 2):
+    for seed in (2, 0, 1):
         fold = fold_of_groups(data.groups, 5, seed)
-        mean_all, p10_all = held_out(data, fold, lambda sub: fit(sub, np.arange(len(sub.problems)), 3, start))
+        mean_all, p10_all = held_out(data, fold, lambda sub, _: fit(sub, np.arange(len(sub.problems)), 3, start))
         mean_few, p10_few = held_out(data, fold, few)
         print(f"seed {seed}: every pair {mean_all:.2f} / {p10_all:.2f}; 60 pairs {mean_few:.2f} / {p10_few:.2f}")
         assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3, seed

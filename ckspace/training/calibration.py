@@ -11,10 +11,11 @@ so a few problems the model misjudges do not move it. It is one multiplicative c
 never changes a pick (``performance.CONSTANTS['analytical_level']``).
 
 The model's *fitted* constants (``bench/analytical_fit.py`` searches them) can be fitted from few
-measurements: :func:`design_pairs` chooses which (the model's close contenders of problems spread
-over the workload: the pairs a constant's change reorders) and :func:`centred_log_error` is a loss
-that every measured pair informs, where a pick's efficiency among a problem's few measured kernels
-moves only when a pick changes.
+measurements: :func:`disagreement_pairs` chooses which (the kernels of problems spread over the
+workload that plausible constants pick differently: the pairs whose measurement tells those constants
+apart; :func:`design_pairs` is the simpler design of the model's close contenders at the start) and
+:func:`centred_log_error` is a loss that every measured pair informs, where a pick's efficiency among
+a problem's few measured kernels moves only when a pick changes.
 """
 
 from __future__ import annotations
@@ -67,6 +68,31 @@ def design_pairs(log2_tflops: np.ndarray, flops: np.ndarray, problems: int = 20,
     chosen = list(dict.fromkeys(order[ranks].tolist()))
     top = np.argsort(-log2_tflops, axis=1, kind="stable")[:, :per_problem]
     return [(p, int(k)) for p in chosen for k in top[p]]
+
+
+def disagreement_pairs(
+    grid_log2_tflops: np.ndarray, flops: np.ndarray, problems: int = 30, per_problem: int = 2
+) -> list[tuple[int, int]]:
+    """(problem, kernel) pairs where plausible constants disagree. ``grid_log2_tflops[g, p, k]`` is
+    the model's score of kernel k on problem p under the g-th of a grid of constant values (every
+    value the constants might take on this GPU). Each problem's picks over the grid say how split the
+    plausible constants are about it (the entropy of the picks): a problem they all agree on tells
+    nothing, one they split on is where a measurement moves the fit. One problem of each of
+    ``problems`` bins of the FLOP counts (which constant binds changes with size), the most split in
+    its bin (the first on a tie), with its ``per_problem`` most-picked kernels (then the best by mean
+    score over the grid): the measured pair then decides between the constants that pick each."""
+    grid_picks = np.argmax(grid_log2_tflops, axis=2)
+    kernels = grid_log2_tflops.shape[2]
+    votes = np.stack([np.bincount(grid_picks[:, p], minlength=kernels) for p in range(grid_picks.shape[1])])
+    share = votes / len(grid_picks)
+    entropy = -np.sum(np.where(share > 0, share * np.log(np.where(share > 0, share, 1.0)), 0.0), axis=1)
+    mean_score = grid_log2_tflops.mean(axis=0)
+    pairs = []
+    for bin_ in np.array_split(np.argsort(flops, kind="stable"), min(problems, len(flops))):
+        p = int(bin_[np.argmax(entropy[bin_])])
+        order = np.lexsort((-mean_score[p], -votes[p]))
+        pairs += [(p, int(k)) for k in order[:per_problem]]
+    return pairs
 
 
 def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
