@@ -120,23 +120,46 @@ def test_the_designed_pairs_are_each_spread_problems_contenders() -> None:
 
 
 def test_the_disagreement_design_takes_each_size_bins_most_split_problem() -> None:
-    """disagreement_pairs against a hand count: 4 grid points, 4 problems. Picks over the grid:
+    """disagreement_pairs against a hand count: 4 grid points, 5 problems. Picks over the grid:
     problem 0 kernels 0, 0, 1, 2 (shares 1/2, 1/4, 1/4: the most split), problem 1 always 2 (not
-    split), problem 2 0, 1, 0, 1 (1/2, 1/2), problem 3 0, 0, 0, 1 (3/4, 1/4). By FLOPs the order is
-    3, 1, 0, 2. A problem's kernels by votes, then by mean score over the grid."""
-    grid = np.zeros((4, 4, 3))
-    picks = [[0, 2, 0, 0], [0, 2, 1, 0], [1, 2, 0, 0], [2, 2, 1, 1]]  # [point][problem]
+    split), problem 2 0, 1, 0, 1 (1/2, 1/2), problem 3 0, 0, 0, 1 (3/4, 1/4), problem 4 always 1.
+    By FLOPs the order is 3, 1, 0, 2, 4. A problem's kernels by votes, then by mean score over the
+    grid."""
+    grid = np.zeros((4, 5, 3))
+    picks = [[0, 2, 0, 0, 1], [0, 2, 1, 0, 1], [1, 2, 0, 0, 1], [2, 2, 1, 1, 1]]  # [point][problem]
     for g, row in enumerate(picks):
         for p, k in enumerate(row):
             grid[g, p, k] = 1.0
     grid[:, 0, 2] += 0.05  # problem 0: kernels 1 and 2 have a vote each, 2 the higher mean (0.30, 0.25)
     grid[:, 1, 0] = 0.5  # problem 1: kernels 0 and 1 have no vote, 0 the higher mean
-    flops = np.array([30.0, 20.0, 40.0, 10.0])
-    # two bins, {3, 1} and {0, 2}: the most split of each (1 has no split, 2 less than 0)
-    assert calibration.disagreement_pairs(grid, flops, problems=2, per_problem=2) == [(3, 0), (3, 1), (0, 0), (0, 2)]
-    every = calibration.disagreement_pairs(grid, flops, problems=4, per_problem=3)
-    assert every == [(3, 0), (3, 1), (3, 2), (1, 2), (1, 0), (1, 1), (0, 0), (0, 2), (0, 1), (2, 0), (2, 1), (2, 2)]
+    flops = np.array([30.0, 20.0, 40.0, 10.0, 50.0])
+    # two bins, {3, 1, 0} and {2, 4}: the most split of each (1 has no split, 2 less than 0, 4 none)
+    assert calibration.disagreement_pairs(grid, flops, problems=2, per_problem=2) == [(0, 0), (0, 2), (2, 0), (2, 1)]
+    every = calibration.disagreement_pairs(grid, flops, problems=5, per_problem=3)
+    assert every[:6] == [(3, 0), (3, 1), (3, 2), (1, 2), (1, 0), (1, 1)]
+    assert every[6:] == [(0, 0), (0, 2), (0, 1), (2, 0), (2, 1), (2, 2), (4, 1), (4, 0), (4, 2)]
     assert calibration.disagreement_pairs(grid, flops, problems=1, per_problem=1) == [(0, 0)]
+
+
+def test_the_most_split_problem_is_by_entropy_not_by_how_many_kernels_are_picked() -> None:
+    """Over 20 grid points, problem 0 is picked 10 / 10 between two kernels (entropy ln 2 = 0.69) and
+    problem 1 18 / 1 / 1 among three (0.39): three kernels picked is less split than two evenly."""
+    grid = np.zeros((20, 2, 3))
+    for g in range(20):
+        grid[g, 0, g % 2] = 1.0
+        grid[g, 1, 0 if g < 18 else g - 17] = 1.0
+    assert calibration.disagreement_pairs(grid, np.array([1.0, 2.0]), problems=1, per_problem=1) == [(0, 0)]
+
+
+def test_the_designs_defaults_are_60_pairs_of_distinct_problems() -> None:
+    """The designs' defaults are the 60-pair budget: 20 problems x 3 kernels, 30 x 2."""
+    rng = np.random.default_rng(0)
+    grid, flops = rng.normal(size=(5, 90, 6)), rng.uniform(1.0, 2.0, size=90)
+    for pairs, problems in (
+        (calibration.design_pairs(grid[0], flops), 20),
+        (calibration.disagreement_pairs(grid, flops), 30),
+    ):
+        assert len(pairs) == 60 and len(set(pairs)) == 60 and len({p for p, _ in pairs}) == problems
 
 
 @pytest.mark.slow
@@ -187,6 +210,7 @@ def test_the_centred_error_ignores_each_problems_level() -> None:
     swapped = exact[:, [1, 0, 2]]
     d = math.log(2.0)  # each residual +-ln 2 after centring
     assert calibration.centred_log_error(swapped, tflops) == pytest.approx(d**2)
+    assert calibration.centred_log_error(swapped[1:], tflops[1:]) == 0.0  # one measured pair: no order to err in
 
 
 @pytest.mark.slow

@@ -84,8 +84,7 @@ def disagreement_pairs(
     grid_picks = np.argmax(grid_log2_tflops, axis=2)
     kernels = grid_log2_tflops.shape[2]
     votes = np.stack([np.bincount(grid_picks[:, p], minlength=kernels) for p in range(grid_picks.shape[1])])
-    share = votes / len(grid_picks)
-    entropy = -np.sum(np.where(share > 0, share * np.log(np.where(share > 0, share, 1.0)), 0.0), axis=1)
+    entropy = np.array([_entropy(row[row > 0] / len(grid_picks)) for row in votes])
     mean_score = grid_log2_tflops.mean(axis=0)
     pairs = []
     for bin_ in np.array_split(np.argsort(flops, kind="stable"), min(problems, len(flops))):
@@ -93,6 +92,10 @@ def disagreement_pairs(
         order = np.lexsort((-mean_score[p], -votes[p]))
         pairs += [(p, int(k)) for k in order[:per_problem]]
     return pairs
+
+
+def _entropy(shares: np.ndarray) -> float:
+    return float(-np.sum(shares * np.log(shares)))
 
 
 def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
