@@ -15,13 +15,16 @@ Designs (all 20 problems x 3 kernels): ``spread``, :func:`~ckspace.training.cali
 ``grid``, the coordinate search from the best point of a coarse grid (``analytical_fit.grid_start``);
 ``bagged``, the median constants of 7 box searches on bootstrap resamples of the designed problems.
 ``committee`` is a design and a search of its own (:func:`committee_fit`, query by committee: 36
-designed pairs, then 24 where a committee of fits on them disagrees); so is ``disagree``
-(:func:`disagreement_fit`: the pairs where a grid of plausible constants disagrees, fitted to the
-centred log error from the grid's best point); ``--search`` applies to neither. ``--reference
-plausible`` fits every pair by the same grid-then-coordinate search (:func:`grid_fit`).
+designed pairs, then 24 where a committee of fits on them disagrees); so are ``disagree``
+(:func:`disagreement_fit`: the pairs where a grid of plausible constants disagrees) and
+``sequential`` (:func:`sequential_fit`: rounds of pairs where the constants that still fit the pairs
+so far disagree), both fitted to the centred log error from the grid's best point, then ``--sweeps``
+of the coordinate search; ``--search`` applies to none of them. ``--reference plausible`` fits every
+pair by the same grid-then-coordinate search (:func:`grid_fit`), on the same grid.
 
     python3 bench/calibration_designs.py --design committee --seeds 0 1 2 3 4 5 6 7 8 9
     python3 bench/calibration_designs.py --design disagree --reference plausible
+    python3 bench/calibration_designs.py --design sequential --reference plausible --per-octave 4 --sweeps 0
 """
 
 from __future__ import annotations
@@ -126,27 +129,69 @@ def committee_fit(sub, start: dict[str, float], sweeps: int = 3, loss: str = "mi
     return max(fits, key=lambda values: objective(designed, values, rows, loss))
 
 
-GRID_STEPS = 4
-"""The plausible constants of a :class:`PlausibleGrid`: the start times 2^(i/2), i = -GRID_STEPS ..
-GRID_STEPS, for each constant (9^3 points, each constant within a factor of 4 of the start)."""
+SPAN = 4.0
+"""How far a :class:`PlausibleGrid`'s constants go from the start, each way (a factor)."""
 
 
 class PlausibleGrid:
-    """The model's scores of every (problem, kernel) of ``data`` under every plausible constants: one
-    computation per data set (the model needs no measurement), which each fold then reads rows of."""
+    """The model's scores of every (problem, kernel) of ``data`` under every plausible constants (each
+    constant the start times 2^(i / ``per_octave``), within a factor of :data:`SPAN`: 9^3 points at
+    2 per octave, 17^3 at 4): one computation per data set (the model needs no measurement), which
+    each fold then reads rows of."""
 
-    def __init__(self, data, start: dict[str, float]) -> None:
-        steps = 2.0 ** (np.arange(-GRID_STEPS, GRID_STEPS + 1) / 2)
+    def __init__(self, data, start: dict[str, float], per_octave: int = 2) -> None:
+        reach = round(np.log2(SPAN) * per_octave)
+        steps = 2.0 ** (np.arange(-reach, reach + 1) / per_octave)
         self.points = [
             {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
             for factors in itertools.product(steps, repeat=len(FITTED))
         ]
+        self.centre = len(self.points) // 2  # the start itself
         self.scores = np.stack([scores(data, values) for values in self.points])
+        self.picks = np.argmax(self.scores, axis=2)
+
+    def objectives(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> np.ndarray:
+        """Each point's ``loss`` objective of its scores of ``rows`` against ``measured`` (NaN: not measured)."""
+        return np.array([objective_of(s[rows], measured, loss) for s in self.scores])
 
     def best(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> dict[str, float]:
-        """The point whose scores of ``rows`` best fit ``measured`` (NaN: not measured) under ``loss``."""
-        values = [objective_of(s[rows], measured, loss) for s in self.scores]
-        return self.points[int(np.argmax(values))]
+        """The point whose scores of ``rows`` best fit ``measured`` under ``loss``."""
+        return self.points[int(np.argmax(self.objectives(rows, measured, loss)))]
+
+
+SLACK = 0.5
+"""Points of the mixed objective a point of a :func:`sequential_fit`'s version space may fall short
+of the best by."""
+
+
+def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0, batch: int = 2) -> dict[str, float]:
+    """Calibration from 60 pairs chosen in rounds, where the constants that still fit disagree. First
+    the ``spread`` design's top 3 kernels of 10 problems spread over the FLOP counts (at the start);
+    then, until 60 pairs, each round takes the grid points whose mixed objective on the pairs so far
+    is within :data:`SLACK` of the best (the version space), and measures the top 3 kernels by their
+    votes of the ``batch`` unmeasured problems whose picks split those points most (entropy). The
+    fit: the grid's best point on the centred log error, then ``sweeps`` of the coordinate search."""
+    flops = np.array([p.flops for p in sub.problems])
+    pairs = calibration.design_pairs(grid.scores[grid.centre][train], flops, problems=10)
+    while len(pairs) < 60:
+        designed = measured_only(sub, pairs)
+        measured = np.unique([p for p, _ in pairs])
+        fits = grid.objectives(train[measured], designed.tflops, "mixed")
+        version = grid.picks[fits >= fits.max() - SLACK][:, train]
+        taken, options = set(measured.tolist()), []
+        for p in range(len(train)):
+            kernels, votes = np.unique(version[:, p], return_counts=True)
+            if p not in taken and len(kernels) > 1:
+                share = votes / votes.sum()
+                options.append((-float(np.sum(share * np.log(share))), p, kernels[np.argsort(-votes, kind="stable")]))
+        if not options:
+            break
+        for _, p, kernels in sorted(options, key=lambda option: -option[0])[:batch]:
+            pairs += [(p, int(k)) for k in kernels[: min(3, 60 - len(pairs))]]
+    designed = measured_only(sub, pairs)
+    rows = np.unique([p for p, _ in pairs])
+    start = grid.best(train[rows], designed.tflops, "centred")
+    return fit(designed, np.arange(len(rows)), sweeps, start, "centred")
 
 
 def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:
@@ -164,8 +209,9 @@ def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 
 
 
 def grid_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:
-    """The fit on every pair: the grid's best point on the picks objective, then the coordinate
-    search from it (the same search :func:`disagreement_fit` makes, on every pair)."""
+    """The fit on every pair: the grid's best point on the picks objective, then ``sweeps`` of the
+    coordinate search from it (the same search :func:`disagreement_fit` and :func:`sequential_fit`
+    make, on every pair)."""
     start = grid.best(train, sub.tflops, "picks")
     return fit(sub, np.arange(len(sub.problems)), sweeps, start, "picks")
 
@@ -222,34 +268,41 @@ def held_out(data, fold: np.ndarray, fitter) -> tuple[float, float]:
     return 100 * efficiency.mean(), 100 * np.percentile(efficiency, 10)
 
 
+OWN_SEARCH = {"committee": None, "disagree": disagreement_fit, "sequential": sequential_fit}
+"""Designs with an objective and a search of their own (``--loss`` and ``--search`` do not apply)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--design", choices=[*sorted(DESIGNS), "committee", "disagree"], default="spread")
+    parser.add_argument("--design", choices=[*sorted(DESIGNS), *OWN_SEARCH], default="spread")
     parser.add_argument("--loss", choices=LOSSES, default="mixed")
     parser.add_argument("--search", choices=SEARCHES, default="coord")
     parser.add_argument("--reference", choices=[*SEARCHES, "plausible"], default="coord", help="the every-pair search")
-    parser.add_argument("--sweeps", type=int, default=3)
+    parser.add_argument(
+        "--sweeps", type=int, default=3, help="of the 60 pairs' search, and of the plausible reference's"
+    )
+    parser.add_argument("--per-octave", type=int, default=2, help="grid points per octave of each constant")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     start = far_start()
-    needs_grid = args.design == "disagree" or args.reference == "plausible"
-    grid = PlausibleGrid(data, start) if needs_grid else None
+    needs_grid = args.design in ("disagree", "sequential") or args.reference == "plausible"
+    grid = PlausibleGrid(data, start, args.per_octave) if needs_grid else None
 
     def few(sub, train):
-        if args.design == "committee":  # its own two stages and searches
+        if args.design == "committee":  # its own two stages and searches, from the start alone
             return committee_fit(sub, start, args.sweeps, args.loss)
-        if args.design == "disagree":  # its own objective and search
-            return disagreement_fit(grid, sub, train, args.sweeps)
+        if args.design in ("disagree", "sequential"):  # their own objective and search
+            return OWN_SEARCH[args.design](grid, sub, train, args.sweeps)
         designed = measured_only(sub, DESIGNS[args.design](sub, start))
         return search(args.search, designed, start, args.sweeps, args.loss)
 
     def every(sub, train):
         if args.reference == "plausible":
-            return grid_fit(grid, sub, train)
+            return grid_fit(grid, sub, train, args.sweeps)
         return search(args.reference, sub, start, 3, "picks")
 
-    how = "its own" if args.design in ("committee", "disagree") else f"{args.loss} objective, {args.search}"
+    how = "its own" if args.design in OWN_SEARCH else f"{args.loss} objective, {args.search}"
     print(f"60 pairs: {args.design} design, {how} search, {args.sweeps} sweeps; start {start}")
     for seed in args.seeds:
         began = time.perf_counter()
