@@ -177,21 +177,15 @@ def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0,
         designed = measured_only(sub, pairs)
         measured = np.unique([p for p, _ in pairs])
         fits = grid.objectives(train[measured], designed.tflops, "mixed")
-        version = grid.picks[fits >= fits.max() - SLACK][:, train]
-        taken, options = set(measured.tolist()), []
-        for p in range(len(train)):
-            kernels, votes = np.unique(version[:, p], return_counts=True)
-            if p not in taken and len(kernels) > 1:
-                share = votes / votes.sum()
-                options.append((-float(np.sum(share * np.log(share))), p, kernels[np.argsort(-votes, kind="stable")]))
-        if not options:
+        votes, entropy = calibration.pick_split(grid.picks[fits >= fits.max() - SLACK][:, train], sub.tflops.shape[1])
+        taken = set(measured.tolist())
+        split = [p for p in range(len(train)) if p not in taken and np.count_nonzero(votes[p]) > 1]
+        if not split:
             break
-        for _, p, kernels in sorted(options, key=lambda option: -option[0])[:batch]:
-            pairs += [(p, int(k)) for k in kernels[: min(3, 60 - len(pairs))]]
-    designed = measured_only(sub, pairs)
-    rows = np.unique([p for p, _ in pairs])
-    start = grid.best(train[rows], designed.tflops, "centred")
-    return fit(designed, np.arange(len(rows)), sweeps, start, "centred")
+        for p in sorted(split, key=lambda q: -entropy[q])[:batch]:
+            kernels = np.argsort(-votes[p], kind="stable")[: min(3, np.count_nonzero(votes[p]), 60 - len(pairs))]
+            pairs += [(p, int(k)) for k in kernels]
+    return _centred_fit(grid, sub, train, pairs, sweeps)
 
 
 def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:
@@ -201,7 +195,12 @@ def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 
     (every pair informs it; the picks among two kernels are one bit a problem): the grid's best point,
     then the coordinate search from it."""
     flops = np.array([p.flops for p in sub.problems])
-    pairs = calibration.disagreement_pairs(grid.scores[:, train], flops)
+    return _centred_fit(grid, sub, train, calibration.disagreement_pairs(grid.scores[:, train], flops), sweeps)
+
+
+def _centred_fit(grid: PlausibleGrid, sub, train: np.ndarray, pairs: list, sweeps: int) -> dict[str, float]:
+    """The constants fitted to ``pairs`` alone by the centred log error: the grid's best point, then
+    ``sweeps`` of the coordinate search from it."""
     designed = measured_only(sub, pairs)
     rows = np.unique([p for p, _ in pairs])
     start = grid.best(train[rows], designed.tflops, "centred")
@@ -268,13 +267,14 @@ def held_out(data, fold: np.ndarray, fitter) -> tuple[float, float]:
     return 100 * efficiency.mean(), 100 * np.percentile(efficiency, 10)
 
 
-OWN_SEARCH = {"committee": None, "disagree": disagreement_fit, "sequential": sequential_fit}
-"""Designs with an objective and a search of their own (``--loss`` and ``--search`` do not apply)."""
+GRID_DESIGNS = {"disagree": disagreement_fit, "sequential": sequential_fit}
+"""Designs that read a :class:`PlausibleGrid` and fit by their own objective and search (as
+``committee`` does without a grid: ``--loss`` and ``--search`` apply to none of them)."""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--design", choices=[*sorted(DESIGNS), *OWN_SEARCH], default="spread")
+    parser.add_argument("--design", choices=[*sorted(DESIGNS), "committee", *GRID_DESIGNS], default="spread")
     parser.add_argument("--loss", choices=LOSSES, default="mixed")
     parser.add_argument("--search", choices=SEARCHES, default="coord")
     parser.add_argument("--reference", choices=[*SEARCHES, "plausible"], default="coord", help="the every-pair search")
@@ -286,14 +286,14 @@ def main() -> None:
     args = parser.parse_args()
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     start = far_start()
-    needs_grid = args.design in ("disagree", "sequential") or args.reference == "plausible"
+    needs_grid = args.design in GRID_DESIGNS or args.reference == "plausible"
     grid = PlausibleGrid(data, start, args.per_octave) if needs_grid else None
 
     def few(sub, train):
         if args.design == "committee":  # its own two stages and searches, from the start alone
             return committee_fit(sub, start, args.sweeps, args.loss)
-        if args.design in ("disagree", "sequential"):  # their own objective and search
-            return OWN_SEARCH[args.design](grid, sub, train, args.sweeps)
+        if args.design in GRID_DESIGNS:  # their own objective and search
+            return GRID_DESIGNS[args.design](grid, sub, train, args.sweeps)
         designed = measured_only(sub, DESIGNS[args.design](sub, start))
         return search(args.search, designed, start, args.sweeps, args.loss)
 
@@ -302,7 +302,7 @@ def main() -> None:
             return grid_fit(grid, sub, train, args.sweeps)
         return search(args.reference, sub, start, 3, "picks")
 
-    how = "its own" if args.design in OWN_SEARCH else f"{args.loss} objective, {args.search}"
+    how = "its own" if args.design in ("committee", *GRID_DESIGNS) else f"{args.loss} objective, {args.search}"
     print(f"60 pairs: {args.design} design, {how} search, {args.sweeps} sweeps; start {start}")
     for seed in args.seeds:
         began = time.perf_counter()

@@ -81,10 +81,7 @@ def disagreement_pairs(
     ``problems`` bins of the FLOP counts (which constant binds changes with size), the most split in
     its bin (the first on a tie), with its ``per_problem`` most-picked kernels (then the best by mean
     score over the grid): the measured pair then decides between the constants that pick each."""
-    grid_picks = np.argmax(grid_log2_tflops, axis=2)
-    kernels = grid_log2_tflops.shape[2]
-    votes = np.stack([np.bincount(grid_picks[:, p], minlength=kernels) for p in range(grid_picks.shape[1])])
-    entropy = np.array([_entropy(row[row > 0] / len(grid_picks)) for row in votes])
+    votes, entropy = pick_split(np.argmax(grid_log2_tflops, axis=2), grid_log2_tflops.shape[2])
     mean_score = grid_log2_tflops.mean(axis=0)
     pairs = []
     for bin_ in np.array_split(np.argsort(flops, kind="stable"), min(problems, len(flops))):
@@ -92,6 +89,14 @@ def disagreement_pairs(
         order = np.lexsort((-mean_score[p], -votes[p]))
         pairs += [(p, int(k)) for k in order[:per_problem]]
     return pairs
+
+
+def pick_split(grid_picks: np.ndarray, kernels: int) -> tuple[np.ndarray, np.ndarray]:
+    """How split a grid of constant values is about each problem: ``grid_picks[g, p]`` is the kernel
+    the g-th point picks for problem p; per problem, each kernel's votes and the entropy of the
+    picks (0 when every point agrees)."""
+    votes = np.stack([np.bincount(grid_picks[:, p], minlength=kernels) for p in range(grid_picks.shape[1])])
+    return votes, np.array([_entropy(row[row > 0] / len(grid_picks)) for row in votes])
 
 
 def _entropy(shares: np.ndarray) -> float:
