@@ -79,20 +79,23 @@ def objective(data, values: dict[str, float], rows: np.ndarray, loss: str = "pic
     return objective_of(scores(data, values)[rows], data.tflops[rows], loss)
 
 
-def objective_of(modelled: np.ndarray, measured: np.ndarray, loss: str = "picks") -> float:
-    """:func:`objective` of the model's log2 TFLOPS ``modelled`` against the ``measured`` pairs."""
+def objective_of(modelled: np.ndarray, measured: np.ndarray, loss: str = "picks") -> float | np.ndarray:
+    """:func:`objective` of the model's log2 TFLOPS ``modelled`` against the ``measured`` pairs;
+    ``modelled`` may have leading axes (one model per constant value of a grid: one objective each)."""
     if loss == "centred":
         return -calibration.centred_log_error(modelled, measured)
-    s = summarize(modelled, measured)
+    efficiency = 100.0 * per_problem_efficiency(modelled, measured)
+    value = efficiency.mean(axis=-1) + 0.5 * np.percentile(efficiency, 10, axis=-1)
     error = {"mixed": calibration.centred_log_error, "level": _one_level_error}.get(loss)
-    return s.mean + 0.5 * s.p10 - (CENTRED_WEIGHT * error(modelled, measured) if error else 0.0)
+    return value - CENTRED_WEIGHT * error(modelled, measured) if error else value
 
 
-def _one_level_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
+def _one_level_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float | np.ndarray:
     """The mean squared log error about one level for every pair, each problem's level not free:
     how fast small problems run beside big ones is what latency and bandwidth decide."""
     residual = np.log(tflops) - np.log(2.0) * log2_tflops
-    return float(np.nanmean((residual - np.nanmean(residual)) ** 2))
+    centred = residual - np.nanmean(residual, axis=(-2, -1), keepdims=True)
+    return np.nanmean(centred**2, axis=(-2, -1))
 
 
 def fit(

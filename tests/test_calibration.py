@@ -251,3 +251,44 @@ def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
         mean_few, p10_few = held_out(data, fold, few)
         print(f"seed {seed}: every pair {mean_all:.2f} / {p10_all:.2f}; 60 pairs {mean_few:.2f} / {p10_few:.2f}")
         assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3, seed
+
+
+@pytest.mark.slow
+def test_a_grids_objectives_are_each_points_objective(shipped) -> None:
+    """The bench's grid scores every point's objective at once (in chunks of points); each is the
+    point's own: the picks objective is mean + P10 / 2 of ``summarize``'s figures, the mixed one
+    less 50 x the centred error, on measured pairs only (a third of them removed here)."""
+    from analytical_fit import objective_of
+    from calibration_designs import PlausibleGrid, far_start
+
+    from ckspace.training.metrics import summarize
+
+    data, _ = shipped
+    sub = data.subset(np.arange(0, len(data.problems), 9))  # 26 problems
+    grid = PlausibleGrid(sub, far_start(), per_octave=2)  # 9^3 points: more than one chunk
+    rows = np.arange(0, len(sub.problems), 2)
+    measured = sub.tflops[rows].copy()
+    measured[np.random.default_rng(0).random(measured.shape) < 0.33] = np.nan
+    for loss in ("picks", "mixed", "centred", "level"):
+        together = grid.objectives(rows, measured, loss)
+        assert together.shape == (len(grid.points),)
+        alone = [objective_of(s[rows], measured, loss) for s in grid.scores]
+        assert together.tolist() == pytest.approx(alone)
+    for point in (0, grid.centre, len(grid.points) - 1):
+        s = summarize(grid.scores[point][rows], measured)
+        error = calibration.centred_log_error(grid.scores[point][rows], measured)
+        assert grid.objectives(rows, measured, "picks")[point] == pytest.approx(s.mean + 0.5 * s.p10)
+        assert grid.objectives(rows, measured, "mixed")[point] == pytest.approx(s.mean + 0.5 * s.p10 - 50.0 * error)
+    assert grid.best(rows, measured, "picks") == grid.points[int(np.argmax(grid.objectives(rows, measured, "picks")))]
+
+
+def test_the_paired_interval_is_the_mean_difference_and_brackets_it() -> None:
+    """paired_interval: the mean of the differences, inside its bootstrap interval; no spread, no
+    width; a wider spread, a wider interval."""
+    from calibration_designs import paired_interval
+
+    centre, low, high = paired_interval([0.1, -0.3, 0.2, 0.0, -0.1])
+    assert centre == pytest.approx(-0.02) and -0.3 <= low < centre < high <= 0.2
+    assert paired_interval([0.4] * 6) == pytest.approx((0.4, 0.4, 0.4))
+    narrow, wide = paired_interval([0.1, -0.1] * 5), paired_interval([1.0, -1.0] * 5)
+    assert wide[2] - wide[1] > 5 * (narrow[2] - narrow[1])

@@ -103,15 +103,19 @@ def _entropy(shares: np.ndarray) -> float:
     return float(-np.sum(shares * np.log(shares)))
 
 
-def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
+def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float | np.ndarray:
     """The mean squared error of the model's natural-log TFLOPS against the measured pairs', each
     problem's residuals less their mean (its level is no error: only the order within a problem
-    matters to a pick). NaN pairs take no part; a problem with one measured pair adds nothing."""
-    residual = np.log(tflops) - np.log(2.0) * log2_tflops
-    counts = np.count_nonzero(~np.isnan(residual), axis=1)
-    rows = counts >= 2
-    centred = residual[rows] - np.nanmean(residual[rows], axis=1, keepdims=True)
-    return float(np.nanmean(centred**2)) if rows.any() else 0.0
+    matters to a pick). NaN pairs take no part; a problem with one measured pair adds nothing.
+    ``log2_tflops`` may have leading axes (``[..., problem, kernel]``, one model per constant value
+    of a grid): then one error per model, as an array."""
+    rows = np.count_nonzero(~np.isnan(tflops), axis=-1) >= 2
+    if not rows.any():
+        return np.zeros(log2_tflops.shape[:-2]) if log2_tflops.ndim > 2 else 0.0
+    residual = np.log(tflops[rows]) - np.log(2.0) * log2_tflops[..., rows, :]
+    centred = residual - np.nanmean(residual, axis=-1, keepdims=True)
+    error = np.nanmean(centred**2, axis=(-2, -1))
+    return error if log2_tflops.ndim > 2 else float(error)
 
 
 def figures(values: np.ndarray) -> LevelFigures:

@@ -65,13 +65,13 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
 
 
 def per_problem_efficiency(scores: np.ndarray, tflops: np.ndarray) -> np.ndarray:
-    """Efficiency of the best-scored measured kernel, per problem (fraction)."""
-    out = np.empty(len(tflops))
-    for p in range(len(tflops)):
-        measured = ~np.isnan(tflops[p])
-        masked = np.where(measured, scores[p], -np.inf)
-        out[p] = tflops[p, int(np.argmax(masked))] / np.nanmax(tflops[p])
-    return out
+    """Efficiency of the best-scored measured kernel, per problem (fraction; the first of tied best
+    scores). ``scores`` may have leading axes (``[..., problem, kernel]``, e.g. one selector per
+    constant value of a grid): the result has them too, each selector judged on the same ``tflops``."""
+    masked = np.where(np.isnan(tflops), -np.inf, scores)
+    pick = np.argmax(masked, axis=-1)
+    chosen = np.take_along_axis(np.broadcast_to(tflops, masked.shape), pick[..., None], axis=-1)[..., 0]
+    return chosen / np.nanmax(tflops, axis=-1)
 
 
 def tied_best(scores: np.ndarray, measured: np.ndarray) -> bool:
