@@ -34,7 +34,7 @@ import numpy as np
 from ckspace.features import matrix as features
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
-from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
+from ckspace.features.matrix import ConfigTable, feature_column
 from ckspace.training import calibration
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
@@ -52,14 +52,10 @@ def scores(data, values: dict[str, float], column: str = features.ANALYTICAL_FEA
     try:
         for name, value in values.items():
             performance.CONSTANTS[name] = performance.Constant(value, "trial")
-        features._PROGRAMS.clear()
         table = ConfigTable.build(data.configs)
-        hw = hardware_facts(data.arch)
-        j = FEATURE_NAMES.index(column)
-        return np.vstack([feature_matrix(p, data.variant, data.dtype, table, hw)[:, j] for p in data.problems])
+        return feature_column(column, data.problems, data.variant, data.dtype, table, hardware_facts(data.arch))
     finally:
         performance.CONSTANTS.update(saved)
-        features._PROGRAMS.clear()
 
 
 LOSSES = ("picks", "centred", "mixed", "level")

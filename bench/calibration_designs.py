@@ -173,13 +173,13 @@ SLACK = 0.5
 of the best by."""
 
 
-def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0, batch: int = 2) -> dict[str, float]:
-    """Calibration from 60 pairs chosen in rounds, where the constants that still fit disagree. First
-    the ``spread`` design's top 3 kernels of 10 problems spread over the FLOP counts (at the start);
-    then, until 60 pairs, each round takes the grid points whose mixed objective on the pairs so far
-    is within :data:`SLACK` of the best (the version space), and measures the top 3 kernels by their
-    votes of the ``batch`` unmeasured problems whose picks split those points most (entropy). The
-    fit: the grid's best point on the centred log error, then ``sweeps`` of the coordinate search."""
+def sequential_pairs(grid: PlausibleGrid, sub, train: np.ndarray, batch: int = 2) -> list[tuple[int, int]]:
+    """60 pairs chosen in rounds, where the constants that still fit disagree. First the ``spread``
+    design's top 3 kernels of 10 problems spread over the FLOP counts (at the start); then, until 60
+    pairs, each round takes the grid points whose mixed objective on the pairs so far is within
+    :data:`SLACK` of the best (the version space), and measures the top 3 kernels by their votes of
+    the ``batch`` unmeasured problems whose picks split those points most (entropy). Only the chosen
+    pairs' measurements are read (``measured_only``); the grid's scores need none."""
     flops = np.array([p.flops for p in sub.problems])
     pairs = calibration.design_pairs(grid.scores[grid.centre][train], flops, problems=10)
     while len(pairs) < 60:
@@ -194,7 +194,13 @@ def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0,
         for p in sorted(split, key=lambda q: -entropy[q])[:batch]:
             kernels = np.argsort(-votes[p], kind="stable")[: min(3, np.count_nonzero(votes[p]), 60 - len(pairs))]
             pairs += [(p, int(k)) for k in kernels]
-    return _centred_fit(grid, sub, train, pairs, sweeps)
+    return pairs
+
+
+def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0) -> dict[str, float]:
+    """Calibration from the 60 :func:`sequential_pairs`: the grid's best point on the centred log
+    error, then ``sweeps`` of the coordinate search."""
+    return _centred_fit(grid, sub, train, sequential_pairs(grid, sub, train), sweeps)
 
 
 def disagreement_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:

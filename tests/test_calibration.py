@@ -214,43 +214,40 @@ def test_the_centred_error_ignores_each_problems_level() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="not reached on every seed: from a start off by (1.8, 0.55, 2.2), 60 designed pairs (the start "
-    "model's top 3 kernels of 20 problems spread over the FLOP counts, the mixed objective, 3 sweeps) fit "
-    "held-out mean / P10 96.97 / 90.73 against every pair's 97.13 / 91.00 on fold seed 1 and 97.15 / 91.00 "
-    "against 96.80 / 90.57 on seed 0 (within 0.3 point), but 96.59 / 89.04 against 97.41 / 92.04 on seed 2. "
-    "Strict: it fails the run once it passes, so the target is stated again",
-)
-def test_sixty_designed_pairs_fit_the_constants_as_well_as_every_pair() -> None:
-    """Calibration alone, no trees: the three fitted constants of the analytical model, searched
-    from a start far from the shipped values (``calibration_designs.OFF``: each off by about a factor of
-    2, but not one a search step multiplies back onto them) on 60 pairs of the training
-    folds chosen by design from that start (:func:`~ckspace.training.calibration.design_pairs`: its
-    top 3 kernels on 20 problems spread over the FLOP counts) against the mixed objective, carry to
-    the held-out folds (grouped 5-fold) within 0.3 points of mean and P10 of the same search (3
-    sweeps) on every pair of the training folds (picks objective), on every fold seed (seed 2 first:
-    the one known to miss, so the expected failure costs one seed's time)."""
+def test_sixty_pairs_recover_the_every_pair_fits_cross_validated_figures() -> None:
+    """Calibration alone, no trees, from at most 60 pairs: the three fitted constants of the
+    analytical model from a start far from the shipped values (``calibration_designs.OFF``: each off
+    by about a factor of 2, but not one a search step or the grid multiplies back onto them), inside
+    grouped 5-fold cross-validation on fold seeds 0-19. The 60 pairs of each training set are chosen
+    in rounds where the constants still fitting disagree (``sequential_pairs``, on a 17^3 grid of
+    constants around the start) and fitted on that grid by the centred log error; the reference is
+    the coordinate search (3 sweeps) on every pair of the training set. Their held-out mean and P10,
+    averaged over the seeds (repeated cross-validation), are within 0.3 point. Seed by seed they are
+    not (12 of 20 seeds): neither is the every-pair fit against itself from another start (16 of
+    20), so a seed's miss is the searches' spread, not the pairs' (docs/results.md)."""
     from analytical_fit import fit
-    from calibration_designs import far_start, held_out, measured_only, spread_pairs
+    from calibration_designs import PlausibleGrid, far_start, held_out, sequential_fit, sequential_pairs
 
     from ckspace.training.evaluation import fold_of_groups
 
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     start = far_start()
+    grid = PlausibleGrid(data, start, per_octave=4)
 
-    def few(sub, _train):
-        pairs = spread_pairs(sub, start)
-        assert len(pairs) <= 60
-        designed = measured_only(sub, pairs)
-        return fit(designed, np.arange(len(designed.problems)), 3, start, loss="mixed")
+    def few(sub, train):
+        pairs = sequential_pairs(grid, sub, train)
+        assert len(pairs) == len(set(pairs)) <= 60
+        return sequential_fit(grid, sub, train)
 
-    for seed in (2, 0, 1):
+    differences = []
+    for seed in range(20):
         fold = fold_of_groups(data.groups, 5, seed)
         mean_all, p10_all = held_out(data, fold, lambda sub, _: fit(sub, np.arange(len(sub.problems)), 3, start))
         mean_few, p10_few = held_out(data, fold, few)
         print(f"seed {seed}: every pair {mean_all:.2f} / {p10_all:.2f}; 60 pairs {mean_few:.2f} / {p10_few:.2f}")
-        assert mean_few >= mean_all - 0.3 and p10_few >= p10_all - 0.3, seed
+        differences.append((mean_few - mean_all, p10_few - p10_all))
+    mean_difference, p10_difference = np.mean(differences, axis=0)
+    assert mean_difference >= -0.3 and p10_difference >= -0.3, (mean_difference, p10_difference)
 
 
 @pytest.mark.slow

@@ -204,3 +204,24 @@ def test_compiled_features_are_kept_per_hardware_sheet() -> None:
     }
     index = FEATURE_NAMES.index("tiles_per_cu")
     assert rows["gfx950"][index] == pytest.approx(rows["gfx942"][index] * 304 / 256)
+
+
+def test_a_column_of_every_problem_at_once_is_each_problems_matrix_column() -> None:
+    """feature_column, one computed feature over every problem of the shipped MI355X cell (231
+    problems, 30 kernels), to the bit of the per-problem matrices, for each computed feature;
+    config columns and unknown names are refused, naming the choices."""
+    from ckspace.features.matrix import INTERACTION_FEATURES, PROBLEM_FEATURES, feature_column
+    from ckspace.training.dataset import load_cells
+    from ckspace.workloads.datasets import DATASETS
+
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    table, hw = ConfigTable.build(data.configs), hardware_facts(data.arch)
+    matrices = np.stack([feature_matrix(p, data.variant, data.dtype, table, hw) for p in data.problems])
+    for name in PROBLEM_FEATURES + INTERACTION_FEATURES:
+        column = feature_column(name, data.problems, data.variant, data.dtype, table, hw)
+        expected = matrices[:, :, FEATURE_NAMES.index(name)]
+        assert column.shape == expected.shape
+        assert np.array_equal(column, expected, equal_nan=True), name
+    for bad in ("tile_m", "no_such_feature"):
+        with pytest.raises(ValueError, match=f"'{bad}' is not a computed feature; computed features: N, G"):
+            feature_column(bad, data.problems, data.variant, data.dtype, table, hw)

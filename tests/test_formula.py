@@ -163,3 +163,22 @@ def test_a_node_hashes_as_its_parts_and_anew_where_it_is_unpickled() -> None:
             check=False,
         )
         assert done.returncode == 0, done.stderr.decode()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(ANY, min_size=1, max_size=4),
+    st.lists(st.fixed_dictionaries({"N": st.integers(1, 64), "C": st.integers(1, 513)}), min_size=1, max_size=4),
+    ROWS,
+)
+def test_many_problems_at_once_are_each_problem_alone(recipes, problems, rows) -> None:
+    """Program.over_problems: a (problems, rows) array per output, each row the problem's own values
+    (problem-only outputs repeated along the rows), against the plain Python statement."""
+    formulas = [build(r) for r in recipes]
+    columns = {name: np.array([row[name] for row in rows], dtype=np.float64) for name in CONFIG}
+    values = {name: np.array([p[name] for p in problems]) for name in PROBLEM}
+    outputs = Program(formulas).over_problems(values, columns)
+    for recipe, out in zip(recipes, outputs, strict=True):
+        assert out.shape == (len(problems), len(rows))
+        expected = [[value(recipe, {**p, **row}) for row in rows] for p in problems]
+        assert np.allclose(out, expected, rtol=1e-12, atol=0), (recipe, out, expected)

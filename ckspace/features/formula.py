@@ -194,9 +194,9 @@ class Program:
         self._problem = [(index[n], n.name) for n in nodes if isinstance(n, Var) and n.source == "problem"]
         self._config = [(index[n], n.name) for n in nodes if isinstance(n, Var) and n.source == "config"]
         ops = [n for n in nodes if isinstance(n, Op)]
-        self._scalar = [
-            (index[n], SCALAR_OPS[n.op], tuple(index[a] for a in n.args)) for n in ops if not reads_config(n, memo)
-        ]
+        scalar = [n for n in ops if not reads_config(n, memo)]
+        self._scalar = [(index[n], SCALAR_OPS[n.op], tuple(index[a] for a in n.args)) for n in scalar]
+        self._scalar_numpy = [(index[n], COLUMN_OPS[n.op], tuple(index[a] for a in n.args)) for n in scalar]
         self._column = [
             (index[n], COLUMN_OPS[n.op], tuple(index[a] for a in n.args)) for n in ops if reads_config(n, memo)
         ]
@@ -217,3 +217,25 @@ class Program:
         for i, fn, args in self._column:
             slot[i] = fn(*[slot[a] for a in args])
         return [slot[i] for i in self._out]
+
+    def over_problems(self, values: Mapping[str, np.ndarray], columns: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The outputs for many problems at once (``values[name]``: one entry per problem), every
+        node a numpy operation over (problems, candidates): (P, n) arrays, each row what
+        :meth:`__call__` gives that problem (to the bit, where the problem-only operations' numpy
+        and Python forms round alike). For studies that score one cell's problems many times (a
+        constant searched, a grid of constants); selection scores one problem and keeps
+        :meth:`__call__`."""
+        problems = len(next(iter(values.values())))
+        candidates = len(next(iter(columns.values())))
+        slot: list = [0.0] * self.size
+        for i, value in self._consts:
+            slot[i] = value
+        for i, name in self._problem:
+            slot[i] = np.asarray(values[name], dtype=np.float64)[:, None]
+        for i, fn, args in self._scalar_numpy:
+            slot[i] = fn(*[slot[a] for a in args])
+        for i, name in self._config:
+            slot[i] = columns[name][None, :]
+        for i, fn, args in self._column:
+            slot[i] = fn(*[slot[a] for a in args])
+        return [np.broadcast_to(slot[i], (problems, candidates)) for i in self._out]

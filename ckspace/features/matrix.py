@@ -361,6 +361,24 @@ def feature_matrix(
     return assemble(feature_program(variant, dtype, hw), values, table)
 
 
+def feature_column(
+    name: str, problems: Sequence[ConvProblem], variant: Variant, dtype: Dtype, table: ConfigTable, hw: HardwareFacts
+) -> np.ndarray:
+    """One computed feature (a problem or interaction feature of ``FEATURE_NAMES``) of every problem
+    with every candidate of ``table``: (problems, n) float64, the column :func:`feature_matrix` gives
+    each problem (``tests/test_features.py`` holds them to it). Its formula alone is compiled, from
+    the constants as they are now (no memo), and evaluated over every problem at once
+    (:meth:`~ckspace.features.formula.Program.over_problems`): for studies that rescore a cell's
+    problems under many values of the model's constants (``bench/analytical_fit.py``)."""
+    computed = PROBLEM_FEATURES + INTERACTION_FEATURES
+    if name not in computed:
+        raise ValueError(f"{name!r} is not a computed feature; computed features: {', '.join(computed)}")
+    formula = feature_formulas(variant, dtype, hw)[computed.index(name)]
+    values = {field: np.array([getattr(p, field) for p in problems], dtype=np.float64) for field in PROBLEM_VALUES}
+    (column,) = Program([formula]).over_problems(values, table.col)
+    return np.array(column)
+
+
 def assemble(program: Program, values: dict[str, int], table: ConfigTable) -> np.ndarray:
     """The feature matrix from a compiled :func:`feature_program`."""
     outputs = program(values, table.col)
