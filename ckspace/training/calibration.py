@@ -109,7 +109,7 @@ def centred_log_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float | np
     matters to a pick). NaN pairs take no part; a problem with one measured pair adds nothing.
     ``log2_tflops`` may have leading axes (``[..., problem, kernel]``, one model per constant value
     of a grid): then one error per model, as an array."""
-    rows = np.count_nonzero(~np.isnan(tflops), axis=-1) >= 2
+    rows = np.count_nonzero(~np.isnan(tflops), axis=1) >= 2
     if not rows.any():
         return np.zeros(log2_tflops.shape[:-2]) if log2_tflops.ndim > 2 else 0.0
     residual = np.log(tflops[rows]) - np.log(2.0) * log2_tflops[..., rows, :]

@@ -71,7 +71,7 @@ def per_problem_efficiency(scores: np.ndarray, tflops: np.ndarray) -> np.ndarray
     masked = np.where(np.isnan(tflops), -np.inf, scores)
     pick = np.argmax(masked, axis=-1)
     chosen = np.take_along_axis(np.broadcast_to(tflops, masked.shape), pick[..., None], axis=-1)[..., 0]
-    return chosen / np.nanmax(tflops, axis=-1)
+    return chosen / np.nanmax(tflops, axis=1)
 
 
 def tied_best(scores: np.ndarray, measured: np.ndarray) -> bool:
