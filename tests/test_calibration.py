@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from reference_picks import picks_by_hand
 
 from ckspace.features import performance
 from ckspace.features.hardware import hardware_facts
@@ -31,14 +32,7 @@ def shipped():
 
 
 def _ratios_by_hand(scores: np.ndarray, tflops: np.ndarray, level: float) -> list[float]:
-    out = []
-    for p in range(len(tflops)):
-        best, best_score = None, -math.inf
-        for k in range(tflops.shape[1]):
-            if not math.isnan(tflops[p, k]) and scores[p, k] > best_score:
-                best, best_score = k, scores[p, k]
-        out.append(level * 2.0**best_score / tflops[p, best])
-    return out
+    return [level * 2.0 ** scores[p, k] / tflops[p, k] for p, k in enumerate(picks_by_hand(scores, tflops))]
 
 
 def test_ratios_are_the_picks_predicted_over_measured(shipped) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_picks import picks_by_hand
 
 from ckspace.training.calibration import centred_log_error
 from ckspace.training.metrics import (
@@ -28,14 +29,8 @@ from ckspace.training.metrics import (
 
 
 def _efficiency_by_hand(scores: np.ndarray, tflops: np.ndarray) -> list[float]:
-    out = []
-    for p in range(len(tflops)):
-        best, best_score = None, -math.inf
-        for k in range(tflops.shape[1]):
-            if not math.isnan(tflops[p, k]) and scores[p, k] > best_score:
-                best, best_score = k, scores[p, k]
-        out.append(tflops[p, best] / max(t for t in tflops[p] if not math.isnan(t)))
-    return out
+    best = [max(t for t in row if not math.isnan(t)) for row in tflops]
+    return [tflops[p, k] / best[p] for p, k in enumerate(picks_by_hand(scores, tflops))]
 
 
 def _centred_by_hand(log2_tflops: np.ndarray, tflops: np.ndarray) -> float:
