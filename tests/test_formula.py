@@ -182,3 +182,21 @@ def test_many_problems_at_once_are_each_problem_alone(recipes, problems, rows) -
         assert out.shape == (len(problems), len(rows))
         expected = [[value(recipe, {**p, **row}) for row in rows] for p in problems]
         assert np.allclose(out, expected, rtol=1e-12, atol=0), (recipe, out, expected)
+
+
+def test_a_node_is_immutable_and_shows_its_parts_only() -> None:
+    """Nodes are shared between formulas and an Op's hash is computed once, so none may change after
+    it is built; a node's repr is its parts (no per-process hash: logs and messages read alike in
+    every process)."""
+    import dataclasses
+
+    import pytest
+
+    from ckspace.features.formula import Op, Var
+
+    leaf, number = Var("problem", "N"), Num(2.0)
+    node = Op("*", (leaf, number))
+    for target, name, value in ((node, "op", "+"), (leaf, "name", "C"), (number, "value", 3.0)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(target, name, value)
+    assert repr(node) == "Op(op='*', args=(Var(source='problem', name='N'), Num(value=2.0)))"
