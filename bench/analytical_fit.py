@@ -47,15 +47,11 @@ FACTORS = (0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2, 1.4, 2.0, 4.0)
 
 
 def scores(data, values: dict[str, float], column: str = features.ANALYTICAL_FEATURE) -> np.ndarray:
-    """The model's log2 TFLOPS of every (problem, kernel) with the constants ``values``."""
-    saved = {name: performance.CONSTANTS[name] for name in values}
-    try:
-        for name, value in values.items():
-            performance.CONSTANTS[name] = performance.Constant(value, "trial")
-        table = ConfigTable.build(data.configs)
-        return feature_column(column, data.problems, data.variant, data.dtype, table, hardware_facts(data.arch))
-    finally:
-        performance.CONSTANTS.update(saved)
+    """The model's log2 TFLOPS of every (problem, kernel) with the constants ``values`` (measured on
+    the data's GPU: its hardware facts carry them, ``performance.calibrated_facts``)."""
+    hw = performance.calibrated_facts(hardware_facts(data.arch), values)
+    table = ConfigTable.build(data.configs, hw)
+    return feature_column(column, data.problems, data.variant, data.dtype, table, hw)
 
 
 LOSSES = ("picks", "centred", "mixed", "level")

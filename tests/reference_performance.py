@@ -38,8 +38,9 @@ ELEMENT_BYTES = {Dtype.FP16: 2, Dtype.BF16: 2, Dtype.FP32: 4}
 ACCUMULATOR_BYTES = 4  # split-K partial results are fp32
 
 
-def _c(name: str) -> float:
-    return CONSTANTS[name].value
+def _c(name: str, hw: HardwareFacts) -> float:
+    """A constant as the GPU of ``hw`` has it measured, else as shipped."""
+    return hw.calibrated[name] if name in hw.calibrated else CONSTANTS[name].value
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -61,7 +62,7 @@ class Block:
 
 def block_costs(config: GemmConfig, dtype: Dtype, hw: HardwareFacts) -> Block:
     c = config
-    latency = _c("memory_latency_cycles")
+    latency = _c("memory_latency_cycles", hw)
     elem = ELEMENT_BYTES[Dtype.parse(dtype)]
     lanes = arch_facts(hw.arch).warp_size
     waves = c.wave_m * c.wave_n * c.wave_k
@@ -78,7 +79,7 @@ def block_costs(config: GemmConfig, dtype: Dtype, hw: HardwareFacts) -> Block:
     lds_per_block = staged_elements * elem * (2 if c.double_smem_buffer else 1)
     by_lds = hw.lds_bytes_per_cu // lds_per_block
     by_slots = wave_slots // waves
-    vgprs = _c("registers_base")
+    vgprs = _c("registers_base", hw)
     vgprs += c.tile_m * c.tile_n / threads  # fp32 accumulators
     vgprs += (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * elem / (4 * lanes)  # MFMA fragments
     if not pipe.asynchronous:  # global loads staged through registers
@@ -98,12 +99,12 @@ def block_costs(config: GemmConfig, dtype: Dtype, hw: HardwareFacts) -> Block:
     # the full-rate K (a shape the sheet does not list runs as one instruction of its own K)
     full_k = hw.mfma_full_rate_k.get(Dtype.parse(dtype).value, {}).get(str(c.warp_tile_m), c.warp_tile_k)
     per_instruction = c.warp_tile_m * c.warp_tile_n * min(c.warp_tile_k, full_k)
-    mfma_issue = c.tile_m * c.tile_n * c.tile_k / per_instruction / hw.simds_per_cu * _c("valu_cycles")
+    mfma_issue = c.tile_m * c.tile_n * c.tile_k / per_instruction / hw.simds_per_cu * _c("valu_cycles", hw)
     if c.scheduler is Scheduler.INTERWAVE:  # the other resident waves of a SIMD hide a wave's LDS reads
         others = max(1.0, occupancy * waves / hw.simds_per_cu)
-        compute = mfma + lds / others + _c("overlap_loss") * mfma_issue
+        compute = mfma + lds / others + _c("overlap_loss", hw) * mfma_issue
     else:  # a wave interleaves its own LDS reads with its MFMAs
-        compute = max(mfma, lds) + _c("overlap_loss") * (min(mfma, lds) + mfma_issue)
+        compute = max(mfma, lds) + _c("overlap_loss", hw) * (min(mfma, lds) + mfma_issue)
 
     # load instructions per wave; those of the operand read through im2col (the input for forward
     # and bwd_weight: A, resp. B; the output gradient for bwd_data: A) with its index arithmetic
@@ -111,19 +112,19 @@ def block_costs(config: GemmConfig, dtype: Dtype, hw: HardwareFacts) -> Block:
     b_loads = c.tile_n * c.tile_k / c.vec_b / threads
     gathered = b_loads if c.variant is Variant.BWD_WEIGHT else a_loads
     valu = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
-    issue = (a_loads + b_loads) * _c("vmem_issue_cycles") + gathered * valu * _c("valu_cycles")
+    issue = (a_loads + b_loads) * _c("vmem_issue_cycles", hw) + gathered * valu * _c("valu_cycles", hw)
     if not pipe.overlaps:
         compute += latency + issue
     # LDS barriers: two per K-iteration with one LDS buffer, three per two with a double buffer
-    compute += _c("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
+    compute += _c("barrier_cycles", hw) * (1.5 if c.double_smem_buffer else 2.0)
 
     # epilogue: latency, bytes per thread, store instructions (cshuffle stores vec_c wide)
     per_thread = c.tile_m * c.tile_n / threads
     store_width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
     epilogue = (
         latency
-        + _c("epilogue_cycles_per_byte") * per_thread * elem
-        + per_thread / store_width * _c("vmem_issue_cycles")
+        + _c("epilogue_cycles_per_byte", hw) * per_thread * elem
+        + per_thread / store_width * _c("vmem_issue_cycles", hw)
     )
     if c.double_smem_buffer:  # both LDS buffers filled before the loop: one more tile written
         epilogue += staged_elements * elem / hw.lds_bytes_per_clock
@@ -139,8 +140,8 @@ def reference_cycles(
     m, n, k = problem.gemm_mnk(variant)
     split = problem.k_batch
     merged = c.num_groups_to_merge
-    latency = _c("memory_latency_cycles")
-    loss = _c("overlap_loss")
+    latency = _c("memory_latency_cycles", hw)
+    loss = _c("overlap_loss", hw)
     cus = hw.compute_units
     blocks = _ceil_div(m, c.tile_m) * _ceil_div(n * merged, c.tile_n) * _ceil_div(problem.G, merged) * split
     iterations = _ceil_div(k, c.tile_k * split)
@@ -150,7 +151,7 @@ def reference_cycles(
     hbm_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz
     resources = [
         sharing * b.compute,
-        b.load_bytes * min(blocks, slots) / (hbm_per_cycle * _c("l2_reuse")),
+        b.load_bytes * min(blocks, slots) / (hbm_per_cycle * _c("l2_reuse", hw)),
         latency / b.buffers,
         sharing * b.issue,
     ]

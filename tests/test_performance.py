@@ -23,11 +23,12 @@ from strategies import boundary_problems, gemm_configs
 
 from ckspace.core.ck import MEM_IN_FLIGHT_BYTES, PIPELINES, mem_stages
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.core.vocab import Dtype, Epilogue, Pipeline, Scheduler, Specialization, StreamKStrategy, Variant
 from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES, ConfigTable, feature_matrix
-from ckspace.features.performance import CONSTANTS
+from ckspace.features.performance import CONSTANTS, calibrated_facts, constant
 from ckspace.select.candidates import CandidateSet
 from ckspace.select.fallbacks import vector_variants
 from ckspace.select.selector import Selector
@@ -188,9 +189,13 @@ def layer_problems(draw, ndim: int = 2, split: bool = True) -> ConvProblem:
 # -- (a) the model against its plain-Python statement -----------------------------------------------
 
 
-def assert_matches(problem: ConvProblem, configs: list[GemmConfig], variant: Variant, dtype: Dtype, arch: str) -> None:
-    hw = hardware_facts(arch)
-    column = feature_matrix(problem, variant, dtype, ConfigTable.build(configs), hw)[:, ANALYTICAL]
+def assert_matches(
+    problem: ConvProblem, configs: list[GemmConfig], variant: Variant, dtype: Dtype, arch: str, measured=None
+) -> None:
+    """The model's column against the statement, with the arch's facts (carrying the constants
+    ``measured`` on its GPU, if any)."""
+    hw = hardware_facts(arch) if measured is None else calibrated_facts(hardware_facts(arch), measured)
+    column = feature_matrix(problem, variant, dtype, ConfigTable.build(configs, hw), hw)[:, ANALYTICAL]
     for config, value in zip(configs, column, strict=True):
         expected = reference_log2_tflops(problem, config, variant, dtype, hw)
         # the TFLOPS to 1e-12 (log2 would hide a relative error below 1e-12 / ln 2 in the time)
@@ -198,20 +203,60 @@ def assert_matches(problem: ConvProblem, configs: list[GemmConfig], variant: Var
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-12), (problem.text(), config)
 
 
+MEASURED = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(sorted(CONSTANTS)), st.sampled_from([0.25, 0.55, 1.8, 4.0]), min_size=1).map(
+        lambda factors: {name: CONSTANTS[name].value * f for name, f in factors.items()}
+    ),
+)
+"""Constants measured on a GPU: none (the shipped ones), or some of them off by a factor."""
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(boundary_problems(), layer_problems(ndim=2), layer_problems(ndim=3)),
     st.lists(gemm_configs(consistent=True), min_size=1, max_size=4),
     st.sampled_from(CELLS),
+    MEASURED,
 )
 @pytest.mark.slow
-def test_model_matches_the_plain_python_statement(problem, configs, cell) -> None:
+def test_model_matches_the_plain_python_statement(problem, configs, cell, measured) -> None:
     """Drawn problems (split-K among them) and configs with every field drawn from its raw domain --
     every pipeline, scheduler, epilogue, specialisation, vector width, groups-to-merge, two-stage,
-    stream-K, tiles far beyond what LDS or the registers hold -- in every cell of both archs."""
+    stream-K, tiles far beyond what LDS or the registers hold -- in every cell of both archs, with
+    the shipped constants or some measured on the GPU."""
     arch, variant, dtype = cell
     configs = [c.model_copy(update={"arch": arch, "variant": variant, "dtype": dtype}) for c in configs]
-    assert_matches(problem, configs, variant, dtype, arch)
+    assert_matches(problem, configs, variant, dtype, arch, measured)
+
+
+def test_constants_measured_on_a_gpu_price_with_its_facts_only() -> None:
+    """calibrated_facts: the measured constants replace the shipped ones where the model prices with
+    those facts (config columns and formulas alike, against the statement), on top of any the facts
+    carry; the spec sheet's facts price as before, after as before (compiled programs are kept per
+    facts); a name the model has not, a value not positive and finite, and configs of another arch
+    are refused."""
+    problem = ConvProblem.parse("N=4,C=256,K=256,Hi=28,Wi=28,Y=3,X=3,pad_h=1,pad_w=1")
+    configs = list(target_kernels("gfx950", Variant.FORWARD, Dtype.BF16)[:12])
+    sheet = hardware_facts("gfx950")
+    before = feature_matrix(problem, Variant.FORWARD, Dtype.BF16, ConfigTable.build(configs), sheet)[:, ANALYTICAL]
+    slower = {"memory_latency_cycles": 2000.0, "l2_reuse": 2.0}
+    hw = calibrated_facts(calibrated_facts(sheet, {"memory_latency_cycles": 1.0}), slower)
+    assert hw.calibrated == slower and sheet.calibrated == {}
+    assert constant("l2_reuse", hw) == 2.0 and constant("l2_reuse", sheet) == constant("l2_reuse") == 5.2
+    assert constant("epilogue_cycles_per_byte", hw) == CONSTANTS["epilogue_cycles_per_byte"].value
+    calibrated = feature_matrix(problem, Variant.FORWARD, Dtype.BF16, ConfigTable.build(configs, hw), hw)
+    assert np.all(calibrated[:, ANALYTICAL] < before)  # more latency, less reuse: every kernel slower
+    assert_matches(problem, configs, Variant.FORWARD, Dtype.BF16, "gfx950", slower)
+    after = feature_matrix(problem, Variant.FORWARD, Dtype.BF16, ConfigTable.build(configs), sheet)[:, ANALYTICAL]
+    assert after.tolist() == before.tolist()
+    with pytest.raises(InvalidChoiceError, match="unknown analytical model constant 'l2_reus'; valid: "):
+        calibrated_facts(sheet, {"l2_reus": 2.0})
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="constant l2_reuse must be positive and finite"):
+            calibrated_facts(sheet, {"l2_reuse": bad})
+    with pytest.raises(ValueError, match="configs of another arch than the facts' gfx942"):
+        ConfigTable.build(configs, hardware_facts("gfx942"))
 
 
 EVERY_CHOICE = tuple(product(Pipeline, Scheduler, Epilogue, Specialization))

@@ -37,6 +37,11 @@ class HardwareFacts(BaseModel):
     lds_bytes_per_clock: int = Field(gt=0)
     mfma_full_rate_k: dict[str, dict[str, int]]
     microarchitecture_source: str
+    calibrated: dict[str, float] = Field(default_factory=dict)
+    """The analytical model's constants as measured on this GPU, by name: where the model prices
+    configs and problems with these facts, they replace the shipped values
+    (``performance.CONSTANTS``; made by ``performance.calibrated_facts``, which checks the names).
+    Empty for the spec sheets: the shipped constants."""
 
     @property
     def lds_bytes_per_cu(self) -> int:

@@ -139,7 +139,9 @@ class ConfigTable:
         return {name: self.formula_columns[:, i] for i, name in enumerate(FORMULA_COLUMNS)}
 
     @classmethod
-    def build(cls, configs: Sequence[GemmConfig]) -> ConfigTable:
+    def build(cls, configs: Sequence[GemmConfig], hw: HardwareFacts | None = None) -> ConfigTable:
+        """The table of ``configs``, the model's columns priced with ``hw`` (default: each config's
+        arch's spec sheet; facts carrying constants measured on a GPU price with those)."""
         configs = tuple(configs)
         rows = np.asarray([c.row() for c in configs], dtype=np.float64).reshape(len(configs), len(GEMM_FIELD_NAMES))
         warp = np.asarray([arch_facts(c.arch).warp_size for c in configs], dtype=np.float64)
@@ -163,7 +165,8 @@ class ConfigTable:
             else np.empty((0, 6))
         )
         block = np.ascontiguousarray(np.hstack([rows, derived]))
-        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem, **performance.config_columns(configs)}
+        model = performance.config_columns(configs, hw)
+        col = {**f, "lds_bytes": lds, "block_per_cu_hint": hint, "elem": elem, **model}
         matrix = (
             np.ascontiguousarray(np.column_stack([col[name] for name in FORMULA_COLUMNS]))
             if configs

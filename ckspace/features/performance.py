@@ -53,6 +53,7 @@ grouped 5-fold cross-validation instead, the held-out figures are 97.3 % and 91.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,6 +62,7 @@ import numpy as np
 from ckspace.core.arch import arch_facts, element_size
 from ckspace.core.ck import PIPELINES, PipelineFacts, mem_stages
 from ckspace.core.config import GemmConfig
+from ckspace.core.errors import InvalidChoiceError
 from ckspace.core.vocab import Epilogue, Pipeline, Scheduler, Specialization, Variant
 from ckspace.features.formula import Formula, ceil, config, maximum, minimum, problem
 from ckspace.features.hardware import HardwareFacts, hardware_facts
@@ -125,8 +127,25 @@ CONSTANTS: dict[str, Constant] = {
 }
 
 
-def constant(name: str) -> float:
+def constant(name: str, hw: HardwareFacts | None = None) -> float:
+    """The value of constant ``name``: as measured on the GPU of ``hw`` when its facts carry it
+    (:func:`calibrated_facts`), else the shipped one."""
+    if hw is not None and name in hw.calibrated:
+        return hw.calibrated[name]
     return CONSTANTS[name].value
+
+
+def calibrated_facts(hw: HardwareFacts, values: dict[str, float]) -> HardwareFacts:
+    """``hw`` with the model's constants ``values`` (names of :data:`CONSTANTS`, positive) measured
+    on its GPU, on top of any it carries: the facts every price the model makes from them reads
+    (config columns, feature formulas, the C dispatcher's). An unknown name or a value that is not
+    positive and finite is refused, naming the choices."""
+    for name, value in values.items():
+        if name not in CONSTANTS:
+            raise InvalidChoiceError("analytical model constant", name, sorted(CONSTANTS))
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"constant {name} must be positive and finite, got {value!r}")
+    return hw.model_copy(update={"calibrated": {**hw.calibrated, **{k: float(v) for k, v in values.items()}}})
 
 
 def calibrated_tflops(log2_model_tflops: np.ndarray | float) -> np.ndarray | float:
@@ -162,9 +181,13 @@ COLUMNS: tuple[str, ...] = (
 """The config-only columns the cycle formula reads (:func:`config_columns`)."""
 
 
-def config_columns(configs: Sequence[GemmConfig]) -> dict[str, np.ndarray]:
-    """The config-only quantities of the model, one value per config (see the module docstring)."""
-    rows = [_config_terms(c, hardware_facts(c.arch)) for c in configs]
+def config_columns(configs: Sequence[GemmConfig], hw: HardwareFacts | None = None) -> dict[str, np.ndarray]:
+    """The config-only quantities of the model, one value per config (see the module docstring),
+    each priced with ``hw`` (the facts of the configs' arch, perhaps carrying constants measured on
+    its GPU) or, without it, its own arch's spec sheet."""
+    if hw is not None and any(c.arch != hw.arch for c in configs):
+        raise ValueError(f"configs of another arch than the facts' {hw.arch}")
+    rows = [_config_terms(c, hw if hw is not None else hardware_facts(c.arch)) for c in configs]
     return {name: np.asarray([r[i] for r in rows], dtype=np.float64) for i, name in enumerate(COLUMNS)}
 
 
@@ -196,7 +219,7 @@ def _config_terms(c: GemmConfig, hw: HardwareFacts) -> tuple[float, ...]:
     b = _block(c)
     stages, buffers = _prefetch_depth(c, b)
     occupancy = _occupancy(c, hw, b, buffers)
-    issue = _issue_cycles(c, b)
+    issue = _issue_cycles(c, hw, b)
     compute = _iteration_cycles(c, hw, b, occupancy, issue)
     epilogue = _epilogue_cycles(c, hw, b)
     return (
@@ -233,13 +256,13 @@ def _occupancy(c: GemmConfig, hw: HardwareFacts, b: _Block, buffers: int) -> int
     accumulators = c.tile_m * c.tile_n / b.threads  # fp32, one VGPR each
     fragments = (c.tile_m / c.wave_m + c.tile_n / c.wave_n) * c.tile_k * b.elem / (4 * b.warp)
     staging = 0.0 if b.facts.asynchronous else buffers * b.load_bytes / (4 * b.threads)
-    registers = accumulators + fragments + staging + constant("registers_base")
+    registers = accumulators + fragments + staging + constant("registers_base", hw)
     waves_per_simd = max(1, int(hw.vgprs_per_lane // registers))
     by_registers = waves_per_simd * hw.simds_per_cu // b.waves
     return max(1, min(by_lds, by_waves, by_registers))
 
 
-def _issue_cycles(c: GemmConfig, b: _Block) -> float:
+def _issue_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block) -> float:
     """The CU's address unit per K-iteration: each wave's load instructions (narrow vectors take
     more of them) and the im2col index arithmetic of the gathered operand's loads (none for a plain
     GEMM). Its own step because the iteration charges it twice: as a resource of its own, and
@@ -248,7 +271,7 @@ def _issue_cycles(c: GemmConfig, b: _Block) -> float:
     loads_b = c.tile_n * c.tile_k / c.vec_b / b.threads
     gathered = loads_b if c.variant is Variant.BWD_WEIGHT else loads_a  # the im2col operand
     index = 0.0 if c.explicit_gemm else INDEX_INSTRUCTIONS[c.specialization]
-    return (loads_a + loads_b) * constant("vmem_issue_cycles") + gathered * index * constant("valu_cycles")
+    return (loads_a + loads_b) * constant("vmem_issue_cycles", hw) + gathered * index * constant("valu_cycles", hw)
 
 
 def _iteration_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block, occupancy: int, issue: float) -> float:
@@ -257,10 +280,10 @@ def _iteration_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block, occupancy: in
     serial latency and issue of a pipeline without overlap, then the LDS barriers."""
     compute = _mfma_lds_cycles(c, hw, b, occupancy)
     if not b.facts.overlaps:  # loads, LDS and MFMA in turn: the latency and the issue add to the work
-        compute += constant("memory_latency_cycles") + issue
+        compute += constant("memory_latency_cycles", hw) + issue
     # LDS synchronisation: a single buffer waits twice per K-iteration (before it is overwritten,
     # after it is written); a double buffer three times per two iterations
-    compute += constant("barrier_cycles") * (1.5 if c.double_smem_buffer else 2.0)
+    compute += constant("barrier_cycles", hw) * (1.5 if c.double_smem_buffer else 2.0)
     return compute
 
 
@@ -281,12 +304,12 @@ def _mfma_lds_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block, occupancy: int
     lds_cycles = (lds_reads + lds_writes) / hw.lds_bytes_per_clock
     full_k = hw.mfma_full_rate_k.get(c.dtype.value, {}).get(str(c.warp_tile_m), c.warp_tile_k)
     instructions = c.tile_m * c.tile_n * c.tile_k / (c.warp_tile_m * c.warp_tile_n * min(c.warp_tile_k, full_k))
-    issue_mfma = instructions / hw.simds_per_cu * constant("valu_cycles")
+    issue_mfma = instructions / hw.simds_per_cu * constant("valu_cycles", hw)
     if c.scheduler is Scheduler.INTERWAVE:  # other waves of the SIMD hide a wave's LDS reads
         resident = max(1.0, occupancy * b.waves / hw.simds_per_cu)
-        return mfma + lds_cycles / resident + constant("overlap_loss") * issue_mfma
+        return mfma + lds_cycles / resident + constant("overlap_loss", hw) * issue_mfma
     # the wave interleaves its own LDS reads with its MFMAs
-    return max(mfma, lds_cycles) + constant("overlap_loss") * (min(mfma, lds_cycles) + issue_mfma)
+    return max(mfma, lds_cycles) + constant("overlap_loss", hw) * (min(mfma, lds_cycles) + issue_mfma)
 
 
 def _epilogue_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block) -> float:
@@ -298,9 +321,9 @@ def _epilogue_cycles(c: GemmConfig, hw: HardwareFacts, b: _Block) -> float:
     width = c.vec_c if c.epilogue is Epilogue.CSHUFFLE else 1
     stores = c.tile_m * c.tile_n / width / b.threads
     epilogue = (
-        constant("memory_latency_cycles")
-        + constant("epilogue_cycles_per_byte") * out_bytes
-        + stores * constant("vmem_issue_cycles")
+        constant("memory_latency_cycles", hw)
+        + constant("epilogue_cycles_per_byte", hw) * out_bytes
+        + stores * constant("vmem_issue_cycles", hw)
     )
     prefill = b.load_bytes / hw.lds_bytes_per_clock if c.double_smem_buffer else 0.0
     return epilogue + prefill
@@ -311,7 +334,7 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
     problem), over the config columns of :func:`config_columns` and the tile sizes."""
     p, c = problem, config
     cus = float(hw.compute_units)
-    latency = constant("memory_latency_cycles")
+    latency = constant("memory_latency_cycles", hw)
     merged = c("perf_merged")
     k_batch = p("k_batch")
     blocks = ceil(m / c("tile_m")) * ceil(n * merged / c("tile_n")) * ceil(p("G") / merged) * k_batch
@@ -321,7 +344,7 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
     rounds = streamk * (blocks / slots) + (1.0 - streamk) * ceil(blocks / slots)
     sharing = minimum(c("perf_occupancy"), ceil(blocks / cus))
     hbm_per_cycle = hw.memory_bandwidth_gbs * 1e9 / hw.clock_hz
-    bytes_per_cycle = hbm_per_cycle * constant("l2_reuse")
+    bytes_per_cycle = hbm_per_cycle * constant("l2_reuse", hw)
     parts = (
         sharing * c("perf_compute_cycles"),
         c("perf_load_bytes") * minimum(blocks, slots) / bytes_per_cycle,
@@ -329,7 +352,7 @@ def cycles_formula(m: Formula, n: Formula, k: Formula, hw: HardwareFacts) -> For
         sharing * c("perf_issue_cycles"),
     )
     binding = maximum(maximum(parts[0], parts[1]), maximum(parts[2], parts[3]))
-    iteration = binding + constant("overlap_loss") * (parts[0] + parts[1] + parts[2] + parts[3] - binding)
+    iteration = binding + constant("overlap_loss", hw) * (parts[0] + parts[1] + parts[2] + parts[3] - binding)
     prologue = latency + (c("perf_stages") - 1.0) * iteration
     round_cycles = k_loop * iteration + prologue + c("perf_epilogue_cycles")
     reduction = (k_batch - 1.0) * m * n * p("G") * 4.0 * (1.0 + c("perf_two_stage")) / hbm_per_cycle
