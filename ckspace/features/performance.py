@@ -49,6 +49,8 @@ efficiency, on the shared MI355X measurements (``benchmark_forward_300_bf16_gfx9
 problems x 30 kernels): mean 97.6 %, P10 92.1 % of the best measured kernel, no ties; fit inside
 grouped 5-fold cross-validation instead, the held-out figures are 97.3 % and 91.2 %
 (``bench/analytical_fit.py`` repeats both), so three constants learn little beyond the physics.
+Hardware facts may carry constants measured on their GPU (:func:`calibrated_facts`): wherever the
+model prices with those facts, they replace the shipped values.
 """
 
 from __future__ import annotations
