@@ -653,3 +653,45 @@ def test_index_arithmetic_shrinks_with_the_specialisation() -> None:
     counts = [INDEX_INSTRUCTIONS[s] for s in order]
     assert counts == sorted(counts, reverse=True) and counts[-1] == 0.0 and counts[0] > counts[1] > counts[2] > 0
     assert set(INDEX_INSTRUCTIONS) == set(Specialization)
+
+
+SHIPPED = {
+    "memory_latency_cycles": 678.0,
+    "l2_reuse": 5.2,
+    "epilogue_cycles_per_byte": 9.5,
+    "vmem_issue_cycles": 16.0,
+    "valu_cycles": 4.0,
+    "overlap_loss": 0.01,
+    "barrier_cycles": 4.0,
+    "analytical_level": 0.205,
+    "registers_base": 32.0,
+}
+"""The shipped constants. Each is a deliberate change: the shipped model was trained on the features
+they shape (retrain it after one), the golden dispatcher bakes them into its C, and docs/results.md
+quotes the fits; the reference statement reads the same table, so only this pins them."""
+
+
+def test_the_shipped_constants_are_the_stated_ones() -> None:
+    import dataclasses
+
+    from ckspace.features.performance import INDEX_INSTRUCTIONS, Constant
+
+    assert {name: c.value for name, c in CONSTANTS.items()} == SHIPPED
+    assert all(c.source for c in CONSTANTS.values())
+    assert {s.name: v for s, v in INDEX_INSTRUCTIONS.items()} == {
+        "DEFAULT": 6.0,
+        "FILTER3X3": 4.0,
+        "FILTER1X1_PAD0": 2.0,
+        "FILTER1X1_STRIDE1_PAD0": 0.0,
+    }
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CONSTANTS["l2_reuse"].value = 1.0  # a constant changes by a new table entry, never in place
+    assert isinstance(CONSTANTS["l2_reuse"], Constant)
+
+
+def test_the_shown_tflops_are_the_score_at_the_calibrated_level() -> None:
+    from ckspace.features.performance import calibrated_tflops
+
+    scores = np.array([0.0, 3.0, -1.5])
+    assert calibrated_tflops(scores) == pytest.approx([0.205, 8 * 0.205, 0.205 / 2**1.5])
+    assert calibrated_tflops(2.0) == pytest.approx(0.82)
