@@ -205,17 +205,7 @@ class Program:
     def __call__(self, values: Mapping[str, float], columns: Mapping[str, np.ndarray]) -> list:
         """The outputs for one problem (``values``) and candidate columns: floats for the outputs
         that read the problem only, arrays for the others."""
-        slot: list = [0.0] * self.size
-        for i, value in self._consts:
-            slot[i] = value
-        for i, name in self._problem:
-            slot[i] = float(values[name])
-        for i, fn, args in self._scalar:
-            slot[i] = fn(*[slot[a] for a in args])
-        for i, name in self._config:
-            slot[i] = columns[name]
-        for i, fn, args in self._column:
-            slot[i] = fn(*[slot[a] for a in args])
+        slot = self._run(lambda name: float(values[name]), self._scalar, columns)
         return [slot[i] for i in self._out]
 
     def over_problems(self, values: Mapping[str, np.ndarray], columns: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -227,15 +217,23 @@ class Program:
         :meth:`__call__`."""
         problems = len(next(iter(values.values())))
         candidates = len(next(iter(columns.values())))
+        rows = {name: column[None, :] for name, column in columns.items()}
+        slot = self._run(lambda name: np.asarray(values[name], dtype=np.float64)[:, None], self._scalar_numpy, rows)
+        return [np.broadcast_to(slot[i], (problems, candidates)) for i in self._out]
+
+    def _run(self, problem_value, scalar: list, columns: Mapping[str, np.ndarray]) -> list:
+        """Every node's value in topological order: the problem's quantities as ``problem_value``
+        gives them, the problem-only operations by ``scalar`` (Python's or numpy's forms), then
+        the config columns and the operations that read them."""
         slot: list = [0.0] * self.size
         for i, value in self._consts:
             slot[i] = value
         for i, name in self._problem:
-            slot[i] = np.asarray(values[name], dtype=np.float64)[:, None]
-        for i, fn, args in self._scalar_numpy:
+            slot[i] = problem_value(name)
+        for i, fn, args in scalar:
             slot[i] = fn(*[slot[a] for a in args])
         for i, name in self._config:
-            slot[i] = columns[name][None, :]
+            slot[i] = columns[name]
         for i, fn, args in self._column:
             slot[i] = fn(*[slot[a] for a in args])
-        return [np.broadcast_to(slot[i], (problems, candidates)) for i in self._out]
+        return slot

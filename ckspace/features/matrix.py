@@ -369,8 +369,8 @@ def feature_column(
 ) -> np.ndarray:
     """One computed feature (a problem or interaction feature of ``FEATURE_NAMES``) of every problem
     with every candidate of ``table``: (problems, n) float64, the column :func:`feature_matrix` gives
-    each problem (``tests/test_features.py`` holds them to it). Its formula alone is compiled, from
-    the constants as they are now (no memo), and evaluated over every problem at once
+    each problem (``tests/test_features.py`` holds them to it). Its formula alone is compiled, with
+    ``hw``'s constants (no memo), and evaluated over every problem at once
     (:meth:`~ckspace.features.formula.Program.over_problems`): for studies that rescore a cell's
     problems under many values of the model's constants (``bench/analytical_fit.py``)."""
     computed = PROBLEM_FEATURES + INTERACTION_FEATURES
