@@ -31,63 +31,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ckspace.features import matrix as features
 from ckspace.features import performance
-from ckspace.features.hardware import hardware_facts
-from ckspace.features.matrix import ConfigTable, feature_column
 from ckspace.training import calibration
+from ckspace.training.calibration import FITTED, objective_of, scores
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency, summarize
 from ckspace.workloads.datasets import DATASETS
 
 DATA = DATASETS["mi355x-forward-bf16"].path
-FITTED = ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")
 FACTORS = (0.25, 0.5, 0.7, 0.85, 0.95, 1.05, 1.2, 1.4, 2.0, 4.0)
-
-
-def scores(data, values: dict[str, float], column: str = features.ANALYTICAL_FEATURE) -> np.ndarray:
-    """The model's log2 TFLOPS of every (problem, kernel) with the constants ``values`` (measured on
-    the data's GPU: its hardware facts carry them, ``performance.calibrated_facts``)."""
-    hw = performance.calibrated_facts(hardware_facts(data.arch), values)
-    table = ConfigTable.build(data.configs, hw)
-    return feature_column(column, data.problems, data.variant, data.dtype, table, hw)
-
-
-LOSSES = ("picks", "centred", "mixed", "level")
-"""What the search maximises: ``picks``, mean + P10/2 of the pick's efficiency among each problem's
-measured kernels (every pair measured: the figures the model is judged by); ``centred``, minus
-:func:`~ckspace.training.calibration.centred_log_error` (every pair informs it, where the picks among
-a problem's two or three measured kernels move only when one changes); ``mixed``, the picks
-objective less :data:`CENTRED_WEIGHT` times the centred error (few pairs: the picks decide, the
-error breaks their ties and keeps the search off the flats a few picks leave); ``level``, as
-``mixed`` with the error about one level for all problems instead of each problem's own."""
-CENTRED_WEIGHT = 50.0
-"""Points of the picks objective one unit of mean squared centred log error is worth in ``mixed``:
-an error of 0.02 (residuals of about 14 % within a problem) weighs a point."""
 
 
 def objective(data, values: dict[str, float], rows: np.ndarray, loss: str = "picks") -> float:
     return objective_of(scores(data, values)[rows], data.tflops[rows], loss)
-
-
-def objective_of(modelled: np.ndarray, measured: np.ndarray, loss: str = "picks") -> float | np.ndarray:
-    """:func:`objective` of the model's log2 TFLOPS ``modelled`` against the ``measured`` pairs;
-    ``modelled`` may have leading axes (one model per constant value of a grid: one objective each)."""
-    if loss == "centred":
-        return -calibration.centred_log_error(modelled, measured)
-    efficiency = 100.0 * per_problem_efficiency(modelled, measured)
-    value = efficiency.mean(axis=-1) + 0.5 * np.percentile(efficiency, 10, axis=-1)
-    error = {"mixed": calibration.centred_log_error, "level": _one_level_error}.get(loss)
-    return value - CENTRED_WEIGHT * error(modelled, measured) if error else value
-
-
-def _one_level_error(log2_tflops: np.ndarray, tflops: np.ndarray) -> float | np.ndarray:
-    """The mean squared log error about one level for every pair, each problem's level not free:
-    how fast small problems run beside big ones is what latency and bandwidth decide."""
-    residual = np.log(tflops) - np.log(2.0) * log2_tflops
-    centred = residual - np.nanmean(residual, axis=(-2, -1), keepdims=True)
-    return np.nanmean(centred**2, axis=(-2, -1))
 
 
 def fit(

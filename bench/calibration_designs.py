@@ -40,10 +40,11 @@ import itertools
 import time
 
 import numpy as np
-from analytical_fit import FITTED, LOSSES, fit, grid_start, objective, objective_of, scores
+from analytical_fit import fit, grid_start, objective
 
 from ckspace.features import performance
 from ckspace.training import calibration
+from ckspace.training.calibration import FITTED, LOSSES, PlausibleGrid, scores
 from ckspace.training.dataset import load_cells
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency
@@ -134,67 +135,11 @@ def committee_fit(sub, start: dict[str, float], sweeps: int = 3, loss: str = "mi
     return max(fits, key=lambda values: objective(designed, values, rows, loss))
 
 
-SPAN = 4.0
-"""How far a :class:`PlausibleGrid`'s constants go from the start, each way (a factor)."""
-
-
-class PlausibleGrid:
-    """The model's scores of every (problem, kernel) of ``data`` under every plausible constants (each
-    constant the start times 2^(i / ``per_octave``), within a factor of :data:`SPAN`: 9^3 points at
-    2 per octave, 17^3 at 4): one computation per data set (the model needs no measurement), which
-    each fold then reads rows of."""
-
-    def __init__(self, data, start: dict[str, float], per_octave: int = 2) -> None:
-        reach = round(np.log2(SPAN) * per_octave)
-        steps = 2.0 ** (np.arange(-reach, reach + 1) / per_octave)
-        self.points = [
-            {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
-            for factors in itertools.product(steps, repeat=len(FITTED))
-        ]
-        self.centre = len(self.points) // 2  # the start itself
-        self.scores = np.stack([scores(data, values) for values in self.points])
-        self.picks = np.argmax(self.scores, axis=2)
-
-    def objectives(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> np.ndarray:
-        """Each point's ``loss`` objective of its scores of ``rows`` against ``measured`` (NaN: not measured)."""
-        chunks = np.array_split(np.arange(len(self.points)), max(1, len(self.points) // CHUNK))
-        return np.concatenate([objective_of(self.scores[chunk][:, rows], measured, loss) for chunk in chunks])
-
-    def best(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> dict[str, float]:
-        """The point whose scores of ``rows`` best fit ``measured`` under ``loss``."""
-        return self.points[int(np.argmax(self.objectives(rows, measured, loss)))]
-
-
-CHUNK = 256
-"""Grid points a :meth:`PlausibleGrid.objectives` scores at once (bounds the memory: 256 points of
-185 problems x 30 kernels are 11 MB an array)."""
-SLACK = 0.5
-"""Points of the mixed objective a point of a :func:`sequential_fit`'s version space may fall short
-of the best by."""
-
-
 def sequential_pairs(grid: PlausibleGrid, sub, train: np.ndarray, batch: int = 2) -> list[tuple[int, int]]:
-    """60 pairs chosen in rounds, where the constants that still fit disagree. First the ``spread``
-    design's top 3 kernels of 10 problems spread over the FLOP counts (at the start); then, until 60
-    pairs, each round takes the grid points whose mixed objective on the pairs so far is within
-    :data:`SLACK` of the best (the version space), and measures the top 3 kernels by their votes of
-    the ``batch`` unmeasured problems whose picks split those points most (entropy). Only the chosen
-    pairs' measurements are read (``measured_only``); the grid's scores need none."""
-    flops = np.array([p.flops for p in sub.problems])
-    pairs = calibration.design_pairs(grid.scores[grid.centre][train], flops, problems=10)
-    while len(pairs) < 60:
-        designed = measured_only(sub, pairs)
-        measured = np.unique([p for p, _ in pairs])
-        fits = grid.objectives(train[measured], designed.tflops, "mixed")
-        votes, entropy = calibration.pick_split(grid.picks[fits >= fits.max() - SLACK][:, train], sub.tflops.shape[1])
-        taken = set(measured.tolist())
-        split = [p for p in range(len(train)) if p not in taken and np.count_nonzero(votes[p]) > 1]
-        if not split:
-            break
-        for p in sorted(split, key=lambda q: -entropy[q])[:batch]:
-            kernels = np.argsort(-votes[p], kind="stable")[: min(3, np.count_nonzero(votes[p]), 60 - len(pairs))]
-            pairs += [(p, int(k)) for k in kernels]
-    return pairs
+    """The 60 pairs of ``calibration.sequential_pairs`` among ``sub``'s (the rows ``train`` of the
+    grid's data), each answered from the recording (``measured_only``)."""
+    flops = [p.flops for p in sub.problems]
+    return calibration.sequential_pairs(grid, train, flops, lambda pairs: measured_only(sub, pairs).tflops, batch)
 
 
 def sequential_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 0) -> dict[str, float]:
@@ -217,9 +162,8 @@ def _centred_fit(grid: PlausibleGrid, sub, train: np.ndarray, pairs: list, sweep
     """The constants fitted to ``pairs`` alone by the centred log error: the grid's best point, then
     ``sweeps`` of the coordinate search from it."""
     designed = measured_only(sub, pairs)
-    rows = np.unique([p for p, _ in pairs])
-    start = grid.best(train[rows], designed.tflops, "centred")
-    return fit(designed, np.arange(len(rows)), sweeps, start, "centred")
+    start = calibration.fit_constants(grid, train, pairs, designed.tflops)
+    return fit(designed, np.arange(len(designed.problems)), sweeps, start, "centred")
 
 
 def grid_fit(grid: PlausibleGrid, sub, train: np.ndarray, sweeps: int = 3) -> dict[str, float]:

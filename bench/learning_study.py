@@ -35,7 +35,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from calibration_designs import far_start
 
+from ckspace.commands.learn import CALIBRATION
 from ckspace.features.matrix import ConfigTable
 from ckspace.planning.workload import read_workload
 from ckspace.run.results import ResultsFile
@@ -44,7 +46,7 @@ from ckspace.training.anchored import analytical, train_anchored
 from ckspace.training.boosters import problem_features
 from ckspace.training.dataset import Measurements, load_measurements
 from ckspace.training.evaluation import fold_of_groups
-from ckspace.training.learning import RECORD_FILE, Budget, LearnReport, learn
+from ckspace.training.learning import RECORD_FILE, Budget, LearnReport, LearnSettings, learn
 from ckspace.training.measurer import REPLAY_BUILD_SECONDS, REPLAY_PAIR_SECONDS, ReplayMeasurer
 from ckspace.training.metrics import Scores, summarize
 from ckspace.training.trainer import train_model
@@ -78,7 +80,12 @@ def write_problems(data: Measurements, index: np.ndarray, path: Path) -> Path:
 
 
 def run_loop(
-    problems_csv: Path, budget: Budget, seed: int, out: Path, measurer: ReplayMeasurer | None = None
+    problems_csv: Path,
+    budget: Budget,
+    seed: int,
+    out: Path,
+    measurer: ReplayMeasurer | None = None,
+    settings: LearnSettings | None = None,
 ) -> LearnReport:
     """``ckspace learn``'s loop, called as the command calls it."""
     measurer = measurer or ReplayMeasurer.load(RECORDING, "gfx950", "forward", "bf16")
@@ -87,7 +94,7 @@ def run_loop(
     path = out / RECORD_FILE
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
-        return learn(measurer, record, workload.problems, workload.weights, budget, out, seed, num_threads=1)
+        return learn(measurer, record, workload.problems, workload.weights, budget, out, seed, settings, 1)
     finally:
         record.close()
 
@@ -122,18 +129,21 @@ def random_anchored(data: Measurements, train: np.ndarray, pairs: int, seed: int
 def held_out(model: Path, data: Measurements, test: np.ndarray) -> Scores:
     """The model's picks among the recording's kernels on the held-out problems, as select scores."""
     selector = Selector.load("gfx950", "forward", "bf16", model, engine="lightgbm")
-    table = ConfigTable.build(data.configs)
+    table = ConfigTable.build(data.configs, selector.hw)  # priced with the constants the model measured
     scores = np.vstack([selector.score_table(data.problems[i], table).scores for i in test])
     return summarize(scores, data.tflops[test])
 
 
-def compare(seed: int, fraction: float, kernels: int, workdir: Path) -> dict[str, object]:
-    """Every arm but the two that need no budget at ``fraction`` of the training problems' pairs."""
+def compare(
+    seed: int, fraction: float, kernels: int, workdir: Path, settings: LearnSettings | None = None
+) -> dict[str, object]:
+    """Every arm but the two that need no budget at ``fraction`` of the training problems' pairs
+    (``settings``: the loop's, ``learn``'s defaults when None)."""
     data = recording()
     train, test = split(data, seed)
     pairs = round(fraction * int(np.count_nonzero(~np.isnan(data.tflops[train]))))
     problems = write_problems(data, train, workdir / "problems.csv")
-    report = run_loop(problems, Budget(kernels=kernels, pairs=pairs), seed, workdir / "loop")
+    report = run_loop(problems, Budget(kernels=kernels, pairs=pairs), seed, workdir / "loop", settings=settings)
     touched = random_model(data, train, pairs, seed, workdir / "random")
     random_anchored(data, train, pairs, seed, workdir / "anchored")
     return {
@@ -219,6 +229,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS))
     parser.add_argument("--kernels", type=int, default=30, help="the loop's kernel budget")
+    parser.add_argument("--calibration", choices=CALIBRATION, default="auto", help="as ckspace learn's")
+    parser.add_argument(
+        "--start",
+        choices=("shipped", "far"),
+        default="shipped",
+        help="far: the loop starts from the shipped constants each off by about 2 (calibration_designs.far_start): "
+        "a GPU unlike the MI355X, whose constants the shipped ones are not",
+    )
     parser.add_argument("--plot", type=Path, help="write the plot here (PNG)")
     parser.add_argument("--json", type=Path, help="write every run's figures here")
     parser.add_argument("--merge", type=Path, nargs="+", help="--json files to tabulate (and plot): no run")
@@ -234,7 +252,9 @@ def main() -> None:
         if args.plot:
             plot(results, refs, args.plot)
         return
+    settings = LearnSettings(calibrate=CALIBRATION[args.calibration], start=far_start() if args.start == "far" else {})
     print(f"replay costs: a build {REPLAY_BUILD_SECONDS:g} s, a pair {REPLAY_PAIR_SECONDS:g} s", flush=True)
+    print(f"the loop: calibration {args.calibration}, start {args.start} {settings.start}", flush=True)
     refs, results = {}, []
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as tmp:
@@ -243,7 +263,7 @@ def main() -> None:
     for fraction in args.fractions:
         for seed in args.seeds:
             with tempfile.TemporaryDirectory() as tmp:
-                r = compare(seed, fraction, args.kernels, Path(tmp))
+                r = compare(seed, fraction, args.kernels, Path(tmp), settings)
             results.append(r)
             print(
                 f"{100 * fraction:4g} % ({r['pairs']} pairs), seed {seed}: "

@@ -162,8 +162,10 @@ def test_the_sensitive_design_takes_one_problem_per_size_bin_and_its_contenders(
     the i-th of the i-th of 20 bins of the FLOP ranks (sizes as even as can be, the larger first), each
     with the start's best kernel first and two others of the start's next five; and the search kept
     within a factor of the start moves no constant out of it (within 1: not at all)."""
-    from analytical_fit import FITTED, fit, scores
+    from analytical_fit import fit
     from calibration_designs import POOL, sensitive_pairs
+
+    from ckspace.training.calibration import FITTED, scores
 
     (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
     sub = data.subset(np.arange(0, len(data.problems), 3))  # 77 problems: bins of 4 and 3
@@ -246,12 +248,12 @@ def test_sixty_pairs_recover_the_every_pair_fits_cross_validated_figures() -> No
 
 @pytest.mark.slow
 def test_a_grids_objectives_are_each_points_objective(shipped) -> None:
-    """The bench's grid scores every point's objective at once (in chunks of points); each is the
+    """The plausible grid scores every point's objective at once (in chunks of points); each is the
     point's own: the picks objective is mean + P10 / 2 of ``summarize``'s figures, the mixed one
     less 50 x the centred error, on measured pairs only (a third of them removed here)."""
-    from analytical_fit import objective_of
-    from calibration_designs import PlausibleGrid, far_start
+    from calibration_designs import far_start
 
+    from ckspace.training.calibration import PlausibleGrid, objective_of
     from ckspace.training.metrics import summarize
 
     data, _ = shipped

@@ -468,3 +468,51 @@ def test_fallbacks_let_a_library_serve_every_channel_count(tmp_path: Path, monke
         expected = selector.select(problem, families, pool=configs)
         assert choice is not None and choice.name == expected.pick and expected.family is not None
         assert choice.name in fallback_only and dispatcher.is_supported(choice.kernel, problem, "forward", "bf16")
+
+
+def calibrated_copy(directory: Path, constants: dict[str, float]) -> Path:
+    """The shipped forward bf16 model in ``directory`` with ``constants`` in its card (as ``learn``
+    writes them: the analytical feature of its trees priced with constants measured on a GPU)."""
+    import shutil
+
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), directory)
+    card = json.loads((directory / "card.json").read_text())
+    card["calibrated"] = constants
+    (directory / "card.json").write_text(json.dumps(card))
+    return directory
+
+
+@pytest.mark.slow
+def test_a_calibrated_model_is_priced_alike_in_c_and_python(tmp_path: Path) -> None:
+    """A model whose card carries measured constants: the C dispatcher prices its cell's features
+    (the formulas and each kernel's and sibling's model columns) with them, as the Python selector
+    does, pick for pick and estimate for estimate, inside the model's domain and outside it; and the
+    constants change picks or estimates against the same trees on the shipped constants (else this
+    would test nothing)."""
+    from ckspace.features import performance
+
+    shipped = {n: performance.constant(n) for n in ("memory_latency_cycles", "l2_reuse", "epilogue_cycles_per_byte")}
+    constants = {"memory_latency_cycles": shipped["memory_latency_cycles"] * 2.5, "l2_reuse": 1.0}
+    constants["epilogue_cycles_per_byte"] = shipped["epilogue_cycles_per_byte"] * 4
+    model = calibrated_copy(tmp_path / "model", constants)
+    selector = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
+    assert selector.hw.calibrated == constants
+    plain = python_selector(Variant.FORWARD, Dtype.BF16)
+    configs = [c for c in Space("gfx950", "forward", 2, "bf16", rule_set="full", ck=None) if c.kind == "gemm"][::4]
+    configs += [config_from_any_name(n, "gfx950") for n in selector.default_candidates]
+    library = Library.build(configs)
+    files = dispatcher_sources(library, "gfx950", template_environment(), {(Variant.FORWARD, Dtype.BF16): model})
+    sources = {path: data.decode() for path, data in files.items()}
+    dispatcher = KernelLibrary(compile_library(sources, host_units(list(sources)), c_compiler()))
+    with DATA.open(newline="") as handle:
+        shapes = sorted({tuple(int(row[k]) for k in KEYS) for row in csv.DictReader(handle)})
+    moved = 0
+    for shape in shapes[::4]:
+        problem = ConvProblem.from_values(dict(zip(KEYS, shape, strict=True)))
+        agree(dispatcher, library, selector, problem)
+        try:
+            ours, theirs = (s.select(problem, configs, k=1, pool=configs).top[0] for s in (selector, plain))
+        except NoKernelError:
+            continue
+        moved += ours.name != theirs.name or ours.predicted_tflops != pytest.approx(theirs.predicted_tflops)
+    assert moved > 0

@@ -20,6 +20,7 @@ from learning_study import RECORDING, compare, recording, references, run_loop, 
 from ckspace.cli import main
 from ckspace.core.config import GemmConfig
 from ckspace.core.errors import CkspaceError, NoKernelError
+from ckspace.features import performance
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.planning.workload import read_workload
 from ckspace.run.results import ResultsFile
@@ -38,7 +39,7 @@ ROUND_ONE = LearnSettings().initial_kernels * LearnSettings().initial_problems
 """The pairs of round 1 (every initial kernel on every initial problem)."""
 
 
-def learn_args(out: Path, kernels: int, pairs: int) -> list[str]:
+def learn_args(out: Path, kernels: int, pairs: int, calibration: str = "auto") -> list[str]:
     return [
         "learn",
         *CELL,
@@ -54,6 +55,8 @@ def learn_args(out: Path, kernels: int, pairs: int) -> list[str]:
         str(out),
         "--threads",
         "1",
+        "--calibration",
+        calibration,
     ]
 
 
@@ -128,6 +131,28 @@ def test_issue_38_item_2_a_resumed_run_ends_as_an_unbroken_one(tmp_path: Path, f
 
 
 @pytest.mark.slow
+def test_a_run_stopped_inside_its_calibration_resumes_to_the_same_constants_and_model(tmp_path: Path) -> None:
+    """Calibration on, from constants far off (a GPU unlike the MI355X): a run stopped by its pairs
+    budget inside the calibration's 60 pairs, then resumed, asks no pair twice and ends with the
+    record, the constants and the model of an unbroken run; the constants moved from the start."""
+    from calibration_designs import far_start
+
+    data = recording()
+    problems = write_problems(data, np.arange(80), tmp_path / "problems.csv")
+    settings = LearnSettings(calibrate=True, start=far_start())
+    total = Budget(kernels=10, pairs=60 + ROUND_ONE + 20)
+    unbroken = run_loop(problems, total, 5, tmp_path / "unbroken", settings=settings)
+    stopped = run_loop(problems, Budget(kernels=10, pairs=25), 5, tmp_path / "resumed", settings=settings)
+    assert stopped.pairs_timed == 25 and not (tmp_path / "resumed" / ROUND_FILE).exists()
+    resumed = run_loop(problems, total, 5, tmp_path / "resumed", settings=settings)
+    assert resumed.calibrated and resumed.constants == unbroken.constants != far_start()
+    assert resumed.pairs_timed == unbroken.pairs_timed == total.pairs
+    assert _model_files(tmp_path / "resumed") == _model_files(tmp_path / "unbroken")
+    cards = [json.loads((tmp_path / run / "card.json").read_text()) for run in ("resumed", "unbroken")]
+    assert cards[0]["calibrated"] == cards[1]["calibrated"] == unbroken.constants
+
+
+@pytest.mark.slow
 def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
     """Held-out shapes (fold 0 of the grouped split, seed 0), 10 % of the training problems' pairs,
     on fewer kernels than random sampling touches: the loop's picks beat ``ckspace train``'s model
@@ -156,6 +181,7 @@ def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_pat
         ({"--seed": "-1"}, "--seed '-1'"),
         ({"--target-regret": "150"}, "--target-regret '150'"),
         ({"--dtype": "fp32"}, "fp32"),
+        ({"--calibration": "sometimes"}, "sometimes"),
     ],
 )
 def test_issue_38_item_3_bad_input_is_one_line(
@@ -275,7 +301,9 @@ def test_issue_38_the_c_dispatcher_picks_as_python_on_a_learnt_model(
     from ckspace.run.library import KernelLibrary
 
     out = tmp_path / "learnt"
-    assert main(learn_args(out, 6, 150)) == 0
+    assert main(learn_args(out, 6, 150, "on")) == 0  # its features priced with the constants it measured
+    calibrated = json.loads((out / "card.json").read_text())["calibrated"]
+    assert calibrated and calibrated != {name: performance.constant(name) for name in calibrated}
     monkeypatch.setenv("CK_ROOT", str(fake_ck(tmp_path / "ck", explicit_gemm=False)))
     tree = tmp_path / "tree"
     emit = ["emit", *CELL, "--ndim", "2", "--rule-set", "default", "--with-selector", "--model", str(out)]

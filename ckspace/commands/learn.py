@@ -1,14 +1,16 @@
 """``ckspace learn``: a cell's selection model from few built kernels timed on many problems.
 
-The loop (:mod:`ckspace.training.learning`) starts from the analytical model, measures a covering
-batch, and round by round builds and times the close contenders of the problems whose picks are
-least sure (the analytical model moved by each problem's measurements estimates them), until a
-budget or a target regret stops it; then it trains the model,
-anchored on the analytical model (:mod:`ckspace.training.anchored`), into a directory as ``ckspace
-train`` writes one. ``--out DIR`` is that model directory (``ckspace select --model DIR``
-takes it) and holds the loop's record beside the model files: ``measurements.csv`` (bench's schema,
-every pair asked) and ``round.json`` (the round being measured). Running the same command again
-resumes: no pair is asked twice, and the same seed ends with the same model.
+The loop (:mod:`ckspace.training.learning`) starts from the analytical model, first fits its
+constants to this GPU from 60 pairs (``--calibration``: by default on every arch but gfx950, whose
+MI355X they were fitted on), measures a covering batch, and round by round builds and times the
+close contenders of the problems whose picks are least sure (the analytical model moved by each
+problem's measurements estimates them), until a budget or a target regret stops it; then it trains
+the model, anchored on the analytical model (:mod:`ckspace.training.anchored`), into a directory as
+``ckspace train`` writes one; its card carries the constants its features are priced with. ``--out
+DIR`` is that model directory (``ckspace select --model DIR`` takes it) and holds the loop's record
+beside the model files: ``measurements.csv`` (bench's schema, every pair asked) and ``round.json``
+(the round being measured). Running the same command again resumes: no pair is asked twice, and the
+same seed ends with the same model.
 
 Two measurers: ``--replay CSV`` answers from a recorded measurement CSV; ``--tree DIR`` builds a
 tree emitted ``--with-selector`` with ``ckspace build``'s machinery (the whole tree, once) and
@@ -37,6 +39,8 @@ HELP = (
 MEASURER_OPTIONS = ("backend", "executor", "address", "devices")
 """The options of the ``--tree`` measurer, refused with ``--replay``."""
 FORMATS = ("text", "json")
+CALIBRATION = {"auto": None, "on": True, "off": False}
+"""``--calibration``: ``LearnSettings.calibrate`` of each choice."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +96,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="stop once the estimated mean regret of the picks is below R percent (e.g. 2.5)",
     )
     parser.add_argument("--threads", metavar="N", help="threads LightGBM may use (as train's --threads)")
+    parser.add_argument(
+        "--calibration",
+        default="auto",
+        help="measure first the 60 pairs that fit the analytical model's constants to this GPU: on, off, "
+        "or auto (default: on unless --arch is gfx950, whose MI355X the shipped constants were fitted on)",
+    )
     add_format_argument(parser, FORMATS)
 
 
@@ -162,7 +172,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ckspace.core.vocab import Dtype, Variant, parse_arch
     from ckspace.planning.workload import read_workload
     from ckspace.run.results import ResultsFile
-    from ckspace.training.learning import RECORD_FILE, Budget, learn
+    from ckspace.training.learning import RECORD_FILE, Budget, LearnSettings, learn
     from ckspace.training.measurer import ReplayMeasurer
 
     arch, variant, dtype = parse_arch(args.arch), Variant.parse(args.variant), Dtype.parse(args.dtype)
@@ -172,6 +182,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         target_regret=_target(args.target_regret),
     )
     seed, threads = _seed(args.seed), parse_threads(args.threads)
+    if args.calibration not in CALIBRATION:
+        raise InvalidChoiceError("--calibration", args.calibration, CALIBRATION)
     problems_path = _problems_file(args.problems)
     _check_measurer(args)
     replay_path = data_file(args.replay, Kind.MEASUREMENTS) if args.replay is not None else None
@@ -194,8 +206,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
+        settings = LearnSettings(calibrate=CALIBRATION[args.calibration])
         report = learn(
-            measurer, record, workload.problems, workload.weights, budget, directory, seed, None, threads, command
+            measurer, record, workload.problems, workload.weights, budget, directory, seed, settings, threads, command
         )
     finally:
         record.close()
@@ -259,5 +272,8 @@ def _text(report, measurer: str) -> str:
         f"built, {report.pairs_timed} pairs timed ({report.pairs_not_measured} not measured), "
         f"{report.measurement_seconds:.0f} s of builds and timing\n"
         f"estimated mean regret of the picks ({report.estimate_source}): {estimated}\n"
+        f"analytical model's constants, {'measured on this GPU' if report.calibrated else 'not calibrated'}: "
+        + ", ".join(f"{name} {value:.4g}" for name, value in report.constants.items())
+        + "\n"
         f"model ({report.objective}) written to {report.model}\n"
     )

@@ -19,11 +19,13 @@ fallback pool returns the same kernel (tests compare them on real and drawn prob
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import jinja2
 
@@ -51,7 +53,7 @@ from ckspace.features.performance import constant
 from ckspace.select.compiled import model_sources
 from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.forest import Forest, forest_c
-from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_texts, shipped_model_dir
+from ckspace.select.store import RANKER_FILE, TFLOPS_FILE, load_model, model_facts, model_texts, shipped_model_dir
 from ckspace.select.support import PROBLEM_QUANTITIES, ModelDomain, source_text
 from ckspace.workloads.operands import OPERANDS
 from ckspace.workloads.problem import ELEMENTS_MAX, FIELD_BOUNDS, TENSOR_ELEMENTS
@@ -279,12 +281,20 @@ def model_directory(
     return Path(model_dirs.get((variant, dtype)) or shipped_model_dir(arch, variant.value, dtype.value))
 
 
+class CellModel(NamedTuple):
+    """A cell's model as the dispatcher compiles it: its two files' text (verified), its training
+    domain and the facts its features are priced with (its card's measured constants)."""
+
+    texts: dict[str, str]
+    domain: ModelDomain
+    hw: HardwareFacts
+
+
 def _cell_models(
     cells: Sequence[tuple[Variant, Dtype]], arch: str, model_dirs: Mapping[tuple[Variant, Dtype], Path]
-) -> dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None]:
-    """Per cell the two model files' text (verified) and the model's domain, or None for the
-    analytical score."""
-    out: dict[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None] = {}
+) -> dict[tuple[Variant, Dtype], CellModel | None]:
+    """Per cell its model, or None for the analytical score."""
+    out: dict[tuple[Variant, Dtype], CellModel | None] = {}
     for variant, dtype in cells:
         directory = model_directory(arch, variant, dtype, model_dirs)
         if not Path(directory).is_dir():
@@ -303,7 +313,7 @@ def _cell_models(
                 f"library's {arch} {variant.value} {dtype.value} kernels"
             )
         assert card.domain is not None  # load_model refuses a card without one
-        out[variant, dtype] = (model_texts(Path(directory), card), card.domain)
+        out[variant, dtype] = CellModel(model_texts(Path(directory), card), card.domain, model_facts(card, directory))
     return out
 
 
@@ -426,9 +436,11 @@ def _host_sources(
     cells = sorted({(c.variant, c.dtype) for c in library.kernels}, key=lambda vd: (vd[0].code, vd[1].code))
     cell_index = {cell: i for i, cell in enumerate(cells)}
     models = _cell_models(cells, arch, model_dirs)
-    table = _kernel_table(library, cell_index, {cell: model[1] for cell, model in models.items() if model is not None})
+    cell_hw = {cell: model.hw if model is not None else hw for cell, model in models.items()}
+    domains = {cell: model.domain for cell, model in models.items() if model is not None}
+    table = _kernel_table(library, cell_index, domains, cell_hw)
     checks = _rule_checks(library, cell_index)
-    cell_context, files = _cell_sources(cells, models, hw, table.pop("model_rows"), unit)
+    cell_context, files = _cell_sources(cells, models, cell_hw, table.pop("model_rows"), unit)
     variants = [(v.value, v.code) for v in Variant]
     dtypes = [(d.value, d.code) for d in Dtype]
     strided = _strided_context()
@@ -474,13 +486,15 @@ def _kernel_table(
     library: Library,
     cell_index: Mapping[tuple[Variant, Dtype], int],
     domains: Mapping[tuple[Variant, Dtype], ModelDomain],
+    cell_hw: Mapping[tuple[Variant, Dtype], HardwareFacts],
 ) -> dict[str, object]:
     """The host C's kernel table: per kernel its cell, row and config features, its fallbacks (a
     range of ``fallbacks``), its other vector-width variants (a range of ``members``) and, when it
     lies outside its cell's model domain, the sibling inside it that its score is taken from (an
     index into ``siblings``); kernels and siblings with their rows in their cell's ranker tables
-    (``model_rows``)."""
-    table = ConfigTable.build(library.kernels)
+    (``model_rows``). Each kernel's and sibling's model columns are priced with its cell's facts
+    (``cell_hw``: a model's measured constants), as its cell's formulas are."""
+    table = _priced_table(library.kernels, cell_hw)
     reasons = [
         domains[c.variant, c.dtype].outside(c) if (c.variant, c.dtype) in domains else None for c in library.kernels
     ]
@@ -491,7 +505,7 @@ def _kernel_table(
         else -1
         for c, reason in zip(library.kernels, reasons, strict=True)
     ]
-    siblings = ConfigTable.build([s for _, s in distinct.values()])
+    siblings = _priced_table([s for _, s in distinct.values()], cell_hw)
     by_family: dict[tuple, list[int]] = {}
     for i, config in enumerate(library.kernels):
         by_family.setdefault(family_key(config), []).append(i)
@@ -541,6 +555,20 @@ def _kernel_table(
     }
 
 
+def _priced_table(configs: Sequence[GemmConfig], cell_hw: Mapping[tuple[Variant, Dtype], HardwareFacts]) -> ConfigTable:
+    """The table of ``configs``, each row priced with its cell's facts (a table per cell, merged back
+    in the configs' order; the merged table's own ``constants`` are no one cell's, so it is read by
+    row, never scored whole)."""
+    out = ConfigTable.build(configs)
+    formula_columns = out.formula_columns.copy()
+    by_cell: dict[tuple[Variant, Dtype], list[int]] = {}
+    for i, c in enumerate(configs):
+        by_cell.setdefault((c.variant, c.dtype), []).append(i)
+    for cell, rows in by_cell.items():
+        formula_columns[rows] = ConfigTable.build([configs[i] for i in rows], cell_hw[cell]).formula_columns
+    return dataclasses.replace(out, formula_columns=formula_columns)
+
+
 def _number_model_rows(entries: Sequence[dict]) -> dict[int, list]:
     """Give each kernel and sibling (in that order) its ``model_row``, its row in its cell's ranker
     tables, and return per cell the config blocks of those rows: the ranker applies the config
@@ -581,8 +609,8 @@ def _rule_checks(library: Library, cell_index: Mapping[tuple[Variant, Dtype], in
 
 def _cell_sources(
     cells: Sequence[tuple[Variant, Dtype]],
-    models: Mapping[tuple[Variant, Dtype], tuple[dict[str, str], ModelDomain] | None],
-    hw: HardwareFacts,
+    models: Mapping[tuple[Variant, Dtype], CellModel | None],
+    cell_hw: Mapping[tuple[Variant, Dtype], HardwareFacts],
     model_rows: Mapping[int, list],
     unit: str | None = None,
 ) -> tuple[list[dict[str, object]], dict[str, bytes]]:
@@ -594,7 +622,7 @@ def _cell_sources(
     for index, (variant, dtype) in enumerate(cells):
         prefix = _cell_prefix(variant, dtype, unit)
         model = models[variant, dtype]
-        texts = model[0] if model is not None else None
+        texts = model.texts if model is not None else None
         function = f"{prefix}_features"
         cell_context.append(
             {
@@ -603,14 +631,14 @@ def _cell_sources(
                 "variant_code": variant.code,
                 "dtype_code": dtype.code,
                 "features_function": function,
-                "score_scale": c_double(model[1].score_per_log2_tflops) if model else "0.0",
+                "score_scale": c_double(model.domain.score_per_log2_tflops) if model else "0.0",
                 "problem_ranges": [
-                    (c_double(model[1].problems[name][0]), c_double(model[1].problems[name][1]))
+                    (c_double(model.domain.problems[name][0]), c_double(model.domain.problems[name][1]))
                     for name in PROBLEM_QUANTITIES
                 ]
                 if model
                 else [],
-                "features": features_c(function, feature_formulas(variant, dtype, hw)),
+                "features": features_c(function, feature_formulas(variant, dtype, cell_hw[variant, dtype])),
             }
         )
         if texts is not None:

@@ -132,6 +132,19 @@ class ConfigTable:
     configs: tuple[GemmConfig, ...]
     block: np.ndarray  # (n, len(CONFIG_FEATURES)) float64
     formula_columns: np.ndarray  # (n, len(FORMULA_COLUMNS)) float64: the columns the formulas read
+    constants: tuple[tuple[str, float], ...] = ()
+    """The measured constants the model's columns were priced with (the facts' ``calibrated``,
+    sorted; empty: the shipped ones). A table is scored only with facts carrying the same
+    (:meth:`check_priced`): config columns of one GPU's constants under another's formulas would be
+    a feature the model never saw, silently."""
+
+    def check_priced(self, hw: HardwareFacts) -> None:
+        """Refuse to score this table with facts carrying other measured constants than its own."""
+        if self.constants != priced_key(hw):
+            raise ValueError(
+                f"a config table priced with constants {dict(self.constants)} scored with facts carrying "
+                f"{hw.calibrated}: build the table with the facts it is scored with"
+            )
 
     @property
     def col(self) -> dict[str, np.ndarray]:
@@ -172,7 +185,7 @@ class ConfigTable:
             if configs
             else np.empty((0, len(FORMULA_COLUMNS)))
         )
-        return cls(configs, block, matrix)
+        return cls(configs, block, matrix, priced_key(hw))
 
     def take(self, index: np.ndarray) -> ConfigTable:
         """The rows ``index`` (no recomputation)."""
@@ -180,18 +193,28 @@ class ConfigTable:
             tuple(self.configs[i] for i in index),
             np.ascontiguousarray(self.block[index]),
             np.ascontiguousarray(self.formula_columns[index]),
+            self.constants,
         )
 
     def stack(self, other: ConfigTable) -> ConfigTable:
-        """These rows, then ``other``'s."""
+        """These rows, then ``other``'s (priced with the same constants)."""
+        if other.constants != self.constants:
+            priced = f"{dict(self.constants)} and {dict(other.constants)}"
+            raise ValueError(f"stacking tables priced with constants {priced}")
         return ConfigTable(
             self.configs + other.configs,
             np.ascontiguousarray(np.vstack([self.block, other.block])),
             np.ascontiguousarray(np.vstack([self.formula_columns, other.formula_columns])),
+            self.constants,
         )
 
     def __len__(self) -> int:
         return len(self.configs)
+
+
+def priced_key(hw: HardwareFacts | None) -> tuple[tuple[str, float], ...]:
+    """What a :class:`ConfigTable` records of the facts it was priced with: their measured constants."""
+    return tuple(sorted(hw.calibrated.items())) if hw is not None else ()
 
 
 _DIMS = ("d", "h", "w")
@@ -360,6 +383,7 @@ def feature_matrix(
     problem: ConvProblem, variant: Variant, dtype: Dtype, table: ConfigTable, hw: HardwareFacts
 ) -> np.ndarray:
     """Features of ``problem`` with every candidate of ``table``: (n, len(FEATURE_NAMES)) float64."""
+    table.check_priced(hw)
     values = {name: getattr(problem, name) for name in PROBLEM_VALUES}
     return assemble(feature_program(variant, dtype, hw), values, table)
 
@@ -376,6 +400,7 @@ def feature_column(
     computed = PROBLEM_FEATURES + INTERACTION_FEATURES
     if name not in computed:
         raise ValueError(f"{name!r} is not a computed feature; computed features: {', '.join(computed)}")
+    table.check_priced(hw)
     formula = feature_formulas(variant, dtype, hw)[computed.index(name)]
     values = {field: np.array([getattr(p, field) for p in problems], dtype=np.float64) for field in PROBLEM_VALUES}
     (column,) = Program([formula]).over_problems(values, table.col)

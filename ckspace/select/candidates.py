@@ -17,6 +17,7 @@ from ckspace.constraints.evaluators.classify import columns
 from ckspace.core.config import GemmConfig
 from ckspace.core.fields import GEMM_FIELD_NAMES
 from ckspace.environment.target import Target
+from ckspace.features.hardware import HardwareFacts
 from ckspace.features.matrix import ConfigTable
 from ckspace.select.fallbacks import family_key, vector_variants
 from ckspace.select.support import ModelDomain
@@ -33,8 +34,9 @@ class Rows:
     rule_columns: dict[str, np.ndarray]
 
     @classmethod
-    def build(cls, configs: Sequence[GemmConfig]) -> Rows:
-        return cls(ConfigTable.build(configs), columns([c.row() for c in configs], GEMM_FIELD_NAMES))
+    def build(cls, configs: Sequence[GemmConfig], hw: HardwareFacts | None = None) -> Rows:
+        """``configs``' rows, the feature table priced with ``hw`` (the selector's facts)."""
+        return cls(ConfigTable.build(configs, hw), columns([c.row() for c in configs], GEMM_FIELD_NAMES))
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,14 @@ class Support:
     vectors: np.ndarray  # per row: (vec_a, vec_b, vec_c)
 
     @classmethod
-    def of(cls, configs: Sequence[GemmConfig], domain: ModelDomain, families: dict[tuple, int]) -> Support:
+    def of(
+        cls,
+        configs: Sequence[GemmConfig],
+        domain: ModelDomain,
+        families: dict[tuple, int],
+        hw: HardwareFacts | None = None,
+    ) -> Support:
+        """The rows of ``configs`` against ``domain``; the siblings' table priced with ``hw``."""
         reasons = tuple(domain.outside(c) for c in configs)
         distinct: dict[GemmConfig, int] = {}
         index = np.full(len(configs), -1, dtype=np.int64)
@@ -61,7 +70,7 @@ class Support:
                 index[i] = distinct.setdefault(domain.sibling(c), len(distinct))
         family = np.asarray([families.setdefault(family_key(c), len(families)) for c in configs], dtype=np.int64)
         vectors = np.asarray([[c.vec_a, c.vec_b, c.vec_c] for c in configs], dtype=np.int64).reshape(len(configs), 3)
-        return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct)), family, vectors)
+        return cls(index >= 0, reasons, index, ConfigTable.build(list(distinct), hw), family, vectors)
 
     def take(self, rows: np.ndarray) -> Support:
         return Support(
@@ -100,6 +109,8 @@ class CandidateSet:
     domain: ModelDomain | None = None
     families: dict[tuple, int] = field(default_factory=dict, repr=False)
     """The selector's vector-family ids (shared by every candidate set, so rows of two sets agree)."""
+    hw: HardwareFacts | None = None
+    """The facts every table of the set is priced with (the selector's; None: the spec sheet's)."""
     _variants: tuple[Rows, np.ndarray, np.ndarray, list[str]] | None = field(default=None, repr=False)
     _support: Support | None = field(default=None, repr=False)
     _variant_support: Support | None = field(default=None, repr=False)
@@ -116,7 +127,7 @@ class CandidateSet:
         """The candidates against the model's domain (worked out on first need)."""
         if self._support is None:
             assert self.domain is not None
-            self._support = Support.of(self.table.configs, self.domain, self.families)
+            self._support = Support.of(self.table.configs, self.domain, self.families, self.hw)
         return self._support
 
     def support_of(self, rows: np.ndarray | None = None) -> Support | None:
@@ -130,7 +141,7 @@ class CandidateSet:
         """The vector variants (:meth:`variants`' rows) against the model's domain."""
         if self._variant_support is None:
             assert self.domain is not None
-            self._variant_support = Support.of(self.variants()[0].table.configs, self.domain, self.families)
+            self._variant_support = Support.of(self.variants()[0].table.configs, self.domain, self.families, self.hw)
         return self._variant_support
 
     def variants(self) -> tuple[Rows, np.ndarray, np.ndarray, list[str]]:
@@ -146,7 +157,7 @@ class CandidateSet:
             flat = [v for family in per_family for v in family]
             owner = np.repeat(np.arange(len(per_family)), [len(f) for f in per_family])
             offsets = np.concatenate([[0], np.cumsum([len(f) for f in per_family])]).astype(np.int64)
-            rows = Rows.build(flat) if flat else Rows(ConfigTable.build([]), {})
+            rows = Rows.build(flat, self.hw) if flat else Rows(ConfigTable.build([], self.hw), {})
             self._variants = (rows, owner, offsets, [v.name for v in flat])
             self.family_rows = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(per_family))]
             candidates = {c.kernel_key(): i for i, c in enumerate(self.table.configs)}

@@ -77,10 +77,14 @@ class Scorer(ABC):
         self.score_per_log2_tflops = score_per_log2_tflops
         """Score units per doubling of TFLOPS (1 for scores that are log2 TFLOPS)."""
         self._program = feature_program(variant, dtype, hw)
+        self.hw = hw
+        """The facts the features are priced with (a model's: its card's measured constants)."""
 
     def feature_matrix(self, problem: ConvProblem, table: ConfigTable) -> np.ndarray:
         """The features of ``problem`` with every row of ``table`` (C-contiguous float64, one row
-        per config, :data:`~ckspace.features.matrix.FEATURE_NAMES` columns)."""
+        per config, :data:`~ckspace.features.matrix.FEATURE_NAMES` columns); ``table`` priced with
+        the same facts."""
+        table.check_priced(self.hw)
         return assemble(self._program, problem_values(problem), table)
 
     @abstractmethod
@@ -152,6 +156,7 @@ class CompiledScorer(Scorer):
         self.compiled = compiled
 
     def feature_matrix(self, problem: ConvProblem, table: ConfigTable) -> np.ndarray:
+        table.check_priced(self.hw)
         values = np.fromiter(
             (getattr(problem, name) for name in PROBLEM_VALUES), dtype=np.float64, count=len(PROBLEM_VALUES)
         )

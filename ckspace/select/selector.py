@@ -58,7 +58,7 @@ from ckspace.select.scorers import (
 )
 from ckspace.select.scoring import Scored, vector_rule
 from ckspace.select.selection import Ranked, Selection
-from ckspace.select.store import ModelCard, load_model, shipped_model_dir
+from ckspace.select.store import ModelCard, load_model, model_facts, shipped_model_dir
 from ckspace.space.benchmark_names import config_from_any_name
 from ckspace.workloads.problem import ConvProblem
 
@@ -160,6 +160,7 @@ class Selector:
                 f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
                 f"not {arch} {variant.value} {dtype.value}"
             )
+        hw = model_facts(card, directory)  # priced with the constants measured on the model's GPU
         scorer = model_scorer(engine, variant, dtype, hw, directory, card, ranker, regressor, num_threads)
         return cls(arch, variant, dtype, hw, scorer, card, target, ranker, regressor)
 
@@ -230,12 +231,13 @@ class Selector:
                 names.append(config.name)  # the config's own name, whatever name it was given by
             prepared = CandidateSet(
                 tuple(names),
-                Rows.build(configs),
+                Rows.build(configs, self.hw),
                 np.asarray([c.ndim for c in configs]),
                 pool_key,
                 self.target,
                 self.domain,
                 self._families,
+                self.hw,
             )
             self._prepared[key] = prepared
         return prepared
@@ -315,7 +317,7 @@ class Selector:
         if self.scorer.source is not ScoreSource.MODEL:  # physics: no domain to leave
             return Scored(scores, matrix, [None] * len(table), np.full(len(table), -1), None, self.scorer.source)
         assert self.domain is not None
-        support = support if support is not None else Support.of(table.configs, self.domain, self._families)
+        support = support if support is not None else Support.of(table.configs, self.domain, self._families, self.hw)
         scale = self.scorer.score_per_log2_tflops
         sibling_of = np.full(len(table), -1, dtype=np.int64)
         sibling = None

@@ -35,6 +35,8 @@ from ckspace.core.errors import CkspaceError, InvalidInputError
 from ckspace.environment.files import refuse_foreign, sha256
 from ckspace.environment.inputs import decode_input, parse_json, read_input, read_json_model
 from ckspace.environment.trees import write_directory
+from ckspace.features import performance
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import FEATURE_VERSION, feature_spec
 from ckspace.select.support import ModelDomain
 
@@ -69,6 +71,20 @@ class ModelCard(BaseModel):
     domain: ModelDomain | None = None
     """What the model was trained on (:mod:`ckspace.select.support`): a kernel outside it is
     extrapolated."""
+    calibrated: dict[str, float] = {}
+    """The analytical model's constants as measured on the data's GPU (``ckspace learn`` fits them:
+    :mod:`ckspace.training.calibration`), by name: the analytical feature the trees read is priced
+    with them wherever the model is used (:func:`model_facts`). Empty: the shipped constants."""
+
+
+def model_facts(card: ModelCard, directory: Path | str = "") -> HardwareFacts:
+    """The hardware facts a model's features are priced with: its arch's, carrying the constants
+    its card says were measured; a card naming an unknown constant or a value that is not positive
+    is refused, naming the model."""
+    try:
+        return performance.calibrated_facts(hardware_facts(card.arch), card.calibrated)
+    except (ValueError, CkspaceError) as exc:
+        raise CkspaceError(f"model {directory}: its card's calibrated constants: {exc}") from None
 
 
 def shipped_model_dir(arch: str, variant: str, dtype: str) -> Path:
@@ -156,6 +172,7 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
             f"model {directory}: its feature names differ from this ckspace's feature spec "
             f"version {FEATURE_VERSION}; retrain it with `ckspace train`"
         )
+    model_facts(card, directory)
     if card.domain is None:
         raise CkspaceError(
             f"model {directory}: its card records no training domain (an older ckspace wrote it), "

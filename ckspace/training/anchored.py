@@ -304,11 +304,13 @@ def train_anchored(
     seed: int = 0,
     command: str = "",
     num_threads: int = 1,
+    calibrated: dict[str, float] | None = None,
 ) -> tuple[ModelCard, Choice]:
     """The anchored model of ``data`` (every workload problem and candidate kernel, NaN where not
     measured; ``per_problem`` its feature matrices) written to ``out`` as ``ckspace train`` writes a
     model; ``record`` is the record as ``train`` reads it (its files, rows and cleaning go into the
-    card)."""
+    card). ``calibrated``: the constants measured on the data's GPU that ``per_problem`` was priced
+    with, which the card carries so that every user of the model prices its features alike."""
     log2_model = analytical(per_problem)
     rows_any = ~np.all(np.isnan(data.tflops), axis=1)
     level = fit_level(log2_model[rows_any], data.tflops[rows_any]) if rows_any.any() else 1.0
@@ -339,4 +341,5 @@ def train_anchored(
         "tflops_median_error_percent_by_rounds": {str(r): e for r, e in choice.tflops_error.items()},
     }
     card = model_card(record, data.kernel_names, objective, choice.text(), cross_validation, command, domain)
+    card = card.model_copy(update={"calibrated": dict(calibrated or {})})
     return save_model(out, ranker, regressor, card, force=True), choice

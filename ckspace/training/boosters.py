@@ -23,7 +23,7 @@ import numpy as np
 
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.environment.cpus import available_cpus
-from ckspace.features.hardware import hardware_facts
+from ckspace.features.hardware import HardwareFacts, hardware_facts
 from ckspace.features.matrix import FEATURE_NAMES, ConfigTable, feature_matrix
 from ckspace.training.dataset import Measurements
 
@@ -86,10 +86,14 @@ class Design:
     group_sizes: np.ndarray  # rows per problem, in order
 
 
-def problem_features(data: Measurements, table: ConfigTable | None = None) -> list[np.ndarray]:
-    """The feature matrix of every problem with every kernel of ``data`` (all kernels, measured or not)."""
-    table = table or ConfigTable.build(data.configs)
-    hw = hardware_facts(data.arch)
+def problem_features(
+    data: Measurements, table: ConfigTable | None = None, hw: HardwareFacts | None = None
+) -> list[np.ndarray]:
+    """The feature matrix of every problem with every kernel of ``data`` (all kernels, measured or
+    not), priced with ``hw`` (default: the arch's spec sheet and the shipped constants; ``learn``
+    passes the constants it measured)."""
+    hw = hw if hw is not None else hardware_facts(data.arch)
+    table = table or ConfigTable.build(data.configs, hw)
     return [feature_matrix(p, data.variant, data.dtype, table, hw) for p in data.problems]
 
 

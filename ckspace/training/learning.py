@@ -3,6 +3,9 @@
 Building a kernel costs ~20 s of CPU; timing a pair on a built kernel costs milliseconds of GPU. So
 the loop builds few kernels and times many problems on them, round by round:
 
+0. Calibration (:attr:`LearnSettings.calibrate`): the 60 pairs of the sequential design fit the
+   analytical model's three constants to this GPU (:mod:`ckspace.training.calibration`); every
+   feature is priced with them from then on, and the model card carries them.
 1. Round 1 covers the workload: the kernels the analytical model ranks in the top 3 of the most
    problems not yet covered (greedily), on problems spread evenly over the workload's FLOP counts.
 2. Each later round fits what is measured (:mod:`ckspace.training.acquisition`: the analytical
@@ -29,6 +32,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +45,8 @@ from ckspace.core.errors import CkspaceError
 from ckspace.environment.files import write_atomic
 from ckspace.environment.inputs import read_input_text, read_json_model
 from ckspace.environment.progress import NOTICE
+from ckspace.features import performance
+from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ANALYTICAL_FEATURE, FEATURE_NAMES
 from ckspace.training.acquisition import (
     Costs,
@@ -55,6 +61,7 @@ from ckspace.training.acquisition import (
 )
 from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
+from ckspace.training.calibration import FITTED, SHIPPED_FROM, PlausibleGrid, fit_constants, sequential_pairs
 from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
 from ckspace.training.measurer import Measurer, Record
 from ckspace.workloads.measurement import COLUMNS, config_cells, config_from_row, problem_cells
@@ -67,6 +74,11 @@ LOST_AFTER = 1
 no estimate: the measurer cannot run it (a replay has no recording of it, a GPU lacks the memory).
 One: each further ask of such a problem is a pair of the budget spent on nothing, and a problem
 whose first pair ran is never lost, whatever fails later."""
+CALIBRATION_PER_OCTAVE = 2
+"""Grid points per octave of each constant in :meth:`Loop.calibrate`: 9^3 points, which on the MI355X
+data recover the every-pair fit's held-out figures from 60 pairs (+0.09 mean, +0.06 P10 over fold
+seeds 0-19, ``bench/calibration_designs.py --design sequential --per-octave 2 --sweeps 0``) as well
+as 17^3 do (+0.01 / -0.09) at a sixth of the memory (points x problems x kernels doubles)."""
 RECORD_FILE = "measurements.csv"
 ROUND_FILE = "round.json"
 
@@ -87,6 +99,17 @@ class LearnSettings(BaseModel):
     budget to each problem's close contenders, which the anchored model's corrections then learn."""
     samples: int = 64
     """Draws per pair of the regret estimate."""
+    calibrate: bool | None = None
+    """Measure first the :data:`~ckspace.training.calibration.DESIGN_PAIRS` pairs that fit the
+    analytical model's constants to this GPU (:mod:`ckspace.training.calibration`), and price
+    every feature with them from then on (the model card carries them). False: the :attr:`start`
+    constants. None: calibrate unless the cell's arch is the one the shipped constants were fitted
+    on (:data:`~ckspace.training.calibration.SHIPPED_FROM`), where 60 pairs measure them worse than
+    the 6,930 they came from (docs/results.md)."""
+    start: dict[str, float] = {}
+    """The constants the loop starts from, by name, over the shipped ones (the calibration's grid is
+    centred on them; without calibration the features are priced with them): a GPU's constants
+    known from elsewhere, or, in a study, constants far off that play a GPU unlike the MI355X."""
     contenders: int | None = 3
     """Each later round measures the contenders of the problems whose picks are least sure: their
     this many best-estimated kernels (:func:`~ckspace.training.acquisition.contender_pairs`), building
@@ -118,6 +141,10 @@ class LearnReport(BaseModel):
     estimate_source: str
     estimated_mean_regret: float | None
     stopped_by: str
+    calibrated: bool
+    """Whether the analytical model's constants were measured on this GPU (else the start's)."""
+    constants: dict[str, float]
+    """The fitted constants the model's features are priced with."""
     model: str
     objective: str
 
@@ -286,6 +313,41 @@ class Loop:
         weights = weights / weights.sum() if weights.any() else weights
         return Estimate(source, level, sigma, mu, regret, value * weights[:, None], weights)
 
+    def calibrate(self, start: dict[str, float]) -> dict[str, float]:
+        """The analytical model's constants measured on this GPU: the pairs of the sequential design
+        (:func:`~ckspace.training.calibration.sequential_pairs`, among the pairs that can run, on
+        at most the kernel budget's kernels), measured through :meth:`execute` within the budgets,
+        then the grid's best fit to them. The design's answers come from the state, which holds the
+        record: a resumed run chooses the same pairs, measures none of them twice and fits the same
+        constants."""
+        s = self.state
+        began = time.monotonic()
+        grid = PlausibleGrid(self.data(), start, CALIBRATION_PER_OCTAVE, runs=s.runs)
+        rows = np.arange(len(s.problems))
+
+        def measure(pairs: list[tuple[int, int]]) -> np.ndarray:
+            self.execute(RoundPlan(round=0, pairs=[(p, s.configs[k].name) for p, k in pairs]))
+            measured = np.unique([p for p, _ in pairs])
+            out = np.full((len(measured), len(s.configs)), np.nan)
+            where = {p: i for i, p in enumerate(measured)}
+            for p, k in pairs:
+                out[where[p], k] = s.values[p, k]
+            return out
+
+        pairs = sequential_pairs(grid, rows, [p.flops for p in s.problems], measure, max_kernels=self.budget.kernels)
+        constants = fit_constants(grid, rows, pairs, measure(pairs))
+        fitted = ", ".join(f"{name} {value:.4g} (start {start[name]:.4g})" for name, value in constants.items())
+        log.log(
+            NOTICE,
+            "calibration: %d pairs (%d measured) fit %s; %d grid points in %.0f s",
+            len(pairs),
+            int(sum(not np.isnan(s.values[p, k]) for p, k in pairs)),
+            fitted,
+            len(grid.points),
+            time.monotonic() - began,
+        )
+        return constants
+
     def log2_model(self) -> np.ndarray:
         column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
         return np.vstack([m[:, column] for m in self.per_problem])
@@ -420,13 +482,19 @@ def learn(
     if state.built:  # a resumed run's measurer has built nothing yet (a GPU one finds them cached)
         measurer.build([configs[k] for k in state.built])
     threads = thread_count(num_threads)
-    loop = Loop(measurer, record, state, budget, settings or LearnSettings(), seed, threads, [], Path(out) / ROUND_FILE)
-    loop.per_problem = problem_features(loop.data())
+    settings = settings or LearnSettings()
+    loop = Loop(measurer, record, state, budget, settings, seed, threads, [], Path(out) / ROUND_FILE)
+    cell = configs[0]
+    start_facts = performance.calibrated_facts(hardware_facts(cell.arch), settings.start)
+    start = {name: performance.constant(name, start_facts) for name in FITTED}
+    calibrate = settings.calibrate if settings.calibrate is not None else cell.arch != SHIPPED_FROM
+    constants = loop.calibrate(start) if calibrate else dict(settings.start)
+    hw = performance.calibrated_facts(hardware_facts(cell.arch), constants)
+    loop.per_problem = problem_features(loop.data(), hw=hw)
     rounds, estimate, stopped = loop.run()
     log.log(NOTICE, "stopped after round %d: %s; training the model on %d pairs", rounds, stopped, state.pairs)
-    cell = configs[0]
     data = load_measurements([record.path], cell.arch, cell.variant, cell.dtype)
-    card, _ = train_anchored(loop.data(), data, loop.per_problem, Path(out), seed, command, threads)
+    card, _ = train_anchored(loop.data(), data, loop.per_problem, Path(out), seed, command, threads, constants)
     return LearnReport(
         rounds=rounds,
         kernels_built=len(state.built),
@@ -436,6 +504,8 @@ def learn(
         estimate_source=estimate.source if estimate is not None else "none",
         estimated_mean_regret=estimate.mean_regret() if estimate is not None else None,
         stopped_by=stopped,
+        calibrated=calibrate,
+        constants={name: performance.constant(name, hw) for name in FITTED},
         model=str(out),
         objective=card.objective,
     )

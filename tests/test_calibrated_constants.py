@@ -1,0 +1,149 @@
+"""Fitting the analytical model's constants to a GPU (ckspace/training/calibration.py) and carrying
+them with a model: a GPU whose truth is a grid point is recovered exactly from the design's pairs;
+the design depends only on the answers (a rerun over recorded answers asks the same pairs), stays
+within its kernel budget and never asks a pair that cannot run; a table priced with one GPU's
+constants is never scored with another's; a model card's constants price the selector's features,
+and a card with a bad one is refused in one line naming the model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ckspace.core.errors import CkspaceError
+from ckspace.features import performance
+from ckspace.features.hardware import hardware_facts
+from ckspace.features.matrix import ConfigTable, feature_matrix
+from ckspace.select.selector import Selector
+from ckspace.select.store import shipped_model_dir
+from ckspace.training.calibration import DESIGN_PAIRS, FITTED, PlausibleGrid, fit_constants, sequential_pairs
+from ckspace.training.dataset import load_cells
+from ckspace.workloads.datasets import DATASETS
+
+
+@cache
+def cell():
+    """40 problems of the MI355X recording (every third), all 30 kernels."""
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    return data.subset(np.arange(0, 120, 3))
+
+
+def shipped() -> dict[str, float]:
+    return {name: performance.constant(name) for name in FITTED}
+
+
+@cache
+def grid() -> PlausibleGrid:
+    return PlausibleGrid(cell(), shipped(), per_octave=1)  # 5^3 points: factors 1/4 .. 4
+
+
+class Answers:
+    """A GPU whose every pair runs at the model's TFLOPS under the grid point ``truth``; it notes what
+    it was asked, so that a test can see each call and replay the answers."""
+
+    def __init__(self, truth: int, rows: np.ndarray) -> None:
+        self.tflops = np.exp2(grid().scores[truth][rows])
+        self.calls: list[list[tuple[int, int]]] = []
+
+    def __call__(self, pairs: list[tuple[int, int]]) -> np.ndarray:
+        self.calls.append(list(pairs))
+        measured = np.unique([p for p, _ in pairs])
+        out = np.full((len(measured), self.tflops.shape[1]), np.nan)
+        where = {p: i for i, p in enumerate(measured)}
+        for p, k in pairs:
+            out[where[p], k] = self.tflops[p, k]
+        return out
+
+
+def flops(rows: np.ndarray) -> list[float]:
+    return [cell().problems[r].flops for r in rows]
+
+
+@pytest.mark.parametrize("truth", [0, 31, 93, 124])
+def test_a_gpu_whose_truth_is_a_grid_point_is_recovered_from_the_designs_pairs(truth: int) -> None:
+    rows = np.arange(len(cell().problems))
+    answers = Answers(truth, rows)
+    pairs = sequential_pairs(grid(), rows, flops(rows), answers)
+    assert len(pairs) == len(set(pairs)) <= DESIGN_PAIRS
+    assert fit_constants(grid(), rows, pairs, answers(pairs)) == grid().points[truth]
+    assert grid().points[truth] != shipped()  # none of these is the start
+
+
+def test_the_design_asks_a_growing_list_and_replays_the_same_pairs() -> None:
+    """Each call asks the pairs so far (the last call's, then more); a rerun whose answers come
+    from a record of the first run's chooses the same pairs, in the same order."""
+    rows = np.arange(5, len(cell().problems))
+    answers = Answers(40, rows)
+    pairs = sequential_pairs(grid(), rows, flops(rows), answers)
+    for before, after in zip(answers.calls, answers.calls[1:], strict=False):
+        assert after[: len(before)] == before and len(after) > len(before)
+    recorded = Answers(40, rows)
+    assert sequential_pairs(grid(), rows, flops(rows), recorded) == pairs
+    assert recorded.calls == answers.calls
+
+
+def test_the_design_keeps_to_its_kernels_and_to_the_pairs_that_run() -> None:
+    rows = np.arange(len(cell().problems))
+    runs = np.random.default_rng(1).random((len(rows), len(cell().configs))) > 0.4
+    masked = PlausibleGrid(cell(), shipped(), per_octave=1, runs=runs)
+    for limit in (3, 7):
+        pairs = sequential_pairs(masked, rows, flops(rows), Answers(62, rows), max_kernels=limit)
+        assert len({k for _, k in pairs}) <= limit
+        assert all(runs[p, k] for p, k in pairs)
+        assert len(pairs) > 2 * limit  # problems go on being measured on the kernels taken
+
+
+def test_a_table_priced_with_one_gpus_constants_is_not_scored_with_anothers() -> None:
+    data = cell()
+    measured = performance.calibrated_facts(hardware_facts("gfx950"), {"l2_reuse": 2.0})
+    plain = ConfigTable.build(data.configs)
+    priced = ConfigTable.build(data.configs, measured)
+    problem = data.problems[0]
+    with pytest.raises(ValueError, match="build the table with the facts it is scored with"):
+        feature_matrix(problem, data.variant, data.dtype, plain, measured)
+    with pytest.raises(ValueError, match="stacking tables priced with constants"):
+        plain.stack(priced)
+    assert priced.take(np.arange(3)).constants == (("l2_reuse", 2.0),)
+    ours = feature_matrix(problem, data.variant, data.dtype, priced, measured)
+    theirs = feature_matrix(problem, data.variant, data.dtype, plain, hardware_facts("gfx950"))
+    assert not np.array_equal(ours, theirs)  # the constant moves the analytical feature
+
+
+def _model_with(tmp_path: Path, constants: dict) -> Path:
+    model = tmp_path / "model"
+    shutil.copytree(shipped_model_dir("gfx950", "forward", "bf16"), model)
+    card = json.loads((model / "card.json").read_text())
+    card["calibrated"] = constants
+    (model / "card.json").write_text(json.dumps(card))
+    return model
+
+
+def test_a_models_measured_constants_price_the_selectors_features(tmp_path: Path) -> None:
+    constants = {"memory_latency_cycles": 1500.0, "l2_reuse": 1.5}
+    model = _model_with(tmp_path, constants)
+    ours = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
+    theirs = Selector.load("gfx950", "forward", "bf16", engine="lightgbm", ck=None)
+    assert ours.hw.calibrated == constants and theirs.hw.calibrated == {}
+    data = cell()
+    prepared = ours.prepare(data.configs)
+    assert prepared.table.constants == tuple(sorted(constants.items()))
+    problem = data.problems[7]
+    expected = feature_matrix(problem, data.variant, data.dtype, prepared.table, ours.hw)
+    np.testing.assert_array_equal(ours.feature_matrix(problem, prepared.table), expected)
+    with pytest.raises(ValueError):
+        theirs.feature_matrix(problem, prepared.table)
+
+
+@pytest.mark.parametrize(
+    ("constants", "said"), [({"l2_reuse": -1.0}, "l2_reuse must be positive"), ({"l2_reus": 2.0}, "l2_reus")]
+)
+def test_a_card_with_a_bad_constant_is_refused_naming_the_model(tmp_path: Path, constants: dict, said: str) -> None:
+    model = _model_with(tmp_path, constants)
+    with pytest.raises(CkspaceError, match=said) as caught:
+        Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
+    assert str(model) in str(caught.value) and "\n" not in str(caught.value)
