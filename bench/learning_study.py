@@ -14,6 +14,12 @@ other folds' problems, at each budget (a fraction of their recorded pairs):
 * **analytical**: the analytical model alone (shipped constants, no pair measured);
 * **all pairs + train**: every training pair, ``ckspace train``'s model (the ceiling).
 
+``--start far`` plays a GPU unlike the MI355X: the loop (and the random + anchored arm) start from
+the shipped constants each off by about 2 (``calibration_designs.far_start``), and
+``--calibration on`` lets the loop measure them first as ``ckspace learn`` does on other archs::
+
+    python bench/learning_study.py --start far --calibration on --fractions 0.02 0.05 0.1
+
 Each model picks among the recording's 30 kernels for the held-out problems through the selector,
 scored against their measurements (mean and P10 efficiency of the pick, top-1), with the kernels
 each needed built. Run::
@@ -38,6 +44,8 @@ import numpy as np
 from calibration_designs import far_start
 
 from ckspace.commands.learn import CALIBRATION
+from ckspace.features import performance
+from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ConfigTable
 from ckspace.planning.workload import read_workload
 from ckspace.run.results import ResultsFile
@@ -120,10 +128,14 @@ def random_model(data: Measurements, train: np.ndarray, pairs: int, seed: int, o
     return int(np.count_nonzero((~np.isnan(sample.tflops)).any(axis=0)))
 
 
-def random_anchored(data: Measurements, train: np.ndarray, pairs: int, seed: int, out: Path) -> None:
-    """The loop's model (:func:`~ckspace.training.anchored.train_anchored`) on the same drawn pairs."""
+def random_anchored(
+    data: Measurements, train: np.ndarray, pairs: int, seed: int, out: Path, start: dict[str, float] | None = None
+) -> None:
+    """The loop's model (:func:`~ckspace.training.anchored.train_anchored`) on the same drawn pairs,
+    its features priced with the loop's ``start`` constants (no calibration: the pairs are drawn)."""
     sample = drawn(data, train, pairs, seed)
-    train_anchored(sample, sample, problem_features(sample), out, seed, num_threads=1)
+    hw = performance.calibrated_facts(hardware_facts(sample.arch), start or {})
+    train_anchored(sample, sample, problem_features(sample, hw=hw), out, seed, num_threads=1, calibrated=start)
 
 
 def held_out(model: Path, data: Measurements, test: np.ndarray) -> Scores:
@@ -145,7 +157,7 @@ def compare(
     problems = write_problems(data, train, workdir / "problems.csv")
     report = run_loop(problems, Budget(kernels=kernels, pairs=pairs), seed, workdir / "loop", settings=settings)
     touched = random_model(data, train, pairs, seed, workdir / "random")
-    random_anchored(data, train, pairs, seed, workdir / "anchored")
+    random_anchored(data, train, pairs, seed, workdir / "anchored", settings.start if settings else None)
     return {
         "seed": seed,
         "fraction": fraction,

@@ -74,6 +74,20 @@ def test_a_gpu_whose_truth_is_a_grid_point_is_recovered_from_the_designs_pairs(t
     assert grid().points[truth] != shipped()  # none of these is the start
 
 
+def test_pairs_that_tell_nothing_leave_the_constants_at_the_start() -> None:
+    """No answer at all (every pair failed), or one answer per problem (no order to fit): the start,
+    not the first point of the grid; one problem's two answers move it."""
+    rows = np.arange(len(cell().problems))
+    answers = Answers(0, rows)
+    pairs = sequential_pairs(grid(), rows, flops(rows), answers)
+    nothing = np.full(answers(pairs).shape, np.nan)
+    assert fit_constants(grid(), rows, pairs, nothing) == shipped() == fit_constants(grid(), rows, [], nothing[:0])
+    lone = [pairs[0], pairs[3], pairs[6]]  # the first three problems' best kernel each
+    assert len({p for p, _ in lone}) == 3
+    assert fit_constants(grid(), rows, lone, answers(lone)) == shipped()
+    assert fit_constants(grid(), rows, pairs[:3], answers(pairs[:3])) != shipped()
+
+
 def test_the_design_asks_a_growing_list_and_replays_the_same_pairs() -> None:
     """Each call asks the pairs so far (the last call's, then more); a rerun whose answers come
     from a record of the first run's chooses the same pairs, in the same order."""
@@ -137,6 +151,27 @@ def test_a_models_measured_constants_price_the_selectors_features(tmp_path: Path
     np.testing.assert_array_equal(ours.feature_matrix(problem, prepared.table), expected)
     with pytest.raises(ValueError):
         theirs.feature_matrix(problem, prepared.table)
+
+
+@pytest.mark.slow
+def test_the_compiled_selector_prices_a_calibrated_model_as_lightgbm_does(tmp_path: Path) -> None:
+    """The trees compiled to C with the formulas priced by the card's constants (their cache keyed by
+    the sources, so the shipped model's compiled selector is not reused): the same scores, features
+    and picks as LightGBM's engine on numpy features, and not those of the shipped constants."""
+    model = _model_with(tmp_path, {"memory_latency_cycles": 300.0, "epilogue_cycles_per_byte": 30.0})
+    compiled = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="compiled", ck=None)
+    lightgbm = Selector.load("gfx950", "forward", "bf16", model_dir=model, engine="lightgbm", ck=None)
+    shipped_compiled = Selector.load("gfx950", "forward", "bf16", engine="compiled", ck=None)
+    data = cell()
+    differs = 0
+    for problem in data.problems[::4]:
+        ours = compiled.score_table(problem, compiled.prepare(data.configs).table)
+        theirs = lightgbm.score_table(problem, lightgbm.prepare(data.configs).table)
+        np.testing.assert_allclose(ours.matrix, theirs.matrix, rtol=1e-12)
+        np.testing.assert_allclose(ours.scores, theirs.scores, rtol=1e-9, atol=1e-12)
+        plain = shipped_compiled.score_table(problem, shipped_compiled.prepare(data.configs).table)
+        differs += not np.allclose(plain.matrix, ours.matrix)
+    assert differs == len(data.problems[::4])
 
 
 @pytest.mark.parametrize(

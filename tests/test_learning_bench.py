@@ -154,6 +154,34 @@ def test_learn_builds_and_benches_resumes_and_select_takes_its_model(
 
 
 @pytest.mark.slow
+def test_learn_calibrates_through_build_and_bench(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--calibration on`` through the host stand-in: the design's pairs are built and benched like
+    the rounds' (verified, each once, within the kernel budget), the constants they fit are the
+    card's and the report's, and select prices the model's features with them."""
+    import json
+
+    from ckspace.select.selector import Selector
+    from ckspace.training.calibration import FITTED
+
+    problems = tmp_path / "problems.csv"
+    problems.write_text(PROBLEMS)
+    out = tmp_path / "learnt"
+    assert main([*learn_args(tree, problems, out, 3, 12), "--calibration", "on", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = _rows(out / RECORD_FILE)
+    pairs = [(row["kernel"], row["problem_idx"]) for row in rows]
+    assert 0 < len(pairs) == len(set(pairs)) <= 12 and len({row["kernel"] for row in rows}) <= 3
+    assert all(row["status"] != "ok" or row["tolerance"] for row in rows)  # verified like every pair
+    card = json.loads((out / "card.json").read_text())
+    assert sorted(card["calibrated"]) == sorted(FITTED)
+    assert report["calibrated"] and report["constants"] == card["calibrated"]
+    selector = Selector.load(*CELL[1::2], model_dir=out, engine="lightgbm")
+    assert selector.hw.calibrated == card["calibrated"]
+
+
+@pytest.mark.slow
 def test_learn_runs_its_compiles_and_timed_batches_on_a_ray_cluster(tree: Path, tmp_path: Path) -> None:
     """``--executor ray``: a Ray cluster started here (two loopback nodes, one stand-in device each)
     runs the loop's compiles and timed batches; the record is a whole one (every pair once, timed and

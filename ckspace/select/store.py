@@ -8,8 +8,9 @@ A model directory (shipped ones live in ``ckspace/models/<arch>/<variant>_<dtype
 * ``features.json`` — the feature spec (version and names) the boosters were trained on;
 * ``card.json`` — the model card: cell, objective, data files and their sha256, rows (kept, and
   the cell's rows by status: ``ok``, ``wrong``, ``crash``, ...), problems,
-  cross-validation figures, the training command, library versions, the kernels trained on, and
-  the sha256 of the three files above.
+  cross-validation figures, the training command, library versions, the kernels trained on, the
+  analytical model's constants measured on the data's GPU (``ckspace learn``'s calibration; the
+  features are priced with them), and the sha256 of the three files above.
 
 Loading recomputes the hashes and compares the feature spec with the code's: a model that was
 edited, truncated or trained on other features is refused with a message saying which.

@@ -309,6 +309,12 @@ def sequential_pairs(
 
 def fit_constants(grid: PlausibleGrid, rows: np.ndarray, pairs: Pairs, measured_values: np.ndarray) -> dict[str, float]:
     """The grid point that fits ``pairs`` best by the centred log error; ``measured_values`` as
-    :func:`sequential_pairs`' ``measure`` returns them (the rows of the pairs' problems)."""
+    :func:`sequential_pairs`' ``measure`` returns them (the rows of the pairs' problems). The start
+    (the grid's centre) where it fits as well as the best: pairs that tell nothing (no problem with
+    two answers: the error is 0 everywhere) leave the constants where they were, not at a corner."""
+    if not pairs:
+        return grid.points[grid.centre]
     measured = np.unique([p for p, _ in pairs])
-    return grid.best(rows[measured], measured_values, "centred")  # problems of < 2 answers add nothing
+    fits = grid.objectives(rows[measured], measured_values, "centred")  # problems of < 2 answers add nothing
+    best = grid.centre if fits[grid.centre] >= fits.max() else int(np.argmax(fits))
+    return grid.points[best]
