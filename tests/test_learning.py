@@ -153,6 +153,38 @@ def test_a_run_stopped_inside_its_calibration_resumes_to_the_same_constants_and_
 
 
 @pytest.mark.slow
+def test_a_large_workload_is_calibrated_on_problems_spread_over_its_flops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond GRID_SCORES the calibration designs on as many problems as fit, at evenly spaced FLOP
+    ranks (the smallest and the largest among them), and measures the pairs it designs on those
+    problems: every record row is the recording's measurement of its own problem and kernel."""
+    from ckspace.training import learning
+
+    data = recording()
+    problems = write_problems(data, np.arange(len(data.problems)), tmp_path / "problems.csv")
+    workload = read_workload(problems, "forward").problems
+    monkeypatch.setattr(learning, "GRID_SCORES", 729 * 30 * 70)
+    chosen = learning.design_problems(workload, 30, 729)
+    flops = np.array([p.flops for p in workload])
+    assert len(chosen) == 70 and np.all(np.diff(chosen) > 0)
+    assert flops.argmin() in chosen and flops.argmax() in chosen
+    assert learning.design_problems(workload[:50], 30, 729).tolist() == list(range(50))
+    report = run_loop(
+        problems, Budget(kernels=8, pairs=60), 0, tmp_path / "out", settings=LearnSettings(calibrate=True)
+    )
+    assert report.calibrated and report.pairs_timed <= 60
+    lines = (tmp_path / "out" / RECORD_FILE).read_text().splitlines()[1 : 1 + report.calibration_pairs]
+    assert len(lines) >= 10 and {int(line.split(",")[1]) for line in lines} <= set(chosen.tolist())
+    record = load_measurements([tmp_path / "out" / RECORD_FILE], "gfx950", "forward", "bf16")
+    for p, problem in enumerate(record.problems):
+        for k, config in enumerate(record.configs):
+            if not np.isnan(record.tflops[p, k]):
+                expected = data.tflops[data.problems.index(problem), data.configs.index(config)]
+                assert record.tflops[p, k] == expected
+
+
+@pytest.mark.slow
 def test_issue_38_item_4_loop_picks_not_worse_than_random_at_equal_pairs(tmp_path: Path) -> None:
     """Held-out shapes (fold 0 of the grouped split, seed 0), 10 % of the training problems' pairs,
     on fewer kernels than random sampling touches: the loop's picks beat ``ckspace train``'s model

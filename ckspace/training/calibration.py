@@ -231,8 +231,7 @@ class PlausibleGrid:
     picks them."""
 
     def __init__(self, data, start: dict[str, float], per_octave: int = 2, runs: np.ndarray | None = None) -> None:
-        reach = round(np.log2(SPAN) * per_octave)
-        steps = 2.0 ** (np.arange(-reach, reach + 1) / per_octave)
+        steps = _steps(per_octave)
         self.points = [
             {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
             for factors in itertools.product(steps, repeat=len(FITTED))
@@ -251,6 +250,17 @@ class PlausibleGrid:
     def best(self, rows: np.ndarray, measured: np.ndarray, loss: str) -> dict[str, float]:
         """The point whose scores of ``rows`` best fit ``measured`` under ``loss`` (the first on a tie)."""
         return self.points[int(np.argmax(self.objectives(rows, measured, loss)))]
+
+
+def _steps(per_octave: int) -> np.ndarray:
+    """The factors of the start a grid takes for each constant: 2^(i / per_octave) within SPAN."""
+    reach = round(np.log2(SPAN) * per_octave)
+    return 2.0 ** (np.arange(-reach, reach + 1) / per_octave)
+
+
+def grid_size(per_octave: int) -> int:
+    """The points of a :class:`PlausibleGrid` of ``per_octave``, known before it is built."""
+    return len(_steps(per_octave)) ** len(FITTED)
 
 
 def sequential_pairs(

@@ -61,7 +61,15 @@ from ckspace.training.acquisition import (
 )
 from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
-from ckspace.training.calibration import FITTED, SHIPPED_FROM, PlausibleGrid, fit_constants, sequential_pairs
+from ckspace.training.calibration import (
+    DESIGN_PAIRS,
+    FITTED,
+    SHIPPED_FROM,
+    PlausibleGrid,
+    fit_constants,
+    grid_size,
+    sequential_pairs,
+)
 from ckspace.training.dataset import CleaningReport, Measurements, load_measurements
 from ckspace.training.measurer import Measurer, Record
 from ckspace.workloads.measurement import COLUMNS, config_cells, config_from_row, problem_cells
@@ -143,6 +151,8 @@ class LearnReport(BaseModel):
     stopped_by: str
     calibrated: bool
     """Whether the analytical model's constants were measured on this GPU (else the start's)."""
+    calibration_pairs: int
+    """The pairs the calibration designed (the record's first rows; 0 without calibration)."""
     constants: dict[str, float]
     """The fitted constants the model's features are priced with."""
     model: str
@@ -231,6 +241,22 @@ def read_record(path: Path, state: State) -> None:
         state.note(int(row["problem_idx"]), k, note)
 
 
+GRID_SCORES = 2**26
+"""The most scores a calibration's grid holds (constant values x problems x kernels: 512 MB of
+float64): a larger workload is designed on as many of its problems as fit, spread over its FLOP
+counts (the design measures about 30 problems, spread over the same)."""
+
+
+def design_problems(problems: tuple[ConvProblem, ...], kernels: int, points: int) -> np.ndarray:
+    """The workload's problems (indices, in order) the calibration designs on: all of them, or as
+    many as :data:`GRID_SCORES` allows at evenly spaced FLOP ranks."""
+    cap = max(DESIGN_PAIRS, GRID_SCORES // (points * max(1, kernels)))
+    if len(problems) <= cap:
+        return np.arange(len(problems))
+    order = np.argsort([p.flops for p in problems], kind="stable")
+    return np.sort(order[np.round(np.linspace(0, len(order) - 1, cap)).astype(int)])
+
+
 def initial_plan(log2_model: np.ndarray, state: State, settings: LearnSettings) -> list[tuple[int, int]]:
     """Round 1 (see the module doc): each chosen kernel on each chosen problem it can run."""
     top3 = np.argsort(-np.where(state.runs, log2_model, -np.inf), axis=1, kind="stable")[:, :3]
@@ -313,40 +339,49 @@ class Loop:
         weights = weights / weights.sum() if weights.any() else weights
         return Estimate(source, level, sigma, mu, regret, value * weights[:, None], weights)
 
-    def calibrate(self, start: dict[str, float]) -> dict[str, float]:
+    def calibrate(self, start: dict[str, float]) -> tuple[dict[str, float], int]:
         """The analytical model's constants measured on this GPU: the pairs of the sequential design
         (:func:`~ckspace.training.calibration.sequential_pairs`, among the pairs that can run, on
         at most the kernel budget's kernels), measured through :meth:`execute` within the budgets,
         then the grid's best fit to them. The design's answers come from the state, which holds the
         record: a resumed run chooses the same pairs, measures none of them twice and fits the same
-        constants."""
+        constants. Returns the constants and the number of pairs designed."""
         s = self.state
         began = time.monotonic()
-        grid = PlausibleGrid(self.data(), start, CALIBRATION_PER_OCTAVE, runs=s.runs)
-        rows = np.arange(len(s.problems))
+        chosen = design_problems(s.problems, len(s.configs), grid_size(CALIBRATION_PER_OCTAVE))
+        log.log(
+            NOTICE,
+            "calibration: scoring %d problems x %d kernels under %d values of the constants",
+            len(chosen),
+            len(s.configs),
+            grid_size(CALIBRATION_PER_OCTAVE),
+        )
+        grid = PlausibleGrid(self.data().subset(chosen), start, CALIBRATION_PER_OCTAVE, runs=s.runs[chosen])
+        rows = np.arange(len(chosen))
 
         def measure(pairs: list[tuple[int, int]]) -> np.ndarray:
-            self.execute(RoundPlan(round=0, pairs=[(p, s.configs[k].name) for p, k in pairs]))
+            self.execute(RoundPlan(round=0, pairs=[(int(chosen[p]), s.configs[k].name) for p, k in pairs]))
             measured = np.unique([p for p, _ in pairs])
             out = np.full((len(measured), len(s.configs)), np.nan)
             where = {p: i for i, p in enumerate(measured)}
             for p, k in pairs:
-                out[where[p], k] = s.values[p, k]
+                out[where[p], k] = s.values[chosen[p], k]
             return out
 
-        pairs = sequential_pairs(grid, rows, [p.flops for p in s.problems], measure, max_kernels=self.budget.kernels)
+        flops = [s.problems[p].flops for p in chosen]
+        pairs = sequential_pairs(grid, rows, flops, measure, max_kernels=self.budget.kernels)
         constants = fit_constants(grid, rows, pairs, measure(pairs))
         fitted = ", ".join(f"{name} {value:.4g} (start {start[name]:.4g})" for name, value in constants.items())
         log.log(
             NOTICE,
             "calibration: %d pairs (%d measured) fit %s; %d grid points in %.0f s",
             len(pairs),
-            int(sum(not np.isnan(s.values[p, k]) for p, k in pairs)),
+            int(sum(not np.isnan(s.values[chosen[p], k]) for p, k in pairs)),
             fitted,
             len(grid.points),
             time.monotonic() - began,
         )
-        return constants
+        return constants, len(pairs)
 
     def log2_model(self) -> np.ndarray:
         column = FEATURE_NAMES.index(ANALYTICAL_FEATURE)
@@ -488,7 +523,7 @@ def learn(
     start_facts = performance.calibrated_facts(hardware_facts(cell.arch), settings.start)
     start = {name: performance.constant(name, start_facts) for name in FITTED}
     calibrate = settings.calibrate if settings.calibrate is not None else cell.arch != SHIPPED_FROM
-    constants = loop.calibrate(start) if calibrate else dict(settings.start)
+    constants, designed = loop.calibrate(start) if calibrate else (dict(settings.start), 0)
     hw = performance.calibrated_facts(hardware_facts(cell.arch), constants)
     loop.per_problem = problem_features(loop.data(), hw=hw)
     rounds, estimate, stopped = loop.run()
@@ -505,6 +540,7 @@ def learn(
         estimated_mean_regret=estimate.mean_regret() if estimate is not None else None,
         stopped_by=stopped,
         calibrated=calibrate,
+        calibration_pairs=designed,
         constants={name: performance.constant(name, hw) for name in FITTED},
         model=str(out),
         objective=card.objective,
