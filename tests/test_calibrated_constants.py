@@ -21,7 +21,7 @@ from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ConfigTable, feature_matrix
 from ckspace.select.selector import Selector
 from ckspace.select.store import shipped_model_dir
-from ckspace.training.calibration import DESIGN_PAIRS, FITTED, PlausibleGrid, fit_constants, sequential_pairs
+from ckspace.training.calibration import DESIGN_PAIRS, FITTED, PlausibleGrid, fit_constants, grid_size, sequential_pairs
 from ckspace.training.dataset import load_cells
 from ckspace.workloads.datasets import DATASETS
 
@@ -72,6 +72,16 @@ def test_a_gpu_whose_truth_is_a_grid_point_is_recovered_from_the_designs_pairs(t
     assert len(pairs) == len(set(pairs)) <= DESIGN_PAIRS
     assert fit_constants(grid(), rows, pairs, answers(pairs)) == grid().points[truth]
     assert grid().points[truth] != shipped()  # none of these is the start
+
+
+def test_a_grid_is_every_combination_of_its_steps_around_the_start() -> None:
+    """5 steps a constant at 1 per octave (1/4, 1/2, 1, 2, 4 of the start), 9 at 2, 17 at 4; the
+    centre point is the start; the size is known before the grid is built."""
+    assert (grid_size(1), grid_size(2), grid_size(4)) == (125, 729, 4913) == (5**3, 9**3, 17**3)
+    points = grid().points
+    assert len(points) == grid_size(1) and points[grid().centre] == shipped()
+    factors = {round(p[name] / shipped()[name], 9) for p in points for name in FITTED}
+    assert factors == {0.25, 0.5, 1.0, 2.0, 4.0}
 
 
 def test_pairs_that_tell_nothing_leave_the_constants_at_the_start() -> None:
