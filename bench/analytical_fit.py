@@ -56,7 +56,7 @@ def fit(
     within: float | None = None,
 ) -> dict[str, float]:
     """Coordinate search from ``start`` (default: the shipped constants) on the measured pairs of
-    ``rows`` (a pair without a measurement takes no part), maximising ``loss`` (:data:`LOSSES`);
+    ``rows`` (a pair without a measurement takes no part), maximising ``loss`` (``calibration.LOSSES``);
     with ``within``, no constant leaves [start / within, start x within]."""
     origin = start or {name: performance.CONSTANTS[name].value for name in FITTED}
     best, value = origin, objective(data, origin, rows, loss)

@@ -182,7 +182,7 @@ SLACK = 0.5
 LOSSES = ("picks", "centred", "mixed", "level")
 """What a fit maximises: ``picks``, mean + P10/2 of the pick's efficiency among each problem's
 measured kernels (every pair measured: the figures the model is judged by); ``centred``, minus
-:func:`~ckspace.training.centred_log_error` (every pair informs it, where the picks among
+:func:`centred_log_error` (every pair informs it, where the picks among
 a problem's two or three measured kernels move only when one changes); ``mixed``, the picks
 objective less :data:`CENTRED_WEIGHT` times the centred error (few pairs: the picks decide, the
 error breaks their ties and keeps a search off the flats a few picks leave); ``level``, as
