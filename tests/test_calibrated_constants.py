@@ -84,6 +84,47 @@ def test_a_grid_is_every_combination_of_its_steps_around_the_start() -> None:
     assert factors == {0.25, 0.5, 1.0, 2.0, 4.0}
 
 
+def test_a_grid_at_two_steps_an_octave_takes_each_half_octave() -> None:
+    tiny = cell().subset(np.arange(2))
+    points = PlausibleGrid(tiny, shipped(), per_octave=2).points
+    factors = sorted({round(p["l2_reuse"] / shipped()["l2_reuse"], 9) for p in points})
+    assert factors == [round(2.0 ** (i / 2), 9) for i in range(-4, 5)]
+
+
+def test_the_first_round_is_the_start_models_top_three_of_ten_problems_spread_over_the_flops() -> None:
+    """Stated independently: the problems at ranks round(i x (n - 1) / 9) of the FLOP order, i = 0..9,
+    each with the start's three best-scored kernels."""
+    rows = np.arange(len(cell().problems))
+    answers = Answers(93, rows)
+    sequential_pairs(grid(), rows, flops(rows), answers)
+    order = np.argsort(flops(rows), kind="stable")
+    problems = [int(order[round(i * (len(rows) - 1) / 9)]) for i in range(10)]
+    start = grid().scores[grid().centre]
+    expected = [(p, int(k)) for p in problems for k in np.argsort(-start[p], kind="stable")[:3]]
+    assert answers.calls[0] == expected
+
+
+def test_the_design_stops_where_the_plausible_constants_agree_and_at_its_limit(monkeypatch) -> None:
+    """A problem every point picks alike tells nothing: with one kernel that runs per problem, the
+    first round's 10 pairs are all. With two kernels that run on the first round's first problem
+    (29 pairs in the first round), a limit of 31 cuts the next round's three pairs to two."""
+    from ckspace.training import calibration
+
+    rows = np.arange(len(cell().problems))
+    single = np.zeros((len(rows), len(cell().configs)), dtype=bool)
+    single[rows, rows % len(cell().configs)] = True
+    lone = PlausibleGrid(cell(), shipped(), per_octave=1, runs=single)
+    assert len(sequential_pairs(lone, rows, flops(rows), Answers(93, rows))) == 10
+    runs = np.ones_like(single)
+    first = int(np.argsort(flops(rows), kind="stable")[0])
+    runs[first, np.argsort(-grid().scores[grid().centre][first], kind="stable")[2:]] = False
+    cut = PlausibleGrid(cell(), shipped(), per_octave=1, runs=runs)
+    monkeypatch.setattr(calibration, "DESIGN_PAIRS", 31)
+    answers = Answers(0, rows)
+    pairs = sequential_pairs(cut, rows, flops(rows), answers)
+    assert sum(p == first for p, _ in pairs) == 2 and len(answers.calls[0]) == 29 and len(pairs) == 31
+
+
 def test_pairs_that_tell_nothing_leave_the_constants_at_the_start() -> None:
     """No answer at all (every pair failed), or one answer per problem (no order to fit): the start,
     not the first point of the grid; one problem's two answers move it."""

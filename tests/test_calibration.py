@@ -272,6 +272,10 @@ def test_a_grids_objectives_are_each_points_objective(shipped) -> None:
         error = calibration.centred_log_error(grid.scores[point][rows], measured)
         assert grid.objectives(rows, measured, "picks")[point] == pytest.approx(s.mean + 0.5 * s.p10)
         assert grid.objectives(rows, measured, "mixed")[point] == pytest.approx(s.mean + 0.5 * s.p10 - 50.0 * error)
+        pairs = ~np.isnan(measured)  # the level loss: one level for every pair, not one per problem
+        residual = np.log(measured[pairs]) - math.log(2.0) * grid.scores[point][rows][pairs]
+        one_level = float(np.mean((residual - residual.mean()) ** 2))
+        assert grid.objectives(rows, measured, "level")[point] == pytest.approx(s.mean + 0.5 * s.p10 - 50.0 * one_level)
     assert grid.best(rows, measured, "picks") == grid.points[int(np.argmax(grid.objectives(rows, measured, "picks")))]
 
 
