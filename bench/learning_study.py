@@ -241,7 +241,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS))
     parser.add_argument("--kernels", type=int, default=30, help="the loop's kernel budget")
-    parser.add_argument("--calibration", choices=CALIBRATION, default="auto", help="as ckspace learn's")
+    parser.add_argument(
+        "--calibration", choices=CALIBRATION, default="auto", help="as ckspace learn's (auto keeps a --start far)"
+    )
     parser.add_argument(
         "--start",
         choices=("shipped", "far"),

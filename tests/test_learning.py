@@ -153,6 +153,49 @@ def test_a_run_stopped_inside_its_calibration_resumes_to_the_same_constants_and_
 
 
 @pytest.mark.slow
+def test_a_model_of_this_gpu_starts_another_run_with_its_measured_constants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--start-model``: the constants a calibrated run measured start the next run (for another
+    cell of the same GPU; here the one cell recorded), which auto calibration then keeps: no pair
+    spent on them, the report and the new card carry them."""
+    first = tmp_path / "first"
+    assert main([*learn_args(first, 6, 80, "on"), "--format", "json"]) == 0
+    measured = json.loads(capsys.readouterr().out)["constants"]
+    assert json.loads((first / "card.json").read_text())["calibrated"] == measured
+    second = tmp_path / "second"
+    assert main([*learn_args(second, 6, 80), "--start-model", str(first), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not report["calibrated"] and report["calibration_pairs"] == 0
+    assert report["constants"] == measured == json.loads((second / "card.json").read_text())["calibrated"]
+
+
+@pytest.mark.parametrize(
+    ("start", "said"),
+    [(lambda tmp: tmp / "nothing", "is not a model directory"), (lambda tmp: tmp, "is not a model directory")],
+)
+def test_a_start_model_that_is_none_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start, said: str
+) -> None:
+    args = [*learn_args(tmp_path / "out", 4, 50), "--start-model", str(start(tmp_path))]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_start_model_of_another_arch_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Constants are a GPU's: a gfx950 model cannot start a gfx942 run."""
+    from ckspace.select.store import shipped_model_dir
+
+    args = learn_args(tmp_path / "out", 4, 50)
+    args[args.index("gfx950")] = "gfx942"
+    assert main([*args, "--start-model", str(shipped_model_dir("gfx950", "forward", "bf16"))]) == 2
+    err = capsys.readouterr().err
+    assert "is a gfx950 model" in err and "give a gfx942 model" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
 def test_a_large_workload_is_calibrated_on_problems_spread_over_its_flops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,15 +2,16 @@
 
 The loop (:mod:`ckspace.training.learning`) starts from the analytical model, first fits its
 constants to this GPU from 60 pairs (``--calibration``: by default on every arch but gfx950, whose
-MI355X they were fitted on), measures a covering batch, and round by round builds and times the
-close contenders of the problems whose picks are least sure (the analytical model moved by each
-problem's measurements estimates them), until a budget or a target regret stops it; then it trains
-the model, anchored on the analytical model (:mod:`ckspace.training.anchored`), into a directory as
-``ckspace train`` writes one; its card carries the constants its features are priced with. ``--out
-DIR`` is that model directory (``ckspace select --model DIR`` takes it) and holds the loop's record
-beside the model files: ``measurements.csv`` (bench's schema, every pair asked) and ``round.json``
-(the round being measured). Running the same command again resumes: no pair is asked twice, and the
-same seed ends with the same model.
+MI355X they were fitted on, unless ``--start-model`` gives this GPU's), measures a covering batch,
+and round by round builds and times the close contenders of the problems whose picks are least sure
+(the analytical model moved by each problem's measurements estimates them), until a budget or a
+target regret stops it; then it trains the model, anchored on the analytical model
+(:mod:`ckspace.training.anchored`), into a directory as ``ckspace train`` writes one; its card
+carries the constants its features are priced with. ``--out DIR`` is that model directory (``ckspace
+select --model DIR`` takes it) and holds the loop's record beside the model files:
+``measurements.csv`` (bench's schema, every pair asked) and ``round.json`` (the round being
+measured). Running the same command again resumes: no pair is asked twice, and the same seed ends
+with the same model.
 
 Two measurers: ``--replay CSV`` answers from a recorded measurement CSV; ``--tree DIR`` builds a
 tree emitted ``--with-selector`` with ``ckspace build``'s machinery (the whole tree, once) and
@@ -102,6 +103,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="measure first the 60 pairs that fit the analytical model's constants to this GPU: on, off, "
         "or auto (default: on unless --arch is gfx950, whose MI355X the shipped constants were fitted on)",
     )
+    parser.add_argument(
+        "--start-model",
+        metavar="DIR",
+        help="start from the analytical model's constants in this model's card (a model of this arch "
+        "that learn calibrated, for another cell of the same GPU): they are this GPU's, so auto "
+        "calibration keeps them",
+    )
     add_format_argument(parser, FORMATS)
 
 
@@ -184,6 +192,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     seed, threads = _seed(args.seed), parse_threads(args.threads)
     if args.calibration not in CALIBRATION:
         raise InvalidChoiceError("--calibration", args.calibration, CALIBRATION)
+    start = _start_constants(args.start_model, arch)
     problems_path = _problems_file(args.problems)
     _check_measurer(args)
     replay_path = data_file(args.replay, Kind.MEASUREMENTS) if args.replay is not None else None
@@ -206,7 +215,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
-        settings = LearnSettings(calibrate=CALIBRATION[args.calibration])
+        settings = LearnSettings(calibrate=CALIBRATION[args.calibration], start=start)
         report = learn(
             measurer, record, workload.problems, workload.weights, budget, directory, seed, settings, threads, command
         )
@@ -214,6 +223,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         record.close()
     write_report(out, args.format, report, lambda r: _text(r, label) + measurer.summary())
     return 0
+
+
+def _start_constants(value: str | None, arch: str) -> dict[str, float]:
+    """``--start-model``: the constants its card says were measured on its GPU (none: the shipped
+    ones), refused in one line when it is no model or a model of another arch (another GPU)."""
+    if value is None:
+        return {}
+    from ckspace.select.store import CARD_FILE, load_model
+
+    directory = Path(value)
+    if not (directory / CARD_FILE).is_file():
+        raise InvalidInputError(f"--start-model {value!r} is not a model directory (it has no {CARD_FILE})")
+    card = load_model(directory)[2]
+    if card.arch != arch:
+        raise InvalidInputError(
+            f"--start-model {value!r} is a {card.arch} model: its constants are another GPU's; give a {arch} model"
+        )
+    return dict(card.calibrated)
 
 
 def _check_measurer(args: argparse.Namespace) -> None:

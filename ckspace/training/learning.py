@@ -111,9 +111,10 @@ class LearnSettings(BaseModel):
     """Measure first the :data:`~ckspace.training.calibration.DESIGN_PAIRS` pairs that fit the
     analytical model's constants to this GPU (:mod:`ckspace.training.calibration`), and price
     every feature with them from then on (the model card carries them). False: the :attr:`start`
-    constants. None: calibrate unless the cell's arch is the one the shipped constants were fitted
-    on (:data:`~ckspace.training.calibration.SHIPPED_FROM`), where 60 pairs measure them worse than
-    the 6,930 they came from (docs/results.md)."""
+    constants. None: calibrate unless the start's constants are already this GPU's: the cell's arch
+    is the one the shipped constants were fitted on (:data:`~ckspace.training.calibration.SHIPPED_FROM`,
+    where 60 pairs measure them worse than the 6,930 they came from, docs/results.md), or
+    :attr:`start` gives constants (a model of another cell that measured them on this GPU)."""
     start: dict[str, float] = {}
     """The constants the loop starts from, by name, over the shipped ones (the calibration's grid is
     centred on them; without calibration the features are priced with them): a GPU's constants
@@ -522,7 +523,8 @@ def learn(
     cell = configs[0]
     start_facts = performance.calibrated_facts(hardware_facts(cell.arch), settings.start)
     start = {name: performance.constant(name, start_facts) for name in FITTED}
-    calibrate = settings.calibrate if settings.calibrate is not None else cell.arch != SHIPPED_FROM
+    known = cell.arch == SHIPPED_FROM or bool(settings.start)  # the start is this GPU's already
+    calibrate = settings.calibrate if settings.calibrate is not None else not known
     constants, designed = loop.calibrate(start) if calibrate else (dict(settings.start), 0)
     hw = performance.calibrated_facts(hardware_facts(cell.arch), constants)
     loop.per_problem = problem_features(loop.data(), hw=hw)
