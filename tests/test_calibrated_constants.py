@@ -125,6 +125,21 @@ def test_the_design_stops_where_the_plausible_constants_agree_and_at_its_limit(m
     assert sum(p == first for p, _ in pairs) == 2 and len(answers.calls[0]) == 29 and len(pairs) == 31
 
 
+def test_a_design_whose_pairs_all_fail_stops_after_its_first_round() -> None:
+    """Every answer missing (a GPU that runs none of them): nothing tells the constants apart, so
+    the design asks the first round and no more, and the fit stays at the start."""
+    rows = np.arange(len(cell().problems))
+    calls = []
+
+    def failing(pairs: list[tuple[int, int]]) -> np.ndarray:
+        calls.append(list(pairs))
+        return np.full((len({p for p, _ in pairs}), len(cell().configs)), np.nan)
+
+    pairs = sequential_pairs(grid(), rows, flops(rows), failing)
+    assert len(calls) == 1 and pairs == calls[0] and len(pairs) == 30
+    assert fit_constants(grid(), rows, pairs, failing(pairs)) == shipped()
+
+
 def test_pairs_that_tell_nothing_leave_the_constants_at_the_start() -> None:
     """No answer at all (every pair failed), or one answer per problem (no order to fit): the start,
     not the first point of the grid; one problem's two answers move it."""

@@ -230,7 +230,7 @@ class PlausibleGrid:
     GPU measurer's support checks); the others score -inf, so no design asks them and no point
     picks them."""
 
-    def __init__(self, data, start: dict[str, float], per_octave: int = 2, runs: np.ndarray | None = None) -> None:
+    def __init__(self, data, start: dict[str, float], per_octave: int, runs: np.ndarray | None = None) -> None:
         steps = _steps(per_octave)
         self.points = [
             {name: start[name] * f for name, f in zip(FITTED, factors, strict=True)}
