@@ -167,7 +167,10 @@ def test_a_model_of_this_gpu_starts_another_run_with_its_measured_constants(
     assert main([*learn_args(second, 6, 80), "--start-model", str(first), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert not report["calibrated"] and report["calibration_pairs"] == 0
-    assert report["constants"] == measured == json.loads((second / "card.json").read_text())["calibrated"]
+    card = json.loads((second / "card.json").read_text())
+    assert report["constants"] == measured == card["calibrated"]
+    assert card["training_command"].startswith("ckspace learn --arch gfx950 --variant forward --dtype bf16")
+    assert f"--start-model {first}" in card["training_command"] and "--calibration auto" in card["training_command"]
 
 
 @pytest.mark.parametrize(

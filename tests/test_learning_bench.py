@@ -177,6 +177,7 @@ def test_learn_calibrates_through_build_and_bench(
     card = json.loads((out / "card.json").read_text())
     assert sorted(card["calibrated"]) == sorted(FITTED)
     assert report["calibrated"] and report["constants"] == card["calibrated"]
+    assert f"--tree {tree} --backend host --executor local" in card["training_command"]  # this command resumes
     selector = Selector.load(*CELL[1::2], model_dir=out, engine="lightgbm")
     assert selector.hw.calibrated == card["calibrated"]
 

@@ -207,12 +207,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     workload = read_workload(problems_path, variant)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / RECORD_FILE
-    command = shlex.join(
-        [
-            *("ckspace", "train", "--data", str(path), "--arch", arch, "--variant", variant.value),
-            *("--dtype", dtype.value, "--seed", str(seed), "--threads", str(threads), "--out", str(directory)),
-        ]
-    )
+    command = _command(args, arch, variant.value, dtype.value, seed, threads)
     record = ResultsFile.open(path, path.exists(), workload.problems)
     try:
         settings = LearnSettings(calibrate=CALIBRATION[args.calibration], start=start)
@@ -223,6 +218,23 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         record.close()
     write_report(out, args.format, report, lambda r: _text(r, label) + measurer.summary())
     return 0
+
+
+def _command(args: argparse.Namespace, arch: str, variant: str, dtype: str, seed: int, threads: int) -> str:
+    """The command that made the model (the card's ``training_command``): this one, whose rerun
+    resumes from the record to the same model; ``ckspace train`` on the record would fit another."""
+    words = ["ckspace", "learn", "--arch", arch, "--variant", variant, "--dtype", dtype, "--problems", args.problems]
+    if args.replay is not None:
+        words += ["--replay", args.replay]
+    else:
+        words += ["--tree", args.tree, "--backend", args.backend, "--executor", args.executor]
+        words += ["--address", args.address] if args.address else []
+        words += ["--devices", args.devices] if args.devices else []
+    words += ["--budget-kernels", args.budget_kernels, "--budget-pairs", args.budget_pairs]
+    words += ["--target-regret", args.target_regret] if args.target_regret is not None else []
+    words += ["--calibration", args.calibration]
+    words += ["--start-model", args.start_model] if args.start_model is not None else []
+    return shlex.join([*words, "--seed", str(seed), "--threads", str(threads), "--out", args.out])
 
 
 def _start_constants(value: str | None, arch: str) -> dict[str, float]:
