@@ -240,6 +240,23 @@ def test_the_compiled_selector_prices_a_calibrated_model_as_lightgbm_does(tmp_pa
     assert differs == len(data.problems[::4])
 
 
+@pytest.mark.slow
+def test_select_says_its_model_was_calibrated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A calibrated model's selection says so, with the constants, in text and in JSON; the shipped
+    model's says nothing of it."""
+    from ckspace.cli import main
+
+    model = _model_with(tmp_path, {"l2_reuse": 1.5})
+    command = ["select", "--arch", "gfx950", "--variant", "forward", "--dtype", "bf16", "--rules-only"]
+    command += ["--problem", "N=1,C=64,K=128,Hi=56,Wi=56,Y=3,X=3,pad=1", "--top", "1"]
+    assert main([*command, "--model", str(model)]) == 0
+    assert "the model's analytical constants were measured on its GPU: l2_reuse 1.5\n" in capsys.readouterr().out
+    assert main([*command, "--model", str(model), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibrated"] == {"l2_reuse": 1.5}
+    assert main(command) == 0
+    assert "measured on its GPU" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("constants", "said"), [({"l2_reuse": -1.0}, "l2_reuse must be positive"), ({"l2_reus": 2.0}, "l2_reus")]
 )

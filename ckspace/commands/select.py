@@ -202,6 +202,7 @@ def _report(selection, selector) -> dict:
         "fallbacks": selection.fallbacks,
         "candidates": selection.candidates,
         "target": selector.target.record(),
+        "calibrated": dict(selector.hw.calibrated),
     }
 
 
@@ -213,6 +214,9 @@ def _text(report: dict) -> str:
         "TFLOPS are estimates, each row says of what: [model], [model, extrapolated] (outside the model's "
         "training domain, why below) or [analytical]",
     ]
+    if report["calibrated"]:  # a model learn calibrated: its features are this GPU's, not the shipped constants'
+        measured = ", ".join(f"{name} {value:.4g}" for name, value in report["calibrated"].items())
+        lines.append(f"the model's analytical constants were measured on its GPU: {measured}")
     for rank, ranked in enumerate(report["top"], 1):  # each row says what its numbers come from (no model:
         # the analytical model, which Selector.load has warned of once on stderr)
         stands_for = f"  (vector fallback of {ranked['family']})" if ranked["family"] else ""
