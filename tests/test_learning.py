@@ -205,17 +205,17 @@ def test_a_large_workload_is_calibrated_on_problems_spread_over_its_flops(
     """Beyond GRID_SCORES the calibration designs on as many problems as fit, at evenly spaced FLOP
     ranks (the smallest and the largest among them), and measures the pairs it designs on those
     problems: every record row is the recording's measurement of its own problem and kernel."""
-    from ckspace.training import learning
+    from ckspace.training import calibration
 
     data = recording()
     problems = write_problems(data, np.arange(len(data.problems)), tmp_path / "problems.csv")
     workload = read_workload(problems, "forward").problems
-    monkeypatch.setattr(learning, "GRID_SCORES", 729 * 30 * 70)
-    chosen = learning.design_problems(workload, 30, 729)
+    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30 * 70)
+    chosen = calibration.design_problems(workload, 30, 729)
     flops = np.array([p.flops for p in workload])
     assert len(chosen) == 70 and np.all(np.diff(chosen) > 0)
     assert flops.argmin() in chosen and flops.argmax() in chosen
-    assert learning.design_problems(workload[:50], 30, 729).tolist() == list(range(50))
+    assert calibration.design_problems(workload[:50], 30, 729).tolist() == list(range(50))
     report = run_loop(
         problems, Budget(kernels=8, pairs=60), 0, tmp_path / "out", settings=LearnSettings(calibrate=True)
     )

@@ -45,6 +45,7 @@ from ckspace.features.hardware import hardware_facts
 from ckspace.features.matrix import ConfigTable, feature_column
 from ckspace.training.evaluation import fold_of_groups
 from ckspace.training.metrics import per_problem_efficiency
+from ckspace.workloads.problem import ConvProblem
 
 
 class LevelFigures(BaseModel):
@@ -261,6 +262,22 @@ def _steps(per_octave: int) -> np.ndarray:
 def grid_size(per_octave: int) -> int:
     """The points of a :class:`PlausibleGrid` of ``per_octave``, known before it is built."""
     return len(_steps(per_octave)) ** len(FITTED)
+
+
+GRID_SCORES = 2**26
+"""The most scores a calibration's grid holds (constant values x problems x kernels: 512 MB of
+float64): a larger workload is designed on as many of its problems as fit, spread over its FLOP
+counts (the design measures about 30 problems, spread over the same)."""
+
+
+def design_problems(problems: Sequence[ConvProblem], kernels: int, points: int) -> np.ndarray:
+    """The workload's problems (indices, in order) the calibration designs on: all of them, or as
+    many as :data:`GRID_SCORES` allows at evenly spaced FLOP ranks."""
+    cap = max(DESIGN_PAIRS, GRID_SCORES // (points * max(1, kernels)))
+    if len(problems) <= cap:
+        return np.arange(len(problems))
+    order = np.argsort([p.flops for p in problems], kind="stable")
+    return np.sort(order[np.round(np.linspace(0, len(order) - 1, cap)).astype(int)])
 
 
 def sequential_pairs(

@@ -62,10 +62,10 @@ from ckspace.training.acquisition import (
 from ckspace.training.anchored import train_anchored
 from ckspace.training.boosters import problem_features, thread_count
 from ckspace.training.calibration import (
-    DESIGN_PAIRS,
     FITTED,
     SHIPPED_FROM,
     PlausibleGrid,
+    design_problems,
     fit_constants,
     grid_size,
     sequential_pairs,
@@ -240,22 +240,6 @@ def read_record(path: Path, state: State) -> None:
             )
         note = float(row["tflops"]) if row["status"] == "ok" else None
         state.note(int(row["problem_idx"]), k, note)
-
-
-GRID_SCORES = 2**26
-"""The most scores a calibration's grid holds (constant values x problems x kernels: 512 MB of
-float64): a larger workload is designed on as many of its problems as fit, spread over its FLOP
-counts (the design measures about 30 problems, spread over the same)."""
-
-
-def design_problems(problems: tuple[ConvProblem, ...], kernels: int, points: int) -> np.ndarray:
-    """The workload's problems (indices, in order) the calibration designs on: all of them, or as
-    many as :data:`GRID_SCORES` allows at evenly spaced FLOP ranks."""
-    cap = max(DESIGN_PAIRS, GRID_SCORES // (points * max(1, kernels)))
-    if len(problems) <= cap:
-        return np.arange(len(problems))
-    order = np.argsort([p.flops for p in problems], kind="stable")
-    return np.sort(order[np.round(np.linspace(0, len(order) - 1, cap)).astype(int)])
 
 
 def initial_plan(log2_model: np.ndarray, state: State, settings: LearnSettings) -> list[tuple[int, int]]:
