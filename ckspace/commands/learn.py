@@ -100,8 +100,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibration",
         default="auto",
-        help="measure first the 60 pairs that fit the analytical model's constants to this GPU: on, off, "
-        "or auto (default: on unless --arch is gfx950, whose MI355X the shipped constants were fitted on)",
+        metavar="{auto,on,off}",
+        help="measure first up to 60 pairs that fit the analytical model's constants to this GPU; auto "
+        "(default): on unless --arch is gfx950 (whose MI355X the shipped constants were fitted on) or "
+        "--start-model gives this GPU's",
     )
     parser.add_argument(
         "--start-model",
