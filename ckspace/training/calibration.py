@@ -17,7 +17,7 @@ model which pairs tell plausible values apart:
 * a :class:`PlausibleGrid` scores every (problem, kernel) under every plausible value of the three
   (the start times 2^(i / ``per_octave``), within a factor of :data:`SPAN` each way) -- a
   computation that needs no measurement;
-* :func:`sequential_pairs` chooses 60 pairs in rounds: a spread of problems first
+* :func:`sequential_pairs` chooses at most 60 pairs in rounds: a spread of problems first
   (:func:`design_pairs`), then where the points that still fit the pairs so far pick differently
   (:func:`pick_split`: the version space's disagreement);
 * :func:`fit_constants` takes the grid point whose scores fit those pairs best by
@@ -172,7 +172,7 @@ SHIPPED_FROM = "gfx950"
 from 6,930 pairs: there 60 pairs tell nothing they do not (``ckspace learn`` calibrates elsewhere by
 default; docs/results.md has the figures)."""
 DESIGN_PAIRS = 60
-"""Pairs :func:`sequential_pairs` chooses: the budget the calibration target is stated for."""
+"""The most pairs :func:`sequential_pairs` chooses (fewer once the constants agree): the target's budget."""
 SPAN = 4.0
 """How far a :class:`PlausibleGrid`'s constants go from the start, each way (a factor)."""
 CHUNK = 256
