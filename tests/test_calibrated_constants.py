@@ -84,6 +84,62 @@ def test_a_grid_is_every_combination_of_its_steps_around_the_start() -> None:
     assert factors == {0.25, 0.5, 1.0, 2.0, 4.0}
 
 
+def test_a_grid_runs_from_every_constant_at_a_quarter_to_every_constant_at_four_times() -> None:
+    """The points in order (the first wins a tie): the last constant's steps innermost."""
+    points = grid().points
+    assert points[0] == {name: value / 4 for name, value in shipped().items()}
+    assert points[-1] == {name: value * 4 for name, value in shipped().items()}
+    last = FITTED[-1]
+    assert points[1] == {**points[0], last: shipped()[last] / 2}
+
+
+def test_the_design_measures_next_the_problems_the_plausible_constants_split_most() -> None:
+    """Stated apart: the points whose mixed objective on the first round's answers is within SLACK of
+    the best; for every problem not measured, the entropy of those points' picks (Counter); the
+    second round adds the two problems of most entropy (each with its most-voted kernels)."""
+    from collections import Counter
+
+    from ckspace.training.calibration import SLACK, objective_of
+
+    rows = np.arange(len(cell().problems))
+    answers = Answers(93, rows)
+    sequential_pairs(grid(), rows, flops(rows), answers)
+    first, second = answers.calls[0], answers.calls[1]
+    measured = sorted({p for p, _ in first})
+    values = answers(first)
+    fits = np.array([objective_of(scores[measured], values, "mixed") for scores in grid().scores])
+    space = [g for g in range(len(grid().points)) if fits[g] >= fits.max() - SLACK]
+
+    def entropy(p: int) -> float:
+        counts = np.array(list(Counter(int(np.argmax(grid().scores[g][p])) for g in space).values()))
+        shares = counts / counts.sum()
+        return float(-(shares * np.log(shares)).sum())
+
+    split = sorted((p for p in rows if p not in measured and entropy(p) > 0), key=lambda p: -entropy(p))
+    added = list(dict.fromkeys(p for p, _ in second[len(first) :]))
+    assert len(added) == 2 and entropy(added[0]) >= entropy(added[1]) > 0
+    assert {round(entropy(p), 12) for p in added} <= {round(entropy(p), 12) for p in split[:2]}
+
+
+def test_a_large_workload_designs_on_problems_spread_over_its_flops(monkeypatch) -> None:
+    """Beyond GRID_SCORES: as many problems as fit (scores / (points x kernels), never fewer than the
+    design's 60 pairs), at evenly spaced FLOP ranks from the smallest to the largest; at most, all."""
+    from ckspace.training import calibration
+
+    (data,) = load_cells([DATASETS["mi355x-forward-bf16"].path])
+    problems = data.problems  # 231
+    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30 * 80)
+    chosen = calibration.design_problems(problems, 30, 729)
+    order = np.argsort([p.flops for p in problems], kind="stable")
+    assert chosen.tolist() == sorted(int(order[round(i * (len(problems) - 1) / 79)]) for i in range(80))
+    assert calibration.design_problems(problems, 1, 729 * 30).tolist() == chosen.tolist()
+    assert calibration.design_problems(problems, 0, 729 * 30).tolist() == chosen.tolist()
+    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30)
+    assert len(calibration.design_problems(problems, 30, 729)) == DESIGN_PAIRS
+    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30 * 231)
+    assert calibration.design_problems(problems, 30, 729).tolist() == list(range(231))
+
+
 def test_a_grid_at_two_steps_an_octave_takes_each_half_octave() -> None:
     tiny = cell().subset(np.arange(2))
     points = PlausibleGrid(tiny, shipped(), per_octave=2).points
