@@ -102,7 +102,7 @@ def test_the_design_measures_next_the_problems_the_plausible_constants_split_mos
     from ckspace.training.calibration import SLACK, objective_of
 
     rows = np.arange(len(cell().problems))
-    answers = Answers(93, rows)
+    answers = Answers(56, rows)
     sequential_pairs(grid(), rows, flops(rows), answers)
     first, second = answers.calls[0], answers.calls[1]
     measured = sorted({p for p, _ in first})
@@ -119,6 +119,8 @@ def test_the_design_measures_next_the_problems_the_plausible_constants_split_mos
     added = list(dict.fromkeys(p for p, _ in second[len(first) :]))
     assert len(added) == 2 and entropy(added[0]) >= entropy(added[1]) > 0
     assert {round(entropy(p), 12) for p in added} <= {round(entropy(p), 12) for p in split[:2]}
+    picked = [len({int(np.argmax(grid().scores[g][p])) for g in space}) for p in added]
+    assert len(second) - len(first) == sum(min(3, n) for n in picked) > 4  # up to three kernels each
 
 
 def test_a_large_workload_designs_on_problems_spread_over_its_flops(monkeypatch) -> None:
@@ -136,8 +138,26 @@ def test_a_large_workload_designs_on_problems_spread_over_its_flops(monkeypatch)
     assert calibration.design_problems(problems, 0, 729 * 30).tolist() == chosen.tolist()
     monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30)
     assert len(calibration.design_problems(problems, 30, 729)) == DESIGN_PAIRS
-    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30 * 231)
+    monkeypatch.setattr(calibration, "GRID_SCORES", 729 * 30 * 300)
     assert calibration.design_problems(problems, 30, 729).tolist() == list(range(231))
+
+
+def test_the_calibrations_bounds_are_the_stated_ones() -> None:
+    """60 pairs: the budget the issue states calibration for (and the bench's study measures); a grid
+    of at most 2^26 scores, 512 MB of float64."""
+    from ckspace.training import calibration
+
+    assert DESIGN_PAIRS == 60 and calibration.GRID_SCORES * 8 == 512 * 2**20
+
+
+def test_a_grid_of_fewer_problems_than_kernels_designs_within_its_kernels() -> None:
+    """The votes count kernels, not problems: 12 problems of 30 kernels, at most 5 kernels taken."""
+    few = PlausibleGrid(cell().subset(np.arange(0, 36, 3)), shipped(), per_octave=1)
+    rows = np.arange(12)
+    answers = Answers.__new__(Answers)
+    answers.tflops, answers.calls = np.exp2(few.scores[31]), []
+    pairs = sequential_pairs(few, rows, [cell().problems[p].flops for p in range(0, 36, 3)], answers, max_kernels=5)
+    assert len({k for _, k in pairs}) <= 5 and len(pairs) == len(set(pairs)) > 10
 
 
 def test_a_grid_at_two_steps_an_octave_takes_each_half_octave() -> None:
