@@ -141,13 +141,19 @@ def calibrated_facts(hw: HardwareFacts, values: dict[str, float]) -> HardwareFac
     """``hw`` with the model's constants ``values`` (names of :data:`CONSTANTS`, positive) measured
     on its GPU, on top of any it carries: the facts every price the model makes from them reads
     (config columns, feature formulas, the C dispatcher's). An unknown name or a value that is not
-    positive and finite is refused, naming the choices."""
+    positive and finite is refused, naming the choices (:func:`check_constants`)."""
+    check_constants(values)
+    return hw.model_copy(update={"calibrated": {**hw.calibrated, **{k: float(v) for k, v in values.items()}}})
+
+
+def check_constants(values: dict[str, float]) -> None:
+    """Refuse a name that is not one of :data:`CONSTANTS` (naming the choices) or a value that is not
+    positive and finite: what measured constants must be, whatever GPU's facts they join."""
     for name, value in values.items():
         if name not in CONSTANTS:
             raise InvalidChoiceError("analytical model constant", name, sorted(CONSTANTS))
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"constant {name} must be positive and finite, got {value!r}")
-    return hw.model_copy(update={"calibrated": {**hw.calibrated, **{k: float(v) for k, v in values.items()}}})
 
 
 def calibrated_tflops(log2_model_tflops: np.ndarray | float) -> np.ndarray | float:

@@ -80,10 +80,16 @@ class ModelCard(BaseModel):
 
 def model_facts(card: ModelCard, directory: Path | str = "") -> HardwareFacts:
     """The hardware facts a model's features are priced with: its arch's, carrying the constants
-    its card says were measured; a card naming an unknown constant or a value that is not positive
-    is refused, naming the model."""
+    its card says were measured (:func:`check_card_constants`)."""
+    check_card_constants(card, directory)
+    return performance.calibrated_facts(hardware_facts(card.arch), card.calibrated)
+
+
+def check_card_constants(card: ModelCard, directory: Path | str = "") -> None:
+    """A card naming an unknown constant or a value that is not positive is refused in one line
+    naming the model (whatever its arch: an arch without facts is refused where the facts are read)."""
     try:
-        return performance.calibrated_facts(hardware_facts(card.arch), card.calibrated)
+        performance.check_constants(card.calibrated)
     except (ValueError, CkspaceError) as exc:
         raise CkspaceError(f"model {directory}: its card's calibrated constants: {exc}") from None
 
@@ -173,7 +179,7 @@ def load_model(directory: Path) -> tuple[Any, Any, ModelCard]:
             f"model {directory}: its feature names differ from this ckspace's feature spec "
             f"version {FEATURE_VERSION}; retrain it with `ckspace train`"
         )
-    model_facts(card, directory)
+    check_card_constants(card, directory)
     if card.domain is None:
         raise CkspaceError(
             f"model {directory}: its card records no training domain (an older ckspace wrote it), "
