@@ -102,7 +102,7 @@ def test_the_design_measures_next_the_problems_the_plausible_constants_split_mos
     from ckspace.training.calibration import SLACK, objective_of
 
     rows = np.arange(len(cell().problems))
-    answers = Answers(56, rows)
+    answers = Answers(52, rows)
     sequential_pairs(grid(), rows, flops(rows), answers)
     first, second = answers.calls[0], answers.calls[1]
     measured = sorted({p for p, _ in first})
