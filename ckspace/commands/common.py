@@ -177,6 +177,12 @@ def format_choices(parser: StrictParser) -> tuple[str, ...] | None:
     return next((tuple(a.choices) for a in parser.arguments if "--format" in a.option_strings and a.choices), None)
 
 
+def constants_text(values: dict[str, float]) -> str:
+    """The analytical model's constants as ``learn`` and ``select`` print them: name and value, four
+    significant digits, in the given order."""
+    return ", ".join(f"{name} {value:.4g}" for name, value in values.items())
+
+
 def json_text(report: Any, indent: int | None = None) -> str:
     """``report`` as one JSON document and a newline: on one line, or indented by ``indent``. A
     pydantic model writes itself (what its readers have always been given)."""

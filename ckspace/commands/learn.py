@@ -27,7 +27,7 @@ import shlex
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, data_set_help, write_report
+from ckspace.commands.common import add_format_argument, constants_text, data_set_help, write_report
 from ckspace.commands.train import bound_openmp, parse_threads
 from ckspace.core.errors import InvalidChoiceError, InvalidInputError
 from ckspace.workloads.datasets import DATASETS, Kind, argument_text, data_file
@@ -314,7 +314,7 @@ def _text(report, measurer: str) -> str:
         f"{report.measurement_seconds:.0f} s of builds and timing\n"
         f"estimated mean regret of the picks ({report.estimate_source}): {estimated}\n"
         f"analytical model's constants, {'measured on this GPU' if report.calibrated else 'not calibrated'}: "
-        + ", ".join(f"{name} {value:.4g}" for name, value in report.constants.items())
+        + constants_text(report.constants)
         + "\n"
         f"model ({report.objective}) written to {report.model}\n"
     )

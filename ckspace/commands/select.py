@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from ckspace.commands.common import add_format_argument, add_target_arguments, json_text, target_from_args, write_report
+from ckspace.commands.common import (
+    add_format_argument,
+    add_target_arguments,
+    constants_text,
+    json_text,
+    target_from_args,
+    write_report,
+)
 from ckspace.core.errors import CkspaceError, NoKernelError
 
 NAME = "select"
@@ -215,8 +222,9 @@ def _text(report: dict) -> str:
         "training domain, why below) or [analytical]",
     ]
     if report["calibrated"]:  # a model learn calibrated: its features are this GPU's, not the shipped constants'
-        measured = ", ".join(f"{name} {value:.4g}" for name, value in report["calibrated"].items())
-        lines.append(f"the model's analytical constants were measured on its GPU: {measured}")
+        lines.append(
+            f"the model's analytical constants were measured on its GPU: {constants_text(report['calibrated'])}"
+        )
     for rank, ranked in enumerate(report["top"], 1):  # each row says what its numbers come from (no model:
         # the analytical model, which Selector.load has warned of once on stderr)
         stands_for = f"  (vector fallback of {ranked['family']})" if ranked["family"] else ""

@@ -19,7 +19,6 @@ fallback pool returns the same kernel (tests compare them on real and drawn prob
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import jinja2
+import numpy as np
 
 from ckspace.constraints.language.cexpr import C_HELPERS, to_c
 from ckspace.constraints.rulebook.problem_rules import PARAMS, gemm_problem_templates
@@ -313,7 +313,7 @@ def _cell_models(
                 f"library's {arch} {variant.value} {dtype.value} kernels"
             )
         assert card.domain is not None  # load_model refuses a card without one
-        out[variant, dtype] = CellModel(model_texts(Path(directory), card), card.domain, model_facts(card, directory))
+        out[variant, dtype] = CellModel(model_texts(Path(directory), card), card.domain, model_facts(card))
     return out
 
 
@@ -556,17 +556,18 @@ def _kernel_table(
 
 
 def _priced_table(configs: Sequence[GemmConfig], cell_hw: Mapping[tuple[Variant, Dtype], HardwareFacts]) -> ConfigTable:
-    """The table of ``configs``, each row priced with its cell's facts (a table per cell, merged back
-    in the configs' order; the merged table's own ``constants`` are no one cell's, so it is read by
-    row, never scored whole)."""
-    out = ConfigTable.build(configs)
-    formula_columns = out.formula_columns.copy()
+    """The table of ``configs``, each row priced with its cell's facts (a table per cell, its rows
+    put back in the configs' order; the merged table's own ``constants`` are no one cell's, so it is
+    read by row, never scored whole)."""
     by_cell: dict[tuple[Variant, Dtype], list[int]] = {}
     for i, c in enumerate(configs):
         by_cell.setdefault((c.variant, c.dtype), []).append(i)
+    block = np.empty((len(configs), len(CONFIG_FEATURES)))
+    formula_columns = np.empty((len(configs), len(FORMULA_COLUMNS)))
     for cell, rows in by_cell.items():
-        formula_columns[rows] = ConfigTable.build([configs[i] for i in rows], cell_hw[cell]).formula_columns
-    return dataclasses.replace(out, formula_columns=formula_columns)
+        part = ConfigTable.build([configs[i] for i in rows], cell_hw[cell])
+        block[rows], formula_columns[rows] = part.block, part.formula_columns
+    return ConfigTable(tuple(configs), block, formula_columns)
 
 
 def _number_model_rows(entries: Sequence[dict]) -> dict[int, list]:

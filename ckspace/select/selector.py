@@ -160,7 +160,7 @@ class Selector:
                 f"model {directory} is for {card.arch} {card.variant} {card.dtype}, "
                 f"not {arch} {variant.value} {dtype.value}"
             )
-        hw = model_facts(card, directory)  # priced with the constants measured on the model's GPU
+        hw = model_facts(card)  # priced with the constants measured on the model's GPU
         scorer = model_scorer(engine, variant, dtype, hw, directory, card, ranker, regressor, num_threads)
         return cls(arch, variant, dtype, hw, scorer, card, target, ranker, regressor)
 

@@ -78,10 +78,9 @@ class ModelCard(BaseModel):
     with them wherever the model is used (:func:`model_facts`). Empty: the shipped constants."""
 
 
-def model_facts(card: ModelCard, directory: Path | str = "") -> HardwareFacts:
+def model_facts(card: ModelCard) -> HardwareFacts:
     """The hardware facts a model's features are priced with: its arch's, carrying the constants
-    its card says were measured (:func:`check_card_constants`)."""
-    check_card_constants(card, directory)
+    its card says were measured (a card :func:`load_model` returned: they were checked there)."""
     return performance.calibrated_facts(hardware_facts(card.arch), card.calibrated)
 
 
